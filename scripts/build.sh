@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Configures and builds into build/ (BUILD_DIR to change). Extra arguments go to cmake.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+extra=()
+[ -n "${CI:-}" ] && extra+=(-DTOKPROF_WERROR=ON)
+cmake -S . -B "$BUILD_DIR" "${extra[@]}" "$@" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need on Debian 12 and checks the CUDA 13 toolkit.
+# Idempotent: installs only what is missing; says precisely what it cannot fix.
+set -euo pipefail
+
+PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
+      libcriterion-dev binutils)
+
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}" >&2
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+problems=()
+[ -x "$CUDA_HOME/bin/nvcc" ] || problems+=("nvcc not found at $CUDA_HOME/bin/nvcc: install the CUDA 13 toolkit (cuda-toolkit-13-0) or set CUDA_HOME")
+for h in cuda.h cuda_runtime_api.h cupti.h cublas_v2.h cublasLt.h cudnn.h; do
+    [ -f "$CUDA_HOME/include/$h" ] || problems+=("$CUDA_HOME/include/$h missing: install the toolkit package that provides it (cupti: cuda-cupti-dev-13-0, cudnn: cudnn9-cuda-13)")
+done
+for l in libcudart.so.13 libcublas.so.13 libcublasLt.so.13; do
+    [ -e "$CUDA_HOME/lib64/$l" ] || problems+=("$CUDA_HOME/lib64/$l missing: install libcublas-dev-13-0 / cuda-cudart-dev-13-0")
+done
+if [ ${#problems[@]} -gt 0 ]; then
+    printf 'setup: %s\n' "${problems[@]}" >&2
+    exit 1
+fi
+if [ -x "$CUDA_HOME/bin/nvcc" ]; then
+    v=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+    [ "${v:-0}" -ge 13 ] || { echo "setup: nvcc $v found, tokprof needs CUDA 13" >&2; exit 1; }
+fi
+exit 0

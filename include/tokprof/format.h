@@ -1,0 +1,84 @@
+/* tokprof capture format v1: the constants shared by the writer (shim/) and the reader (decoder/).
+ * docs/FORMAT.md is the normative description; this header only names its numbers. */
+#ifndef TOKPROF_FORMAT_H
+#define TOKPROF_FORMAT_H
+
+#include <stdint.h>
+
+/* File header: 16 bytes. The magic is PNG-style: a high byte, the name, CR LF, ^Z, LF, so that
+ * transfers that mangle text are detected. */
+#define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
+#define TKP_FILE_MAGIC_LEN 8
+#define TKP_FORMAT_VERSION 1
+#define TKP_FILE_HEADER_LEN 16
+
+/* File header flags */
+#define TKP_FILE_STREAM 0x1u   /* written incrementally while the program ran */
+#define TKP_FILE_SNAPSHOT 0x2u /* a flight-recorder snapshot */
+
+/* Chunk header: 16 bytes, then one zstd frame of `compressed_len` bytes. */
+#define TKP_CHUNK_MAGIC 0x43504b54u /* "TKPC" little-endian */
+#define TKP_CHUNK_HEADER_LEN 16
+#define TKP_CHUNK_MAX_RAW (64u << 20)        /* readers refuse larger chunks */
+#define TKP_CHUNK_MAX_COMPRESSED (64u << 20) /* ditto */
+
+/* Record types: the first element of every msgpack array in a chunk. */
+enum tkp_rec {
+    TKP_REC_CHUNK = 0,         /* [0, seq, base_ns] first record of every chunk */
+    TKP_REC_NAME = 1,          /* [1, id, "string"] */
+    TKP_REC_META = 2,          /* [2, {map}] */
+    TKP_REC_THREAD = 3,        /* [3, thread, os_tid] */
+    TKP_REC_LAUNCH = 10,       /* [10, dt, thread, step, name, stream, via, gx, gy, gz, bx, by, bz, smem] */
+    TKP_REC_GRAPH_LAUNCH = 11, /* [11, dt, thread, step, graph, stream, via] */
+    TKP_REC_GRAPH = 12,        /* [12, graph, [[node, type, name, gx, gy, gz, bx, by, bz, [deps]], ...]] */
+    TKP_REC_COPY = 14,         /* [14, dt, thread, step, kind, dir, bytes, stream, flags] */
+    TKP_REC_SYNC = 15,         /* [15, dt, thread, step, kind, handle, wait_ns] */
+    TKP_REC_EVENT_RECORD = 16, /* [16, dt, thread, step, event, stream] */
+    TKP_REC_STREAM_WAIT = 17,  /* [17, dt, thread, step, stream, event] */
+    TKP_REC_STEP = 18,         /* [18, step, thread, kind, begin_ns, mark_ns, end_ns, closed_by,
+                                   launches, graph_launches, copies] */
+    TKP_REC_NVTX = 19,         /* [19, dt, thread, step, kind, name, range_id] */
+    TKP_REC_LOSS = 20,         /* [20, thread, dropped_total] */
+    TKP_REC_MARKER = 21,       /* [21, dt, thread, step, kind, value] */
+};
+
+/* LAUNCH.via: how the launch reached us; TKP_VIA_PTSZ is or-ed in for per-thread-stream forms. */
+enum tkp_via {
+    TKP_VIA_RUNTIME = 1,    /* __cudaLaunchKernel, cudaLaunchKernel (nvcc <<<>>> stubs) */
+    TKP_VIA_RUNTIME_EX = 2, /* cudaLaunchKernelExC */
+    TKP_VIA_DRIVER = 3,     /* cuLaunchKernel */
+    TKP_VIA_DRIVER_EX = 4,  /* cuLaunchKernelEx */
+    TKP_VIA_GRAPH_RT = 5,   /* cudaGraphLaunch */
+    TKP_VIA_GRAPH_DRV = 6,  /* cuGraphLaunch */
+    TKP_VIA_PTSZ = 0x10,
+};
+
+enum tkp_copy_kind { TKP_COPY_MEMCPY = 0, TKP_COPY_MEMSET = 1 };
+enum tkp_copy_dir {
+    TKP_DIR_HTOH = 0, TKP_DIR_HTOD = 1, TKP_DIR_DTOH = 2, TKP_DIR_DTOD = 3, TKP_DIR_DEFAULT = 4,
+};
+#define TKP_COPY_ASYNC 0x1u  /* COPY.flags: an *Async call */
+#define TKP_COPY_PINNED 0x2u /* host side is page-locked memory we saw allocated */
+
+enum tkp_sync_kind {
+    TKP_SYNC_STREAM = 0, TKP_SYNC_EVENT = 1, TKP_SYNC_DEVICE = 2, TKP_SYNC_CTX = 3,
+    TKP_SYNC_EVENT_QUERY = 4, /* a cudaEventQuery/cuEventQuery that answered "ready" */
+    TKP_SYNC_MEMCPY = 5,      /* a blocking copy: the host waited for it */
+};
+
+enum tkp_step_kind { TKP_STEP_TOKEN = 0, TKP_STEP_OUTSIDE = 1 };
+enum tkp_closed_by {
+    TKP_CLOSE_EVENT_SYNC = 0, TKP_CLOSE_STREAM_SYNC = 1, TKP_CLOSE_DEVICE_SYNC = 2,
+    TKP_CLOSE_BLOCKING_COPY = 3, TKP_CLOSE_NEXT_STEP = 4, TKP_CLOSE_NVTX = 5,
+    TKP_CLOSE_MARKER = 6, TKP_CLOSE_EXIT = 7, TKP_CLOSE_EVENT_QUERY = 8,
+};
+
+enum tkp_graph_node_type { TKP_NODE_KERNEL = 0, TKP_NODE_MEMCPY = 1, TKP_NODE_MEMSET = 2,
+                           TKP_NODE_OTHER = 3 };
+
+enum tkp_nvtx_kind { TKP_NVTX_PUSH = 0, TKP_NVTX_POP = 1, TKP_NVTX_MARK = 2,
+                     TKP_NVTX_RANGE_START = 3, TKP_NVTX_RANGE_END = 4 };
+
+enum tkp_marker_kind { TKP_MARK_STEP_BEGIN = 0, TKP_MARK_STEP_END = 1 };
+
+#endif

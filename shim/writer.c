@@ -1,0 +1,704 @@
+/* The writer: one background thread that drains the rings, encodes msgpack, compresses each
+ * chunk as one zstd frame and appends it to the capture file.
+ *
+ * Chunks are self-contained (docs/FORMAT.md): every name, thread and graph topology a chunk uses
+ * is defined in it, so a capture cut anywhere decodes up to its last whole chunk. The thread
+ * drains often (so rings rarely fill) and writes a chunk at least every TOKPROF_FLUSH_MS, which
+ * bounds what os._exit or SIGKILL can lose. It runs with every signal blocked, and never calls
+ * into CUDA except cuFuncGetName-style name queries and device queries for the metadata. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "graph.h"
+#include "ring.h"
+#include "tokprof/format.h"
+#include "tokprof/tokprof.h"
+
+#define CHUNK_SOFT_MAX (4u << 20) /* raw bytes that force a chunk before the flush period */
+#define POLL_MS_MAX 20
+
+struct strmap { /* open addressing, writer-private */
+    char **keys;
+    uint32_t *vals;
+    uint32_t cap, n;
+};
+struct ptrmap {
+    uint64_t *keys;
+    uint32_t *vals;
+    uint32_t cap, n;
+};
+
+static struct {
+    int fd;
+    pthread_t thread;
+    int running;
+    _Atomic int stop;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    ZSTD_CCtx *cctx;
+    void *zbuf;
+    size_t zcap;
+    uint32_t seq;
+    int chunk_open;
+    uint64_t prev_ns;
+    uint64_t last_flush_ns;
+    int meta_written;
+    /* names */
+    struct strmap names;   /* string -> id */
+    struct ptrmap keyname; /* launch key -> id */
+    char **name_str;       /* id -> string */
+    uint32_t *name_gen;    /* id -> chunk seq + 1 when defined in that chunk */
+    uint32_t nnames, names_cap;
+    /* threads and graphs defined in the current chunk */
+    uint32_t *thread_gen;
+    uint32_t threads_cap;
+    uint32_t *graph_gen;
+    uint32_t graphs_cap;
+    int failed;
+    char path[PATH_MAX];
+} W = {.fd = -1};
+
+static uint64_t start_realtime_ns, start_monotonic_ns;
+
+/* ---- small maps ------------------------------------------------------------------------------ */
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int grow_gen(uint32_t **arr, uint32_t *cap, uint32_t need)
+{
+    if (need < *cap) return 0;
+    uint32_t c = *cap ? *cap : 256;
+    while (c <= need) c *= 2;
+    uint32_t *p = realloc(*arr, c * sizeof *p);
+    if (!p) return -1;
+    memset(p + *cap, 0, (c - *cap) * sizeof *p);
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
+static int strmap_get(struct strmap *m, const char *s, uint32_t *out)
+{
+    if (!m->cap) return 0;
+    for (uint64_t i = hash_str(s);; i++) {
+        char *k = m->keys[i & (m->cap - 1)];
+        if (!k) return 0;
+        if (!strcmp(k, s)) {
+            *out = m->vals[i & (m->cap - 1)];
+            return 1;
+        }
+    }
+}
+
+static int strmap_put(struct strmap *m, char *s, uint32_t v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 1024;
+        char **nk = calloc(nc, sizeof *nk);
+        uint32_t *nv = calloc(nc, sizeof *nv);
+        if (!nk || !nv) return free(nk), free(nv), -1;
+        for (uint32_t i = 0; i < m->cap; i++)
+            if (m->keys[i])
+                for (uint64_t j = hash_str(m->keys[i]);; j++)
+                    if (!nk[j & (nc - 1)]) {
+                        nk[j & (nc - 1)] = m->keys[i];
+                        nv[j & (nc - 1)] = m->vals[i];
+                        break;
+                    }
+        free(m->keys), free(m->vals);
+        m->keys = nk, m->vals = nv, m->cap = nc;
+    }
+    for (uint64_t i = hash_str(s);; i++)
+        if (!m->keys[i & (m->cap - 1)]) {
+            m->keys[i & (m->cap - 1)] = s;
+            m->vals[i & (m->cap - 1)] = v;
+            m->n++;
+            return 0;
+        }
+}
+
+static uint64_t mix(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 17; }
+
+static int ptrmap_get(struct ptrmap *m, uint64_t key, uint32_t *out)
+{
+    if (!m->cap) return 0;
+    for (uint64_t i = mix(key);; i++) {
+        uint64_t k = m->keys[i & (m->cap - 1)];
+        if (!k) return 0;
+        if (k == key) {
+            *out = m->vals[i & (m->cap - 1)];
+            return 1;
+        }
+    }
+}
+
+static void ptrmap_put(struct ptrmap *m, uint64_t key, uint32_t v)
+{
+    if (!key) return;
+    if ((m->n + 1) * 2 > m->cap) {
+        uint32_t nc = m->cap ? m->cap * 2 : 1024;
+        uint64_t *nk = calloc(nc, sizeof *nk);
+        uint32_t *nv = calloc(nc, sizeof *nv);
+        if (!nk || !nv) return (void)(free(nk), free(nv));
+        for (uint32_t i = 0; i < m->cap; i++)
+            if (m->keys[i])
+                for (uint64_t j = mix(m->keys[i]);; j++)
+                    if (!nk[j & (nc - 1)]) {
+                        nk[j & (nc - 1)] = m->keys[i];
+                        nv[j & (nc - 1)] = m->vals[i];
+                        break;
+                    }
+        free(m->keys), free(m->vals);
+        m->keys = nk, m->vals = nv, m->cap = nc;
+    }
+    for (uint64_t i = mix(key);; i++)
+        if (!m->keys[i & (m->cap - 1)]) {
+            m->keys[i & (m->cap - 1)] = key;
+            m->vals[i & (m->cap - 1)] = v;
+            m->n++;
+            return;
+        }
+}
+
+/* ---- encoding -------------------------------------------------------------------------------- */
+
+static void pack_str(const char *s)
+{
+    size_t n = strlen(s);
+    msgpack_pack_str(&W.pk, n);
+    msgpack_pack_str_body(&W.pk, s, n);
+}
+
+static void chunk_begin(void)
+{
+    if (W.chunk_open) return;
+    W.chunk_open = 1;
+    W.prev_ns = tkp_now_ns();
+    msgpack_pack_array(&W.pk, 3);
+    msgpack_pack_int(&W.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&W.pk, W.seq);
+    msgpack_pack_uint64(&W.pk, W.prev_ns);
+}
+
+static void pack_dt(uint64_t ts)
+{
+    msgpack_pack_int64(&W.pk, (int64_t)(ts - W.prev_ns));
+    W.prev_ns = ts;
+}
+
+/* The id of a string, defined in the current chunk before it is returned. */
+static uint32_t name_id(const char *s)
+{
+    if (!s) s = "?";
+    uint32_t id;
+    if (!strmap_get(&W.names, s, &id)) {
+        char *copy = strdup(s);
+        if (!copy || grow_gen(&W.name_gen, &W.names_cap, W.nnames)) return 0;
+        char **ns = realloc(W.name_str, W.names_cap * sizeof *ns);
+        if (!ns) return 0;
+        W.name_str = ns;
+        id = W.nnames++;
+        W.name_str[id] = copy;
+        if (strmap_put(&W.names, copy, id)) return 0;
+    }
+    if (W.name_gen[id] != W.seq + 1) {
+        W.name_gen[id] = W.seq + 1;
+        msgpack_pack_array(&W.pk, 3);
+        msgpack_pack_int(&W.pk, TKP_REC_NAME);
+        msgpack_pack_uint32(&W.pk, id);
+        pack_str(W.name_str[id]);
+    }
+    return id;
+}
+
+static uint32_t key_name_id(uint64_t key, int kind)
+{
+    uint32_t id;
+    if (ptrmap_get(&W.keyname, key, &id)) {
+        if (W.name_gen[id] != W.seq + 1) name_id(W.name_str[id]);
+        return id;
+    }
+    id = name_id(tkp_sym_name(key, kind));
+    ptrmap_put(&W.keyname, key, id);
+    return id;
+}
+
+static void define_thread(uint32_t idx, int os_tid)
+{
+    if (grow_gen(&W.thread_gen, &W.threads_cap, idx)) return;
+    if (W.thread_gen[idx] == W.seq + 1) return;
+    W.thread_gen[idx] = W.seq + 1;
+    msgpack_pack_array(&W.pk, 3);
+    msgpack_pack_int(&W.pk, TKP_REC_THREAD);
+    msgpack_pack_uint32(&W.pk, idx);
+    msgpack_pack_int(&W.pk, os_tid);
+}
+
+static void emit_graph(void *ctx, const struct tkp_graph *g)
+{
+    (void)ctx;
+    if (grow_gen(&W.graph_gen, &W.graphs_cap, g->id)) return;
+    if (W.graph_gen[g->id] == W.seq + 1) return;
+    W.graph_gen[g->id] = W.seq + 1;
+    uint32_t *ids = calloc(g->n ? g->n : 1, sizeof *ids);
+    if (!ids) return;
+    for (uint32_t i = 0; i < g->n; i++)
+        ids[i] = g->nodes[i].type == TKP_NODE_KERNEL ? key_name_id(g->nodes[i].key,
+                                                                   g->nodes[i].key_kind)
+                                                     : name_id(g->nodes[i].type == TKP_NODE_MEMCPY
+                                                                   ? "memcpy"
+                                                                   : g->nodes[i].type == TKP_NODE_MEMSET
+                                                                         ? "memset"
+                                                                         : "node");
+    msgpack_pack_array(&W.pk, 3);
+    msgpack_pack_int(&W.pk, TKP_REC_GRAPH);
+    msgpack_pack_uint32(&W.pk, g->id);
+    msgpack_pack_array(&W.pk, g->n);
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct tkp_gnode *n = &g->nodes[i];
+        msgpack_pack_array(&W.pk, 10);
+        msgpack_pack_uint64(&W.pk, g->node_base + i);
+        msgpack_pack_int(&W.pk, n->type);
+        msgpack_pack_uint32(&W.pk, ids[i]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&W.pk, n->grid[k]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&W.pk, n->block[k]);
+        msgpack_pack_array(&W.pk, n->ndeps);
+        for (uint32_t d = 0; d < n->ndeps; d++) msgpack_pack_uint64(&W.pk, g->node_base + n->deps[d]);
+    }
+    free(ids);
+}
+
+struct gl_ctx { uint32_t id; };
+static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
+{
+    ((struct gl_ctx *)ctx)->id = g->id;
+    emit_graph(NULL, g);
+}
+
+static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
+{
+    (void)ctx;
+    chunk_begin();
+    define_thread(thread, os_tid);
+    msgpack_packer *pk = &W.pk;
+    switch (e->type) {
+    case TKP_REC_LAUNCH: {
+        uint32_t nm = key_name_id(e->a, e->flags);
+        msgpack_pack_array(pk, 14);
+        msgpack_pack_int(pk, TKP_REC_LAUNCH);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_uint32(pk, nm);
+        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_int(pk, e->sub);
+        for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+        break;
+    }
+    case TKP_REC_GRAPH_LAUNCH: {
+        struct gl_ctx g = {UINT32_MAX};
+        tkp_graph_with(e->a, emit_graph_and_id, &g);
+        msgpack_pack_array(pk, 7);
+        msgpack_pack_int(pk, TKP_REC_GRAPH_LAUNCH);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        if (g.id == UINT32_MAX) msgpack_pack_int(pk, -1); /* topology never seen */
+        else msgpack_pack_uint32(pk, g.id);
+        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_int(pk, e->sub);
+        break;
+    }
+    case TKP_REC_COPY:
+        msgpack_pack_array(pk, 9);
+        msgpack_pack_int(pk, TKP_REC_COPY);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_int(pk, e->sub);
+        msgpack_pack_int(pk, e->flags & 0xff);
+        msgpack_pack_uint64(pk, e->a);
+        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_int(pk, e->flags >> 8);
+        break;
+    case TKP_REC_SYNC:
+        msgpack_pack_array(pk, 7);
+        msgpack_pack_int(pk, TKP_REC_SYNC);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_int(pk, e->sub);
+        msgpack_pack_uint64(pk, e->a);
+        msgpack_pack_uint64(pk, e->b);
+        break;
+    case TKP_REC_EVENT_RECORD:
+    case TKP_REC_STREAM_WAIT:
+        msgpack_pack_array(pk, 6);
+        msgpack_pack_int(pk, e->type);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_uint64(pk, e->a);
+        msgpack_pack_uint64(pk, e->b);
+        break;
+    case TKP_REC_STEP:
+        msgpack_pack_array(pk, 11);
+        msgpack_pack_int(pk, TKP_REC_STEP);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_int(pk, e->sub);
+        msgpack_pack_uint64(pk, e->ts);
+        msgpack_pack_uint64(pk, e->a);
+        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_uint32(pk, e->u[0]);
+        msgpack_pack_uint32(pk, e->u[1]);
+        msgpack_pack_uint32(pk, e->u[2]);
+        msgpack_pack_uint32(pk, e->u[3]);
+        break;
+    case TKP_REC_NVTX: {
+        uint32_t nm = name_id((const char *)(uintptr_t)e->a);
+        msgpack_pack_array(pk, 7);
+        msgpack_pack_int(pk, TKP_REC_NVTX);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_int(pk, e->sub);
+        msgpack_pack_uint32(pk, nm);
+        msgpack_pack_uint32(pk, e->u[0]);
+        break;
+    }
+    case TKP_REC_MARKER:
+        msgpack_pack_array(pk, 6);
+        msgpack_pack_int(pk, TKP_REC_MARKER);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_int(pk, e->sub);
+        msgpack_pack_uint64(pk, e->a);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- metadata, losses, chunks ---------------------------------------------------------------- */
+
+static void pack_kv_str(const char *k, const char *v)
+{
+    pack_str(k);
+    pack_str(v ? v : "");
+}
+static void pack_kv_int(const char *k, int64_t v)
+{
+    pack_str(k);
+    msgpack_pack_int64(&W.pk, v);
+}
+
+typedef int (*drv_int_fn)(int *);
+typedef int (*dev_get_fn)(int *, int);
+typedef int (*dev_name_fn)(char *, int, int);
+typedef int (*dev_uuid_fn)(unsigned char *, int);
+
+static void pack_devices(void)
+{
+    /* Only a driver the program loaded and initialised is asked; none is loaded by us here. */
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int count = 0;
+    dev_name_fn get_name = NULL;
+    dev_uuid_fn get_uuid = NULL;
+    dev_get_fn dev_get = NULL;
+    if (h) {
+        drv_int_fn get_count = (drv_int_fn)tkp_real_dlsym(h, "cuDeviceGetCount");
+        get_name = (dev_name_fn)tkp_real_dlsym(h, "cuDeviceGetName");
+        get_uuid = (dev_uuid_fn)tkp_real_dlsym(h, "cuDeviceGetUuid_v2");
+        dev_get = (dev_get_fn)tkp_real_dlsym(h, "cuDeviceGet");
+        if (!get_count || get_count(&count) != 0 || count < 0 || count > 64) count = 0;
+    }
+    pack_str("devices");
+    msgpack_pack_array(&W.pk, (size_t)count);
+    for (int i = 0; i < count; i++) {
+        char name[256] = "";
+        unsigned char u[16] = {0};
+        char uuid[48] = "";
+        int dev = i;
+        if (dev_get) dev_get(&dev, i);
+        if (get_name) get_name(name, sizeof name - 1, dev);
+        if (get_uuid && get_uuid(u, dev) == 0)
+            snprintf(uuid, sizeof uuid,
+                     "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                     u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+                     u[12], u[13], u[14], u[15]);
+        msgpack_pack_map(&W.pk, 2);
+        pack_kv_str("name", name);
+        pack_kv_str("uuid", uuid);
+    }
+    if (h) dlclose(h);
+}
+
+static int driver_version(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    int v = 0;
+    if (h) {
+        drv_int_fn f = (drv_int_fn)tkp_real_dlsym(h, "cuDriverGetVersion");
+        if (!f || f(&v) != 0) v = 0;
+        dlclose(h);
+    }
+    return v;
+}
+
+static int runtime_version(void)
+{
+    static const struct { const char *so; int v; } rt[] = {{"libcudart.so.13", 13000},
+                                                           {"libcudart.so.12", 12000}};
+    for (size_t i = 0; i < sizeof rt / sizeof rt[0]; i++) {
+        void *h = dlopen(rt[i].so, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            dlclose(h);
+            return rt[i].v;
+        }
+    }
+    return 0;
+}
+
+static const char *step_mode_name(void)
+{
+    static char buf[300];
+    switch (tkp_cfg.step_mode) {
+    case TKP_STEPMODE_SYNC: return "sync";
+    case TKP_STEPMODE_GRAPH: return "graph";
+    case TKP_STEPMODE_MARKER: return "marker";
+    case TKP_STEPMODE_NVTX: snprintf(buf, sizeof buf, "nvtx:%s", tkp_cfg.step_regex); return buf;
+    case TKP_STEPMODE_KERNEL: snprintf(buf, sizeof buf, "kernel:%s", tkp_cfg.step_regex); return buf;
+    default: return "auto";
+    }
+}
+
+static void emit_meta(void)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    msgpack_pack_array(&W.pk, 2);
+    msgpack_pack_int(&W.pk, TKP_REC_META);
+    msgpack_pack_map(&W.pk, 11);
+    pack_kv_str("program", program_invocation_short_name);
+    pack_kv_int("pid", getpid());
+    pack_kv_int("ppid", getppid());
+    pack_kv_str("hostname", host);
+    pack_kv_int("start_realtime_ns", (int64_t)start_realtime_ns);
+    pack_kv_int("start_monotonic_ns", (int64_t)start_monotonic_ns);
+    pack_kv_str("tokprof_version", TOKPROF_VERSION_STRING);
+    pack_kv_int("cuda_runtime_version", runtime_version());
+    pack_kv_int("cuda_driver_version", driver_version());
+    pack_devices();
+    pack_str("config");
+    msgpack_pack_map(&W.pk, 5);
+    pack_kv_str("step", step_mode_name());
+    pack_kv_int("buffer_mb", tkp_cfg.buffer_mb);
+    pack_kv_int("ring_kb", tkp_cfg.ring_kb);
+    pack_kv_int("flush_ms", tkp_cfg.flush_ms);
+    pack_kv_str("out", tkp_cfg.out_dir);
+    W.meta_written = 1;
+}
+
+static void emit_losses(void)
+{
+    uint32_t n = tkp_rings_count();
+    for (uint32_t i = 0; i < n; i++) {
+        int tid;
+        uint64_t dropped;
+        int idx = tkp_ring_info(i, &tid, &dropped);
+        if (idx < 0 || !dropped) continue;
+        chunk_begin();
+        define_thread((uint32_t)idx, tid);
+        msgpack_pack_array(&W.pk, 3);
+        msgpack_pack_int(&W.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&W.pk, (uint32_t)idx);
+        msgpack_pack_uint64(&W.pk, dropped);
+    }
+    uint64_t ringless = atomic_load(&tkp_ringless_drops);
+    if (ringless) {
+        chunk_begin();
+        msgpack_pack_array(&W.pk, 3);
+        msgpack_pack_int(&W.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&W.pk, UINT32_MAX); /* threads that got no ring */
+        msgpack_pack_uint64(&W.pk, ringless);
+    }
+}
+
+static int write_all(const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(W.fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void fail(const char *what)
+{
+    if (W.failed) return;
+    W.failed = 1;
+    tkp_warn("%s %s: %s; capture stopped, the program is unaffected", what, W.path,
+             strerror(errno));
+    atomic_store(&tkp_state, -1);
+}
+
+static void flush_chunk(void)
+{
+    W.last_flush_ns = tkp_now_ns();
+    if (!W.chunk_open || W.failed) return;
+    emit_losses();
+    size_t raw = W.sb.size;
+    size_t bound = ZSTD_compressBound(raw);
+    if (bound > W.zcap) {
+        void *z = realloc(W.zbuf, bound);
+        if (!z) return fail("out of memory compressing for");
+        W.zbuf = z;
+        W.zcap = bound;
+    }
+    ZSTD_CCtx_setPledgedSrcSize(W.cctx, raw);
+    size_t zn = ZSTD_compress2(W.cctx, W.zbuf, W.zcap, W.sb.data, raw);
+    if (ZSTD_isError(zn)) {
+        tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
+        zn = 0;
+    }
+    unsigned char hdr[TKP_CHUNK_HEADER_LEN];
+    uint32_t fields[4] = {TKP_CHUNK_MAGIC, (uint32_t)zn, (uint32_t)raw, W.seq};
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 4; b++) hdr[i * 4 + b] = (unsigned char)(fields[i] >> (8 * b));
+    if (zn && (write_all(hdr, sizeof hdr) || write_all(W.zbuf, zn))) fail("cannot write");
+    W.seq++;
+    W.chunk_open = 0;
+    msgpack_sbuffer_clear(&W.sb);
+}
+
+static void cycle(int force)
+{
+    if (!W.meta_written) {
+        chunk_begin();
+        emit_meta();
+    }
+    tkp_rings_drain(encode, NULL);
+    uint64_t now = tkp_now_ns();
+    if (force || W.sb.size >= CHUNK_SOFT_MAX ||
+        now - W.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
+        flush_chunk();
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    unsigned poll = tkp_cfg.flush_ms < POLL_MS_MAX ? tkp_cfg.flush_ms : POLL_MS_MAX;
+    struct timespec ts = {poll / 1000, (long)(poll % 1000) * 1000000L};
+    tkp_tls.depth = 1; /* nothing this thread does is the program's */
+    while (!atomic_load(&W.stop)) {
+        nanosleep(&ts, NULL);
+        cycle(0);
+    }
+    return NULL;
+}
+
+int tkp_writer_start(void)
+{
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    start_monotonic_ns = tkp_now_ns();
+    start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+    snprintf(W.path, sizeof W.path, "%s/%s.%d.tokprof", tkp_cfg.out_dir,
+             program_invocation_short_name, (int)getpid());
+    W.fd = open(W.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (W.fd < 0) {
+        tkp_warn("cannot create %s: %s; capture off, the program is unaffected", W.path,
+                 strerror(errno));
+        return -1;
+    }
+    unsigned char hdr[TKP_FILE_HEADER_LEN] = {0};
+    memcpy(hdr, TKP_FILE_MAGIC, TKP_FILE_MAGIC_LEN);
+    hdr[8] = TKP_FORMAT_VERSION;
+    hdr[10] = TKP_FILE_STREAM;
+    hdr[12] = TKP_FILE_HEADER_LEN;
+    if (write_all(hdr, sizeof hdr)) {
+        tkp_warn("cannot write %s: %s; capture off", W.path, strerror(errno));
+        close(W.fd);
+        W.fd = -1;
+        return -1;
+    }
+    msgpack_sbuffer_init(&W.sb);
+    msgpack_packer_init(&W.pk, &W.sb, msgpack_sbuffer_write);
+    W.cctx = ZSTD_createCCtx();
+    if (!W.cctx) return -1;
+    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_contentSizeFlag, 1);
+    W.last_flush_ns = tkp_now_ns();
+    atomic_store(&W.stop, 0);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        tkp_warn("cannot start the writer thread; capture off");
+        return -1;
+    }
+    W.running = 1;
+    tkp_debug("capturing to %s", W.path);
+    return 0;
+}
+
+void tkp_writer_stop(void)
+{
+    if (!W.running) return;
+    atomic_store(&W.stop, 1);
+    pthread_join(W.thread, NULL);
+    W.running = 0;
+    int d = tkp_tls.depth;
+    tkp_tls.depth = 1;
+    cycle(1);
+    tkp_tls.depth = d;
+    if (W.fd >= 0) close(W.fd);
+    W.fd = -1;
+}
+
+void tkp_writer_after_fork(void)
+{
+    /* The child has no writer thread; the parent's file and buffers are not ours to touch. */
+    if (W.fd >= 0) close(W.fd);
+    W.fd = -1;
+    W.running = 0;
+    W.seq = 0;
+    W.chunk_open = 0;
+    W.meta_written = 0;
+    W.failed = 0;
+    if (W.sb.data) msgpack_sbuffer_clear(&W.sb);
+    memset(W.name_gen, 0, W.names_cap * sizeof *W.name_gen);
+    memset(W.thread_gen, 0, W.threads_cap * sizeof *W.thread_gen);
+    memset(W.graph_gen, 0, W.graphs_cap * sizeof *W.graph_gen);
+    if (W.cctx) ZSTD_freeCCtx(W.cctx);
+    W.cctx = NULL;
+    if (W.sb.data) msgpack_sbuffer_destroy(&W.sb);
+    memset(&W.sb, 0, sizeof W.sb);
+}

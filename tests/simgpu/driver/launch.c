@@ -1,0 +1,115 @@
+/* simgpu kernel launches. No device code runs: a launch is a span of simulated time on its
+ * stream (cost.c), a line in the truth log, or, on a capturing stream, a graph node. */
+#include "sim.h"
+
+static CUresult launch(CUfunction hf, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                       CUstream h, int ptsz)
+{
+    struct sim_func *f = mod_func(hf);
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2])
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_ensure_init();
+    struct simgpu_launch_info li = sim_take_launch_info();
+    pthread_mutex_lock(&sim_lock);
+    struct sim_stream *s = tl_resolve(h, ptsz);
+    if (!s) {
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (s->cap) {
+        struct sim_node *n = graph_capture_node(s, CU_GRAPH_NODE_TYPE_KERNEL);
+        n->func = f;
+        for (int i = 0; i < 3; i++) {
+            n->grid[i] = grid[i];
+            n->block[i] = block[i];
+        }
+        n->shmem = shmem;
+        n->info = li;
+        pthread_mutex_unlock(&sim_lock);
+        return CUDA_SUCCESS;
+    }
+    struct sim_op op = {.kind = 0, .name = f->name, .stream = s, .handle = h, .via = li.via,
+                        .flops = li.flops, .bytes = li.bytes};
+    for (int i = 0; i < 3; i++) {
+        op.grid[i] = grid[i];
+        op.block[i] = block[i];
+    }
+    op.end = cost_kernel(f, grid, &li, &op.start, &op.faulted);
+    tl_exec(&op);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+#define DIMS                                                                                      \
+    const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};                                      \
+    const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};                                  \
+    (void)kernelParams;                                                                           \
+    (void)extra
+
+SIM_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams, void **extra)
+{
+    DIMS;
+    return launch(f, grid, block, sharedMemBytes, hStream, 0);
+}
+
+SIM_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX,
+                                        unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes, CUstream hStream,
+                                        void **kernelParams, void **extra)
+{
+    DIMS;
+    return launch(f, grid, block, sharedMemBytes, hStream, 1);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
+    const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
+    return launch(f, grid, block, c->sharedMemBytes, c->hStream, ptsz);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                     void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch_ex(config, f, 0);
+}
+
+SIM_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                          void **kernelParams, void **extra)
+{
+    (void)kernelParams;
+    (void)extra;
+    return launch_ex(config, f, 1);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                              unsigned int gridDimZ, unsigned int blockDimX,
+                                              unsigned int blockDimY, unsigned int blockDimZ,
+                                              unsigned int sharedMemBytes, CUstream hStream,
+                                              void **kernelParams)
+{
+    void **extra = NULL;
+    DIMS;
+    return launch(f, grid, block, sharedMemBytes, hStream, 0);
+}
+
+SIM_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                   unsigned int gridDimY, unsigned int gridDimZ,
+                                                   unsigned int blockDimX, unsigned int blockDimY,
+                                                   unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                   CUstream hStream, void **kernelParams)
+{
+    void **extra = NULL;
+    DIMS;
+    return launch(f, grid, block, sharedMemBytes, hStream, 1);
+}

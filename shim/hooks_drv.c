@@ -69,7 +69,10 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
 {
     launch_fn real = REAL(h, name, launch_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
-    if (tkp_should_record()) {
+    /* Nested in one of our runtime hooks (the usual case for cudart's own driver calls): already
+     * recorded, straight through. */
+    if (tkp_tls.depth) return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
+    if (tkp_active()) {
         int e = errno;
         tkp_rec_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)s, gx,
                        gy, gz, bx, by, bz, smem);
@@ -99,7 +102,8 @@ static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig
 {
     launch_ex_fn real = REAL(h, name, launch_ex_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
-    if (c && tkp_should_record()) {
+    if (tkp_tls.depth) return real(c, f, params, extra);
+    if (c && tkp_active()) {
         int e = errno;
         tkp_rec_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)c->hStream,
                        c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
@@ -124,7 +128,8 @@ static CUresult graph_launch(int h, const char *name, int via, CUgraphExec g, CU
 {
     graph_launch_fn real = REAL(h, name, graph_launch_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
-    if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)s, via & TKP_VIA_PTSZ)) {
+    if (tkp_tls.depth) return real(g, s);
+    if (tkp_active() && !tkp_skip_captured((uint64_t)(uintptr_t)s, via & TKP_VIA_PTSZ)) {
         int e = errno;
         tkp_rec_graph_launch(via, (uint64_t)(uintptr_t)g, (uint64_t)(uintptr_t)s);
         errno = e;

@@ -4,7 +4,8 @@
  * bytes, publish the head with a release store. No lock, no allocation, no syscall. A full ring
  * drops the event and counts it; the count reaches the capture as a LOSS record.
  *
- * A ring is mmap'ed once per thread (the only syscall a thread ever pays, at its first event) and
+ * A ring is mmap'ed once per thread (the only syscall a thread ever pays, at its first event;
+ * populated then, so that no page fault lands on a later launch) and
  * returned to a free list when the thread exits and the writer has drained it. The number of
  * rings alive is bounded by TOKPROF_BUFFER_MB / TOKPROF_RING_KB; a thread that finds none counts
  * its events as dropped.
@@ -81,7 +82,7 @@ struct tkp_ring *tkp_ring_get_slow(void)
         ((uint64_t)(n + 1) * bytes) <= ((uint64_t)tkp_cfg.buffer_mb << 20)) {
         size_t hdr = (sizeof(struct tkp_ring) + 63) & ~(size_t)63;
         void *mem = mmap(NULL, hdr + cap * sizeof(struct tkp_ev), PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (mem != MAP_FAILED) {
             r = mem;
             r->slots = (struct tkp_ev *)((char *)mem + hdr);

@@ -50,4 +50,22 @@ struct tkp_ring {
     struct tkp_stepstate st;
 };
 
+void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts);
+
+/* Launch path of the step detector: count the launch in the current segment. Inline: it is on
+ * every launch. */
+static inline uint32_t tkp_step_on_launch(struct tkp_ring *r, uint64_t ts, int graph)
+{
+    struct tkp_stepstate *s = &r->st;
+    if (graph) {
+        if (tkp_cfg.step_mode == TKP_STEPMODE_GRAPH) tkp_step_graph_boundary(r, ts);
+        s->graph_launches++;
+    } else {
+        s->launches++;
+    }
+    if (TKP_UNLIKELY(!s->begin_ns)) s->begin_ns = ts;
+    s->last_ns = ts;
+    return s->seg;
+}
+
 #endif

@@ -123,7 +123,6 @@ const char *tkp_sym_name(uint64_t key, int key_kind);
 
 /* ---- step detection (step.c) -------------------------------------------------------------- */
 /* Each hook reports what it saw; the detector tags records with the current segment. */
-uint32_t tkp_step_on_launch(struct tkp_ring *r, uint64_t ts, int graph);
 uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async);
 void tkp_step_on_copy_return(struct tkp_ring *r, uint64_t ts, int marked);
 uint32_t tkp_step_current(struct tkp_ring *r);

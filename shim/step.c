@@ -119,15 +119,10 @@ uint32_t tkp_step_current(struct tkp_ring *r)
     return r->st.seg;
 }
 
-uint32_t tkp_step_on_launch(struct tkp_ring *r, uint64_t ts, int graph)
+/* The graph-mode boundary; plain launches are counted inline (tkp_step_on_launch). */
+void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts)
 {
-    struct tkp_stepstate *s = &r->st;
-    if (graph && tkp_cfg.step_mode == TKP_STEPMODE_GRAPH && s->graph_launches > 0)
-        close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
-    touch(s, ts);
-    if (graph) s->graph_launches++;
-    else s->launches++;
-    return s->seg;
+    if (r->st.graph_launches > 0) close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
 }
 
 static regex_t kernel_re;

@@ -595,28 +595,35 @@ static void flush_chunk(void)
     msgpack_sbuffer_clear(&W.sb);
 }
 
-static void cycle(int force)
+/* Returns the number of events drained. */
+static size_t cycle(int force)
 {
     if (!W.meta_written) {
         chunk_begin();
         emit_meta();
     }
-    tkp_rings_drain(encode, NULL);
+    size_t n = tkp_rings_drain(encode, NULL);
     uint64_t now = tkp_now_ns();
     if (force || W.sb.size >= CHUNK_SOFT_MAX ||
         now - W.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
         flush_chunk();
+    return n;
 }
 
 static void *writer_main(void *arg)
 {
     (void)arg;
     unsigned poll = tkp_cfg.flush_ms < POLL_MS_MAX ? tkp_cfg.flush_ms : POLL_MS_MAX;
-    struct timespec ts = {poll / 1000, (long)(poll % 1000) * 1000000L};
+    struct timespec idle = {poll / 1000, (long)(poll % 1000) * 1000000L};
+    struct timespec busy = {0, 2000000L};
+    /* A drain that found a lot means the rings fill fast: come back sooner, so that a burst of
+     * launches is drained rather than dropped. */
+    size_t busy_at = ((size_t)tkp_cfg.ring_kb << 10) / sizeof(struct tkp_ev) / 8;
+    size_t last = 0;
     tkp_tls.depth = 1; /* nothing this thread does is the program's */
     while (!atomic_load(&W.stop)) {
-        nanosleep(&ts, NULL);
-        cycle(0);
+        nanosleep(last >= busy_at ? &busy : &idle, NULL);
+        last = cycle(0);
     }
     return NULL;
 }

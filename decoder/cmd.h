@@ -1,0 +1,45 @@
+/* tokprof decoder: the one entry signature every subcommand (cmd_*.c) has, and the context
+ * main.c hands it. Commands write results to ctx->out and never print errors themselves: they
+ * return a tkp_err and leave the reason in ctx->why (tkp_cmd_fail), and report non-fatal
+ * problems through ctx->warn, which main.c implements. */
+#ifndef TKP_CMD_H
+#define TKP_CMD_H
+
+#include <stdio.h>
+
+struct tkp_reader;
+
+struct tkp_ctx {
+    FILE *out;
+    const char *argv0; /* how tokprof was invoked (for tokprof run's shim lookup) */
+    char why[512];     /* one line: why the command failed */
+    /* prints "tokprof: warning: ..." on stderr; the command keeps going */
+    void (*warn)(struct tkp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+};
+
+/* argv[0] is the command name; argv[argc] is NULL. Returns 0 or a negative tkp_err. */
+typedef int tkp_cmd_fn(int argc, char **argv, struct tkp_ctx *ctx);
+
+struct tkp_cmd {
+    const char *name;
+    const char *brief; /* one line for `tokprof help` */
+    const char *usage; /* the full text of `tokprof help NAME`, with an example */
+    tkp_cmd_fn *run;
+};
+
+extern const struct tkp_cmd tkp_cmd_dump, tkp_cmd_summary, tkp_cmd_run;
+
+/* Formats ctx->why and returns err: `return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "...")`. */
+int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. */
+int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r);
+
+/* After the last tkp_reader_next() of a command: a torn or bad chunk becomes the warning
+ * "PATH: torn tail at byte N (incomplete chunk): decoded up to there" (the capture stays
+ * usable: it is how a killed program's capture ends), and names or threads a chunk used without
+ * defining them get one warning with their counts. */
+void tkp_cmd_warn_reader(struct tkp_ctx *ctx, const char *path, const struct tkp_reader *r);
+
+#endif

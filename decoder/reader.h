@@ -1,0 +1,166 @@
+/* tokprof decoder: streaming reader of a capture (docs/FORMAT.md).
+ *
+ *     struct tkp_reader *r;
+ *     struct tkp_record rec;
+ *     int err = tkp_reader_open(path, &r);      // checks the 16-byte header
+ *     while ((err = tkp_reader_next(r, &rec)) == 1)
+ *         use(&rec);                            // rec valid until the next call
+ *     // err == 0: clean end; err < 0: stopped at a bad or torn chunk, see tkp_reader_error(r)
+ *     tkp_reader_close(r);
+ *
+ * Memory is bounded by one chunk (its compressed and raw bytes, at most 64 MiB each) plus the
+ * tables of names and threads, whatever the file holds. Chunks are all-or-nothing: a chunk is
+ * validated completely before its first record is delivered, so a caller sees exactly the
+ * records of the whole, good chunks before the first bad one. */
+#ifndef TKP_READER_H
+#define TKP_READER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tokprof/format.h"
+
+/* Bounds against hostile input (none is reached by a real capture). */
+#define TKP_NAME_MAX 4096               /* a longer string is truncated to TKP_NAME_MAX-1 bytes */
+#define TKP_NAMES_MAX_BYTES (64u << 20) /* past this, new names are not stored: they read "?" */
+#define TKP_THREAD_NONE 0xffffffffu   /* LOSS of threads without a ring */
+#define TKP_GRAPH_UNKNOWN UINT64_MAX  /* GRAPH_LAUNCH of a graph whose topology was never seen */
+#define TKP_THREADS_MAX 65536         /* a `thread` index at or above this is a malformed record */
+#define TKP_GRAPH_MAX_NODES 65536     /* per GRAPH record */
+#define TKP_GRAPH_MAX_DEPS (1u << 20) /* all dependency edges of one GRAPH record */
+#define TKP_HEADER_MAX (1u << 20)     /* a header_len above this is refused */
+
+/* The string a name or thread resolves to when its chunk did not define it. */
+#define TKP_NAME_MISSING "?"
+
+struct tkp_graph_node {
+    uint64_t node;
+    uint32_t type; /* enum tkp_graph_node_type */
+    uint64_t name_id;
+    const char *name; /* resolved; TKP_NAME_MISSING when undefined */
+    uint32_t grid[3], block[3];
+    uint32_t ndeps;
+    const uint64_t *deps;
+};
+
+/* META: the known scalar keys decoded (0 or "" when absent or of the wrong type), and the whole
+ * map as msgpack bytes for generic printing. */
+struct tkp_meta {
+    const char *program, *hostname, *tokprof_version;
+    uint64_t pid, ppid, start_realtime_ns, start_monotonic_ns;
+    uint64_t cuda_runtime_version, cuda_driver_version;
+    const uint8_t *map; /* msgpack map, valid until the next call */
+    size_t map_len;
+};
+
+/* One decoded record. `host_ns` is absolute (CLOCK_MONOTONIC) and valid for the types that carry
+ * `dt` (tkp_record_has_time()). `thread` is the capture-local index, `tid` the OS thread id its
+ * chunk's THREAD record gave (0 when the chunk did not map it; counted in tkp_reader_stats).
+ * Strings are NUL-terminated; they and `nodes` are valid until the next tkp_reader_next() call,
+ * except name strings, which live until tkp_reader_close(). */
+struct tkp_record {
+    enum tkp_rec type;
+    uint64_t offset; /* file offset of the chunk this record came from */
+    uint64_t host_ns;
+    uint32_t thread;
+    uint32_t tid;
+    uint64_t step; /* segment index on the thread (LAUNCH..MARKER, STEP) */
+    union {
+        struct {
+            uint64_t seq, base_ns;
+        } chunk;
+        struct {
+            uint64_t id;
+            const char *str;
+        } name;
+        struct tkp_meta meta;
+        /* THREAD: `thread` and `tid` above */
+        struct {
+            uint64_t name_id;
+            const char *name;
+            uint64_t stream;
+            uint32_t via; /* enum tkp_via, maybe | TKP_VIA_PTSZ */
+            uint32_t grid[3], block[3], smem;
+        } launch;
+        struct {
+            uint64_t graph, stream;
+            uint32_t via;
+        } graph_launch;
+        struct {
+            uint64_t graph;
+            uint32_t nnodes;
+            const struct tkp_graph_node *nodes;
+        } graph;
+        struct {
+            uint32_t kind, dir, flags;
+            uint64_t bytes, stream;
+        } copy;
+        struct {
+            uint32_t kind;
+            uint64_t handle, wait_ns;
+        } sync;
+        struct {
+            uint64_t event, stream;
+        } event_record;
+        struct {
+            uint64_t stream, event;
+        } stream_wait;
+        struct {
+            uint32_t kind, closed_by;
+            uint64_t begin_ns, mark_ns, end_ns, launches, graph_launches, copies;
+        } step_rec; /* STEP (its index is `step` above) */
+        struct {
+            uint32_t kind;
+            uint64_t name_id;
+            const char *name;
+            uint64_t range_id;
+        } nvtx;
+        struct {
+            uint64_t dropped;
+        } loss; /* cumulative for the thread */
+        struct {
+            uint32_t kind;
+            int64_t value;
+        } marker;
+    };
+};
+
+/* Why the reader stopped early. */
+struct tkp_reader_err {
+    int code;        /* TKP_ERR_TORN (incomplete last chunk) or TKP_ERR_CHUNK/RECORD/IO/NOMEM */
+    uint64_t offset; /* file offset of the bad chunk's header */
+    char msg[192];   /* the reason, e.g. "incomplete chunk", "seq 3, expected 2" */
+};
+
+struct tkp_reader_stats {
+    uint64_t chunks;          /* whole chunks delivered */
+    uint64_t records;         /* records delivered, of known types */
+    uint64_t unknown_records; /* skipped: types this reader does not know */
+    uint64_t missing_names;   /* name uses their chunk did not define */
+    uint64_t missing_threads; /* thread uses their chunk did not map */
+};
+
+struct tkp_reader;
+
+/* Opens a capture and checks its header. "-" reads stdin. On failure *r is NULL, and *why (when
+ * not NULL) gets a one-line reason, e.g. "not a tokprof capture (bad magic)".
+ * Returns 0, TKP_ERR_IO, TKP_ERR_NOT_CAPTURE, TKP_ERR_VERSION, TKP_ERR_HEADER or TKP_ERR_NOMEM. */
+int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t whylen);
+/* The same over an open stream, which the reader closes (fmemopen() serves tests). */
+int tkp_reader_open_stream(FILE *f, struct tkp_reader **r, char *why, size_t whylen);
+
+/* Delivers the next record into *rec. Returns 1 for a record, 0 at the clean end of the file,
+ * or the negative code of tkp_reader_error() once stopped at a bad chunk (and again on every
+ * later call). */
+int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec);
+
+/* NULL while nothing went wrong; else why and where the reader stopped (owned by r). */
+const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);
+const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);
+uint32_t tkp_reader_flags(const struct tkp_reader *r); /* TKP_FILE_STREAM | TKP_FILE_SNAPSHOT */
+void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
+
+/* 1 for the record types whose host_ns comes from a dt field. */
+int tkp_record_has_time(enum tkp_rec type);
+
+#endif

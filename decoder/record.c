@@ -1,0 +1,333 @@
+/* tokprof decoder: msgpack record -> struct tkp_record (docs/FORMAT.md, "Record types").
+ *
+ * A known type with too few elements or a wrongly typed element is an error of its chunk;
+ * extra trailing elements are skipped, so a later writer may append fields. */
+#include "record.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+
+struct dec {
+    struct tkp_mp *c;
+    const char *rec; /* record type name, for messages */
+    char *why;
+    size_t whylen;
+};
+
+static int fail(struct dec *d, const char *fmt, ...)
+{
+    int n = snprintf(d->why, d->whylen, "%s record: ", d->rec);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n >= 0 && (size_t)n < d->whylen) vsnprintf(d->why + n, d->whylen - n, fmt, ap);
+    va_end(ap);
+    return TKP_ERR_RECORD;
+}
+
+/* A value of the wanted type that still fails to read declares more than the payload holds. */
+static int bad_type(struct dec *d, const char *field, const char *want, enum tkp_mp_type t)
+{
+    enum tkp_mp_type got = tkp_mp_peek(d->c);
+    if (got == t)
+        return fail(d, "field '%s': %s longer than the payload", field, tkp_mp_type_name(t));
+    return fail(d, "field '%s': expected %s, got %s", field, want, tkp_mp_type_name(got));
+}
+
+static int u64f(struct dec *d, const char *field, uint64_t *v)
+{
+    return tkp_mp_u64(d->c, v) ? bad_type(d, field, "an unsigned int", TKP_MP_UINT) : 0;
+}
+
+static int u32f(struct dec *d, const char *field, uint32_t *v)
+{
+    uint64_t u;
+    if (tkp_mp_u64(d->c, &u)) return bad_type(d, field, "an unsigned int", TKP_MP_UINT);
+    if (u > UINT32_MAX)
+        return fail(d, "field '%s': %llu does not fit 32 bits", field, (unsigned long long)u);
+    *v = (uint32_t)u;
+    return 0;
+}
+
+static int i64f(struct dec *d, const char *field, int64_t *v)
+{
+    return tkp_mp_i64(d->c, v) ? bad_type(d, field, "an int64", TKP_MP_INT) : 0;
+}
+
+static int threadf(struct dec *d, uint32_t *v)
+{
+    int err = u32f(d, "thread", v);
+    if (!err && *v >= TKP_THREADS_MAX)
+        return fail(d, "thread index %u above the limit %u", *v, TKP_THREADS_MAX - 1);
+    return err;
+}
+
+/* dt, thread, step: the common head of the timed records */
+static int head(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    if (i64f(d, "dt", &b->dt) || threadf(d, &r->thread) || u64f(d, "step", &r->step))
+        return TKP_ERR_RECORD;
+    return 0;
+}
+
+static int dim3(struct dec *d, const char *field, uint32_t v[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (u32f(d, field, &v[i])) return TKP_ERR_RECORD;
+    return 0;
+}
+
+/* Copies a msgpack str into dst, truncated to cap-1 bytes, NUL bytes replaced. */
+static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
+{
+    size_t n = len < cap - 1 ? len : cap - 1;
+    for (size_t i = 0; i < n; i++)
+        dst[i] = s[i] ? s[i] : '?';
+    dst[n] = 0;
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    if (need <= *cap) return 0;
+    uint32_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * size);
+    if (!q) return TKP_ERR_NOMEM;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint32_t n, ndeps = 0;
+    if (tkp_mp_array(d->c, &n)) return bad_type(d, "nodes", "an array", TKP_MP_ARRAY);
+    if (n > TKP_GRAPH_MAX_NODES)
+        return fail(d, "%u nodes, above the limit %u", n, TKP_GRAPH_MAX_NODES);
+    if (grow((void **)&b->nodes, &b->nodes_cap, n, sizeof(*b->nodes))) return TKP_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        struct tkp_graph_node *g = &b->nodes[i];
+        uint32_t m, k;
+        memset(g, 0, sizeof(*g));
+        if (tkp_mp_array(d->c, &m)) return bad_type(d, "nodes[]", "an array", TKP_MP_ARRAY);
+        if (m < 10) return fail(d, "node %u has %u fields, expected 10", i, m);
+        if (u64f(d, "node", &g->node) || u32f(d, "node type", &g->type) ||
+            u64f(d, "node name", &g->name_id) || dim3(d, "node grid", g->grid) ||
+            dim3(d, "node block", g->block))
+            return TKP_ERR_RECORD;
+        if (tkp_mp_array(d->c, &k)) return bad_type(d, "deps", "an array", TKP_MP_ARRAY);
+        if (k > TKP_GRAPH_MAX_DEPS - ndeps)
+            return fail(d, "more than %u dependency edges", TKP_GRAPH_MAX_DEPS);
+        if (grow((void **)&b->deps, &b->deps_cap, ndeps + k, sizeof(*b->deps)))
+            return TKP_ERR_NOMEM;
+        /* deps stays an offset until the buffer stops moving */
+        g->deps = (const uint64_t *)(uintptr_t)ndeps;
+        g->ndeps = k;
+        for (uint32_t j = 0; j < k; j++)
+            if (u64f(d, "deps[]", &b->deps[ndeps++])) return TKP_ERR_RECORD;
+        for (m -= 10; m; m--)
+            if (tkp_mp_skip(d->c)) return fail(d, "node %u: unreadable extra field", i);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        b->nodes[i].deps = b->deps + (uintptr_t)b->nodes[i].deps;
+    r->graph.nnodes = n;
+    r->graph.nodes = b->nodes;
+    return 0;
+}
+
+/* META: a map; known keys of the wrong type are ignored like unknown keys (it is metadata, not
+ * a fact the analyses depend on). */
+static int meta(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    struct tkp_meta *m = &r->meta;
+    const uint8_t *start = d->c->p;
+    uint32_t n;
+    if (tkp_mp_map(d->c, &n)) return bad_type(d, "map", "a map", TKP_MP_MAP);
+    b->program[0] = b->hostname[0] = b->version[0] = 0;
+    m->program = b->program;
+    m->hostname = b->hostname;
+    m->tokprof_version = b->version;
+    while (n--) {
+        const char *k, *s;
+        uint32_t klen, slen;
+        if (tkp_mp_str(d->c, &k, &klen)) {
+            if (tkp_mp_skip(d->c) || tkp_mp_skip(d->c)) return fail(d, "unreadable map entry");
+            continue;
+        }
+#define KEY(name) (klen == sizeof(name) - 1 && !memcmp(k, name, klen))
+        char *dst = KEY("program")           ? b->program
+                    : KEY("hostname")        ? b->hostname
+                    : KEY("tokprof_version") ? b->version
+                                             : NULL;
+        uint64_t *num = KEY("pid")                    ? &m->pid
+                        : KEY("ppid")                 ? &m->ppid
+                        : KEY("start_realtime_ns")    ? &m->start_realtime_ns
+                        : KEY("start_monotonic_ns")   ? &m->start_monotonic_ns
+                        : KEY("cuda_runtime_version") ? &m->cuda_runtime_version
+                        : KEY("cuda_driver_version")  ? &m->cuda_driver_version
+                                                      : NULL;
+#undef KEY
+        if (dst && tkp_mp_peek(d->c) == TKP_MP_STR) {
+            tkp_mp_str(d->c, &s, &slen);
+            copy_str(dst,
+                     dst == b->program    ? sizeof(b->program)
+                     : dst == b->hostname ? sizeof(b->hostname)
+                                          : sizeof(b->version),
+                     s, slen);
+        } else if (num && tkp_mp_peek(d->c) == TKP_MP_UINT) {
+            tkp_mp_u64(d->c, num);
+        } else if (tkp_mp_skip(d->c)) {
+            return fail(d, "unreadable value of key '%.*s'", (int)(klen > 40 ? 40 : klen), k);
+        }
+    }
+    m->map = start;
+    m->map_len = (size_t)(d->c->p - start);
+    return 0;
+}
+
+static const char *const type_names[] = {
+    [TKP_REC_CHUNK] = "CHUNK",
+    [TKP_REC_NAME] = "NAME",
+    [TKP_REC_META] = "META",
+    [TKP_REC_THREAD] = "THREAD",
+    [TKP_REC_LAUNCH] = "LAUNCH",
+    [TKP_REC_GRAPH_LAUNCH] = "GRAPH_LAUNCH",
+    [TKP_REC_GRAPH] = "GRAPH",
+    [TKP_REC_COPY] = "COPY",
+    [TKP_REC_SYNC] = "SYNC",
+    [TKP_REC_EVENT_RECORD] = "EVENT_RECORD",
+    [TKP_REC_STREAM_WAIT] = "STREAM_WAIT",
+    [TKP_REC_STEP] = "STEP",
+    [TKP_REC_NVTX] = "NVTX",
+    [TKP_REC_LOSS] = "LOSS",
+    [TKP_REC_MARKER] = "MARKER",
+};
+
+const char *tkp_record_type_name(uint64_t type)
+{
+    return type < sizeof(type_names) / sizeof(*type_names) ? type_names[type] : NULL;
+}
+
+/* Elements after the type, per type: a record with fewer is malformed. */
+static const uint8_t min_fields[] = {
+    [TKP_REC_CHUNK] = 2,        [TKP_REC_NAME] = 2,        [TKP_REC_META] = 1,
+    [TKP_REC_THREAD] = 2,       [TKP_REC_LAUNCH] = 13,     [TKP_REC_GRAPH_LAUNCH] = 6,
+    [TKP_REC_GRAPH] = 2,        [TKP_REC_COPY] = 8,        [TKP_REC_SYNC] = 6,
+    [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5, [TKP_REC_STEP] = 10,
+    [TKP_REC_NVTX] = 6,         [TKP_REC_LOSS] = 2,        [TKP_REC_MARKER] = 5,
+};
+
+static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint32_t tid;
+    switch (r->type) {
+    case TKP_REC_CHUNK:
+        return u64f(d, "seq", &r->chunk.seq) || u64f(d, "base_ns", &r->chunk.base_ns);
+    case TKP_REC_NAME:
+        if (u64f(d, "id", &r->name.id)) return TKP_ERR_RECORD;
+        if (tkp_mp_str(d->c, &b->name_raw, &b->name_len))
+            return bad_type(d, "string", "a str", TKP_MP_STR);
+        return 0;
+    case TKP_REC_META:
+        return meta(d, r, b);
+    case TKP_REC_THREAD:
+        if (threadf(d, &r->thread) || u32f(d, "os_tid", &tid)) return TKP_ERR_RECORD;
+        r->tid = tid;
+        return 0;
+    case TKP_REC_LAUNCH:
+        return head(d, r, b) || u64f(d, "name", &r->launch.name_id) ||
+               u64f(d, "stream", &r->launch.stream) || u32f(d, "via", &r->launch.via) ||
+               dim3(d, "grid", r->launch.grid) || dim3(d, "block", r->launch.block) ||
+               u32f(d, "smem", &r->launch.smem);
+    case TKP_REC_GRAPH_LAUNCH:
+        /* graph -1: a graph instantiated before capture started (topology unknown) */
+        if (head(d, r, b)) return TKP_ERR_RECORD;
+        if (tkp_mp_peek(d->c) == TKP_MP_INT) {
+            int64_t g;
+            if (i64f(d, "graph", &g) || g != -1) return fail(d, "graph id %lld", (long long)g);
+            r->graph_launch.graph = TKP_GRAPH_UNKNOWN;
+        } else if (u64f(d, "graph", &r->graph_launch.graph))
+            return TKP_ERR_RECORD;
+        return
+               u64f(d, "stream", &r->graph_launch.stream) || u32f(d, "via", &r->graph_launch.via);
+    case TKP_REC_GRAPH:
+        if (u64f(d, "graph", &r->graph.graph)) return TKP_ERR_RECORD;
+        return graph_nodes(d, r, b);
+    case TKP_REC_COPY:
+        return head(d, r, b) || u32f(d, "kind", &r->copy.kind) || u32f(d, "dir", &r->copy.dir) ||
+               u64f(d, "bytes", &r->copy.bytes) || u64f(d, "stream", &r->copy.stream) ||
+               u32f(d, "flags", &r->copy.flags);
+    case TKP_REC_SYNC:
+        return head(d, r, b) || u32f(d, "kind", &r->sync.kind) ||
+               u64f(d, "handle", &r->sync.handle) || u64f(d, "wait_ns", &r->sync.wait_ns);
+    case TKP_REC_EVENT_RECORD:
+        return head(d, r, b) || u64f(d, "event", &r->event_record.event) ||
+               u64f(d, "stream", &r->event_record.stream);
+    case TKP_REC_STREAM_WAIT:
+        return head(d, r, b) || u64f(d, "stream", &r->stream_wait.stream) ||
+               u64f(d, "event", &r->stream_wait.event);
+    case TKP_REC_STEP:
+        return u64f(d, "step", &r->step) || threadf(d, &r->thread) ||
+               u32f(d, "kind", &r->step_rec.kind) || u64f(d, "begin_ns", &r->step_rec.begin_ns) ||
+               u64f(d, "mark_ns", &r->step_rec.mark_ns) || u64f(d, "end_ns", &r->step_rec.end_ns) ||
+               u32f(d, "closed_by", &r->step_rec.closed_by) ||
+               u64f(d, "launches", &r->step_rec.launches) ||
+               u64f(d, "graph_launches", &r->step_rec.graph_launches) ||
+               u64f(d, "copies", &r->step_rec.copies);
+    case TKP_REC_NVTX:
+        return head(d, r, b) || u32f(d, "kind", &r->nvtx.kind) ||
+               u64f(d, "name", &r->nvtx.name_id) || u64f(d, "range_id", &r->nvtx.range_id);
+    case TKP_REC_LOSS: /* thread TKP_THREAD_NONE: threads that never got a ring */
+        if (u32f(d, "thread", &r->thread)) return TKP_ERR_RECORD;
+        if (r->thread != TKP_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
+            return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
+        return u64f(d, "dropped_total", &r->loss.dropped);
+    case TKP_REC_MARKER:
+        return head(d, r, b) || u32f(d, "kind", &r->marker.kind) ||
+               i64f(d, "value", &r->marker.value);
+    }
+    return TKP_ERR_RECORD;
+}
+
+int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
+                      size_t whylen)
+{
+    struct dec d = {c, "?", why, whylen};
+    uint32_t n;
+    uint64_t type;
+    const uint8_t *start = c->p;
+    if (tkp_mp_array(c, &n))
+        return tkp_mp_peek(c) == TKP_MP_ARRAY
+                   ? fail(&d, "array longer than the payload")
+                   : fail(&d, "not an array (msgpack %s)", tkp_mp_type_name(tkp_mp_peek(c)));
+    if (n == 0 || tkp_mp_u64(c, &type)) return fail(&d, "no record type");
+    d.rec = tkp_record_type_name(type);
+    if (!d.rec) {
+        c->p = start; /* forward compatibility: a type we do not know is skipped whole */
+        return tkp_mp_skip(c)
+                   ? fail(&d, "unreadable record of unknown type %llu", (unsigned long long)type)
+                   : 0;
+    }
+    if (n - 1 < min_fields[type])
+        return fail(&d, "%u fields, expected %u", n - 1, min_fields[type]);
+    memset(r, 0, sizeof(*r));
+    r->type = (enum tkp_rec)type;
+    b->dt = 0;
+    int err = body(&d, r, b);
+    if (err) return err < 0 ? err : TKP_ERR_RECORD;
+    for (n -= 1 + min_fields[type]; n; n--)
+        if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
+    return 1;
+}
+
+void tkp_decode_buf_free(struct tkp_decode_buf *b)
+{
+    free(b->nodes);
+    free(b->deps);
+    b->nodes = NULL;
+    b->deps = NULL;
+    b->nodes_cap = b->deps_cap = 0;
+}

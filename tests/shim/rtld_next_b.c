@@ -1,0 +1,4 @@
+int foo(void)
+{
+    return 2;
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""CLI tests of the tokprof binary: golden outputs, exit codes, one-line errors, `tokprof run`.
+
+usage: cli_test.py TEST --tokprof BIN --mkcapture BIN --noop LIB --data DIR --tmp DIR
+Each TEST is one ctest entry (tests/unit/CMakeLists.txt). Expected files: tests/data/README.md.
+UPDATE_GOLDEN=1 rewrites the expected files instead of comparing (review the diff!)."""
+import argparse, json, os, shutil, subprocess, sys
+
+A = None
+
+
+def tokprof(*args, env=None, exe=None):
+    # an ASan build of tokprof refuses to start behind a preload; the check is not the point
+    env = dict(env or os.environ, ASAN_OPTIONS="verify_asan_link_order=0:" +
+               os.environ.get("ASAN_OPTIONS", ""))
+    return subprocess.run([exe or A.tokprof, *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def capture(kind):
+    os.makedirs(A.tmp, exist_ok=True)
+    path = os.path.join(A.tmp, kind + ".tokprof")
+    subprocess.run([A.mkcapture, kind, path], check=True)
+    return path
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def compare(got, name):
+    path = os.path.join(A.data, name)
+    if os.environ.get("UPDATE_GOLDEN"):
+        with open(path, "w") as f:
+            f.write(got)
+        return
+    with open(path) as f:
+        want = f.read()
+    if got != want:
+        import difflib
+        sys.stdout.writelines(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
+                                                   name, "got"))
+        fail(f"output differs from tests/data/{name}")
+
+
+def one_line_error(p, code, words):
+    check(p.returncode == code, f"exit {p.returncode}, expected {code}; stderr: {p.stderr!r}")
+    lines = p.stderr.splitlines()
+    check(len(lines) == 1, f"expected one line on stderr, got {lines!r}")
+    check(lines[0].startswith("tokprof"), lines[0])
+    for w in words:
+        check(w in lines[0], f"{w!r} not in {lines[0]!r}")
+
+
+def t_golden_dump():
+    p = tokprof("dump", capture("golden"))
+    check(p.returncode == 0 and p.stderr == "", f"exit {p.returncode}, stderr {p.stderr!r}")
+    for line in p.stdout.splitlines():
+        json.loads(line)  # every line is JSON on its own
+    compare(p.stdout, "golden.dump.jsonl")
+    p = tokprof("dump", "--raw", capture("golden"))
+    check(p.returncode == 0, p.stderr)
+    compare(p.stdout, "golden.dump-raw.jsonl")
+    p = tokprof("dump", "--type", "step,loss", capture("golden"))
+    types = {json.loads(l)["type"] for l in p.stdout.splitlines()}
+    check(types == {"step", "loss"}, f"--type filter: {types}")
+
+
+def t_golden_summary():
+    p = tokprof("summary", "--json", capture("golden"))
+    check(p.returncode == 0 and p.stderr == "", f"exit {p.returncode}, stderr {p.stderr!r}")
+    s = json.loads(p.stdout)
+    want = {"program": "minillm", "pid": 4242, "steps": 2, "outside_steps": 1, "launches": 4,
+            "graph_launches": 1, "copies": 2, "syncs": 3, "dropped": 7, "threads": 2,
+            "duration_ns": 2006150 - 1000100, "chunks": 3, "complete": True}
+    for k, v in want.items():
+        check(s.get(k) == v, f"summary {k}: {s.get(k)!r}, expected {v!r}")
+    compare(p.stdout, "golden.summary.json")
+    p = tokprof("summary", capture("golden"))
+    check(p.returncode == 0, p.stderr)
+    compare(p.stdout.replace(capture("golden"), "GOLDEN"), "golden.summary.txt")
+
+
+def t_torn_tail():
+    path = capture("torn")
+    for args in (["dump"], ["summary", "--json"]):
+        p = tokprof(*args, path)
+        check(p.returncode == 0, f"{args}: a torn tail is not an error, exit {p.returncode}")
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1, f"{args}: one warning line, got {lines!r}")
+        check(lines[0].startswith(f"tokprof: warning: {path}: torn tail at byte ")
+              and lines[0].endswith(" (incomplete chunk): decoded up to there"), lines[0])
+    s = json.loads(p.stdout)
+    check(s["chunks"] == 2 and s["complete"] is False and s["stopped_why"] == "incomplete chunk",
+          f"torn summary: {s}")
+    check(str(s["stopped_at"]) in lines[0], "the offset in the warning is the JSON's")
+
+
+def t_missing_file():
+    for args in (["dump"], ["summary"], ["summary", "--json"]):
+        p = tokprof(*args, os.path.join(A.tmp, "does-not-exist.tokprof"))
+        one_line_error(p, 2, ["does-not-exist.tokprof", "No such file"])
+
+
+def t_bad_header():
+    p = tokprof("dump", capture("badheader"))
+    one_line_error(p, 2, ["not a tokprof capture"])
+    check(p.stdout == "", "nothing on stdout")
+
+
+def t_usage():
+    one_line_error(tokprof("frobnicate"), 2, ["unknown command 'frobnicate'"])
+    one_line_error(tokprof("dump"), 2, ["no capture file", "tokprof help dump"])
+    one_line_error(tokprof("summary", "--bogus", "x"), 2, ["unknown option '--bogus'"])
+    one_line_error(tokprof("dump", "--type", "nope", "x"), 2, ["unknown record type 'nope'"])
+    p = tokprof("help")
+    check(p.returncode == 0 and all(c in p.stdout for c in ("dump", "summary", "run")), p.stdout)
+    for c in ("dump", "summary", "run"):
+        for args in (["help", c], [c, "--help"]):
+            p = tokprof(*args)
+            check(p.returncode == 0 and p.stdout.startswith(f"usage: tokprof {c}")
+                  and "example" in p.stdout, f"{args}: {p.stdout!r}")
+    p = tokprof("--version")
+    check(p.returncode == 0 and p.stdout.startswith("tokprof "), p.stdout)
+
+
+def t_run_env():
+    out = os.path.join(A.tmp, "runout")
+    shutil.rmtree(out, ignore_errors=True)
+    env = dict(os.environ, LD_PRELOAD=A.noop)
+    p = tokprof("run", "-o", out, "--step", "sync", "--shim", A.noop, "--", "sh", "-c",
+                'printf "%s\\n" "$LD_PRELOAD" "$TOKPROF_OUT" "$TOKPROF_STEP"; exit 3', env=env)
+    check(p.returncode == 3, f"the command's exit status passes through: {p.returncode} "
+          f"{p.stderr!r}")
+    noop = os.path.realpath(A.noop)
+    check(p.stdout.splitlines() == [f"{noop}:{A.noop}", os.path.realpath(out), "sync"],
+          f"environment: {p.stdout.splitlines()!r}")
+    check(os.path.isdir(out), "-o DIR is created")
+
+
+def t_run_finds_shim():
+    # a tokprof in BIN/ finds ../shim/libtokprof.so (build tree) or ../lib/ (installed)
+    root = os.path.join(A.tmp, "tree")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "bin"))
+    exe = os.path.join(root, "bin", "tokprof")
+    shutil.copy(A.tokprof, exe)
+    env = {k: v for k, v in os.environ.items() if k not in ("TOKPROF_SHIM", "LD_PRELOAD")}
+    p = tokprof("run", "--", "true", exe=exe, env=env)
+    one_line_error(p, 2, ["cannot find libtokprof.so", "--shim"])
+    os.makedirs(os.path.join(root, "lib"))
+    shutil.copy(A.noop, os.path.join(root, "lib", "libtokprof.so"))
+    p = tokprof("run", "-o", root, "--", "sh", "-c", 'echo "$LD_PRELOAD"', exe=exe, env=env)
+    check(p.returncode == 0 and p.stdout.strip() == os.path.join(os.path.realpath(root), "lib",
+                                                                 "libtokprof.so"),
+          f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+
+def t_run_errors():
+    one_line_error(tokprof("run"), 2, ["no command to run"])
+    one_line_error(tokprof("run", "--shim", A.noop, "-o", A.tmp), 2, ["no command to run"])
+    p = tokprof("run", "--shim", A.noop, "-o", A.tmp, "--", "/nonexistent/command", "x")
+    one_line_error(p, 2, ["cannot run '/nonexistent/command'", "No such file"])
+    p = tokprof("run", "--shim", "/nonexistent/lib.so", "--", "true")
+    one_line_error(p, 2, ["cannot use shim '/nonexistent/lib.so'"])
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("test")
+    for o in ("tokprof", "mkcapture", "noop", "data", "tmp"):
+        ap.add_argument("--" + o, required=True)
+    A = ap.parse_args()
+    A.tmp = os.path.join(A.tmp, A.test)
+    os.makedirs(A.tmp, exist_ok=True)
+    globals()["t_" + A.test]()
+    print("ok", A.test)
+
+
+if __name__ == "__main__":
+    main()

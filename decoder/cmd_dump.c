@@ -9,9 +9,10 @@
 #include "enums.h"
 #include "err.h"
 #include "json.h"
+#include "libcalls.h"
 #include "reader.h"
 
-#define TYPES_MAX 32 /* record types are small numbers (format.h) */
+#define TYPES_MAX 64 /* record types are small numbers (format.h) */
 
 static void dim3(FILE *f, const char *key, const uint32_t v[3])
 {
@@ -49,6 +50,63 @@ static void print_graph(FILE *f, const struct tkp_record *r)
     putc(']', f);
 }
 
+/* GPU_KERNEL / GPU_COPY: GPU times, and the host record they join (thread/tid/step/launch). */
+static void print_gpu(FILE *f, const struct tkp_record *r)
+{
+    char b[TKP_ENUM_BUF];
+    fprintf(f, ",\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64, r->gpu.start_ns, r->gpu.end_ns);
+    word(f, "name", r->gpu.name);
+    if (r->type == TKP_REC_GPU_COPY) {
+        word(f, "kind", tkp_copy_kind_str(r->gpu.kind, b));
+        word(f, "dir", tkp_copy_dir_str(r->gpu.dir, b));
+        fprintf(f, ",\"bytes\":%" PRIu64, r->gpu.bytes);
+    }
+    fprintf(f, ",\"stream\":%u,\"correlation\":%u", r->gpu.stream, r->gpu.correlation);
+    if (r->thread == TKP_GPU_THREAD_NONE) fputs(",\"thread\":null,\"tid\":null,\"step\":null", f);
+    else fprintf(f, ",\"thread\":%u,\"tid\":%u,\"step\":%" PRIu64, r->thread, r->tid, r->step);
+    word(f, "join", tkp_gpu_join_str(r->gpu.join));
+    fprintf(f, ",\"index\":%u", r->gpu.index);
+    if (r->gpu.graph == TKP_GRAPH_UNKNOWN) fputs(",\"graph\":null,\"node\":null", f);
+    else fprintf(f, ",\"graph\":%" PRIu64 ",\"node\":%" PRIu64, r->gpu.graph, r->gpu.node);
+    if (r->type == TKP_REC_GPU_KERNEL) {
+        dim3(f, "grid", r->gpu.grid);
+        dim3(f, "block", r->gpu.block);
+    }
+}
+
+static void print_gpu_info(FILE *f, const struct tkp_record *r)
+{
+    word(f, "status", tkp_gpu_status_str(r->gpu_info.status));
+    word(f, "mode", r->gpu_info.mode);
+    word(f, "reason", r->gpu_info.reason);
+    word(f, "clock", r->gpu_info.clock);
+    fprintf(f,
+            ",\"records\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"bad_time\":%" PRIu64
+            ",\"unjoined\":%" PRIu64 ",\"filtered\":%" PRIu64 ",\"buffer_bytes_peak\":%" PRIu64,
+            r->gpu_info.records, r->gpu_info.dropped, r->gpu_info.bad_time, r->gpu_info.unjoined,
+            r->gpu_info.filtered, r->gpu_info.buffer_bytes_peak);
+}
+
+static void print_lib_call(FILE *f, const struct tkp_record *r)
+{
+    char b[7][24];
+    fprintf(f, ",\"call\":%u", r->lib_call.call);
+    word(f, "lib", tkp_lib_str(r->lib_call.lib, b[6]));
+    word(f, "op", r->lib_call.op);
+    fprintf(f, ",\"m\":%" PRIu64 ",\"n\":%" PRIu64 ",\"k\":%" PRIu64 ",\"batch\":%" PRIu64,
+            r->lib_call.m, r->lib_call.n, r->lib_call.k, r->lib_call.batch);
+    word(f, "atype", tkp_dtype_str(r->lib_call.atype, b[0]));
+    word(f, "btype", tkp_dtype_str(r->lib_call.btype, b[1]));
+    word(f, "ctype", tkp_dtype_str(r->lib_call.ctype, b[2]));
+    word(f, "compute", tkp_compute_str(r->lib_call.compute, b[3]));
+    word(f, "transa", tkp_trans_str(r->lib_call.transa, b[4]));
+    word(f, "transb", tkp_trans_str(r->lib_call.transb, b[5]));
+    hex(f, "stream", r->lib_call.stream);
+    hex(f, "a_ptr", r->lib_call.a_ptr);
+    fprintf(f, ",\"call_ns\":%" PRIu64 ",\"status\":%u,\"captured\":%s", r->lib_call.call_ns,
+            r->lib_call.status, r->lib_call.flags & TKP_LIBF_CAPTURED ? "true" : "false");
+}
+
 static void print_record(FILE *f, const struct tkp_record *r)
 {
     static const char *const meta_skip[] = {"type", NULL};
@@ -81,6 +139,10 @@ static void print_record(FILE *f, const struct tkp_record *r)
         dim3(f, "grid", r->launch.grid);
         dim3(f, "block", r->launch.block);
         fprintf(f, ",\"smem\":%u", r->launch.smem);
+        if (r->launch.call) fprintf(f, ",\"call\":%u", r->launch.call);
+        break;
+    case TKP_REC_LIB_CALL:
+        print_lib_call(f, r);
         break;
     case TKP_REC_GRAPH_LAUNCH:
         if (r->graph_launch.graph == TKP_GRAPH_UNKNOWN) fputs(",\"graph\":-1", f);
@@ -132,6 +194,15 @@ static void print_record(FILE *f, const struct tkp_record *r)
     case TKP_REC_MARKER:
         word(f, "kind", tkp_marker_kind_str(r->marker.kind, b));
         fprintf(f, ",\"value\":%" PRId64, r->marker.value);
+        break;
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY:
+        print_gpu(f, r);
+        break;
+    case TKP_REC_GPU_INFO:
+        print_gpu_info(f, r);
+        break;
+    default:
         break;
     }
     fputs("}\n", f);

@@ -97,6 +97,27 @@ const char *tkp_rec_str(uint32_t type)
         [TKP_REC_NVTX] = "nvtx",
         [TKP_REC_LOSS] = "loss",
         [TKP_REC_MARKER] = "marker",
+        [TKP_REC_LIB_CALL] = "lib_call",
+        [TKP_REC_GPU_KERNEL] = "gpu_kernel",
+        [TKP_REC_GPU_COPY] = "gpu_copy",
+        [TKP_REC_GPU_INFO] = "gpu_info",
     };
     return type < N(names) ? names[type] : NULL;
+}
+
+const char *tkp_gpu_status_str(uint32_t v)
+{
+    static const char *const names[] = {
+        [TKP_GPU_ON] = "on",           [TKP_GPU_OFF] = "off",         [TKP_GPU_NO_CUPTI] = "no_cupti",
+        [TKP_GPU_BUSY] = "cupti_busy", [TKP_GPU_NO_DEVICE] = "no_gpu", [TKP_GPU_ERROR] = "error",
+    };
+    return v < N(names) ? names[v] : "unknown";
+}
+
+const char *tkp_gpu_join_str(uint32_t v)
+{
+    static const char *const names[] = {[TKP_JOIN_NONE] = "none", [TKP_JOIN_LAUNCH] = "launch",
+                                        [TKP_JOIN_GRAPH_LAUNCH] = "graph_launch",
+                                        [TKP_JOIN_COPY] = "copy"};
+    return v < N(names) ? names[v] : "unknown";
 }

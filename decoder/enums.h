@@ -21,4 +21,8 @@ const char *tkp_node_type_str(uint32_t type, char buf[TKP_ENUM_BUF]);
 /* "launch", "graph_launch", ... for the dump "type" field; NULL for an unknown type. */
 const char *tkp_rec_str(uint32_t type);
 
+/* GPU_INFO.status and GPU_KERNEL/GPU_COPY.join as words ("cupti_busy", "graph_launch"). */
+const char *tkp_gpu_status_str(uint32_t v);
+const char *tkp_gpu_join_str(uint32_t v);
+
 #endif

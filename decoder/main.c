@@ -10,7 +10,9 @@
 #include "err.h"
 #include "tokprof/tokprof.h"
 
-static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run};
+static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run,
+                                             &tkp_cmd_gemm, &tkp_cmd_moe, &tkp_cmd_check,
+                                             &tkp_cmd_steps, &tkp_cmd_kernels};
 #define NCMDS (sizeof(cmds) / sizeof(*cmds))
 
 static void usage(FILE *f)

@@ -69,6 +69,7 @@ int tkp_record_has_time(enum tkp_rec t)
     case TKP_REC_STREAM_WAIT:
     case TKP_REC_NVTX:
     case TKP_REC_MARKER:
+    case TKP_REC_LIB_CALL:
         return 1;
     default:
         return 0;
@@ -418,6 +419,20 @@ static void apply(struct tkp_reader *r, struct tkp_record *rec)
     case TKP_REC_NVTX:
         rec->nvtx.name = name_get(r, rec->nvtx.name_id);
         break;
+    case TKP_REC_LIB_CALL:
+        rec->lib_call.op = name_get(r, rec->lib_call.op_id);
+        break;
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY:
+        /* GPU records arrive chunks after their launch: the thread's last mapping (indices
+         * are never reused in a capture), without counting a missing definition */
+        rec->gpu.name = rec->type == TKP_REC_GPU_COPY
+                            ? (rec->gpu.kind == TKP_COPY_MEMSET ? "memset" : "memcpy")
+                            : name_get(r, rec->gpu.name_id);
+        rec->tid = rec->thread < r->threads_cap ? r->threads[rec->thread].os_tid : 0;
+        return;
+    case TKP_REC_GPU_INFO:
+        return;
     default:
         break;
     }

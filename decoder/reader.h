@@ -81,6 +81,7 @@ struct tkp_record {
             uint64_t stream;
             uint32_t via; /* enum tkp_via, maybe | TKP_VIA_PTSZ */
             uint32_t grid[3], block[3], smem;
+            uint32_t call; /* the library call (LIB_CALL.call, same thread) it is part of, 0 none */
         } launch;
         struct {
             uint64_t graph, stream;
@@ -122,6 +123,31 @@ struct tkp_record {
             uint32_t kind;
             int64_t value;
         } marker;
+        struct {
+            uint32_t call, lib, status, flags; /* enum tkp_lib, TKP_LIBF_* */
+            uint64_t op_id;
+            const char *op; /* "cublasGemmEx", ... */
+            uint64_t m, n, k, batch; /* 0 unknown */
+            int32_t atype, btype, ctype, compute, transa, transb; /* CUDA enums, -1 unknown */
+            uint64_t stream, a_ptr, call_ns; /* call_ns: host time inside the call */
+        } lib_call;
+        /* GPU_KERNEL and GPU_COPY: `thread` above is the joined host thread (its `tid` the
+         * last mapping seen), TKP_GPU_THREAD_NONE when not joined; `step` its segment. */
+        struct {
+            uint64_t start_ns, end_ns;
+            uint64_t name_id;
+            const char *name; /* kernels; "memcpy"/"memset" for copies */
+            uint32_t stream, correlation, join, index; /* CUPTI stream id; enum tkp_gpu_join */
+            uint64_t graph, node; /* TKP_GRAPH_UNKNOWN when not a graph node */
+            uint32_t grid[3], block[3];
+            uint32_t kind, dir; /* copies: enum tkp_copy_kind, tkp_copy_dir */
+            uint64_t bytes;
+        } gpu;
+        struct {
+            uint32_t status; /* enum tkp_gpu_status */
+            const char *mode, *reason, *clock; /* valid until the next call */
+            uint64_t records, dropped, bad_time, unjoined, filtered, buffer_bytes_peak;
+        } gpu_info;
     };
 };
 

@@ -204,6 +204,10 @@ static const char *const type_names[] = {
     [TKP_REC_NVTX] = "NVTX",
     [TKP_REC_LOSS] = "LOSS",
     [TKP_REC_MARKER] = "MARKER",
+    [TKP_REC_LIB_CALL] = "LIB_CALL",
+    [TKP_REC_GPU_KERNEL] = "GPU_KERNEL",
+    [TKP_REC_GPU_COPY] = "GPU_COPY",
+    [TKP_REC_GPU_INFO] = "GPU_INFO",
 };
 
 const char *tkp_record_type_name(uint64_t type)
@@ -218,7 +222,88 @@ static const uint8_t min_fields[] = {
     [TKP_REC_GRAPH] = 2,        [TKP_REC_COPY] = 8,        [TKP_REC_SYNC] = 6,
     [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5, [TKP_REC_STEP] = 10,
     [TKP_REC_NVTX] = 6,         [TKP_REC_LOSS] = 2,        [TKP_REC_MARKER] = 5,
+    [TKP_REC_LIB_CALL] = 21,
+    [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
 };
+
+/* GPU records: graph and node are -1 when the work was not a graph node */
+static int idf(struct dec *d, const char *field, uint64_t *v)
+{
+    if (tkp_mp_peek(d->c) == TKP_MP_INT) {
+        int64_t x;
+        if (i64f(d, field, &x) || x != -1) return fail(d, "field '%s': negative id", field);
+        *v = TKP_GRAPH_UNKNOWN;
+        return 0;
+    }
+    return u64f(d, field, v);
+}
+
+static int strf(struct dec *d, const char *field, char *dst, size_t cap)
+{
+    const char *s;
+    uint32_t n;
+    if (tkp_mp_str(d->c, &s, &n)) return bad_type(d, field, "a str", TKP_MP_STR);
+    copy_str(dst, cap, s, n);
+    return 0;
+}
+
+static int gpu_rec(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    if (r->type == TKP_REC_GPU_INFO) {
+        struct tkp_record *x = r;
+        x->gpu_info.mode = b->gpu_str[0];
+        x->gpu_info.reason = b->gpu_str[1];
+        x->gpu_info.clock = b->gpu_str[2];
+        return u32f(d, "status", &x->gpu_info.status) ||
+               strf(d, "mode", b->gpu_str[0], sizeof b->gpu_str[0]) ||
+               strf(d, "reason", b->gpu_str[1], sizeof b->gpu_str[1]) ||
+               strf(d, "clock", b->gpu_str[2], sizeof b->gpu_str[2]) ||
+               u64f(d, "records", &x->gpu_info.records) ||
+               u64f(d, "dropped", &x->gpu_info.dropped) ||
+               u64f(d, "bad_time", &x->gpu_info.bad_time) ||
+               u64f(d, "unjoined", &x->gpu_info.unjoined) ||
+               u64f(d, "filtered", &x->gpu_info.filtered) ||
+               u64f(d, "buffer_bytes_peak", &x->gpu_info.buffer_bytes_peak);
+    }
+    int kernel = r->type == TKP_REC_GPU_KERNEL;
+    if (u64f(d, "start_ns", &r->gpu.start_ns) || u64f(d, "end_ns", &r->gpu.end_ns)) return 1;
+    if (kernel ? u64f(d, "name", &r->gpu.name_id)
+               : u32f(d, "kind", &r->gpu.kind) || u32f(d, "dir", &r->gpu.dir) ||
+                     u64f(d, "bytes", &r->gpu.bytes))
+        return 1;
+    if (u32f(d, "stream", &r->gpu.stream) || u32f(d, "correlation", &r->gpu.correlation) ||
+        u32f(d, "thread", &r->thread) || u64f(d, "step", &r->step) ||
+        u32f(d, "join", &r->gpu.join) || u32f(d, "index", &r->gpu.index) ||
+        idf(d, "graph", &r->gpu.graph) || idf(d, "node", &r->gpu.node))
+        return 1;
+    if (r->thread != TKP_GPU_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
+        return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
+    return kernel && (dim3(d, "grid", r->gpu.grid) || dim3(d, "block", r->gpu.block));
+}
+
+/* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
+static int enumf(struct dec *d, const char *field, int32_t *v)
+{
+    int64_t x;
+    if (i64f(d, field, &x)) return TKP_ERR_RECORD;
+    if (x < -1 || x > INT32_MAX) return fail(d, "field '%s': %lld out of range", field, (long long)x);
+    *v = (int32_t)x;
+    return 0;
+}
+
+static int lib_call(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    struct tkp_record *x = r;
+    return head(d, r, b) || u32f(d, "call", &x->lib_call.call) || u32f(d, "lib", &x->lib_call.lib) ||
+           u64f(d, "op", &x->lib_call.op_id) || u64f(d, "m", &x->lib_call.m) ||
+           u64f(d, "n", &x->lib_call.n) || u64f(d, "k", &x->lib_call.k) ||
+           u64f(d, "batch", &x->lib_call.batch) || enumf(d, "atype", &x->lib_call.atype) ||
+           enumf(d, "btype", &x->lib_call.btype) || enumf(d, "ctype", &x->lib_call.ctype) ||
+           enumf(d, "compute", &x->lib_call.compute) || enumf(d, "transa", &x->lib_call.transa) ||
+           enumf(d, "transb", &x->lib_call.transb) || u64f(d, "stream", &x->lib_call.stream) ||
+           u64f(d, "a_ptr", &x->lib_call.a_ptr) || u64f(d, "host_ns", &x->lib_call.call_ns) ||
+           u32f(d, "status", &x->lib_call.status) || u32f(d, "flags", &x->lib_call.flags);
+}
 
 static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
@@ -288,6 +373,12 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_MARKER:
         return head(d, r, b) || u32f(d, "kind", &r->marker.kind) ||
                i64f(d, "value", &r->marker.value);
+    case TKP_REC_LIB_CALL:
+        return lib_call(d, r, b);
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY:
+    case TKP_REC_GPU_INFO:
+        return gpu_rec(d, r, b);
     }
     return TKP_ERR_RECORD;
 }
@@ -318,7 +409,14 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     b->dt = 0;
     int err = body(&d, r, b);
     if (err) return err < 0 ? err : TKP_ERR_RECORD;
-    for (n -= 1 + min_fields[type]; n; n--)
+    n -= 1 + min_fields[type];
+    /* LAUNCH's optional trailing `call` (inside a library call); anything else there is an
+     * extra field of a later writer, skipped like the rest */
+    if (n && r->type == TKP_REC_LAUNCH && tkp_mp_peek(c) == TKP_MP_UINT) {
+        if (u32f(&d, "call", &r->launch.call)) return TKP_ERR_RECORD;
+        n--;
+    }
+    for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
     return 1;
 }

@@ -16,6 +16,7 @@ struct tkp_decode_buf {
     const char *name_raw; /* NAME: the string in the payload, not NUL-terminated */
     uint32_t name_len;
     char program[TKP_NAME_MAX], hostname[256], version[64]; /* META strings */
+    char gpu_str[3][192]; /* GPU_INFO mode, reason, clock */
 };
 
 /* Decodes the object at the cursor. Name ids are left unresolved (names NULL), tid is 0 and

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cupti.h"
 #include "graph.h"
 #include "shim.h"
 #include "tokprof/format.h"
@@ -123,7 +124,12 @@ void tkp_graph_instantiated(void *exec, void *graph)
         slot->nodes = out;
         out = NULL;
     }
+    uint32_t gid = slot ? slot->id : UINT32_MAX;
+    uint64_t base = slot ? slot->node_base : 0;
     pthread_mutex_unlock(&lock);
+    /* CUPTI's node ids, so that GPU records of a replay find their node (0 without CUPTI) */
+    for (size_t i = 0; gid != UINT32_MAX && i < n; i++)
+        tkp_cupti_graph_node(tkp_cupti_node_id(nodes[i]), gid, base + i);
 done:
     if (out) {
         for (size_t i = 0; i < n; i++) free(out[i].deps);

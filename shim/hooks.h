@@ -50,6 +50,7 @@ static inline void tkp_rec_launch(int via, uint64_t key, int key_kind, uint64_t 
     e->u[0] = gx, e->u[1] = gy, e->u[2] = gz;
     e->u[3] = bx, e->u[4] = by, e->u[5] = bz;
     e->u[6] = smem;
+    e->u[7] = tkp_tls.lib_call; /* the cuBLAS/cuDNN call that launched it, 0 none */
     tkp_ring_commit(r);
 }
 

@@ -81,10 +81,20 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
     return DRV_CALL(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
 }
 
+/* The exported wrappers first try the common case inline: a launch nested in one of our runtime
+ * hooks (cudart's own driver call) goes straight to the driver by a tail call with the caller's
+ * arguments untouched. */
+#define NESTED_PASSTHROUGH(h, type, ...)                                                          \
+    do {                                                                                          \
+        type real_ = (type)atomic_load_explicit(&real_ptr[h], memory_order_acquire);              \
+        if (TKP_LIKELY(real_ && tkp_tls.depth)) return real_(__VA_ARGS__);                        \
+    } while (0)
+
 TKP_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                    unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                    CUstream s, void **params, void **extra)
 {
+    NESTED_PASSTHROUGH(H_LAUNCH, launch_fn, f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     return launch(H_LAUNCH, "cuLaunchKernel", TKP_VIA_DRIVER, f, gx, gy, gz, bx, by, bz, smem, s,
                   params, extra);
 }
@@ -92,6 +102,7 @@ TKP_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                         CUstream s, void **params, void **extra)
 {
+    NESTED_PASSTHROUGH(H_LAUNCH_PTSZ, launch_fn, f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     return launch(H_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", TKP_VIA_DRIVER | TKP_VIA_PTSZ, f, gx, gy,
                   gz, bx, by, bz, smem, s, params, extra);
 }
@@ -114,11 +125,13 @@ static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig
 }
 TKP_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **x)
 {
+    NESTED_PASSTHROUGH(H_LAUNCH_EX, launch_ex_fn, c, f, p, x);
     return launch_ex(H_LAUNCH_EX, "cuLaunchKernelEx", TKP_VIA_DRIVER_EX, c, f, p, x);
 }
 TKP_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p,
                                           void **x)
 {
+    NESTED_PASSTHROUGH(H_LAUNCH_EX_PTSZ, launch_ex_fn, c, f, p, x);
     return launch_ex(H_LAUNCH_EX_PTSZ, "cuLaunchKernelEx_ptsz", TKP_VIA_DRIVER_EX | TKP_VIA_PTSZ,
                      c, f, p, x);
 }
@@ -138,10 +151,12 @@ static CUresult graph_launch(int h, const char *name, int via, CUgraphExec g, CU
 }
 TKP_EXPORT CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
+    NESTED_PASSTHROUGH(H_GRAPH_LAUNCH, graph_launch_fn, g, s);
     return graph_launch(H_GRAPH_LAUNCH, "cuGraphLaunch", TKP_VIA_GRAPH_DRV, g, s);
 }
 TKP_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
+    NESTED_PASSTHROUGH(H_GRAPH_LAUNCH_PTSZ, graph_launch_fn, g, s);
     return graph_launch(H_GRAPH_LAUNCH_PTSZ, "cuGraphLaunch_ptsz", TKP_VIA_GRAPH_DRV | TKP_VIA_PTSZ,
                         g, s);
 }

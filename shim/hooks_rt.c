@@ -18,7 +18,8 @@
 
 #define RT_PAIR(ret, name, errval, PARAMS, ARGS)                                                  \
     typedef ret(*name##_fn) PARAMS;                                                               \
-    static ret hook_##name(name##_fn real, TKP_UNPACK PARAMS);                                    \
+    static inline __attribute__((always_inline)) ret hook_##name(name##_fn real,                  \
+                                                                 TKP_UNPACK PARAMS);              \
     static name##_fn real12_##name, real13_##name;                                                \
     TKP_EXPORT ret tkp12_##name PARAMS                                                            \
     {                                                                                             \

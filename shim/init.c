@@ -5,9 +5,11 @@
  * (compilers, shells, nvidia-smi), and those must pay nothing and write nothing. Capture starts
  * at the first hooked CUDA call that wants to record something. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "cupti.h"
 #include "graph.h"
 #include "ring.h"
 #include "tokprof/format.h"
@@ -31,6 +33,7 @@ static void on_exit_flush(void)
     struct tkp_ring *r = tkp_tls.ring;
     if (r) tkp_step_flush_thread(r, tkp_now_ns());
     atomic_store(&tkp_state, -1); /* late CUDA calls from other atexit handlers: not recorded */
+    tkp_cupti_stop();             /* CUPTI's last buffers, before the writer's final drain */
     tkp_writer_stop();
 }
 
@@ -41,14 +44,22 @@ static void after_fork_child(void)
     tkp_rings_reset_after_fork();
     tkp_graph_reset_after_fork();
     tkp_writer_after_fork();
+    tkp_cupti_after_fork();
     atomic_store(&tkp_state, 0);
 }
 
 int tkp_start_slow(void)
 {
     int expect = 0;
-    if (!atomic_compare_exchange_strong(&tkp_state, &expect, 2))
-        return atomic_load(&tkp_state) == 1; /* another thread is starting: skip meanwhile */
+    if (!atomic_compare_exchange_strong(&tkp_state, &expect, 2)) {
+        /* Another thread is starting the capture (once per process: config, one file, one
+         * thread). Wait for it rather than lose this record silently; if it takes implausibly
+         * long (a hung filesystem), count the record as dropped and go on. */
+        for (int i = 0; i < 200000 && atomic_load(&tkp_state) == 2; i++) sched_yield();
+        if (atomic_load(&tkp_state) == 1) return 1;
+        if (atomic_load(&tkp_state) == 2) atomic_fetch_add(&tkp_ringless_drops, 1);
+        return 0;
+    }
     tkp_config_load();
     if (tkp_cfg.disabled) {
         atomic_store(&tkp_state, -1);
@@ -66,6 +77,7 @@ int tkp_start_slow(void)
         atexit(on_exit_flush);
         pthread_atfork(NULL, NULL, after_fork_child);
     }
+    tkp_cupti_start(); /* tier 2; fails soft to tier 1 */
     atomic_store(&tkp_state, 1);
     return 1;
 }

@@ -30,22 +30,28 @@ void *tkp_real_dlsym(void *handle, const char *name)
     return f ? f(handle, name) : NULL;
 }
 
-void *tkp_real_cudart(const char *name, const char *version)
+/* The definition of `name` at version node `node` in the library whose soname is also `node`
+ * (true of libcudart.so.1x, libcublas(Lt).so.1x, libcudnn.so.9): RTLD_NEXT first, then through
+ * a RTLD_NOLOAD handle for a library loaded RTLD_LOCAL (Python extensions). Never loads one. */
+void *tkp_real_lib(const char *name, const char *node)
 {
-    void *p = dlvsym(RTLD_NEXT, name, version);
+    void *p = dlvsym(RTLD_NEXT, name, node);
     if (p) return p;
-    const char *soname = strcmp(version, "libcudart.so.12") == 0 ? "libcudart.so.12"
-                                                                  : "libcudart.so.13";
-    void *h = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    void *h = dlopen(node, RTLD_LAZY | RTLD_NOLOAD);
     if (h) {
-        p = dlvsym(h, name, version);
+        p = dlvsym(h, name, node);
         if (!p) p = tkp_real_dlsym(h, name);
         dlclose(h);
         if (p) return p;
     }
-    /* An unversioned runtime (some test doubles): the next definition by name. */
-    p = tkp_real_dlsym(RTLD_NEXT, name);
-    return p;
+    /* An unversioned library (some test doubles): the next definition by name. */
+    return tkp_real_dlsym(RTLD_NEXT, name);
+}
+
+void *tkp_real_cudart(const char *name, const char *version)
+{
+    return tkp_real_lib(name, strcmp(version, "libcudart.so.12") == 0 ? "libcudart.so.12"
+                                                                       : "libcudart.so.13");
 }
 
 static void *driver_handle;

@@ -12,6 +12,8 @@
  *
  * Event field use (struct tkp_ev):
  *   LAUNCH        sub=via flags=key kind a=key b=stream u[0..6]=grid xyz, block xyz, smem
+ *                 u[7]=library call id (0 none)
+ *   LIB_CALL      see hooks_lib.c
  *   GRAPH_LAUNCH  sub=via a=graph exec b=stream
  *   COPY          sub=kind flags=dir|copyflags<<8 a=bytes b=stream
  *   SYNC          sub=kind a=handle b=wait_ns
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "ring.h"
+#include "tokprof/format.h"
 
 #define TKP_RINGS_MAX 4096
 
@@ -105,25 +108,10 @@ struct tkp_ring *tkp_ring_get_slow(void)
     return r;
 }
 
-struct tkp_ev *tkp_ring_reserve(struct tkp_ring *r)
+void tkp_ring_count_drop(struct tkp_ring *r)
 {
-    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (TKP_UNLIKELY(h - r->tail_cache > r->mask)) {
-        r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (h - r->tail_cache > r->mask) {
-            atomic_store_explicit(&r->dropped,
-                                  atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
-                                  memory_order_relaxed);
-            return NULL;
-        }
-    }
-    return &r->slots[h & r->mask];
-}
-
-void tkp_ring_commit(struct tkp_ring *r)
-{
-    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    atomic_store_explicit(&r->dropped, atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx)
@@ -142,7 +130,12 @@ size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx)
         if (state == TKP_RING_EXITED &&
             atomic_load_explicit(&r->head, memory_order_acquire) == h) {
             /* The owner is gone and everything it wrote is out: the memory can serve a new
-             * thread. Its drop count was reported by the caller before this drain. */
+             * thread. Its final drop count goes out first, as a LOSS event of its own. */
+            uint64_t dropped = atomic_load(&r->dropped);
+            if (dropped) {
+                struct tkp_ev loss = {.type = TKP_REC_LOSS, .ts = 0, .a = dropped};
+                fn(ctx, &loss, r->thread_idx, r->os_tid);
+            }
             atomic_store(&r->head, 0);
             atomic_store(&r->tail, 0);
             r->tail_cache = 0;

@@ -50,6 +50,32 @@ struct tkp_ring {
     struct tkp_stepstate st;
 };
 
+/* Reserves the next slot, or NULL when the ring is full (the drop is counted). The producer
+ * compares against a cached tail and reads the consumer's line only when that says full. */
+static inline struct tkp_ev *tkp_ring_reserve(struct tkp_ring *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (TKP_UNLIKELY(h - r->tail_cache > r->mask)) {
+        r->tail_cache = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (h - r->tail_cache > r->mask) {
+            tkp_ring_count_drop(r);
+            return NULL;
+        }
+    }
+    /* The slot's line was last read by the writer, on another core: ask for ownership of a line
+     * a few slots ahead now, so that transfer overlaps the launches in between instead of
+     * stalling a later one. */
+    __builtin_prefetch(&r->slots[(h + 4) & r->mask], 1, 3);
+    return &r->slots[h & r->mask];
+}
+
+/* Publishes the slot reserved last. */
+static inline void tkp_ring_commit(struct tkp_ring *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+}
+
 void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts);
 
 /* Launch path of the step detector: count the launch in the current segment. Inline: it is on

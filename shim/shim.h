@@ -69,7 +69,9 @@ struct tkp_ring; /* per thread; ring.c */
 struct tkp_tls {
     struct tkp_ring *ring;
     uint32_t depth; /* reentrancy: >0 inside one of our hooks */
-    uint32_t lib_depth;
+    uint32_t lib_depth; /* >0 inside a cuBLAS/cuBLASLt/cuDNN call (hooks_lib.c) */
+    uint32_t lib_call;  /* id of the library call in progress, 0 none: LAUNCH records carry it */
+    uint32_t lib_seq;   /* last library call id of this thread */
 };
 extern __thread struct tkp_tls tkp_tls __attribute__((tls_model("initial-exec")));
 
@@ -94,9 +96,8 @@ static inline struct tkp_ring *tkp_ring_self(void)
     struct tkp_ring *r = tkp_tls.ring;
     return TKP_LIKELY(r != NULL) ? r : tkp_ring_get_slow();
 }
-/* Reserves the next slot, or NULL when full (the drop is counted). Commit with tkp_ring_commit. */
-struct tkp_ev *tkp_ring_reserve(struct tkp_ring *r);
-void tkp_ring_commit(struct tkp_ring *r);
+/* tkp_ring_reserve / tkp_ring_commit (inline, ring.h): the next slot, or NULL when full. */
+void tkp_ring_count_drop(struct tkp_ring *r);
 /* Drops counted for threads that could not get a ring at all. */
 extern _Atomic uint64_t tkp_ringless_drops;
 
@@ -151,6 +152,9 @@ void tkp_writer_after_fork(void);   /* child: forget the parent's file and threa
 void *tkp_real_dlsym(void *handle, const char *name);
 /* The next definition of a runtime symbol for a given major (12 or 13), cached by the caller. */
 void *tkp_real_cudart(const char *name, const char *version);
+/* The definition of name@node in the library whose soname is node ("libcublas.so.13"), found
+ * through RTLD_NEXT or a RTLD_NOLOAD handle, else unversioned; NULL when absent. */
+void *tkp_real_lib(const char *name, const char *node);
 /* The real libcuda's export (dlopen'ed RTLD_NOLOAD first, then loaded), or NULL. */
 void *tkp_real_driver(const char *name);
 

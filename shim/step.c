@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "tokprof/format.h"
+#include "cupti.h"
 #include "ring.h"
 
 static void emit_step(struct tkp_ring *r, uint32_t seg, int kind, uint64_t begin, uint64_t mark,
@@ -55,6 +56,7 @@ static void seg_reset(struct tkp_stepstate *s)
     s->seg++;
     s->launches = s->graph_launches = s->copies = 0;
     s->begin_ns = s->last_ns = 0;
+    tkp_cupti_on_segment(s->seg); /* GPU window/trigger modes switch here */
 }
 
 /* Ends the current segment's launches; it waits in `pending` for the host to see it complete. */
@@ -122,7 +124,9 @@ uint32_t tkp_step_current(struct tkp_ring *r)
 /* The graph-mode boundary; plain launches are counted inline (tkp_step_on_launch). */
 void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts)
 {
-    if (r->st.graph_launches > 0) close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
+    struct tkp_stepstate *s = &r->st;
+    if (s->graph_launches > 0) close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
+    else if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);
 }
 
 static regex_t kernel_re;
@@ -143,7 +147,10 @@ int tkp_step_launch_boundary(struct tkp_ring *r, uint64_t key, int key_kind, uin
 {
     struct tkp_stepstate *s = &r->st;
     if (!kernel_matches(tkp_sym_name(key, key_kind))) return 0;
-    if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
+    /* what ran before the first matching kernel is not a step */
+    if (seg_has_work(s) || s->copies)
+        close_current(r, s->in_range ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);
+    s->in_range = 1;
     return 1;
 }
 
@@ -257,5 +264,11 @@ void tkp_step_flush_thread(struct tkp_ring *r, uint64_t ts)
 {
     close_pending(r, -1, ts, TKP_CLOSE_EXIT);
     struct tkp_stepstate *s = &r->st;
-    if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_EXIT);
+    if (!seg_has_work(s) && !s->copies) return;
+    /* A step that a boundary began (kernel, graph, a range still open) is a step cut short. */
+    int token = (tkp_cfg.step_mode == TKP_STEPMODE_KERNEL && s->in_range) ||
+                (tkp_cfg.step_mode == TKP_STEPMODE_GRAPH && s->graph_launches) ||
+                ((tkp_cfg.step_mode == TKP_STEPMODE_NVTX || tkp_cfg.step_mode == TKP_STEPMODE_MARKER) &&
+                 s->in_range);
+    close_current(r, token ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE, ts, TKP_CLOSE_EXIT);
 }

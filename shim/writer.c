@@ -20,7 +20,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "cupti.h"
 #include "graph.h"
+#include "lib.h"
 #include "ring.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"
@@ -291,6 +293,35 @@ static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
     emit_graph(NULL, g);
 }
 
+/* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file. */
+static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &W.pk;
+    uint32_t op = name_id(tkp_lib_op_name(e->flags));
+    msgpack_pack_array(pk, 22);
+    msgpack_pack_int(pk, TKP_REC_LIB_CALL);
+    pack_dt(e->ts);
+    msgpack_pack_uint32(pk, thread);
+    msgpack_pack_uint32(pk, e->step);
+    msgpack_pack_uint32(pk, e->u[4]);
+    msgpack_pack_int(pk, e->sub);
+    msgpack_pack_uint32(pk, op);
+    for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
+    for (int i = 0; i < 4; i++) {
+        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
+        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN8 ? -1 : (int)t);
+    }
+    for (int i = 0; i < 2; i++) {
+        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
+        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN4 ? -1 : (int)t);
+    }
+    msgpack_pack_uint64(pk, e->a);
+    msgpack_pack_uint64(pk, e->b);
+    msgpack_pack_uint64(pk, e->u[7]);
+    msgpack_pack_uint32(pk, e->u[6] >> 16);
+    msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+}
+
 static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
 {
     (void)ctx;
@@ -300,7 +331,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     switch (e->type) {
     case TKP_REC_LAUNCH: {
         uint32_t nm = key_name_id(e->a, e->flags);
-        msgpack_pack_array(pk, 14);
+        msgpack_pack_array(pk, e->u[7] ? 15 : 14); /* trailing `call` inside a library call */
         msgpack_pack_int(pk, TKP_REC_LAUNCH);
         pack_dt(e->ts);
         msgpack_pack_uint32(pk, thread);
@@ -309,8 +340,12 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint64(pk, e->b);
         msgpack_pack_int(pk, e->sub);
         for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+        if (e->u[7]) msgpack_pack_uint32(pk, e->u[7]);
         break;
     }
+    case TKP_REC_LIB_CALL:
+        encode_lib_call(e, thread);
+        break;
     case TKP_REC_GRAPH_LAUNCH: {
         struct gl_ctx g = {UINT32_MAX};
         tkp_graph_with(e->a, emit_graph_and_id, &g);
@@ -392,9 +427,31 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_int(pk, e->sub);
         msgpack_pack_uint64(pk, e->a);
         break;
+    case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
+        msgpack_pack_array(pk, 3);
+        msgpack_pack_int(pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint64(pk, e->a);
+        break;
+    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
+        tkp_cupti_note(e, thread);
+        break;
     default:
         break;
     }
+}
+
+/* For cupti.c, which encodes GPU records on this thread. */
+msgpack_packer *tkp_writer_packer(void)
+{
+    chunk_begin();
+    return &W.pk;
+}
+
+uint32_t tkp_writer_name(const char *s)
+{
+    chunk_begin();
+    return name_id(s);
 }
 
 /* ---- metadata, losses, chunks ---------------------------------------------------------------- */
@@ -602,7 +659,10 @@ static size_t cycle(int force)
         chunk_begin();
         emit_meta();
     }
+    /* GPU buffers completed before the drain: their launches' join events are in the rings. */
+    struct tkp_gpu_batch *gpu = tkp_cupti_take();
     size_t n = tkp_rings_drain(encode, NULL);
+    tkp_cupti_encode(gpu, force);
     uint64_t now = tkp_now_ns();
     if (force || W.sb.size >= CHUNK_SOFT_MAX ||
         now - W.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)

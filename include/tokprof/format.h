@@ -40,6 +40,17 @@ enum tkp_rec {
     TKP_REC_NVTX = 19,         /* [19, dt, thread, step, kind, name, range_id] */
     TKP_REC_LOSS = 20,         /* [20, thread, dropped_total] */
     TKP_REC_MARKER = 21,       /* [21, dt, thread, step, kind, value] */
+    TKP_REC_LIB_CALL = 22,     /* [22, dt, thread, step, call, lib, op, m, n, k, batch, atype,
+                                   btype, ctype, compute, transa, transb, stream, a_ptr, host_ns,
+                                   status, flags]; LAUNCH gets a trailing `call` inside one */
+    /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
+     * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
+    TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,
+                                 join, index, graph, node, gx, gy, gz, bx, by, bz] */
+    TKP_REC_GPU_COPY = 31,   /* [31, start_ns, end_ns, kind, dir, bytes, stream, correlation,
+                                 thread, step, join, index, graph, node] */
+    TKP_REC_GPU_INFO = 32,   /* [32, status, mode, reason, clock, records, dropped, bad_time,
+                                 unjoined, filtered, buffer_bytes_peak] */
 };
 
 /* LAUNCH.via: how the launch reached us; TKP_VIA_PTSZ is or-ed in for per-thread-stream forms. */
@@ -80,5 +91,20 @@ enum tkp_nvtx_kind { TKP_NVTX_PUSH = 0, TKP_NVTX_POP = 1, TKP_NVTX_MARK = 2,
                      TKP_NVTX_RANGE_START = 3, TKP_NVTX_RANGE_END = 4 };
 
 enum tkp_marker_kind { TKP_MARK_STEP_BEGIN = 0, TKP_MARK_STEP_END = 1 };
+
+/* GPU_KERNEL/GPU_COPY.join: the kind of host record the GPU work came from; `index` is its
+ * ordinal among the records of that type with the same thread and step. */
+enum tkp_gpu_join { TKP_JOIN_NONE = 0, TKP_JOIN_LAUNCH = 1, TKP_JOIN_GRAPH_LAUNCH = 2,
+                    TKP_JOIN_COPY = 3 };
+/* GPU_INFO.status: why GPU time is (not) in the capture. */
+enum tkp_gpu_status { TKP_GPU_ON = 0, TKP_GPU_OFF = 1, TKP_GPU_NO_CUPTI = 2,
+                      TKP_GPU_BUSY = 3 /* another CUPTI subscriber (nsys, torch.profiler) */,
+                      TKP_GPU_NO_DEVICE = 4, TKP_GPU_ERROR = 5 };
+#define TKP_GPU_THREAD_NONE 0xffffffffu
+
+/* LIB_CALL.lib; types are the CUDA enum values (cudaDataType, cublasComputeType_t,
+ * cublasOperation_t), -1 when unknown; m, n, k, batch 0 when unknown. */
+enum tkp_lib { TKP_LIB_CUBLAS = 1, TKP_LIB_CUBLASLT = 2, TKP_LIB_CUDNN = 3 };
+#define TKP_LIBF_CAPTURED 0x1u /* LIB_CALL.flags: its stream was capturing a graph (not run now) */
 
 #endif

@@ -82,6 +82,9 @@ def main():
             return 1
         if run([sys.executable, os.path.join(HERE, "capture_compare.py"), dump, tlog, mlog]) != 0:
             return 1
+        # tier 2: simgpu's fake libcupti.so.13 is on the library path, so GPU time is on
+        if run([sys.executable, os.path.join(HERE, "gpu_compare.py"), dump, tlog]) != 0:
+            return 1
     return 0
 
 

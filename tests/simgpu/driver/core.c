@@ -1,5 +1,6 @@
 /* simgpu core: process state, the clock, device and context queries, error strings. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -346,4 +347,36 @@ SIM_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *p
     if (ppExportTable)
         *ppExportTable = NULL;
     return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* ---- observer (the fake libcupti.so.13) ---- */
+static const struct simgpu_observer *_Atomic observer;
+
+SIM_EXPORT CUresult simgpuSetObserver(const struct simgpu_observer *obs)
+{
+    atomic_store(&observer, obs);
+    return CUDA_SUCCESS;
+}
+
+void sim_api(int site, const char *func)
+{
+    const struct simgpu_observer *o = atomic_load(&observer);
+    if (o && o->api)
+        o->api(site, func);
+}
+
+void sim_observe(const struct sim_op *op)
+{
+    const struct simgpu_observer *o = atomic_load(&observer);
+    if (!o || !o->op)
+        return;
+    struct simgpu_op_view v = {.kind = op->kind, .name = op->name, .stream_id = op->stream->id,
+                               .start_ns = op->start, .end_ns = op->end,
+                               .graph_node = op->graph_node, .graph_exec = op->graph_exec,
+                               .bytes = (unsigned long long)op->bytes, .dir = op->dir};
+    for (int i = 0; i < 3; i++) {
+        v.grid[i] = op->grid[i];
+        v.block[i] = op->block[i];
+    }
+    o->op(&v);
 }

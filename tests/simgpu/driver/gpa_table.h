@@ -112,4 +112,6 @@ EP("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams, cuGraphI
 E("cuGraphExecDestroy", 10000, cuGraphExecDestroy)
 EP("cuGraphLaunch", 10000, cuGraphLaunch, cuGraphLaunch_ptsz)
 E("simgpuSetLaunchInfo", 0, simgpuSetLaunchInfo)
+E("simgpuSetObserver", 0, simgpuSetObserver)
+E("simgpuNodeId", 0, simgpuNodeId)
 E("simgpuGetProcTable", 0, simgpuGetProcTable)

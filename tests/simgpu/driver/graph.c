@@ -572,7 +572,7 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hExec)
     return CUDA_SUCCESS;
 }
 
-static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptsz)
+static CUresult graph_launch_body(CUgraphExec hExec, CUstream h, int ptsz)
 {
     struct sim_gexec *x = (struct sim_gexec *)hExec;
     if (!x || x->magic != MAGIC_GEXEC)
@@ -638,6 +638,24 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h, int ptsz)
     free(ends);
     tl_commit(s, last);
     pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(CUgraphExec x, CUstream h, int ptsz)
+{
+    const char *api = ptsz ? "cuGraphLaunch_ptsz" : "cuGraphLaunch";
+    sim_api(0, api);
+    CUresult r = graph_launch_body(x, h, ptsz);
+    sim_api(1, api);
+    return r;
+}
+
+SIM_EXPORT CUresult simgpuNodeId(CUgraphNode n, unsigned long long *id)
+{
+    struct sim_node *p = node_of(n);
+    if (!p || !id)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *id = p->id;
     return CUDA_SUCCESS;
 }
 

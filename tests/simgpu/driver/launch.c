@@ -2,8 +2,8 @@
  * stream (cost.c), a line in the truth log, or, on a capturing stream, a graph node. */
 #include "sim.h"
 
-static CUresult launch(CUfunction hf, const unsigned grid[3], const unsigned block[3], unsigned shmem,
-                       CUstream h, int ptsz)
+static CUresult launch_body(CUfunction hf, const unsigned grid[3], const unsigned block[3],
+                            unsigned shmem, CUstream h, int ptsz)
 {
     struct sim_func *f = mod_func(hf);
     if (!f)
@@ -42,6 +42,19 @@ static CUresult launch(CUfunction hf, const unsigned grid[3], const unsigned blo
     return CUDA_SUCCESS;
 }
 
+/* The observer (fake CUPTI) sees the call around the work: cuLaunchKernel[_ptsz] for the classic
+ * forms, cuLaunchKernelEx[_ptsz] for launch_ex. */
+static CUresult launch_named(const char *api, CUfunction hf, const unsigned grid[3],
+                             const unsigned block[3], unsigned shmem, CUstream h, int ptsz)
+{
+    sim_api(0, api);
+    CUresult r = launch_body(hf, grid, block, shmem, h, ptsz);
+    sim_api(1, api);
+    return r;
+}
+#define launch(hf, grid, block, shmem, h, ptsz)                                                   \
+    launch_named((ptsz) ? "cuLaunchKernel_ptsz" : "cuLaunchKernel", hf, grid, block, shmem, h, ptsz)
+
 #define DIMS                                                                                      \
     const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};                                      \
     const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};                                  \
@@ -73,7 +86,8 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned grid[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
     const unsigned block[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
-    return launch(f, grid, block, c->sharedMemBytes, c->hStream, ptsz);
+    return launch_named(ptsz ? "cuLaunchKernelEx_ptsz" : "cuLaunchKernelEx", f, grid, block,
+                        c->sharedMemBytes, c->hStream, ptsz);
 }
 
 SIM_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,

@@ -2,6 +2,7 @@
  * copies really move bytes (at call time) and a program's cudaMemcpy round-trips its data. A
  * copy also occupies simulated stream time (cost.c); synchronous copies block the host until
  * their simulated end. A registry of allocations tells device from pinned from pageable memory. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,7 +190,8 @@ static int copy_pinned(int dir, const void *dst, const void *src)
 }
 
 /* sync: the host waits for the copy's simulated end (cuMemcpy*, non-Async). */
-static CUresult copy(void *dst, const void *src, size_t bytes, int dir, CUstream h, int ptsz, int sync)
+static CUresult copy_body(void *dst, const void *src, size_t bytes, int dir, CUstream h, int ptsz,
+                          int sync)
 {
     if ((!dst || !src) && bytes)
         return CUDA_ERROR_INVALID_VALUE;
@@ -231,8 +233,8 @@ static CUresult copy(void *dst, const void *src, size_t bytes, int dir, CUstream
     return CUDA_SUCCESS;
 }
 
-static CUresult memset_op(CUdeviceptr d, unsigned value, unsigned elemsize, size_t n, CUstream h, int ptsz,
-                          int sync)
+static CUresult memset_body(CUdeviceptr d, unsigned value, unsigned elemsize, size_t n, CUstream h,
+                            int ptsz, int sync)
 {
     void *dst = (void *)(uintptr_t)d;
     if (!dst && n)
@@ -269,6 +271,32 @@ static CUresult memset_op(CUdeviceptr d, unsigned value, unsigned elemsize, size
         sim_wait_until(op.end);
     }
     return CUDA_SUCCESS;
+}
+
+/* The observer (fake CUPTI) sees each copy/memset call by its exported name. */
+static CUresult copy(void *dst, const void *src, size_t bytes, int dir, CUstream h, int ptsz, int sync)
+{
+    static const char *const names[2][5] = {
+        {"cuMemcpyAsync", "cuMemcpyHtoDAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyDtoDAsync_v2", ""},
+        {"cuMemcpy", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2", "cuMemcpyDtoD_v2", ""}};
+    char api[64];
+    snprintf(api, sizeof api, "%s%s", names[sync][dir + 1], ptsz ? (sync ? "_ptds" : "_ptsz") : "");
+    sim_api(0, api);
+    CUresult r = copy_body(dst, src, bytes, dir, h, ptsz, sync);
+    sim_api(1, api);
+    return r;
+}
+
+static CUresult memset_op(CUdeviceptr d, unsigned value, unsigned elemsize, size_t n, CUstream h, int ptsz,
+                          int sync)
+{
+    char api[64];
+    snprintf(api, sizeof api, "cuMemsetD%u%s%s", elemsize * 8, sync ? "_v2" : "Async",
+             ptsz ? (sync ? "_ptds" : "_ptsz") : "");
+    sim_api(0, api);
+    CUresult r = memset_body(d, value, elemsize, n, h, ptsz, sync);
+    sim_api(1, api);
+    return r;
 }
 
 #define P(x) ((void *)(uintptr_t)(x))

@@ -141,6 +141,12 @@ void *sim_grow(void *p, size_t *cap, size_t need, size_t elem);
 /* Takes (and clears) the calling thread's simgpuSetLaunchInfo. */
 struct simgpu_launch_info sim_take_launch_info(void);
 CUresult simgpuSetLaunchInfo(const struct simgpu_launch_info *info);
+/* The fake CUPTI's observer (simgpu_ext.h): sim_api around every work-enqueuing driver call,
+ * sim_observe for every executed op (from tlog_write). */
+CUresult simgpuSetObserver(const struct simgpu_observer *obs);
+CUresult simgpuNodeId(CUgraphNode node, unsigned long long *id);
+void sim_api(int site, const char *func);
+void sim_observe(const struct sim_op *op);
 
 /* ---- cost.c ---- */
 void cost_init(void); /* reads SIMGPU_COST, SIMGPU_ZERO, SIMGPU_JITTER, SIMGPU_SLOW, SIMGPU_STALL */

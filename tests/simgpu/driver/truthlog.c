@@ -63,6 +63,7 @@ static void put_id(FILE *f, const char *key, uint64_t id)
 void tlog_write(const struct sim_op *op)
 {
     seq++;
+    sim_observe(op);
     if (!logf)
         return;
     static const char *kinds[] = {"kernel", "copy", "memset"};

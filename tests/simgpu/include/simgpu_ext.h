@@ -31,4 +31,31 @@ typedef CUresult (*simgpu_set_launch_info_fn)(const struct simgpu_launch_info *i
 
 #define SIMGPU_SET_LAUNCH_INFO_NAME "simgpuSetLaunchInfo"
 
+/* ---- observer: what the fake libcupti.so.13 (tests/simgpu/cupti) sees ------------------------
+ * A real CUPTI is fed by the driver itself; the fake gets the same facts through this hook:
+ * every driver call that enqueues work (entry and exit, in the calling thread, without the
+ * simulator's lock) and every op that executes, with its simulated times (under the lock: the
+ * observer must not call the driver). Obtained with cuGetProcAddress("simgpuSetObserver"). */
+struct simgpu_op_view {
+    int kind; /* 0 kernel, 1 copy, 2 memset */
+    const char *name;
+    int stream_id;                   /* the truth log's small stream id */
+    long long start_ns, end_ns;      /* simulated, CLOCK_MONOTONIC */
+    unsigned long long graph_node;   /* 0 unless a graph node (the id simgpuNodeId answers) */
+    unsigned long long graph_exec;   /* 0 unless a graph node */
+    unsigned grid[3], block[3];
+    unsigned long long bytes;        /* copies and memsets */
+    int dir;                         /* copies: 0 HtoD, 1 DtoH, 2 DtoD, 3 HtoH */
+};
+struct simgpu_observer {
+    void (*api)(int site /* 0 enter, 1 exit */, const char *func /* exported name */);
+    void (*op)(const struct simgpu_op_view *op);
+};
+/* Installs (or, with NULL, removes) the observer. */
+typedef CUresult (*simgpu_set_observer_fn)(const struct simgpu_observer *obs);
+#define SIMGPU_SET_OBSERVER_NAME "simgpuSetObserver"
+/* The process-unique id of a graph node (the truth log's graph_node). */
+typedef CUresult (*simgpu_node_id_fn)(CUgraphNode node, unsigned long long *id);
+#define SIMGPU_NODE_ID_NAME "simgpuNodeId"
+
 #endif

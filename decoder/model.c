@@ -1,0 +1,701 @@
+/* tokprof decoder: the step model (see model.h for the join, the watermark and the bounds). */
+#include "model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "err.h"
+#include "mp.h"
+#include "reader.h"
+
+/* A thread whose segment index jumps further than this past its largest one is malformed input:
+ * the record is ignored (counted in bad_joins) rather than growing the table. */
+#define SEG_JUMP_MAX (1u << 20)
+
+struct okernel {
+    uint64_t start, end;
+    uint32_t slot, index;
+    uint32_t join;
+};
+
+struct olaunch {
+    uint64_t host_ns;
+    uint32_t slot;
+};
+
+struct ograph {
+    uint64_t host_ns, graph, min_start;
+};
+
+struct tkp_mopen {
+    struct okernel *k;
+    size_t nk, capk;
+    struct olaunch *l;
+    size_t nl, capl;
+    struct ograph *g;
+    size_t ng, capg;
+    int has_rec;
+    uint64_t last_gpu_end;
+};
+
+struct tkp_mthread {
+    uint32_t *seg2step; /* step index + 1; 0: not seen */
+    uint64_t cap;
+    uint64_t max_seg;
+    int64_t tokens; /* token STEP records read so far: the next token index */
+};
+
+struct tkp_mgraph {
+    uint64_t graph;
+    uint32_t n;
+    uint32_t *slots; /* name slots of its kernel nodes */
+};
+
+/* Grows *p (of *cap elements of size sz) to hold at least n. */
+static int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n)
+        c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return TKP_ERR_NOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define GROW(p, cap, n) grow((void **)&(p), &(cap), (n), sizeof(*(p)))
+
+void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
+{
+    memset(m, 0, sizeof(*m));
+    m->opts = *opts;
+    m->nclasses = tkp_classes_count(opts->classes);
+    m->late_ns = TKP_MODEL_LATE_NS;
+}
+
+/* ---- distributions ---- */
+
+static uint32_t bucket(uint64_t d)
+{
+    if (!d) return 0;
+    double b = floor(log((double)d) / log(1.02)) + 1;
+    return b >= TKP_HIST_BUCKETS - 1 ? TKP_HIST_BUCKETS - 1 : (uint32_t)b;
+}
+
+static int dist_add(struct tkp_dist *d, uint64_t ns)
+{
+    if (!d->hist && !(d->hist = calloc(TKP_HIST_BUCKETS, sizeof(*d->hist)))) return TKP_ERR_NOMEM;
+    if (!d->count || ns < d->min_ns) d->min_ns = ns;
+    if (ns > d->max_ns) d->max_ns = ns;
+    d->count++;
+    d->total_ns += ns;
+    d->hist[bucket(ns)]++;
+    return 0;
+}
+
+uint64_t tkp_dist_pct(const struct tkp_dist *d, double p)
+{
+    if (!d->count || !d->hist) return 0;
+    uint64_t rank = (uint64_t)ceil(p * (double)d->count), seen = 0;
+    if (rank < 1) rank = 1;
+    if (rank >= d->count) return d->max_ns;
+    for (uint32_t b = 0; b < TKP_HIST_BUCKETS; b++) {
+        seen += d->hist[b];
+        if (seen < rank) continue;
+        double mid = b ? pow(1.02, (double)b - 0.5) : 0;
+        uint64_t v = (uint64_t)floor(mid + 0.5);
+        return v < d->min_ns ? d->min_ns : v > d->max_ns ? d->max_ns : v;
+    }
+    return d->max_ns;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void tkp_sort_u64(uint64_t *v, size_t n)
+{
+    if (n > 1) qsort(v, n, sizeof(*v), cmp_u64);
+}
+
+uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p)
+{
+    if (!n) return 0;
+    size_t rank = (size_t)ceil(p * (double)n);
+    if (rank < 1) rank = 1;
+    if (rank > n) rank = n;
+    return v[rank - 1];
+}
+
+/* ---- names ---- */
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static int rehash(struct tkp_model *m, size_t cap)
+{
+    size_t *h = calloc(cap, sizeof(*h));
+    if (!h) return TKP_ERR_NOMEM;
+    for (size_t i = 0; i < m->nnames; i++) {
+        size_t j = mix(m->names[i].name_id) & (cap - 1);
+        while (h[j])
+            j = (j + 1) & (cap - 1);
+        h[j] = i + 1;
+    }
+    free(m->name_hash);
+    m->name_hash = h;
+    m->hash_cap = cap;
+    return 0;
+}
+
+/* The slot of a name id (ids are stable within a file), created on first sight. */
+static int name_slot(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
+{
+    if ((m->nnames + 1) * 2 > m->hash_cap && rehash(m, m->hash_cap ? m->hash_cap * 2 : 256))
+        return TKP_ERR_NOMEM;
+    size_t j = mix(id) & (m->hash_cap - 1);
+    while (m->name_hash[j]) {
+        if (m->names[m->name_hash[j] - 1].name_id == id) {
+            *slot = (uint32_t)(m->name_hash[j] - 1);
+            return 0;
+        }
+        j = (j + 1) & (m->hash_cap - 1);
+    }
+    if (GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
+    struct tkp_mname *n = &m->names[m->nnames];
+    memset(n, 0, sizeof(*n));
+    n->name_id = id;
+    if (!(n->name = strdup(name ? name : TKP_NAME_MISSING))) return TKP_ERR_NOMEM;
+    n->cls = tkp_classes_match(m->opts.classes, n->name);
+    m->name_hash[j] = m->nnames + 1;
+    *slot = (uint32_t)m->nnames++;
+    return 0;
+}
+
+/* ---- steps ---- */
+
+static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
+{
+    if (t >= TKP_THREADS_MAX) return 1;
+    if (t >= m->nthreads) {
+        uint32_t n = m->nthreads ? m->nthreads : 8;
+        while (n <= t)
+            n *= 2;
+        struct tkp_mthread *p = realloc(m->threads, n * sizeof(*p));
+        if (!p) return TKP_ERR_NOMEM;
+        memset(p + m->nthreads, 0, (n - m->nthreads) * sizeof(*p));
+        m->threads = p;
+        m->nthreads = n;
+    }
+    *out = &m->threads[t];
+    return 0;
+}
+
+/* The step (thread, seg), created open on first sight. Returns 0 with *idx, 1 when the record is
+ * malformed (ignored), or NOMEM. */
+static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+{
+    struct tkp_mthread *t;
+    int err = thread_at(m, thread, &t);
+    if (err) return err;
+    if (seg > t->max_seg + SEG_JUMP_MAX) return 1;
+    if (seg >= t->cap) {
+        size_t cap = t->cap;
+        if (grow((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step))) return TKP_ERR_NOMEM;
+        memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
+        t->cap = cap;
+    }
+    if (seg > t->max_seg) t->max_seg = seg;
+    if (t->seg2step[seg]) {
+        *idx = t->seg2step[seg] - 1;
+        if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
+        return 0;
+    }
+    if (GROW(m->steps, m->cap_steps, m->nsteps + 1) || GROW(m->openlist, m->cap_open, m->nopen + 1))
+        return TKP_ERR_NOMEM;
+    struct tkp_mstep *s = &m->steps[m->nsteps];
+    memset(s, 0, sizeof(*s));
+    s->thread = thread;
+    s->tid = tid;
+    s->seg = seg;
+    s->index = -1;
+    s->kind = TKP_MSTEP_OPEN;
+    s->class_ns = calloc((size_t)m->nclasses, sizeof(*s->class_ns));
+    s->open = calloc(1, sizeof(*s->open));
+    if (!s->class_ns || !s->open) {
+        free(s->class_ns);
+        free(s->open);
+        return TKP_ERR_NOMEM;
+    }
+    m->openlist[m->nopen++] = m->nsteps;
+    *idx = m->nsteps++;
+    t->seg2step[seg] = (uint32_t)*idx + 1;
+    return 0;
+}
+
+/* Whether a step feeds the per-name and per-class figures (opts filters). */
+static int step_counts(const struct tkp_model *m, const struct tkp_mstep *s)
+{
+    if (m->opts.tid && (!s || s->tid != m->opts.tid)) return 0;
+    if (m->opts.from < 0 && m->opts.to < 0) return 1;
+    if (!s || s->kind != TKP_STEP_TOKEN) return 0;
+    return (m->opts.from < 0 || s->index >= m->opts.from) && (m->opts.to < 0 || s->index <= m->opts.to);
+}
+
+static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
+{
+    struct tkp_mname *n = &m->names[slot];
+    m->kernel_ns_total += dur;
+    if (dist_add(&n->d, dur) || dist_add(&m->cls[n->cls], dur)) return TKP_ERR_NOMEM;
+    return 0;
+}
+
+static const struct tkp_mgraph *graph_find(const struct tkp_model *m, uint64_t graph)
+{
+    for (size_t i = 0; i < m->ngraphs; i++)
+        if (m->graphs[i].graph == graph) return &m->graphs[i];
+    return NULL;
+}
+
+static int cmp_kernel(const void *a, const void *b)
+{
+    const struct okernel *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int close_step(struct tkp_model *m, struct tkp_mstep *s)
+{
+    struct tkp_mopen *o = s->open;
+    int counted = step_counts(m, s), err = 0;
+    qsort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
+    uint64_t cur_s = 0, cur_e = 0;
+    for (size_t i = 0; i < o->nk && !err; i++) {
+        const struct okernel *k = &o->k[i];
+        uint64_t dur = k->end - k->start;
+        if (!s->gpu_kernels || k->start < s->gpu_first_ns) s->gpu_first_ns = k->start;
+        if (k->end > s->gpu_last_ns) s->gpu_last_ns = k->end;
+        s->gpu_kernels++;
+        /* the sweep: intervals sorted by start, merged while they overlap */
+        if (i == 0 || k->start > cur_e) {
+            s->busy_ns += cur_e - cur_s;
+            cur_s = k->start, cur_e = k->end;
+        } else if (k->end > cur_e) {
+            cur_e = k->end;
+        }
+        s->class_ns[m->names[k->slot].cls] += dur;
+        if (k->join == TKP_JOIN_LAUNCH && k->index < o->nl && k->start >= o->l[k->index].host_ns) {
+            uint64_t lat = k->start - o->l[k->index].host_ns;
+            s->lat_n++, s->lat_sum_ns += lat;
+            if (lat > s->lat_max_ns) s->lat_max_ns = lat;
+        } else if (k->join == TKP_JOIN_GRAPH_LAUNCH && k->index < o->ng) {
+            struct ograph *g = &o->g[k->index];
+            if (!g->min_start || k->start < g->min_start) g->min_start = k->start;
+        }
+        if (counted) err = kernel_counted(m, k->slot, dur);
+    }
+    s->busy_ns += cur_e - cur_s;
+    /* a graph replay's latency: its launch to its first node's start */
+    for (size_t i = 0; i < o->ng; i++) {
+        const struct ograph *g = &o->g[i];
+        if (g->min_start && g->min_start >= g->host_ns) {
+            uint64_t lat = g->min_start - g->host_ns;
+            s->lat_n++, s->lat_sum_ns += lat;
+            if (lat > s->lat_max_ns) s->lat_max_ns = lat;
+        }
+    }
+    if (counted) {
+        for (size_t i = 0; i < o->nl; i++)
+            m->names[o->l[i].slot].launches++;
+        for (size_t i = 0; i < o->ng; i++) {
+            const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
+            for (uint32_t j = 0; g && j < g->n; j++)
+                m->names[g->slots[j]].launches++;
+        }
+    }
+    free(o->k);
+    free(o->l);
+    free(o->g);
+    free(o);
+    s->open = NULL;
+    return err;
+}
+
+/* Closes the open steps the watermark has passed (all of them when final). */
+static int sweep(struct tkp_model *m, int final)
+{
+    size_t w = 0;
+    int err = 0;
+    for (size_t i = 0; i < m->nopen; i++) {
+        struct tkp_mstep *s = &m->steps[m->openlist[i]];
+        uint64_t ref = s->end_ns > s->open->last_gpu_end ? s->end_ns : s->open->last_gpu_end;
+        if (!err && (final || (s->open->has_rec && m->now_ns >= ref + m->late_ns)))
+            err = close_step(m, s);
+        else
+            m->openlist[w++] = m->openlist[i];
+    }
+    m->nopen = w;
+    return err;
+}
+
+/* META config.flush_ms, 0 when absent: how often the shim hands over GPU records. */
+static uint64_t meta_flush_ms(const struct tkp_record *r)
+{
+    struct tkp_mp c;
+    uint32_t n, n2, len;
+    const char *k;
+    uint64_t v;
+    tkp_mp_init(&c, r->meta.map, r->meta.map_len);
+    if (!r->meta.map || tkp_mp_map(&c, &n)) return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
+        if (len != 6 || memcmp(k, "config", 6) || tkp_mp_peek(&c) != TKP_MP_MAP) {
+            if (tkp_mp_skip(&c)) return 0;
+            continue;
+        }
+        if (tkp_mp_map(&c, &n2)) return 0;
+        for (uint32_t j = 0; j < n2; j++) {
+            if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
+            if (len == 8 && !memcmp(k, "flush_ms", 8) && tkp_mp_peek(&c) == TKP_MP_UINT)
+                return tkp_mp_u64(&c, &v) ? 0 : v;
+            if (tkp_mp_skip(&c)) return 0;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+static int add_graph(struct tkp_model *m, const struct tkp_record *r)
+{
+    if (graph_find(m, r->graph.graph)) return 0; /* re-emitted in every chunk that replays it */
+    size_t cap = m->ngraphs;
+    struct tkp_mgraph *g = realloc(m->graphs, (cap + 1) * sizeof(*g));
+    if (!g) return TKP_ERR_NOMEM;
+    m->graphs = g;
+    g = &m->graphs[m->ngraphs];
+    g->graph = r->graph.graph;
+    g->n = 0;
+    if (!(g->slots = malloc((r->graph.nnodes + 1) * sizeof(*g->slots)))) return TKP_ERR_NOMEM;
+    m->ngraphs++;
+    for (uint32_t i = 0; i < r->graph.nnodes; i++) {
+        const struct tkp_graph_node *n = &r->graph.nodes[i];
+        if (n->type != TKP_NODE_KERNEL) continue;
+        if (name_slot(m, n->name_id, n->name, &g->slots[g->n])) return TKP_ERR_NOMEM;
+        g->n++;
+    }
+    return 0;
+}
+
+static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
+{
+    uint32_t slot;
+    uint64_t dur = r->gpu.end_ns - r->gpu.start_ns;
+    size_t i;
+    if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
+    if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
+        m->unjoined++;
+        return step_counts(m, NULL) ? kernel_counted(m, slot, dur) : 0;
+    }
+    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    struct tkp_mstep *s = &m->steps[i];
+    if (!s->open) { /* late: after its step closed (model.h) */
+        m->late++;
+        s->gpu_kernels++;
+        s->busy_ns += dur;
+        s->class_ns[m->names[slot].cls] += dur;
+        if (r->gpu.start_ns < s->gpu_first_ns) s->gpu_first_ns = r->gpu.start_ns;
+        if (r->gpu.end_ns > s->gpu_last_ns) s->gpu_last_ns = r->gpu.end_ns;
+        return step_counts(m, s) ? kernel_counted(m, slot, dur) : 0;
+    }
+    struct tkp_mopen *o = s->open;
+    if (GROW(o->k, o->capk, o->nk + 1)) return TKP_ERR_NOMEM;
+    o->k[o->nk++] = (struct okernel){r->gpu.start_ns, r->gpu.end_ns, slot, r->gpu.index, r->gpu.join};
+    if (r->gpu.end_ns > o->last_gpu_end) o->last_gpu_end = r->gpu.end_ns;
+    return 0;
+}
+
+static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_mstep *s)
+{
+    struct tkp_mthread *t = &m->threads[s->thread]; /* step_at made it */
+    s->kind = r->step_rec.kind == TKP_STEP_TOKEN ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE;
+    if (s->kind == TKP_STEP_TOKEN) s->index = t->tokens++;
+    s->closed_by = r->step_rec.closed_by;
+    s->begin_ns = r->step_rec.begin_ns;
+    s->mark_ns = r->step_rec.mark_ns;
+    s->end_ns = r->step_rec.end_ns;
+    s->launches = r->step_rec.launches;
+    s->graph_launches = r->step_rec.graph_launches;
+    s->copies = r->step_rec.copies;
+    if (s->open) s->open->has_rec = 1;
+    if (s->end_ns > m->now_ns) m->now_ns = s->end_ns;
+    return 0;
+}
+
+/* LAUNCH, GRAPH_LAUNCH, COPY, GPU_COPY and STEP: the records of a known step. */
+static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
+{
+    size_t i;
+    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    struct tkp_mstep *s = &m->steps[i];
+    struct tkp_mopen *o = s->open;
+    uint32_t slot;
+    switch (r->type) {
+    case TKP_REC_STEP:
+        return add_step(m, r, s);
+    case TKP_REC_LAUNCH:
+        if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
+        if (!o) return 0; /* host records after their STEP record: malformed, ignored */
+        if (GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
+        o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+        return 0;
+    case TKP_REC_GRAPH_LAUNCH:
+        if (!o) return 0;
+        if (GROW(o->g, o->capg, o->ng + 1)) return TKP_ERR_NOMEM;
+        o->g[o->ng++] = (struct ograph){r->host_ns, r->graph_launch.graph, 0};
+        return 0;
+    case TKP_REC_GPU_COPY:
+        s->gpu_copies++;
+        s->copy_ns += r->gpu.end_ns - r->gpu.start_ns;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
+{
+    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
+    if (tkp_record_has_time(r->type) && r->host_ns > m->now_ns) m->now_ns = r->host_ns;
+    switch (r->type) {
+    case TKP_REC_CHUNK:
+        if (r->chunk.base_ns > m->now_ns) m->now_ns = r->chunk.base_ns;
+        m->chunks++;
+        return sweep(m, 0);
+    case TKP_REC_GRAPH:
+        return add_graph(m, r);
+    case TKP_REC_META: {
+        uint64_t f = meta_flush_ms(r);
+        if (f && f <= 600000) m->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
+        return 0;
+    }
+    case TKP_REC_LAUNCH:
+    case TKP_REC_GRAPH_LAUNCH:
+    case TKP_REC_STEP:
+        return add_step_record(m, r);
+    case TKP_REC_GPU_COPY:
+        m->gpu_records++;
+        if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
+            m->unjoined++;
+            return 0;
+        }
+        return add_step_record(m, r);
+    case TKP_REC_GPU_KERNEL:
+        m->gpu_records++;
+        return add_gpu_kernel(m, r);
+    case TKP_REC_GPU_INFO:
+        m->has_gpu_info = 1;
+        m->gpu_status = r->gpu_info.status;
+        m->gpu_dropped = r->gpu_info.dropped;
+        snprintf(m->gpu_mode, sizeof(m->gpu_mode), "%s", r->gpu_info.mode ? r->gpu_info.mode : "");
+        snprintf(m->gpu_reason, sizeof(m->gpu_reason), "%s",
+                 r->gpu_info.reason ? r->gpu_info.reason : "");
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const struct tkp_mstep *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->seg < y->seg ? -1 : x->seg > y->seg;
+}
+
+int tkp_model_finish(struct tkp_model *m)
+{
+    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
+    int err = sweep(m, 1);
+    if (err) return err;
+    qsort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
+    for (size_t i = 0; i + 1 < m->nsteps; i++) {
+        struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];
+        if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;
+        s->has_gap = 1;
+        s->gap_ns = (int64_t)(n->begin_ns - s->end_ns);
+    }
+    for (uint32_t t = 0; t < m->nthreads; t++) /* segment lookups end with the stream */
+        free(m->threads[t].seg2step), m->threads[t].seg2step = NULL;
+    return 0;
+}
+
+void tkp_model_free(struct tkp_model *m)
+{
+    for (size_t i = 0; i < m->nsteps; i++) {
+        struct tkp_mstep *s = &m->steps[i];
+        free(s->class_ns);
+        if (s->open) free(s->open->k), free(s->open->l), free(s->open->g), free(s->open);
+    }
+    for (size_t i = 0; i < m->nnames; i++)
+        free(m->names[i].name), free(m->names[i].d.hist);
+    for (int i = 0; m->cls && i < m->nclasses; i++)
+        free(m->cls[i].hist);
+    for (uint32_t t = 0; t < m->nthreads; t++)
+        free(m->threads[t].seg2step);
+    for (size_t i = 0; i < m->ngraphs; i++)
+        free(m->graphs[i].slots);
+    free(m->steps);
+    free(m->names);
+    free(m->cls);
+    free(m->threads);
+    free(m->openlist);
+    free(m->name_hash);
+    free(m->graphs);
+    memset(m, 0, sizeof(*m));
+}
+
+int tkp_model_load(struct tkp_ctx *ctx, const char *path, struct tkp_model *m)
+{
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    int err = tkp_cmd_open(ctx, path, &r);
+    if (err) return err;
+    while (!err && tkp_reader_next(r, &rec) == 1)
+        err = tkp_model_add(m, &rec);
+    if (!err) err = tkp_model_finish(m);
+    if (err) {
+        tkp_reader_close(r);
+        return tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
+    }
+    tkp_cmd_warn_reader(ctx, path, r);
+    tkp_reader_close(r);
+    if (m->late)
+        ctx->warn(ctx,
+                  "%s: %llu GPU records arrived more than %llu ms after their step ended: those "
+                  "steps' busy time is approximate",
+                  path, (unsigned long long)m->late, (unsigned long long)(m->late_ns / 1000000));
+    return 0;
+}
+
+int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n)
+{
+    const char *base;
+    if (m->gpu_records) return 1;
+    if (!m->has_gpu_info)
+        base = "the capture has no GPU records (no GPU_INFO: written without CUPTI support)";
+    else
+        switch (m->gpu_status) {
+        case TKP_GPU_ON:
+            base = "GPU tracing was on but no GPU records were written";
+            break;
+        case TKP_GPU_OFF:
+            base = "GPU tracing off (TOKPROF_GPU=off)";
+            break;
+        case TKP_GPU_NO_CUPTI:
+            base = "no CUPTI library (libcupti.so.13 not found)";
+            break;
+        case TKP_GPU_BUSY:
+            base = "CUPTI taken by another subscriber (nsys, torch.profiler)";
+            break;
+        case TKP_GPU_NO_DEVICE:
+            base = "no GPU (CUPTI_ERROR_UNKNOWN)";
+            break;
+        default:
+            base = "CUPTI error";
+            break;
+        }
+    if (m->has_gpu_info && m->gpu_reason[0])
+        snprintf(why, n, "%s: %s", base, m->gpu_reason);
+    else
+        snprintf(why, n, "%s", base);
+    return 0;
+}
+
+uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s)
+{
+    return s->end_ns > s->begin_ns && s->begin_ns ? s->end_ns - s->begin_ns : 0;
+}
+
+uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s)
+{
+    return s->gpu_kernels ? s->gpu_last_ns - s->gpu_first_ns : 0;
+}
+
+int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s)
+{
+    int best = -1;
+    for (int c = 0; c < m->nclasses; c++)
+        if (s->class_ns[c] && (best < 0 || s->class_ns[c] > s->class_ns[best])) best = c;
+    return best;
+}
+
+const char *tkp_mstep_kind_str(int kind)
+{
+    return kind == TKP_STEP_TOKEN ? "token" : kind == TKP_STEP_OUTSIDE ? "outside" : "open";
+}
+
+int tkp_model_norms(const struct tkp_model *m, struct tkp_norms *nr)
+{
+    memset(nr, 0, sizeof(*nr));
+    size_t n = 0, ng = 0;
+    for (size_t i = 0; i < m->nsteps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN) n++;
+    uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
+    if (!v || !(nr->class_p50 = calloc((size_t)m->nclasses, sizeof(*nr->class_p50)))) {
+        free(v);
+        return TKP_ERR_NOMEM;
+    }
+    nr->token_steps = n;
+    /* one figure at a time through the same scratch array: O(steps) memory */
+    for (int f = -5; f < m->nclasses; f++) {
+        size_t k = 0;
+        for (size_t i = 0; i < m->nsteps; i++) {
+            const struct tkp_mstep *s = &m->steps[i];
+            if (s->kind != TKP_STEP_TOKEN || (f != -5 && !s->gpu_kernels)) continue;
+            uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);
+            v[k++] = f == -5   ? host
+                     : f == -4 ? s->busy_ns
+                     : f == -3 ? span
+                     : f == -2 ? span - s->busy_ns
+                     : f == -1 ? (host > span ? host - span : 0)
+                               : s->class_ns[f];
+        }
+        tkp_sort_u64(v, k);
+        uint64_t p50 = tkp_pct_sorted(v, k, 0.5);
+        if (f == -5) nr->host_p50 = p50;
+        else if (f == -4) nr->busy_p50 = p50, ng = k;
+        else if (f == -3) nr->span_p50 = p50;
+        else if (f == -2) nr->idle_p50 = p50;
+        else if (f == -1) nr->hostonly_p50 = p50;
+        else nr->class_p50[f] = p50;
+    }
+    nr->gpu_steps = ng;
+    free(v);
+    return 0;
+}
+
+void tkp_norms_free(struct tkp_norms *nr)
+{
+    free(nr->class_p50);
+    nr->class_p50 = NULL;
+}
+
+const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep *s)
+{
+    if (s->kind != TKP_STEP_TOKEN) return NULL;
+    int host = nr->host_p50 && tkp_mstep_host_ns(s) > TKP_ANOMALY_FACTOR * nr->host_p50;
+    int gpu = s->gpu_kernels && nr->busy_p50 && s->busy_ns > TKP_ANOMALY_FACTOR * nr->busy_p50;
+    return host && gpu ? "host,gpu" : host ? "host" : gpu ? "gpu" : NULL;
+}

@@ -1,0 +1,89 @@
+/* tokprof check: the trace model assertions see (docs/SPEC.md "Trace model"), the three-valued
+ * values they compute with, and the evaluator.
+ *
+ * A struct tkp_srec is one host record (LAUNCH, GRAPH_LAUNCH, COPY, SYNC, EVENT_RECORD,
+ * STREAM_WAIT, NVTX, MARKER, LIB_CALL) or one GPU record (GPU_KERNEL, GPU_COPY), flattened so
+ * predicates read fields without a switch on the type. Unknown fields (GPU time of a host
+ * record, library fields of a launch outside any library call) evaluate to "unknown", never to
+ * 0: an assertion that reads them is inconclusive rather than passing by accident. */
+#ifndef TKP_SPEC_MODEL_H
+#define TKP_SPEC_MODEL_H
+
+#include <stdint.h>
+
+#include "ast.h"
+
+enum tkp_rkind { RK_KERNEL, RK_GRAPH, RK_MEMCPY, RK_MEMSET, RK_SYNC, RK_EVENT, RK_WAIT, RK_NVTX,
+                 RK_MARKER, RK_API, RK_COUNT_ };
+
+struct tkp_srec {
+    uint64_t id;      /* ordinal of the record in the capture, from 1 */
+    uint64_t host_ns; /* 0 for GPU records */
+    uint64_t gpu_start, gpu_end; /* 0 when unknown */
+    uint64_t step, token;
+    uint64_t stream, bytes, wait_ns;
+    uint64_t m, n, k, batch; /* library call; 0 unknown */
+    uint64_t name_id;        /* UINT64_MAX when the record has no name id */
+    const char *name;        /* valid until the reader closes */
+    const char *op;          /* library op, NULL when none */
+    uint32_t thread, pos, kind, dir, lib, grid, block;
+    uint8_t is_gpu, sync, async, has_lib, has_dir;
+};
+
+enum tkp_phase { PH_UNKNOWN, PH_PREFILL, PH_DECODE, PH_MIXED };
+
+struct tkp_sstep {
+    uint32_t thread, tid;
+    uint64_t idx, token;         /* segment index, token index on the thread */
+    uint64_t start, mark, end;   /* host clock: STEP begin/mark/end */
+    uint64_t len, launches;      /* host records of the step, LAUNCH + GRAPH_LAUNCH */
+    int phase;                   /* enum tkp_phase */
+    int has_gpu;                 /* GPU records of the step arrived */
+    uint64_t gpu_start, gpu_end, busy, maxgap;
+    uint64_t first_id, last_id;  /* first and last host record */
+};
+
+enum tkp_vt { VT_UNK, VT_NUM, VT_BOOL, VT_STR };
+struct tkp_val {
+    int t;
+    double n; /* NUM, BOOL (0/1) */
+    const char *s;
+};
+
+/* Cross-point state of one temporal operator on one thread. */
+struct tkp_tstate {
+    int64_t last, first;   /* point (step/record index or ns) of the latest/earliest hit */
+    uint8_t valid, hit_first, prev_set;
+    struct tkp_val prev, prev_now; /* prev: the operand at the previous point */
+    uint8_t *ring;         /* bounded [a,b] in steps/records: the last b+1 operand values */
+    uint32_t ring_len;
+    int64_t ring_at;       /* point index of ring's newest slot */
+    int64_t scope;         /* 'in step': the step the state belongs to */
+};
+
+/* What one evaluation sees. */
+struct tkp_eval {
+    const struct tkp_spec *sp;
+    const struct tkp_srec *r;  /* NULL at step and run level (outside aggregates) */
+    const struct tkp_sstep *s; /* NULL at run level (outside aggregates) */
+    const struct tkp_val *aggs; /* step aggregate values by slot */
+    const struct tkp_val *runs; /* run aggregate values by slot (run level) */
+    const struct tkp_val *base; /* baseline run aggregate values, NULL when none */
+    struct tkp_tstate *ts;     /* temporal states of this thread, by slot */
+    int64_t point;             /* step index (step level) or record ordinal (record level) */
+    int64_t now_ns;            /* time of the point */
+    int64_t scope;             /* current step, for 'in step' */
+    uint64_t *re_memo;         /* name id -> regex results (2 bits per regex), may be NULL */
+    uint64_t re_memo_len;
+    const double *figures;     /* --baseline JSON figures by OP_BASE_KEY slot */
+    int update;                /* 1: temporal states advance (once per point) */
+};
+
+struct tkp_val tkp_eval(struct tkp_eval *E, int node);
+/* A Boolean verdict: 1 true, 0 false, -1 unknown. */
+int tkp_eval_bool(struct tkp_eval *E, int node);
+/* r.kind as a word. */
+const char *tkp_rkind_str(uint32_t k);
+const char *tkp_phase_str(int ph);
+
+#endif

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""tokprof check end to end: minillm on simgpu under the shim, with and without an injected
+fault, checked against the specs in pass/ (must exit 0 on both the clean and... only the clean
+capture), fail/ (must exit 1 on the capture named in CASES), bad/ (must exit 2 with
+SPEC:line:col and a caret).
+
+usage: check_test.py BUILD_DIR SRC_DIR WORKDIR"""
+import glob, json, os, shutil, subprocess, sys
+
+build, src, work = sys.argv[1:4]
+SIM = os.path.join(build, "tests/simgpu")
+SHIM = os.path.join(build, "shim/libtokprof.so")
+TKP = os.path.join(build, "decoder/tokprof")
+MINILLM = os.path.join(build, "kernels/minillm")
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+failures = []
+
+
+def capture(name, **faults):
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=d)
+    env.update({k: str(v) for k, v in faults.items()})
+    subprocess.run([MINILLM, "--steps", "12", "--style", "vllm"], env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return glob.glob(os.path.join(d, "*.tokprof"))[0]
+
+
+def check(spec, cap, *extra):
+    args = [TKP, "check", *extra, spec] + ([cap] if cap else [])
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+clean = capture("clean")
+# paged attention 200x slower from its 40th execution: decode steps 10.. take ~5 ms
+slow = capture("slow", SIMGPU_SLOW="paged_attention:40:200")
+
+npass = nfail = nbad = 0
+for spec in sorted(glob.glob(os.path.join(src, "pass", "*.tks"))):
+    rc, out, err = check(spec, clean)
+    npass += 1
+    if rc != 0:
+        failures.append(f"must pass: {spec} on the clean capture: exit {rc}\n{out}{err}")
+
+# fail/NAME.tks -> which capture must violate it (and, for the fault specs, the clean one must not)
+CASES = {
+    "slow_attention": ("slow", "clean"), "slow_attention_gpu": ("slow", "clean"),
+    "slow_p99": ("slow", "clean"), "attn_count": ("clean", None), "lm_head": ("clean", None),
+    "mid_sync": ("clean", None), "idle": ("clean", None), "check_gap": ("clean", None),
+    "baseline": ("slow", "clean"),
+}
+caps = {"clean": clean, "slow": slow}
+for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
+    name = os.path.basename(spec)[:-4]
+    bad_cap, ok_cap = CASES[name]
+    extra = ["--baseline", clean] if name == "baseline" else []
+    rc, out, err = check(spec, caps[bad_cap], "--json", *extra)
+    nfail += 1
+    if rc != 1:
+        failures.append(f"must fail: {spec} on {bad_cap}: exit {rc}\n{out}{err}")
+        continue
+    vio = [json.loads(l) for l in out.splitlines() if '"type":"violation"' in l]
+    for v in vio:
+        for key in ("assert", "line", "witness"):
+            if key not in v:
+                failures.append(f"{spec}: violation without {key}: {v}")
+        if v["level"] != "run" and "host_start_ns" not in v:
+            failures.append(f"{spec}: violation without host time: {v}")
+    if name == "attn_count":
+        v = vio[0]
+        if v["observed"] != 4 or len(v["witness"]) != 4:
+            failures.append(f"attn_count: want observed 4 with the 4 records, got {v}")
+    if name.startswith("slow_attention"):
+        # the 40th paged-attention execution (prefill included) is in token step 5
+        if min(v["token"] for v in vio) < 5:
+            failures.append(f"{name}: flagged a step before the fault: {vio[0]}")
+    if name == "idle" and not any(w["role"] == "gap" for w in vio[0]["witness"]):
+        failures.append(f"idle: no gap in the witness: {vio[0]}")
+    if ok_cap:
+        rc, out, err = check(spec, caps[ok_cap], *(["--baseline", clean] if extra else []))
+        if rc != 0:
+            failures.append(f"false positive: {spec} on {ok_cap}: exit {rc}\n{out}{err}")
+
+for spec in sorted(glob.glob(os.path.join(src, "bad", "*.tks"))):
+    rc, out, err = check(spec, clean)
+    nbad += 1
+    first = err.splitlines()[0] if err else ""
+    if rc != 2 or f"{spec}:" not in first or "^" not in err:
+        failures.append(f"bad spec {spec}: want exit 2 with SPEC:line:col and a caret, got "
+                        f"{rc}: {err}")
+
+rc, out, err = check(os.path.join(src, "pass", "slo.tks"), None, "--explain")
+if rc != 0 or "state:" not in out or "total:" not in out:
+    failures.append(f"--explain: exit {rc}\n{out}{err}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"{npass} must-pass, {nfail} must-fail, {nbad} bad specs; {len(failures)} failures")
+sys.exit(1 if failures else 0)

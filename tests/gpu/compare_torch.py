@@ -17,6 +17,20 @@ for r in dump:
     elif r["type"] == "graph_launch":
         ours.update(graphs.get(r["graph"], []))
 gpu = collections.Counter(r["name"] for r in dump if r["type"] == "gpu_kernel")
+gpu_ns = collections.Counter()
+for r in dump:
+    if r["type"] == "gpu_kernel":
+        gpu_ns[r["name"]] += r["end_ns"] - r["start_ns"]
+# per-kernel mean GPU duration, ours (CUPTI under the shim) against torch.profiler's (a separate
+# run of the same workload: CUPTI takes one subscriber at a time)
+rel = []
+for n, (c, tot) in prof["kernels"].items():
+    if gpu.get(n) and c and tot:
+        ours_mean, theirs_mean = gpu_ns[n] / gpu[n], tot / c
+        rel.append(abs(ours_mean - theirs_mean) / theirs_mean)
+rel.sort()
+dur = (f"per-kernel mean duration vs profiler: {len(rel)} names, median diff "
+       f"{100 * rel[len(rel) // 2]:.1f}%, worst {100 * rel[-1]:.1f}%") if rel else "no GPU records to compare durations"
 steps = sum(1 for r in dump if r["type"] == "step" and r["kind"] == "token")
 triton = sum(c for n, c in ours.items() if n.startswith("triton"))
 theirs = {n: c for n, (c, _) in prof["kernels"].items()}
@@ -24,4 +38,4 @@ missing = [n for n in theirs if n not in ours and n not in gpu]
 print(f"{prof['mode']}: profiler {sum(theirs.values())} kernels/{len(theirs)} names, capture "
       f"{sum(ours.values())} launches (+graph nodes), {sum(gpu.values())} GPU records; names missing "
       f"from capture {len(missing)}; triton launches {triton}; token steps {steps} "
-      f"(3 generate() calls x {tokens} tokens = {3 * tokens})")
+      f"(3 generate() calls x {tokens} tokens = {3 * tokens}); {dur}")

@@ -140,6 +140,22 @@ static void print_record(FILE *f, const struct tkp_record *r)
         dim3(f, "block", r->launch.block);
         fprintf(f, ",\"smem\":%u", r->launch.smem);
         if (r->launch.call) fprintf(f, ",\"call\":%u", r->launch.call);
+        if (r->launch.stack) fprintf(f, ",\"stack\":%u", r->launch.stack);
+        break;
+    case TKP_REC_STACK:
+        fprintf(f, ",\"id\":%" PRIu64 ",\"pcs\":[", r->stack.id);
+        for (uint32_t i = 0; i < r->stack.n; i++) {
+            if (i) putc(',', f);
+            tkp_json_hex(f, r->stack.pcs[i]);
+        }
+        putc(']', f);
+        break;
+    case TKP_REC_MODULE:
+        fprintf(f, ",\"id\":%" PRIu64, r->module.id);
+        word(f, "path", r->module.path);
+        word(f, "build_id", r->module.build_id);
+        hex(f, "base", r->module.base);
+        fprintf(f, ",\"size\":%" PRIu64, r->module.size);
         break;
     case TKP_REC_LIB_CALL:
         print_lib_call(f, r);
@@ -222,7 +238,8 @@ static int parse_types(struct tkp_ctx *ctx, const char *list, unsigned char want
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
                                 "unknown record type '%s' (types: meta, "
                                 "launch, graph_launch, graph, copy, sync, event_record, "
-                                "stream_wait, step, nvtx, loss, marker, chunk, name, thread)",
+                                "stream_wait, step, nvtx, loss, marker, lib_call, stack, module, "
+                                "chunk, name, thread)",
                                 t);
     }
     return 0;
@@ -273,7 +290,8 @@ const struct tkp_cmd tkp_cmd_dump = {
         "\n"
         "Prints each record of the capture FILE as one JSON object per line, in file order, with\n"
         "a \"type\" field (meta, launch, graph_launch, graph, copy, sync, event_record,\n"
-        "stream_wait, step, nvtx, loss, marker). Kernel names and thread ids are resolved;\n"
+        "stream_wait, step, nvtx, loss, marker, lib_call, stack, module). Kernel names and\n"
+        "thread ids are resolved;\n"
         "timestamps are absolute CLOCK_MONOTONIC nanoseconds (host_ns); handles are \"0x..\".\n"
         "A capture cut short (a killed program) is decoded up to its last whole chunk, with a\n"
         "warning on stderr.\n"

@@ -34,7 +34,11 @@
  *   stopped_at      int|null file offset of that chunk
  *   stopped_why     str|null why, e.g. "incomplete chunk"
  *   missing_names   int      name references their chunk did not define (shown as "?")
- *   tokens          null     tokens generated (library data, not joined yet: null)
+ *   tokens          int|null tokens processed over the token steps (prompt + generated), from
+ *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
+ *                            null without library calls
+ *   analysis        object   `tokprof analyze --json`'s series_tid, change_points, slopes, idle and
+ *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
  *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
  *                            steps on every thread
  *   gpu             object   {available bool, reason str|null (why no GPU records),
@@ -51,6 +55,7 @@
 #include "cmd.h"
 #include "err.h"
 #include "json.h"
+#include "analysis.h"
 #include "model.h"
 #include "reader.h"
 
@@ -72,6 +77,9 @@ struct insight {
     int nclasses_used;
     uint64_t class_total;
     struct tkp_norms nr;
+    struct tkp_acc *acc;     /* analysis.h: tokens per step, idle split */
+    struct tkp_analysis an;  /* change points and slopes */
+    uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
 };
 
 struct thread_sum {
@@ -212,7 +220,9 @@ static const char *explain(const struct tkp_model *m, const struct insight *in,
 
 static int insight_make(const struct tkp_model *m, struct insight *in)
 {
+    struct tkp_acc *acc = in->acc;
     memset(in, 0, sizeof(*in));
+    in->acc = acc;
     in->gpu = tkp_model_gpu(m, in->why, sizeof(in->why));
     if (tkp_model_norms(m, &in->nr) || insight_itl(m, in)) return TKP_ERR_NOMEM;
     uint64_t span = 0, idle = 0;
@@ -237,6 +247,13 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     for (size_t w = 0; w < in->nworst; w++)
         in->cause[w] = explain(m, in, &m->steps[in->worst[w]], &in->cause_ns[w]);
     in->idle_share = span ? (double)idle / (double)span : 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        struct tkp_astep as;
+        if (m->steps[i].kind == TKP_STEP_TOKEN &&
+            tkp_acc_step(in->acc, m->steps[i].thread, m->steps[i].seg, &as) && as.tokens)
+            in->tokens += as.tokens, in->tsteps++;
+    }
+    if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
     in->verdict = !in->gpu || !span ? "unknown"
                   : in->idle_share > TKP_IDLE_BOUND ? "host/launch-bound" : "gpu-bound";
     for (int c = 0; c < m->nclasses; c++) {
@@ -260,7 +277,9 @@ static void json_pct(FILE *f, const char *key, int has, uint64_t v)
 
 static void print_json_insight(FILE *f, const struct tkp_model *m, const struct insight *in)
 {
-    fputs(",\"tokens\":null,\"itl_ns\":{", f);
+    if (in->tsteps) fprintf(f, ",\"tokens\":%" PRIu64, in->tokens);
+    else fputs(",\"tokens\":null", f);
+    fputs(",\"itl_ns\":{", f);
     static const char *const k[] = {"p50", "p90", "p99", "max"};
     for (int i = 0; i < 4; i++) {
         if (i) putc(',', f);
@@ -291,7 +310,9 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
         tkp_json_str(f, in->cause[w]);
         putc('}', f);
     }
-    putc(']', f);
+    fputs("],\"analysis\":{", f);
+    tkp_analysis_print_json(f, m, &in->an);
+    fprintf(f, ",\"verdict\":\"%s\"}", in->an.verdict);
 }
 
 static double ms(uint64_t ns)
@@ -305,8 +326,13 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
     uint64_t threads = 0;
     for (uint32_t i = 0; i < s->nthreads; i++)
         threads += s->threads[i].mapped;
-    fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s (tokens per step: not "
-               "known)\n", s->steps, threads, threads == 1 ? "" : "s");
+    fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
+            threads == 1 ? "" : "s");
+    if (in->tsteps)
+        fprintf(f, ", %" PRIu64 " tokens (%.2f per step, from library-call shapes)\n", in->tokens,
+                (double)in->tokens / (double)in->tsteps);
+    else
+        fputs(" (tokens per step: not known)\n", f);
     if (in->nitl)
         fprintf(f, "latency   inter-token p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f", ms(in->itl[0]),
                 ms(in->itl[1]), ms(in->itl[2]), ms(in->itl[3]));
@@ -336,6 +362,7 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
         if (in->cause_ns[w] > 0) fprintf(f, " +%.3f ms", ms((uint64_t)in->cause_ns[w]));
     }
     fputs(in->nworst ? "\n" : " no token steps\n", f);
+    tkp_analysis_print_lines(f, m, &in->an);
 }
 
 static void print_json(FILE *f, const struct summary *s, const struct tkp_reader *r,
@@ -431,9 +458,15 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     }
     tkp_model_init(&m, &mo);
     memset(&in, 0, sizeof(in));
+    struct tkp_acc *acc = NULL;
+    err = tkp_acc_new(&acc);
     while (!err && tkp_reader_next(r, &rec) == 1)
-        if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
-    if (!err && !(err = tkp_model_finish(&m))) err = insight_make(&m, &in);
+        if (!(err = summary_add(s, &rec)) && !(err = tkp_model_add(&m, &rec)))
+            err = tkp_acc_add(acc, &rec);
+    if (!err && !(err = tkp_model_finish(&m)) && !(err = tkp_acc_finish(acc))) {
+        in.acc = acc;
+        err = insight_make(&m, &in);
+    }
     if (err) {
         tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
     } else {
@@ -447,6 +480,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             print_text(ctx->out, path, s, r, &m, &in);
     }
     tkp_norms_free(&in.nr);
+    tkp_analysis_free(&in.an);
+    tkp_acc_free(acc);
     tkp_model_free(&m);
     tkp_classes_free(cl);
     tkp_reader_close(r);

@@ -98,6 +98,8 @@ const char *tkp_rec_str(uint32_t type)
         [TKP_REC_LOSS] = "loss",
         [TKP_REC_MARKER] = "marker",
         [TKP_REC_LIB_CALL] = "lib_call",
+        [TKP_REC_STACK] = "stack",
+        [TKP_REC_MODULE] = "module",
         [TKP_REC_GPU_KERNEL] = "gpu_kernel",
         [TKP_REC_GPU_COPY] = "gpu_copy",
         [TKP_REC_GPU_INFO] = "gpu_info",

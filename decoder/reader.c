@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "record.h"
+#include "record_fast.h"
 
 /* One name id. `chunk` is 1 + the ordinal of the last chunk that defined it: a chunk may only
  * use the names it defines itself (FORMAT.md: chunks are independent). */
@@ -34,7 +35,8 @@ struct tkp_reader {
     FILE *f;
     uint32_t flags;
     uint64_t off;    /* file offset of the next chunk header */
-    uint64_t nchunk; /* ordinal of the current chunk; also the next expected seq */
+    uint64_t nchunk; /* ordinal of the current chunk */
+    uint64_t next_seq; /* the next chunk's seq (stream files); its least (snapshots) */
     int state;       /* 0 reading, 1 clean end, <0 stopped (err.code) */
     struct tkp_reader_err err;
     struct tkp_reader_stats stats;
@@ -323,7 +325,11 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
     tkp_mp_init(&c, r->raw, raw_len);
     while (tkp_mp_left(&c)) {
         size_t at = (size_t)(c.p - r->raw);
-        int k = tkp_record_decode(&c, &rec, &r->buf, why, sizeof(why));
+        int t = tkp_record_check_fast(&c), k = 1; /* t: a frequent type, never CHUNK */
+        if (t >= 0)
+            rec.type = (enum tkp_rec)t;
+        else
+            k = tkp_record_decode(&c, &rec, &r->buf, why, sizeof(why));
         if (k < 0) return stop(r, k, "payload byte %zu: %s", at, why);
         if (first && (k == 0 || rec.type != TKP_REC_CHUNK))
             return stop(r, TKP_ERR_RECORD, "first record is not CHUNK");
@@ -359,8 +365,11 @@ static int load_chunk(struct tkp_reader *r)
         return stop(r, TKP_ERR_CHUNK, "compressed_len %u above the 64 MiB limit", clen);
     if (rlen > TKP_CHUNK_MAX_RAW)
         return stop(r, TKP_ERR_CHUNK, "raw_len %u above the 64 MiB limit", rlen);
-    if (seq != r->nchunk)
-        return stop(r, TKP_ERR_CHUNK, "seq %u, expected %llu", seq, (unsigned long long)r->nchunk);
+    /* +1 per chunk; a flight-recorder snapshot keeps the recorder's numbers, which increase */
+    if ((r->flags & TKP_FILE_SNAPSHOT) ? seq < r->next_seq : seq != r->next_seq)
+        return stop(r, TKP_ERR_CHUNK, "seq %u, expected %s%llu", seq,
+                    (r->flags & TKP_FILE_SNAPSHOT) ? "at least " : "",
+                    (unsigned long long)r->next_seq);
     if (grow_buf(&r->zbuf, &r->zcap, clen ? clen : 1) ||
         grow_buf(&r->raw, &r->rawcap, rlen ? rlen : 1))
         return stop(r, TKP_ERR_NOMEM, "out of memory for a %u-byte chunk", rlen);
@@ -381,6 +390,7 @@ static int load_chunk(struct tkp_reader *r)
     if (got != rlen) return stop(r, TKP_ERR_CHUNK, "decompressed %zu bytes, raw_len %u", got, rlen);
     int err = validate(r, rlen, seq);
     if (err) return err;
+    r->next_seq = (uint64_t)seq + 1;
     r->off += sizeof(h) + clen;
     tkp_mp_init(&r->cur, r->raw, rlen);
     r->in_chunk = 1;
@@ -432,6 +442,8 @@ static void apply(struct tkp_reader *r, struct tkp_record *rec)
         rec->tid = rec->thread < r->threads_cap ? r->threads[rec->thread].os_tid : 0;
         return;
     case TKP_REC_GPU_INFO:
+    case TKP_REC_STACK:
+    case TKP_REC_MODULE:
         return;
     default:
         break;
@@ -454,7 +466,8 @@ int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
             r->stats.chunks++;
             continue;
         }
-        int k = tkp_record_decode(&r->cur, rec, &r->buf, why, sizeof(why));
+        int k = tkp_record_decode_fast(&r->cur, rec, &r->buf);
+        if (!k) k = tkp_record_decode(&r->cur, rec, &r->buf, why, sizeof(why));
         if (k < 0) /* pass 1 accepted this payload: only memory can fail here */
             return stop(r, k, "%s", why);
         if (k == 0) {

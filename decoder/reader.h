@@ -29,6 +29,7 @@
 #define TKP_GRAPH_MAX_NODES 65536     /* per GRAPH record */
 #define TKP_GRAPH_MAX_DEPS (1u << 20) /* all dependency edges of one GRAPH record */
 #define TKP_HEADER_MAX (1u << 20)     /* a header_len above this is refused */
+#define TKP_STACK_MAX_FRAMES 1024     /* per STACK record */
 
 /* The string a name or thread resolves to when its chunk did not define it. */
 #define TKP_NAME_MISSING "?"
@@ -82,7 +83,18 @@ struct tkp_record {
             uint32_t via; /* enum tkp_via, maybe | TKP_VIA_PTSZ */
             uint32_t grid[3], block[3], smem;
             uint32_t call; /* the library call (LIB_CALL.call, same thread) it is part of, 0 none */
+            uint32_t stack; /* its sampled host call stack (STACK id), 0 none */
         } launch;
+        struct {
+            uint64_t id;
+            uint32_t n;
+            const uint64_t *pcs; /* innermost first; return addresses: symbolise pc - 1 */
+        } stack;
+        struct {
+            uint64_t id;
+            const char *path, *build_id; /* build_id: lowercase hex, "" when the ELF had none */
+            uint64_t base, size; /* load bias (pc - base = ELF address); spans [base, base+size) */
+        } module;
         struct {
             uint64_t graph, stream;
             uint32_t via;

@@ -205,6 +205,8 @@ static const char *const type_names[] = {
     [TKP_REC_LOSS] = "LOSS",
     [TKP_REC_MARKER] = "MARKER",
     [TKP_REC_LIB_CALL] = "LIB_CALL",
+    [TKP_REC_STACK] = "STACK",
+    [TKP_REC_MODULE] = "MODULE",
     [TKP_REC_GPU_KERNEL] = "GPU_KERNEL",
     [TKP_REC_GPU_COPY] = "GPU_COPY",
     [TKP_REC_GPU_INFO] = "GPU_INFO",
@@ -222,7 +224,7 @@ static const uint8_t min_fields[] = {
     [TKP_REC_GRAPH] = 2,        [TKP_REC_COPY] = 8,        [TKP_REC_SYNC] = 6,
     [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5, [TKP_REC_STEP] = 10,
     [TKP_REC_NVTX] = 6,         [TKP_REC_LOSS] = 2,        [TKP_REC_MARKER] = 5,
-    [TKP_REC_LIB_CALL] = 21,
+    [TKP_REC_LIB_CALL] = 21,    [TKP_REC_STACK] = 2,       [TKP_REC_MODULE] = 5,
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
 };
 
@@ -305,6 +307,22 @@ static int lib_call(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
            u32f(d, "status", &x->lib_call.status) || u32f(d, "flags", &x->lib_call.flags);
 }
 
+/* STACK: [id, [pc, ...]] */
+static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint32_t n;
+    if (u64f(d, "stack", &r->stack.id)) return TKP_ERR_RECORD;
+    if (tkp_mp_array(d->c, &n)) return bad_type(d, "pcs", "an array", TKP_MP_ARRAY);
+    if (n > TKP_STACK_MAX_FRAMES)
+        return fail(d, "%u frames, above the limit %u", n, TKP_STACK_MAX_FRAMES);
+    if (grow((void **)&b->pcs, &b->pcs_cap, n ? n : 1, sizeof(*b->pcs))) return TKP_ERR_NOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        if (u64f(d, "pcs[]", &b->pcs[i])) return TKP_ERR_RECORD;
+    r->stack.n = n;
+    r->stack.pcs = b->pcs;
+    return 0;
+}
+
 static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     uint32_t tid;
@@ -375,6 +393,14 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
                i64f(d, "value", &r->marker.value);
     case TKP_REC_LIB_CALL:
         return lib_call(d, r, b);
+    case TKP_REC_STACK:
+        return stack(d, r, b);
+    case TKP_REC_MODULE:
+        r->module.path = b->path;
+        r->module.build_id = b->build_id;
+        return u64f(d, "module", &r->module.id) || strf(d, "path", b->path, sizeof b->path) ||
+               strf(d, "build_id", b->build_id, sizeof b->build_id) ||
+               u64f(d, "base", &r->module.base) || u64f(d, "size", &r->module.size);
     case TKP_REC_GPU_KERNEL:
     case TKP_REC_GPU_COPY:
     case TKP_REC_GPU_INFO:
@@ -410,11 +436,15 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     int err = body(&d, r, b);
     if (err) return err < 0 ? err : TKP_ERR_RECORD;
     n -= 1 + min_fields[type];
-    /* LAUNCH's optional trailing `call` (inside a library call); anything else there is an
-     * extra field of a later writer, skipped like the rest */
+    /* LAUNCH's optional trailing `call` (inside a library call, else 0) and `stack` (a sampled
+     * call stack); anything else there is an extra field of a later writer, skipped */
     if (n && r->type == TKP_REC_LAUNCH && tkp_mp_peek(c) == TKP_MP_UINT) {
         if (u32f(&d, "call", &r->launch.call)) return TKP_ERR_RECORD;
         n--;
+        if (n && tkp_mp_peek(c) == TKP_MP_UINT) {
+            if (u32f(&d, "stack", &r->launch.stack)) return TKP_ERR_RECORD;
+            n--;
+        }
     }
     for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
@@ -425,7 +455,10 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
 {
     free(b->nodes);
     free(b->deps);
+    free(b->pcs);
     b->nodes = NULL;
     b->deps = NULL;
+    b->pcs = NULL;
+    b->pcs_cap = 0;
     b->nodes_cap = b->deps_cap = 0;
 }

@@ -17,6 +17,9 @@ struct tkp_decode_buf {
     uint32_t name_len;
     char program[TKP_NAME_MAX], hostname[256], version[64]; /* META strings */
     char gpu_str[3][192]; /* GPU_INFO mode, reason, clock */
+    uint64_t *pcs;        /* STACK frames */
+    uint32_t pcs_cap;
+    char path[TKP_NAME_MAX], build_id[136]; /* MODULE strings */
 };
 
 /* Decodes the object at the cursor. Name ids are left unresolved (names NULL), tid is 0 and

@@ -6,8 +6,14 @@
 #   scripts/bench.sh launch     ns added per launch (simgpu zero-cost mode, with vs without shim)
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
+#   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
+#                               capture size with stacks
 #   scripts/bench.sh gpu        ns per launch with GPU time (CUPTI, simgpu's fake) on vs off, and
 #                               the memory CUPTI's activity buffers took (gpu_info peak)
+#   scripts/bench.sh decode     decoder records/s on one core over a 10M-launch capture: reader,
+#                               summary (and its peak RSS), check; Python json.load for scale
+#   scripts/bench.sh alwayson   minillm --style vllm --sched async --graphs, AO_STEPS steps (100k):
+#                               tokens/s and peak RSS without the shim, stream mode, flight mode
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x build/kernels/launchloop ] || scripts/build.sh >/dev/null
@@ -105,4 +111,113 @@ if [ "$what" = all ] || [ "$what" = libcall ]; then
     echo "|---|---|---|---|"
     printf '| ns per cublasLtMatmul (cached descriptors) | %s | %s | %.1f |\n' "$lb1" "$ls1" "$(echo "$ls1 - $lb1" | bc -l)"
     printf '| ns per cublasGemmEx (bf16, via cublasLtMatmul) | %s | %s | %.1f |\n\n' "$lb2" "$ls2" "$(echo "$ls2 - $lb2" | bc -l)"
+fi
+
+if [ "$what" = all ] || [ "$what" = stacks ]; then
+    # TOKPROF_STACKS: launchloop (its launch site is ~6 frames deep) with stacks off, sampled one
+    # launch in 1000, and every launch (sample:1: the cost of one unwind + interning, per launch).
+    # Then the capture size of minillm --steps 400 (vllm) with stacks off, first:4, sample:1000,
+    # sample:10 (stacks are interned: a launch pays 1-2 bytes for its id; STACK and MODULE
+    # records are repeated in each chunk that uses them).
+    : >"$work/s_off"; : >"$work/s_1000"; : >"$work/s_1"
+    for i in $(seq "$RUNS"); do
+        for m in off sample:1000 sample:1; do
+            SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work TOKPROF_GPU=off \
+                TOKPROF_STACKS=$m "$B/kernels/launchloop" "$N" 5000 20000 |
+                awk '{print $1}' >>"$work/s_${m#sample:}"
+            rm -f "$work"/*.tokprof
+        done
+    done
+    o=$(median <"$work/s_off"); k=$(median <"$work/s_1000"); a=$(median <"$work/s_1")
+    echo "| stacks (simgpu zero-cost, $N launches, median of $RUNS) | off | sample:1000 | sample:1 |"
+    echo "|---|---|---|---|"
+    printf '| ns per launch | %s | %s | %s |\n' "$o" "$k" "$a"
+    printf '| added per launch vs off | | %.1f | %.1f |\n\n' "$(echo "$k - $o" | bc -l)" "$(echo "$a - $o" | bc -l)"
+    echo "| capture size with stacks (minillm --steps 400, vllm) | bytes | vs off |"
+    echo "|---|---|---|"
+    off_bytes=0
+    for m in off first:4 sample:1000 sample:10; do
+        d="$work/sbytes"; rm -rf "$d"; mkdir -p "$d"
+        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_STACKS=$m "$B/kernels/minillm" \
+            --steps 400 >/dev/null
+        bytes=$(stat -c %s "$d"/minillm.*.tokprof)
+        [ "$m" = off ] && off_bytes=$bytes
+        printf '| `TOKPROF_STACKS=%s` | %s | %+.1f%% |\n' "$m" "$bytes" \
+            "$(echo "100 * ($bytes - $off_bytes) / $off_bytes" | bc -l)"
+    done
+    echo
+fi
+
+if [ "$what" = all ] || [ "$what" = decode ]; then
+    # Decoder throughput on one core (taskset -c 0) over a ~10-million-launch capture (minillm
+    # --style hf, 95000 steps, made once and kept in build/bench/): the reader alone, `tokprof
+    # summary` with its peak RSS, `tokprof check` with tests/spec's 10-assertion spec, and the
+    # same capture as Chrome trace JSON merely loaded by Python's json module, for scale.
+    # DECODE_JSON=0 skips the JSON step (it needs ~1.5 GB of disk and ~8 GB of memory).
+    DCAP=$B/bench/hf95k.tokprof
+    [ -s "$DCAP" ] || tests/bench/gen_capture.sh "$B" "$DCAP" 95000
+    sed -n '/<<.SPEC.$/,/^SPEC$/p' tests/spec/bench_check.sh | sed '1d;$d' >"$work/bench.tks"
+    recs=$("$B/tests/bench/bench_reader" "$DCAP" | awk '{print $1}')
+    launches=$("$TKP" summary --json "$DCAP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["launches"])')
+    : >"$work/rd"; : >"$work/sum"; : >"$work/chk"
+    for i in $(seq "$RUNS"); do
+        taskset -c 0 "$B/tests/bench/bench_reader" "$DCAP" | awk '{print $5}' >>"$work/rd"
+        taskset -c 0 /usr/bin/time -f '%e %M' -o "$work/t" "$TKP" summary "$DCAP" >/dev/null
+        cat "$work/t" >>"$work/sum"
+        taskset -c 0 /usr/bin/time -f '%e %M' -o "$work/t" "$TKP" check "$work/bench.tks" "$DCAP" \
+            >/dev/null 2>&1 || true # the spec's bounds fail on simgpu: only the time counts
+        cat "$work/t" >>"$work/chk"
+    done
+    rd=$(median <"$work/rd")
+    ts=$(awk '{print $1}' "$work/sum" | median); rss=$(awk '{print $2}' "$work/sum" | sort -g | tail -1)
+    tc=$(awk '{print $1}' "$work/chk" | median); crss=$(awk '{print $2}' "$work/chk" | sort -g | tail -1)
+    state=$("$TKP" check --explain "$work/bench.tks" | tail -1)
+    echo "| decode ($launches launches, $recs records, $(du -m "$DCAP" | cut -f1) MB; one core, median of $RUNS) | seconds | records/s | peak RSS |"
+    echo "|---|---|---|---|"
+    printf '| reader alone (tests/bench/bench_reader) | %s | %.0f | |\n' "$rd" "$(echo "$recs / $rd" | bc -l)"
+    printf '| `tokprof summary` | %s | %.0f | %s MB |\n' "$ts" "$(echo "$recs / $ts" | bc -l)" "$((rss / 1024))"
+    printf '| `tokprof check`, 10 assertions (%s) | %s | %.0f | %s MB |\n' "$state" "$tc" \
+        "$(echo "$recs / $tc" | bc -l)" "$((crss / 1024))"
+    if [ "${DECODE_JSON:-1}" != 0 ]; then
+        # tokprof export writes Chrome trace events; Python only parses the file (one run)
+        "$TKP" export --format chrome -o "$work/trace.json" "$DCAP" >/dev/null
+        /usr/bin/time -f '%e %M' -o "$work/t" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' \
+            "$work/trace.json"
+        read -r tj jrss <"$work/t"
+        printf '| Python `json.load` of the same as Chrome JSON (%s MB, one run) | %s | %.0f | %s MB |\n' \
+            "$(du -m "$work/trace.json" | cut -f1)" "$tj" "$(echo "$recs / $tj" | bc -l)" "$((jrss / 1024))"
+        printf '\njson.load / tokprof summary: %.1fx the time\n' "$(echo "$tj / $ts" | bc -l)"
+        rm -f "$work/trace.json"
+    fi
+    echo
+fi
+
+if [ "$what" = all ] || [ "$what" = alwayson ]; then
+    # The always-on cost: a decode loop with CUDA graphs and async scheduling (a vLLM-like steady
+    # state) for AO_STEPS steps, interleaved runs, median tokens/s and the largest peak RSS
+    # (getrusage maxrss via /usr/bin/time; minillm and simgpu grow on their own, the shim's part
+    # is the difference). GPU time off: CUPTI is a separate cost (section gpu).
+    AO_STEPS=${AO_STEPS:-100000}
+    AO_RUNS=${AO_RUNS:-3}
+    for m in none stream flight; do : >"$work/ao_$m"; done
+    for i in $(seq "$AO_RUNS"); do
+        for m in none stream flight; do
+            rm -rf "$work/ao_out"
+            if [ $m = none ]; then e=(env LD_LIBRARY_PATH="$SIM")
+            else e=(env LD_LIBRARY_PATH="$SIM" LD_PRELOAD="$SHIM" TOKPROF_OUT="$work/ao_out"
+                    TOKPROF_GPU=off TOKPROF_MODE=$m); fi
+            "${e[@]}" /usr/bin/time -f '%M' -o "$work/t" "$B/kernels/minillm" --style vllm \
+                --sched async --graphs --steps "$AO_STEPS" |
+                sed -n 's/.* = \([0-9.]*\) tokens\/s.*/\1/p' | tr '\n' ' ' >>"$work/ao_$m"
+            echo "$(cat "$work/t")" >>"$work/ao_$m"
+        done
+    done
+    base=$(awk '{print $1}' "$work/ao_none" | median)
+    echo "| always-on: minillm vllm async graphs, $AO_STEPS steps, median of $AO_RUNS | tokens/s | vs no shim | peak RSS |"
+    echo "|---|---|---|---|"
+    for m in none stream flight; do
+        t=$(awk '{print $1}' "$work/ao_$m" | median); r=$(awk '{print $2}' "$work/ao_$m" | sort -g | tail -1)
+        printf '| %s | %.0f | %.2f%% | %s MB |\n' "$m" "$t" "$(echo "100 * $t / $base" | bc -l)" "$((r / 1024))"
+    done
+    echo
 fi

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils)
+      libcriterion-dev binutils chromium)  # chromium: headless render of tokprof report (tests/analysis)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "output.h"
 #include "shim.h"
+#include "stacks.h"
 
 struct tkp_config tkp_cfg;
 
@@ -67,4 +69,6 @@ void tkp_config_load(void)
     tkp_cfg.ring_kb = parse_uint("TOKPROF_RING_KB", 1024, 4, 1048576);
     tkp_cfg.flush_ms = parse_uint("TOKPROF_FLUSH_MS", 200, 1, 600000);
     tkp_cfg.step_copy_max = parse_uint("TOKPROF_STEP_COPY_MAX", 4u << 20, 1, 1u << 30);
+    tkp_stacks_config(); /* TOKPROF_STACKS, TOKPROF_STACKS_UNWINDER (stacks.c) */
+    tkp_prod_config_load(); /* TOKPROF_MODE, budgets, flight recorder, triggers (output.c) */
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "ring.h"
+#include "stacks.h"
 #include "tokprof/format.h"
 
 /* True when the calling thread should record: capture on, and not nested in another hook. */
@@ -38,6 +39,8 @@ static inline void tkp_rec_launch(int via, uint64_t key, int key_kind, uint64_t 
     if (TKP_UNLIKELY(tkp_cfg.step_mode == TKP_STEPMODE_KERNEL))
         tkp_step_launch_boundary(r, key, key_kind, ts);
     uint32_t step = tkp_step_on_launch(r, ts, 0);
+    /* sampled call stack: its ring event goes right before the LAUNCH (stacks.h) */
+    if (TKP_UNLIKELY(tkp_stacks_mode)) tkp_stacks_on_launch(r, key, via, ts);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (TKP_UNLIKELY(!e)) return;
     e->type = TKP_REC_LAUNCH;

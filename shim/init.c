@@ -4,6 +4,7 @@
  * The constructor does nothing costly: every child of a traced server inherits LD_PRELOAD
  * (compilers, shells, nvidia-smi), and those must pay nothing and write nothing. Capture starts
  * at the first hooked CUDA call that wants to record something. */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "cupti.h"
 #include "graph.h"
+#include "stacks.h"
 #include "ring.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"
@@ -45,10 +47,23 @@ static void after_fork_child(void)
     tkp_graph_reset_after_fork();
     tkp_writer_after_fork();
     tkp_cupti_after_fork();
+    tkp_stacks_after_fork();
     atomic_store(&tkp_state, 0);
 }
 
+static int start_slow(void);
+
+/* Starting runs inside the program's first CUDA call: files, a thread, maybe a directory. None of
+ * that may leak into the errno the program sees. */
 int tkp_start_slow(void)
+{
+    int saved = errno;
+    int rc = start_slow();
+    errno = saved;
+    return rc;
+}
+
+static int start_slow(void)
 {
     int expect = 0;
     if (!atomic_compare_exchange_strong(&tkp_state, &expect, 2)) {
@@ -66,6 +81,7 @@ int tkp_start_slow(void)
         return 0;
     }
     started_pid = getpid();
+    tkp_stacks_start(); /* TOKPROF_STACKS: the unwinder is loaded here, never on a launch */
     if (tkp_writer_start()) {
         atomic_store(&tkp_state, -1);
         return 0;

@@ -21,6 +21,7 @@
  *   STEP          sub=step kind u[0]=closed_by ts=begin a=mark b=end u[1..3]=counts
  *   NVTX          sub=kind a=name (interned pointer) u[0]=range id
  *   MARKER        sub=kind a=value */
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -64,7 +65,18 @@ static void ring_claim(struct tkp_ring *r)
     r->thread_idx = atomic_fetch_add(&next_thread, 1);
 }
 
+static struct tkp_ring *ring_get_slow(void);
+
+/* A thread's first event: one mmap, which must not touch the program's errno. */
 struct tkp_ring *tkp_ring_get_slow(void)
+{
+    int saved = errno;
+    struct tkp_ring *r = ring_get_slow();
+    errno = saved;
+    return r;
+}
+
+static struct tkp_ring *ring_get_slow(void)
 {
     if (tkp_state != 1) return NULL;
     pthread_once(&key_once, make_key);

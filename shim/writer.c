@@ -22,8 +22,11 @@
 
 #include "cupti.h"
 #include "graph.h"
+#include "flight.h"
 #include "lib.h"
+#include "output.h"
 #include "ring.h"
+#include "stacks.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"
 
@@ -187,15 +190,20 @@ static void pack_str(const char *s)
     msgpack_pack_str_body(&W.pk, s, n);
 }
 
+static void emit_meta(void);
+
 static void chunk_begin(void)
 {
     if (W.chunk_open) return;
     W.chunk_open = 1;
     W.prev_ns = tkp_now_ns();
+    int first; /* W.seq counts chunks over the process; a file counts its own (output.c) */
+    uint32_t seq = tkp_out_chunk_begin(W.seq, &first);
     msgpack_pack_array(&W.pk, 3);
     msgpack_pack_int(&W.pk, TKP_REC_CHUNK);
-    msgpack_pack_uint32(&W.pk, W.seq);
+    msgpack_pack_uint32(&W.pk, seq);
     msgpack_pack_uint64(&W.pk, W.prev_ns);
+    if (first) emit_meta(); /* every file, rotated ones included, starts with its META */
 }
 
 static void pack_dt(uint64_t ts)
@@ -331,7 +339,9 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     switch (e->type) {
     case TKP_REC_LAUNCH: {
         uint32_t nm = key_name_id(e->a, e->flags);
-        msgpack_pack_array(pk, e->u[7] ? 15 : 14); /* trailing `call` inside a library call */
+        uint32_t stk = tkp_stacks_encode(pk, W.seq, thread, e->ts); /* STACK/MODULE first */
+        /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
+        msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
         msgpack_pack_int(pk, TKP_REC_LAUNCH);
         pack_dt(e->ts);
         msgpack_pack_uint32(pk, thread);
@@ -340,7 +350,8 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint64(pk, e->b);
         msgpack_pack_int(pk, e->sub);
         for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
-        if (e->u[7]) msgpack_pack_uint32(pk, e->u[7]);
+        if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
+        if (stk) msgpack_pack_uint32(pk, stk);
         break;
     }
     case TKP_REC_LIB_CALL:
@@ -393,6 +404,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint64(pk, e->b);
         break;
     case TKP_REC_STEP:
+        tkp_trigger_on_step(e->sub, e->ts, e->b); /* flight mode: a slow step is a trigger */
         msgpack_pack_array(pk, 11);
         msgpack_pack_int(pk, TKP_REC_STEP);
         msgpack_pack_uint32(pk, e->step);
@@ -435,6 +447,9 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         break;
     case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
         tkp_cupti_note(e, thread);
+        break;
+    case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
+        tkp_stacks_note(e, thread);
         break;
     default:
         break;
@@ -553,7 +568,7 @@ static void emit_meta(void)
     gethostname(host, sizeof host - 1);
     msgpack_pack_array(&W.pk, 2);
     msgpack_pack_int(&W.pk, TKP_REC_META);
-    msgpack_pack_map(&W.pk, 11);
+    msgpack_pack_map(&W.pk, 11 + (size_t)tkp_out_meta_keys());
     pack_kv_str("program", program_invocation_short_name);
     pack_kv_int("pid", getpid());
     pack_kv_int("ppid", getppid());
@@ -565,13 +580,34 @@ static void emit_meta(void)
     pack_kv_int("cuda_driver_version", driver_version());
     pack_devices();
     pack_str("config");
-    msgpack_pack_map(&W.pk, 5);
+    msgpack_pack_map(&W.pk, 7);
+    pack_kv_str("mode", tkp_prod.flight ? "flight" : "stream");
+    pack_kv_str("stacks", tkp_stacks_desc());
     pack_kv_str("step", step_mode_name());
     pack_kv_int("buffer_mb", tkp_cfg.buffer_mb);
     pack_kv_int("ring_kb", tkp_cfg.ring_kb);
     pack_kv_int("flush_ms", tkp_cfg.flush_ms);
     pack_kv_str("out", tkp_cfg.out_dir);
+    tkp_out_meta_pack(&W.pk); /* a flight snapshot says why it was taken */
     W.meta_written = 1;
+}
+
+void *tkp_writer_meta_payload(size_t *len)
+{
+    /* Packs into a buffer of its own: the chunk being encoded stays as it is. */
+    msgpack_sbuffer saved = W.sb;
+    int meta_written = W.meta_written;
+    msgpack_sbuffer_init(&W.sb);
+    msgpack_pack_array(&W.pk, 3);
+    msgpack_pack_int(&W.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&W.pk, 0);
+    msgpack_pack_uint64(&W.pk, tkp_now_ns());
+    emit_meta();
+    *len = W.sb.size;
+    void *p = msgpack_sbuffer_release(&W.sb);
+    W.sb = saved;
+    W.meta_written = meta_written;
+    return p;
 }
 
 static void emit_losses(void)
@@ -599,21 +635,6 @@ static void emit_losses(void)
     }
 }
 
-static int write_all(const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(W.fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void fail(const char *what)
 {
     if (W.failed) return;
@@ -625,6 +646,7 @@ static void fail(const char *what)
 
 static void flush_chunk(void)
 {
+    uint64_t since = W.last_flush_ns;
     W.last_flush_ns = tkp_now_ns();
     if (!W.chunk_open || W.failed) return;
     emit_losses();
@@ -642,11 +664,8 @@ static void flush_chunk(void)
         tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
         zn = 0;
     }
-    unsigned char hdr[TKP_CHUNK_HEADER_LEN];
-    uint32_t fields[4] = {TKP_CHUNK_MAGIC, (uint32_t)zn, (uint32_t)raw, W.seq};
-    for (int i = 0; i < 4; i++)
-        for (int b = 0; b < 4; b++) hdr[i * 4 + b] = (unsigned char)(fields[i] >> (8 * b));
-    if (zn && (write_all(hdr, sizeof hdr) || write_all(W.zbuf, zn))) fail("cannot write");
+    /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
+    if (zn && tkp_out_chunk_put(W.zbuf, zn, (uint32_t)raw, since, W.last_flush_ns)) W.failed = 1;
     W.seq++;
     W.chunk_open = 0;
     msgpack_sbuffer_clear(&W.sb);
@@ -656,8 +675,8 @@ static void flush_chunk(void)
 static size_t cycle(int force)
 {
     if (!W.meta_written) {
-        chunk_begin();
-        emit_meta();
+        chunk_begin(); /* META, in stream mode */
+        W.meta_written = 1;
     }
     /* GPU buffers completed before the drain: their launches' join events are in the rings. */
     struct tkp_gpu_batch *gpu = tkp_cupti_take();
@@ -667,6 +686,7 @@ static size_t cycle(int force)
     if (force || W.sb.size >= CHUNK_SOFT_MAX ||
         now - W.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
         flush_chunk();
+    tkp_out_poll(now); /* flight mode: triggers, snapshots */
     return n;
 }
 
@@ -694,25 +714,8 @@ int tkp_writer_start(void)
     clock_gettime(CLOCK_REALTIME, &rt);
     start_monotonic_ns = tkp_now_ns();
     start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-    snprintf(W.path, sizeof W.path, "%s/%s.%d.tokprof", tkp_cfg.out_dir,
-             program_invocation_short_name, (int)getpid());
-    W.fd = open(W.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (W.fd < 0) {
-        tkp_warn("cannot create %s: %s; capture off, the program is unaffected", W.path,
-                 strerror(errno));
-        return -1;
-    }
-    unsigned char hdr[TKP_FILE_HEADER_LEN] = {0};
-    memcpy(hdr, TKP_FILE_MAGIC, TKP_FILE_MAGIC_LEN);
-    hdr[8] = TKP_FORMAT_VERSION;
-    hdr[10] = TKP_FILE_STREAM;
-    hdr[12] = TKP_FILE_HEADER_LEN;
-    if (write_all(hdr, sizeof hdr)) {
-        tkp_warn("cannot write %s: %s; capture off", W.path, strerror(errno));
-        close(W.fd);
-        W.fd = -1;
-        return -1;
-    }
+    if (tkp_out_open()) return -1; /* the first file, or the flight recorder (one warning) */
+    snprintf(W.path, sizeof W.path, "%s", tkp_out_path());
     msgpack_sbuffer_init(&W.sb);
     msgpack_packer_init(&W.pk, &W.sb, msgpack_sbuffer_write);
     W.cctx = ZSTD_createCCtx();
@@ -746,15 +749,13 @@ void tkp_writer_stop(void)
     tkp_tls.depth = 1;
     cycle(1);
     tkp_tls.depth = d;
-    if (W.fd >= 0) close(W.fd);
-    W.fd = -1;
+    tkp_out_close();
 }
 
 void tkp_writer_after_fork(void)
 {
     /* The child has no writer thread; the parent's file and buffers are not ours to touch. */
-    if (W.fd >= 0) close(W.fd);
-    W.fd = -1;
+    tkp_out_after_fork();
     W.running = 0;
     W.seq = 0;
     W.chunk_open = 0;

@@ -74,6 +74,7 @@ struct tkp_node {
     int gpu;            /* subtree reads GPU time (r.dur, s.busy, ...) */
     int slot;           /* temporal state slot, aggregate slot, or regex memo bit; -1 none */
     int is_time;        /* value is a duration or timestamp in ns (for printing) */
+    int temporal;       /* the subtree holds a temporal operator (no short circuit above it) */
 };
 
 struct tkp_class {

@@ -468,8 +468,9 @@ static int check(struct cc *C, int n, int cx, int depth)
             x->re = NULL;
             return cerr(C, x->b, "bad regex /%s/: %s", X(x->b).str, why);
         }
-        /* r.name matches are memoised per name id: names repeat, regexec is slow */
-        if (X(x->a).op == OP_ATTR && X(x->a).attr == A_R_NAME && C->sp->nre < 32)
+        /* r.name and r.op matches are memoised per name id: names repeat, regexec is slow */
+        if (X(x->a).op == OP_ATTR && (X(x->a).attr == A_R_NAME || X(x->a).attr == A_R_OP) &&
+            C->sp->nre < 32)
             x->slot = C->sp->nre++;
         x->gpu = X(x->a).gpu;
         return 0;
@@ -486,6 +487,19 @@ static int check(struct cc *C, int n, int cx, int depth)
         if (x->op == OP_DIV) x->is_time = X(x->a).is_time && !X(x->b).is_time;
         return 0;
     }
+}
+
+/* Marks the subtrees that hold a temporal operator: and/or/implies may skip the others. */
+static int mark_temporal(struct tkp_spec *sp, int n, int depth)
+{
+    if (n < 0 || depth > 400) return n >= 0;
+    struct tkp_node *x = &sp->n[n];
+    int t = x->op == OP_PREV || x->op == OP_ONCE || x->op == OP_HIST || x->op == OP_SINCE;
+    t |= mark_temporal(sp, x->a, depth + 1);
+    t |= mark_temporal(sp, x->b, depth + 1);
+    t |= mark_temporal(sp, x->c, depth + 1);
+    sp->n[n].temporal = t;
+    return t;
 }
 
 int tkp_spec_compile(struct tkp_spec *sp, struct tkp_spec_err *e)
@@ -526,6 +540,10 @@ int tkp_spec_compile(struct tkp_spec *sp, struct tkp_spec_err *e)
         }
         a->gpu = sp->n[a->body].gpu || (a->when >= 0 && sp->n[a->when].gpu);
         a->state_bytes += (size_t)a->witness * 2 * 256; /* first and worst violations kept */
+    }
+    for (int i = 0; i < sp->nas; i++) {
+        mark_temporal(sp, sp->as[i].body, 0);
+        mark_temporal(sp, sp->as[i].when, 0);
     }
     return 0;
 }

@@ -119,8 +119,13 @@ static int match(struct tkp_eval *E, const struct tkp_node *x, struct tkp_val l)
     if (l.t != VT_STR) return -1;
     /* memo: 2 bits per regex per name id, 0 = not computed yet */
     const struct tkp_srec *r = E->r;
-    if (x->slot >= 0 && r && r->name_id < E->re_memo_len && E->re_memo) {
-        uint64_t *m = &E->re_memo[r->name_id];
+    /* the memo is by name id: only for operands that are a name id's string */
+    const struct tkp_node *o = &E->sp->n[x->a];
+    uint64_t id = UINT64_MAX;
+    if (r && o->op == OP_ATTR && o->var_is_r)
+        id = o->attr == A_R_NAME ? r->name_id : o->attr == A_R_OP ? r->op_id : UINT64_MAX;
+    if (x->slot >= 0 && id < E->re_memo_len && E->re_memo) {
+        uint64_t *m = &E->re_memo[id];
         unsigned bits = (unsigned)(*m >> (2 * x->slot)) & 3;
         if (bits) return bits == 2;
         int hit = !regexec(x->re, l.s, 0, NULL, 0);
@@ -243,8 +248,21 @@ struct tkp_val tkp_eval(struct tkp_eval *E, int node)
         if (x->var_is_r) return E->r ? rattr(E->r, x->attr) : UNK;
         return E->s ? sattr(E->s, x->attr) : UNK;
     case OP_CLASS: {
-        int t = E->r ? tkp_eval_bool(E, E->sp->cls[x->cls].expr) : -1;
-        return boolv(t == 1); /* an unknown field makes a class miss, not match */
+        if (!E->r) return boolv(0);
+        if (E->cls_r != E->r || E->cls_s != E->s) {
+            E->cls_r = E->r;
+            E->cls_s = E->s;
+            E->cls_done = 0;
+        }
+        uint64_t bit = x->cls < 64 ? 1ull << x->cls : 0;
+        if (E->cls_done & bit) return boolv((E->cls_val & bit) != 0);
+        int t = tkp_eval_bool(E, E->sp->cls[x->cls].expr) == 1;
+        /* (a class may test earlier classes: they share the cache) */
+        if (bit && E->cls_r == E->r && E->cls_s == E->s) {
+            E->cls_done |= bit;
+            E->cls_val = t ? E->cls_val | bit : E->cls_val & ~bit;
+        }
+        return boolv(t); /* an unknown field makes a class miss, not match */
     }
     case OP_BASE_KEY: return E->figures && !isnan(E->figures[node]) ? num(E->figures[node]) : UNK;
     case OP_BASE_EXPR: {
@@ -278,9 +296,11 @@ struct tkp_val tkp_eval(struct tkp_eval *E, int node)
         return tri(t < 0 ? -1 : !t);
     }
     case OP_AND: case OP_OR: case OP_IMPLIES: {
-        /* no short circuit: temporal operators below must see every point */
-        int l = truth(tkp_eval(E, x->a)), r = truth(tkp_eval(E, x->b));
+        /* no short circuit over a temporal operator: it must see every point */
+        int l = truth(tkp_eval(E, x->a));
         if (x->op == OP_IMPLIES) l = l < 0 ? -1 : !l;
+        if (!E->sp->n[x->b].temporal && l == (x->op == OP_AND ? 0 : 1)) return boolv(l);
+        int r = truth(tkp_eval(E, x->b));
         if (x->op == OP_AND) return tri(l == 0 || r == 0 ? 0 : (l < 0 || r < 0) ? -1 : 1);
         return tri(l == 1 || r == 1 ? 1 : (l < 0 || r < 0) ? -1 : 0);
     }

@@ -24,6 +24,7 @@ struct tkp_srec {
     uint64_t stream, bytes, wait_ns;
     uint64_t m, n, k, batch; /* library call; 0 unknown */
     uint64_t name_id;        /* UINT64_MAX when the record has no name id */
+    uint64_t op_id;          /* name id of `op`, UINT64_MAX when none */
     const char *name;        /* valid until the reader closes */
     const char *op;          /* library op, NULL when none */
     uint32_t thread, pos, kind, dir, lib, grid, block;
@@ -77,6 +78,11 @@ struct tkp_eval {
     uint64_t re_memo_len;
     const double *figures;     /* --baseline JSON figures by OP_BASE_KEY slot */
     int update;                /* 1: temporal states advance (once per point) */
+    /* class results of record cls_r in step cls_s (classes are record predicates without
+     * state: one evaluation per record and context, whatever tests them); bit = class index */
+    const struct tkp_srec *cls_r;
+    const struct tkp_sstep *cls_s;
+    uint64_t cls_done, cls_val;
 };
 
 struct tkp_val tkp_eval(struct tkp_eval *E, int node);

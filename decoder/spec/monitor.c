@@ -62,6 +62,15 @@ struct thr {
     uint64_t gpu_hi; /* highest step a GPU record named */
 };
 
+/* One step aggregate being folded over a step's records. */
+struct fold {
+    double acc, cnt;
+    struct tkp_val first, last;
+    int unknown;
+    uint64_t np, cap; /* pNN: the values, in pv */
+    double *pv;
+};
+
 struct tkp_mon {
     const struct tkp_spec *sp;
     struct thr *t;
@@ -80,8 +89,8 @@ struct tkp_mon {
     uint64_t *memo;
     uint64_t memo_len;
     int need_gpu;
-    double *pct_scratch;
-    uint64_t pct_cap;
+    struct fold *fold; /* per step aggregate slot: fold_step_aggs's accumulators */
+    int *fold_act;
     struct tkp_mon_stats st;
     uint64_t next_id;
 };
@@ -131,6 +140,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     m->run_node = calloc((size_t)nr, sizeof(int));
     m->run_owner = calloc((size_t)nr, sizeof(int));
     m->aggs = calloc((size_t)na, sizeof(*m->aggs));
+    m->fold = calloc((size_t)na, sizeof(*m->fold));
+    m->fold_act = calloc((size_t)na, sizeof(int));
     m->runs = calloc((size_t)nr, sizeof(*m->runs));
     m->run_acc = calloc((size_t)nr * 4, sizeof(double));
     m->run_vals = calloc((size_t)nr, sizeof(double *));
@@ -139,6 +150,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     m->run_top = calloc((size_t)nr, sizeof(*m->run_top));
     m->run_ntop = calloc((size_t)nr, sizeof(int));
     if (!m->res || !m->agg_node || !m->run_node || !m->run_owner || !m->aggs || !m->runs ||
+        !m->fold || !m->fold_act ||
         !m->run_acc || !m->run_vals || !m->run_nvals || !m->run_capvals || !m->run_top ||
         !m->run_ntop)
         return TKP_ERR_NOMEM;
@@ -388,67 +400,85 @@ static double pct_of(double *v, uint64_t n, double p)
     return v[rank ? rank - 1 : 0];
 }
 
+/* Folds the step aggregates of one phase (host or GPU) over the step's records in one pass,
+ * records outer and aggregates inner, so that a class several aggregates test is evaluated
+ * once per record (the evaluator caches class results per record). */
 static int fold_step_aggs(struct tkp_mon *m, struct tkp_eval *E, const struct vec *recs, int gpu)
 {
     const struct tkp_spec *sp = m->sp;
+    int nact = 0;
     for (int s = 0; s < sp->nslots_agg; s++) {
         const struct tkp_node *x = &sp->n[m->agg_node[s]];
         if (x->gpu != gpu) continue;
-        double acc = x->agg == AG_MIN ? INFINITY : x->agg == AG_MAX ? -INFINITY : 0, cnt = 0;
-        struct tkp_val first = {0}, last = {0};
-        int unknown = 0;
-        uint64_t np = 0;
-        for (uint32_t i = 0; recs && i < recs->n; i++) {
-            E->r = &recs->v[i];
-            if (x->b >= 0 && tkp_eval_bool(E, x->b) != 1) continue;
+        struct fold *f = &m->fold[s];
+        f->acc = x->agg == AG_MIN ? INFINITY : x->agg == AG_MAX ? -INFINITY : 0;
+        f->cnt = 0;
+        f->first = f->last = (struct tkp_val){0};
+        f->unknown = 0;
+        f->np = 0;
+        m->fold_act[nact++] = s;
+    }
+    for (uint32_t i = 0; recs && nact && i < recs->n; i++) {
+        E->r = &recs->v[i];
+        for (int j = 0; j < nact; j++) {
+            const struct tkp_node *x = &sp->n[m->agg_node[m->fold_act[j]]];
+            struct fold *f = &m->fold[m->fold_act[j]];
             if (x->agg == AG_COUNT || x->agg == AG_EXISTS) {
+                /* no temporal state in an aggregate: the class (cached) first, then where */
                 if (x->a >= 0 && tkp_eval_bool(E, x->a) != 1) continue;
-                cnt++;
+                if (x->b >= 0 && tkp_eval_bool(E, x->b) != 1) continue;
+                f->cnt++;
                 continue;
             }
+            if (x->b >= 0 && tkp_eval_bool(E, x->b) != 1) continue;
             struct tkp_val v = tkp_eval(E, x->a);
             if (v.t == VT_UNK) {
-                unknown = 1;
+                f->unknown = 1;
                 continue;
             }
-            if (!cnt) first = v;
-            last = v;
-            cnt++;
+            if (!f->cnt) f->first = v;
+            f->last = v;
+            f->cnt++;
             switch (x->agg) {
-            case AG_SUM: case AG_MEAN: acc += v.n; break;
-            case AG_MIN: acc = fmin(acc, v.n); break;
-            case AG_MAX: acc = fmax(acc, v.n); break;
+            case AG_SUM: case AG_MEAN: f->acc += v.n; break;
+            case AG_MIN: f->acc = fmin(f->acc, v.n); break;
+            case AG_MAX: f->acc = fmax(f->acc, v.n); break;
             case AG_PCT:
-                if (np == m->pct_cap) {
-                    uint64_t cap = m->pct_cap ? 2 * m->pct_cap : 1024;
-                    double *p = realloc(m->pct_scratch, cap * sizeof(double));
+                if (f->np == f->cap) {
+                    uint64_t cap = f->cap ? 2 * f->cap : 1024;
+                    double *p = realloc(f->pv, cap * sizeof(double));
                     if (!p) return TKP_ERR_NOMEM;
-                    m->pct_scratch = p;
-                    m->pct_cap = cap;
+                    f->pv = p;
+                    f->cap = cap;
                 }
-                m->pct_scratch[np++] = v.n;
+                f->pv[f->np++] = v.n;
                 break;
             }
         }
-        E->r = NULL;
+    }
+    E->r = NULL;
+    for (int j = 0; j < nact; j++) {
+        int s = m->fold_act[j];
+        const struct tkp_node *x = &sp->n[m->agg_node[s]];
+        struct fold *f = &m->fold[s];
         struct tkp_val out = {VT_NUM, 0, NULL};
         switch (x->agg) {
-        case AG_COUNT: out.n = cnt; break;
-        case AG_EXISTS: out.t = VT_BOOL, out.n = cnt > 0; break;
-        case AG_SUM: out.n = acc; break;
+        case AG_COUNT: out.n = f->cnt; break;
+        case AG_EXISTS: out.t = VT_BOOL, out.n = f->cnt > 0; break;
+        case AG_SUM: out.n = f->acc; break;
         case AG_MEAN: case AG_MIN: case AG_MAX:
-            if (!cnt) out.t = VT_UNK;
-            else out.n = x->agg == AG_MEAN ? acc / cnt : acc;
+            if (!f->cnt) out.t = VT_UNK;
+            else out.n = x->agg == AG_MEAN ? f->acc / f->cnt : f->acc;
             break;
-        case AG_FIRST: out = cnt ? first : (struct tkp_val){0}; break;
-        case AG_LAST: out = cnt ? last : (struct tkp_val){0}; break;
+        case AG_FIRST: out = f->cnt ? f->first : (struct tkp_val){0}; break;
+        case AG_LAST: out = f->cnt ? f->last : (struct tkp_val){0}; break;
         case AG_PCT:
-            if (!np) out.t = VT_UNK;
-            else out.n = pct_of(m->pct_scratch, np, x->num);
+            if (!f->np) out.t = VT_UNK;
+            else out.n = pct_of(f->pv, f->np, x->num);
             break;
         }
         /* a fold that skipped unknown values (GPU time missing) is not a fact */
-        if (unknown && x->agg != AG_COUNT) out.t = VT_UNK;
+        if (f->unknown && x->agg != AG_COUNT) out.t = VT_UNK;
         m->aggs[s] = out;
     }
     return 0;
@@ -671,7 +701,7 @@ static int to_srec(struct tkp_mon *m, struct thr *h, const struct tkp_record *r,
     x->host_ns = r->host_ns;
     x->step = r->step;
     x->thread = r->thread;
-    x->name_id = UINT64_MAX;
+    x->name_id = x->op_id = UINT64_MAX;
     uint64_t tok = r->step > h->outside ? r->step - h->outside : 0;
     x->token = tok;
     switch (r->type) {
@@ -683,7 +713,7 @@ static int to_srec(struct tkp_mon *m, struct thr *h, const struct tkp_record *r,
         x->block = r->launch.block[0] * r->launch.block[1] * r->launch.block[2];
         if (r->launch.call && r->launch.call == h->call) {
             x->has_lib = 1;
-            x->lib = h->lib.lib, x->op = h->lib.op;
+            x->lib = h->lib.lib, x->op = h->lib.op, x->op_id = h->lib.op_id;
             x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
         }
         return 1;
@@ -715,6 +745,7 @@ static int to_srec(struct tkp_mon *m, struct thr *h, const struct tkp_record *r,
         return 1;
     case TKP_REC_LIB_CALL:
         x->kind = RK_API, x->name = r->lib_call.op, x->op = r->lib_call.op, x->has_lib = 1;
+        x->op_id = r->lib_call.op_id;
         x->lib = r->lib_call.lib, x->m = r->lib_call.m, x->n = r->lib_call.n;
         x->k = r->lib_call.k, x->batch = r->lib_call.batch, x->stream = r->lib_call.stream;
         return 1;
@@ -830,7 +861,7 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *r)
     struct thr *h = thread(m, r->thread);
     if (!h) return TKP_ERR_NOMEM;
     if (!to_srec(m, h, r, &x)) return 0;
-    if ((rc = memo_grow(m, x.name_id))) return rc;
+    if ((rc = memo_grow(m, x.name_id)) || (rc = memo_grow(m, x.op_id))) return rc;
     h->recs++;
     if (h->last_closed && r->step <= h->last_closed && h->tokens) {
         m->st.late++;
@@ -939,6 +970,8 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->t), free(m->res), free(m->agg_node), free(m->run_node), free(m->run_owner);
     free(m->aggs), free(m->runs), free(m->run_acc), free(m->run_vals), free(m->run_nvals);
     free(m->run_capvals), free(m->run_top), free(m->run_ntop), free(m->memo);
-    free(m->pct_scratch);
+    for (int s = 0; m->fold && s < m->sp->nslots_agg; s++)
+        free(m->fold[s].pv);
+    free(m->fold), free(m->fold_act);
     free(m);
 }

@@ -43,6 +43,9 @@ enum tkp_rec {
     TKP_REC_LIB_CALL = 22,     /* [22, dt, thread, step, call, lib, op, m, n, k, batch, atype,
                                    btype, ctype, compute, transa, transb, stream, a_ptr, host_ns,
                                    status, flags]; LAUNCH gets a trailing `call` inside one */
+    TKP_REC_STACK = 23,        /* [23, stack, [pc, ...]] a sampled host call stack, innermost
+                                   first (return addresses); LAUNCH gets trailing `call, stack` */
+    TKP_REC_MODULE = 24,       /* [24, module, path, build_id, base, size] a loaded ELF object */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

@@ -21,6 +21,14 @@ extern "C" {
 void tokprof_step_begin(void);
 void tokprof_step_end(void);
 
+/* Flight recorder (TOKPROF_MODE=flight): asks for a snapshot of the last seconds of capture, as
+ * an incident happens (an SLO miss the server noticed itself). `why` (accepts NULL; the first 63
+ * bytes are kept, copied before return) is written in the snapshot's META. Async-signal-safe and
+ * never blocking; the snapshot is written by the shim's own thread. Rate-limited by
+ * TOKPROF_TRIGGER_MIN_S: calls within the period are counted, not snapshotted. Does nothing in
+ * stream mode, before capture starts, or when the shim is not loaded (look it up with dlsym). */
+void tokprof_trigger(const char *why);
+
 #ifdef __cplusplus
 }
 #endif

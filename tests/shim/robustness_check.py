@@ -39,7 +39,10 @@ def fail(msg):
 
 
 if case == "torn":
-    subprocess.run([MINILLM, "--steps", "100", "--style", "hf"], env=env(TOKPROF_FLUSH_MS=2),
+    # GPU time off: this is about chunk integrity, and the model's own notes (late GPU records)
+    # would add stderr lines of their own
+    subprocess.run([MINILLM, "--steps", "100", "--style", "hf"],
+                   env=env(TOKPROF_FLUSH_MS=2, TOKPROF_GPU="off"),
                    stdout=subprocess.DEVNULL, check=True)
     cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
     data = open(cap, "rb").read()
@@ -76,8 +79,9 @@ if case == "torn":
             continue
         if rc != 0 or n != want:
             fail(f"cut at {cut}: exit {rc}, {n} launches decoded, want {want}; {err}")
-        if cut not in ends and cut != 16 and len(err.strip().splitlines()) != 1:
-            fail(f"cut at {cut}: want one warning line, got {err!r}")
+        torn = [l for l in err.splitlines() if "torn tail" in l or "bad chunk" in l]
+        if cut not in ends and cut != 16 and len(torn) != 1:
+            fail(f"cut at {cut}: want one torn-tail warning line, got {err!r}")
     print(f"{len(cuts)} cut points over {len(chunks)} chunks: each decodes its whole chunks")
 
 elif case == "kill":

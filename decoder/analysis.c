@@ -1,0 +1,738 @@
+/* tokprof decoder: analyses over the step model (analysis.h has the methods and their bounds). */
+#include "analysis.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "err.h"
+#include "json.h"
+#include "libcalls.h"
+#include "mp.h"
+#include "reader.h"
+
+/* ---- the per-step accumulator ---------------------------------------------------------------- */
+
+struct akern {
+    uint64_t start, end;
+    uint32_t join, index;
+};
+
+struct aopen {
+    uint64_t *l, *g; /* launch and graph-launch host times, by ordinal */
+    size_t nl, capl, ng, capg;
+    struct akern *k;
+    size_t nk, capk;
+    uint64_t last_gpu_end;
+};
+
+struct arow {
+    uint32_t thread;
+    uint64_t seg;
+    int has_rec;
+    uint64_t end_ns;
+    uint64_t max_n, max_m, last_n, last_m, last_ns; /* executed unbatched GEMMs */
+    uint64_t launch_gap_ns, wait_ns;
+    struct aopen *open;
+};
+
+struct aweight {
+    uint64_t a, m, n;
+    unsigned char mvar, nvar;
+};
+
+struct tkp_acc {
+    struct arow *rows;
+    size_t nrows, caprows;
+    size_t *hash; /* (thread, seg) -> row + 1 */
+    size_t hcap;
+    size_t *open; /* rows still open */
+    size_t nopen, capopen;
+    struct aweight *w; /* open addressing by a_ptr */
+    size_t nw, wcap;
+    uint64_t now_ns, late_ns;
+    int token_dim_m, has_tokens;
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n)
+        c *= 2;
+    void *q = realloc(*p, c * sz);
+    if (!q) return TKP_ERR_NOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define GROW(p, cap, n) grow((void **)&(p), &(cap), (n), sizeof(*(p)))
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t key(uint32_t thread, uint64_t seg)
+{
+    return mix(((uint64_t)thread << 40) ^ seg);
+}
+
+int tkp_acc_new(struct tkp_acc **out)
+{
+    struct tkp_acc *a = calloc(1, sizeof(*a));
+    if (!a) return TKP_ERR_NOMEM;
+    a->late_ns = TKP_MODEL_LATE_NS;
+    *out = a;
+    return 0;
+}
+
+static void open_free(struct aopen *o)
+{
+    if (!o) return;
+    free(o->l);
+    free(o->g);
+    free(o->k);
+    free(o);
+}
+
+void tkp_acc_free(struct tkp_acc *a)
+{
+    if (!a) return;
+    for (size_t i = 0; i < a->nrows; i++)
+        open_free(a->rows[i].open);
+    free(a->rows);
+    free(a->hash);
+    free(a->open);
+    free(a->w);
+    free(a);
+}
+
+static long row_find(const struct tkp_acc *a, uint32_t thread, uint64_t seg)
+{
+    if (!a->hcap) return -1;
+    for (size_t j = key(thread, seg) & (a->hcap - 1); a->hash[j]; j = (j + 1) & (a->hcap - 1)) {
+        const struct arow *r = &a->rows[a->hash[j] - 1];
+        if (r->thread == thread && r->seg == seg) return (long)(a->hash[j] - 1);
+    }
+    return -1;
+}
+
+static int rehash(struct tkp_acc *a, size_t cap)
+{
+    size_t *h = calloc(cap, sizeof(*h));
+    if (!h) return TKP_ERR_NOMEM;
+    for (size_t i = 0; i < a->nrows; i++) {
+        size_t j = key(a->rows[i].thread, a->rows[i].seg) & (cap - 1);
+        while (h[j])
+            j = (j + 1) & (cap - 1);
+        h[j] = i + 1;
+    }
+    free(a->hash);
+    a->hash = h;
+    a->hcap = cap;
+    return 0;
+}
+
+/* The row of (thread, seg), created open on first sight; NULL on NOMEM. */
+static struct arow *row_at(struct tkp_acc *a, uint32_t thread, uint64_t seg)
+{
+    long i = row_find(a, thread, seg);
+    if (i >= 0) return &a->rows[i];
+    if ((a->nrows + 1) * 2 > a->hcap && rehash(a, a->hcap ? a->hcap * 2 : 1024)) return NULL;
+    if (GROW(a->rows, a->caprows, a->nrows + 1) || GROW(a->open, a->capopen, a->nopen + 1))
+        return NULL;
+    struct arow *r = &a->rows[a->nrows];
+    memset(r, 0, sizeof(*r));
+    r->thread = thread;
+    r->seg = seg;
+    if (!(r->open = calloc(1, sizeof(*r->open)))) return NULL;
+    size_t j = key(thread, seg) & (a->hcap - 1);
+    while (a->hash[j])
+        j = (j + 1) & (a->hcap - 1);
+    a->hash[j] = a->nrows + 1;
+    a->open[a->nopen++] = a->nrows;
+    return &a->rows[a->nrows++];
+}
+
+static int cmp_akern(const void *x, const void *y)
+{
+    const struct akern *a = x, *b = y;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static void row_close(struct arow *r)
+{
+    struct aopen *o = r->open;
+    qsort(o->k, o->nk, sizeof(*o->k), cmp_akern);
+    uint64_t cur_e = 0;
+    for (size_t i = 0; i < o->nk; i++) {
+        const struct akern *k = &o->k[i];
+        if (i > 0 && k->start > cur_e) {
+            uint64_t gap = k->start - cur_e, h = 0;
+            int known = (k->join == TKP_JOIN_LAUNCH && k->index < o->nl && (h = o->l[k->index], 1)) ||
+                        (k->join == TKP_JOIN_GRAPH_LAUNCH && k->index < o->ng &&
+                         (h = o->g[k->index], 1));
+            if (known && h > cur_e) r->launch_gap_ns += gap;
+            else r->wait_ns += gap;
+        }
+        if (i == 0 || k->end > cur_e) cur_e = k->end;
+    }
+    open_free(o);
+    r->open = NULL;
+}
+
+static void sweep(struct tkp_acc *a, int final)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < a->nopen; i++) {
+        struct arow *r = &a->rows[a->open[i]];
+        uint64_t ref = r->end_ns > r->open->last_gpu_end ? r->end_ns : r->open->last_gpu_end;
+        if (final || (r->has_rec && a->now_ns >= ref + a->late_ns)) row_close(r);
+        else a->open[w++] = a->open[i];
+    }
+    a->nopen = w;
+}
+
+/* META config.flush_ms (model.c reads it the same way), 0 when absent. */
+static uint64_t flush_ms(const struct tkp_record *r)
+{
+    struct tkp_mp c;
+    uint32_t n, n2, len;
+    const char *k;
+    uint64_t v;
+    tkp_mp_init(&c, r->meta.map, r->meta.map_len);
+    if (!r->meta.map || tkp_mp_map(&c, &n)) return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
+        if (len != 6 || memcmp(k, "config", 6) || tkp_mp_peek(&c) != TKP_MP_MAP) {
+            if (tkp_mp_skip(&c)) return 0;
+            continue;
+        }
+        if (tkp_mp_map(&c, &n2)) return 0;
+        for (uint32_t j = 0; j < n2; j++) {
+            if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
+            if (len == 8 && !memcmp(k, "flush_ms", 8) && tkp_mp_peek(&c) == TKP_MP_UINT)
+                return tkp_mp_u64(&c, &v) ? 0 : v;
+            if (tkp_mp_skip(&c)) return 0;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+static int weight_vote(struct tkp_acc *a, uint64_t ptr, uint64_t m, uint64_t n)
+{
+    if (!ptr) return 0;
+    if ((a->nw + 1) * 2 > a->wcap) {
+        size_t cap = a->wcap ? a->wcap * 2 : 256;
+        struct aweight *w = calloc(cap, sizeof(*w));
+        if (!w) return TKP_ERR_NOMEM;
+        for (size_t i = 0; i < a->wcap; i++) {
+            if (!a->w[i].a) continue;
+            size_t j = mix(a->w[i].a) & (cap - 1);
+            while (w[j].a)
+                j = (j + 1) & (cap - 1);
+            w[j] = a->w[i];
+        }
+        free(a->w);
+        a->w = w;
+        a->wcap = cap;
+    }
+    size_t j = mix(ptr) & (a->wcap - 1);
+    while (a->w[j].a && a->w[j].a != ptr)
+        j = (j + 1) & (a->wcap - 1);
+    struct aweight *w = &a->w[j];
+    if (!w->a) {
+        *w = (struct aweight){ptr, m, n, 0, 0};
+        a->nw++;
+        return 0;
+    }
+    if (w->m != m) w->mvar = 1;
+    if (w->n != n) w->nvar = 1;
+    return 0;
+}
+
+static int add_lib_call(struct tkp_acc *a, const struct tkp_record *r)
+{
+#define c (&r->lib_call)
+    if (c->status || (c->flags & TKP_LIBF_CAPTURED) || !c->m || !c->n || !c->k) return 0;
+    if (c->batch > 1) return 0; /* attention bmm: not a projection */
+    struct arow *w = row_at(a, r->thread, r->step);
+    if (!w) return TKP_ERR_NOMEM;
+    if (c->n > w->max_n) w->max_n = c->n;
+    if (c->m > w->max_m) w->max_m = c->m;
+    if (r->host_ns >= w->last_ns) w->last_ns = r->host_ns, w->last_n = c->n, w->last_m = c->m;
+    a->has_tokens = 1;
+    return weight_vote(a, c->a_ptr, c->m, c->n);
+#undef c
+}
+
+int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r)
+{
+    struct arow *w;
+    if (tkp_record_has_time(r->type) && r->host_ns > a->now_ns) a->now_ns = r->host_ns;
+    switch (r->type) {
+    case TKP_REC_CHUNK:
+        if (r->chunk.base_ns > a->now_ns) a->now_ns = r->chunk.base_ns;
+        sweep(a, 0);
+        return 0;
+    case TKP_REC_META: {
+        uint64_t f = flush_ms(r);
+        if (f && f <= 600000) a->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
+        return 0;
+    }
+    case TKP_REC_LIB_CALL:
+        return add_lib_call(a, r);
+    case TKP_REC_LAUNCH:
+    case TKP_REC_GRAPH_LAUNCH:
+        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
+        if (!w->open) return 0;
+        if (r->type == TKP_REC_LAUNCH) {
+            if (GROW(w->open->l, w->open->capl, w->open->nl + 1)) return TKP_ERR_NOMEM;
+            w->open->l[w->open->nl++] = r->host_ns;
+        } else {
+            if (GROW(w->open->g, w->open->capg, w->open->ng + 1)) return TKP_ERR_NOMEM;
+            w->open->g[w->open->ng++] = r->host_ns;
+        }
+        return 0;
+    case TKP_REC_STEP:
+        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
+        w->has_rec = 1;
+        w->end_ns = r->step_rec.end_ns;
+        if (w->end_ns > a->now_ns) a->now_ns = w->end_ns;
+        return 0;
+    case TKP_REC_GPU_KERNEL:
+        if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) return 0;
+        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
+        if (!w->open) return 0; /* late: the split of that step stays as it was */
+        if (GROW(w->open->k, w->open->capk, w->open->nk + 1)) return TKP_ERR_NOMEM;
+        w->open->k[w->open->nk++] =
+            (struct akern){r->gpu.start_ns, r->gpu.end_ns, r->gpu.join, r->gpu.index};
+        if (r->gpu.end_ns > w->open->last_gpu_end) w->open->last_gpu_end = r->gpu.end_ns;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+int tkp_acc_finish(struct tkp_acc *a)
+{
+    sweep(a, 1);
+    size_t vm = 0, vn = 0;
+    for (size_t i = 0; i < a->wcap; i++)
+        if (a->w[i].a) vm += a->w[i].mvar, vn += a->w[i].nvar;
+    a->token_dim_m = vm > vn;
+    return 0;
+}
+
+int tkp_acc_has_tokens(const struct tkp_acc *a)
+{
+    return a && a->has_tokens;
+}
+
+int tkp_acc_step(const struct tkp_acc *a, uint32_t thread, uint64_t seg, struct tkp_astep *out)
+{
+    memset(out, 0, sizeof(*out));
+    long i = a ? row_find(a, thread, seg) : -1;
+    if (i < 0) return 0;
+    const struct arow *r = &a->rows[i];
+    out->tokens = a->token_dim_m ? r->max_m : r->max_n;
+    out->seqs = a->token_dim_m ? r->last_m : r->last_n;
+    out->launch_gap_ns = r->launch_gap_ns;
+    out->wait_ns = r->wait_ns;
+    if (out->tokens)
+        out->kind = out->tokens == out->seqs ? TKP_KIND_DECODE : TKP_KIND_PREFILL;
+    return 1;
+}
+
+int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, uint32_t join,
+                      uint32_t index, uint64_t *ns)
+{
+    long i = row_find(a, thread, seg);
+    if (i < 0 || !a->rows[i].open) return 0;
+    const struct aopen *o = a->rows[i].open;
+    if (join == TKP_JOIN_LAUNCH && index < o->nl) return *ns = o->l[index], 1;
+    if (join == TKP_JOIN_GRAPH_LAUNCH && index < o->ng) return *ns = o->g[index], 1;
+    return 0;
+}
+
+int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
+                      struct tkp_model *m, struct tkp_acc **a)
+{
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    struct tkp_model_opts mo = {.classes = cl, .from = 0, .to = -1};
+    int err = tkp_cmd_open(ctx, path, &r), tty = isatty(2);
+    if (err) return err;
+    tkp_model_init(m, &mo);
+    if ((err = tkp_acc_new(a))) {
+        tkp_reader_close(r);
+        return tkp_cmd_fail(ctx, err, "out of memory");
+    }
+    uint64_t n = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        if (!(err = tkp_model_add(m, &rec))) err = tkp_acc_add(*a, &rec);
+        if (tty && rec.type == TKP_REC_CHUNK && ++n % 64 == 0)
+            fprintf(stderr, "\rtokprof: %s: %llu chunks, %zu steps...", path,
+                    (unsigned long long)n, m->nsteps);
+    }
+    if (tty && n >= 64) fputs("\r\033[K", stderr);
+    if (!err && !(err = tkp_model_finish(m))) err = tkp_acc_finish(*a);
+    if (err) {
+        tkp_reader_close(r);
+        tkp_model_free(m);
+        tkp_acc_free(*a);
+        *a = NULL;
+        return tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
+    }
+    tkp_cmd_warn_reader(ctx, path, r);
+    tkp_reader_close(r);
+    return 0;
+}
+
+/* ---- change points ---------------------------------------------------------------------------- */
+
+static int cmp_d(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median_d(double *v, size_t n)
+{
+    if (!n) return 0;
+    qsort(v, n, sizeof(*v), cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct cpctx {
+    const double *s; /* smoothed series */
+    const double *c1, *c2; /* prefix sums of s and s^2 */
+    double pen;
+    struct tkp_cp *out;
+    int n, max;
+};
+
+static double sse(const struct cpctx *c, size_t a, size_t b) /* [a, b) */
+{
+    double n = (double)(b - a), s = c->c1[b] - c->c1[a], q = c->c2[b] - c->c2[a];
+    double v = q - s * s / n;
+    return v > 0 ? v : 0;
+}
+
+static void split(struct cpctx *c, size_t a, size_t b, int depth)
+{
+    if (b - a < 2 * TKP_CP_MIN_SEG || c->n >= c->max || depth > 32) return;
+    double whole = sse(c, a, b), best = 0;
+    size_t at = 0;
+    for (size_t t = a + TKP_CP_MIN_SEG; t + TKP_CP_MIN_SEG <= b; t++) {
+        double gain = whole - sse(c, a, t) - sse(c, t, b);
+        if (gain > best) best = gain, at = t;
+    }
+    if (!at || best <= c->pen) return;
+    double m1 = (c->c1[at] - c->c1[a]) / (double)(at - a);
+    double m2 = (c->c1[b] - c->c1[at]) / (double)(b - at);
+    double lo = fabs(m1 < m2 ? m1 : m2);
+    if (fabs(m2 - m1) < TKP_CP_MIN_REL * lo) return;
+    /* and the shift stands out of the segments' own spread (Welch t on the smoothed values):
+     * host noise is heavy-tailed, so the MAD-based penalty alone splits noise */
+    double v1 = sse(c, a, at) / (double)(at - a), v2 = sse(c, at, b) / (double)(b - at);
+    double se = sqrt(v1 / (double)(at - a) + v2 / (double)(b - at));
+    if (se > 0 && fabs(m2 - m1) < TKP_CP_MIN_T * se) return;
+    split(c, a, at, depth + 1);
+    if (c->n < c->max) c->out[c->n++] = (struct tkp_cp){at, m1, m2};
+    split(c, at, b, depth + 1);
+}
+
+static int cmp_cp(const void *x, const void *y)
+{
+    const struct tkp_cp *a = x, *b = y;
+    return a->at < b->at ? -1 : a->at > b->at;
+}
+
+int tkp_cp_find(const double *v, size_t n, struct tkp_cp *out, int max)
+{
+    if (n < 2 * TKP_CP_MIN_SEG) return 0;
+    double *s = malloc(n * sizeof(*s)), *c1 = malloc((n + 1) * sizeof(*c1));
+    double *c2 = malloc((n + 1) * sizeof(*c2)), *tmp = malloc(n * sizeof(*tmp));
+    if (!s || !c1 || !c2 || !tmp) {
+        free(s), free(c1), free(c2), free(tmp);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) { /* 5-point running median, shrinking at the ends */
+        size_t lo = i >= 2 ? i - 2 : 0, hi = i + 3 < n ? i + 3 : n, k = 0;
+        double w[5];
+        for (size_t j = lo; j < hi; j++)
+            w[k++] = v[j];
+        s[i] = median_d(w, k);
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        tmp[i] = fabs(v[i + 1] - v[i]);
+    double sigma = 1.4826 * median_d(tmp, n - 1) / sqrt(2.0);
+    memcpy(tmp, v, n * sizeof(*tmp));
+    double med = fabs(median_d(tmp, n));
+    if (sigma < 1e-3 * med) sigma = 1e-3 * med;
+    if (sigma <= 0) sigma = 1;
+    c1[0] = c2[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        c1[i + 1] = c1[i] + s[i], c2[i + 1] = c2[i] + s[i] * s[i];
+    struct cpctx c = {s, c1, c2, 2 * sigma * sigma * log((double)n), out, 0, max};
+    split(&c, 0, n, 0);
+    qsort(out, (size_t)c.n, sizeof(*out), cmp_cp);
+    /* report the means of the raw series between neighbouring change points */
+    for (int i = 0; i < c.n; i++) {
+        size_t a = i ? out[i - 1].at : 0, m = out[i].at, b = i + 1 < c.n ? out[i + 1].at : n;
+        double s1 = 0, s2 = 0;
+        for (size_t j = a; j < m; j++)
+            s1 += v[j];
+        for (size_t j = m; j < b; j++)
+            s2 += v[j];
+        out[i].before = s1 / (double)(m - a);
+        out[i].after = s2 / (double)(b - m);
+    }
+    free(s), free(c1), free(c2), free(tmp);
+    return c.n;
+}
+
+int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *b, double *r2)
+{
+    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+    if (n < 2) return -1;
+    for (size_t i = 0; i < n; i++)
+        mx += x[i], my += y[i];
+    mx /= (double)n, my /= (double)n;
+    for (size_t i = 0; i < n; i++) {
+        sxx += (x[i] - mx) * (x[i] - mx);
+        sxy += (x[i] - mx) * (y[i] - my);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    if (sxx <= 0) return -1;
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    *r2 = syy > 0 ? sxy * sxy / (sxx * syy) : 1;
+    return 0;
+}
+
+/* ---- the analyses ----------------------------------------------------------------------------- */
+
+/* The classes whose per-step medians moved most between steps [a, m) and [m, b) of `idx`. */
+static int name_classes(const struct tkp_model *m, const size_t *idx, size_t a, size_t at,
+                        size_t b, struct tkp_acp *cp, double *scratch)
+{
+    double d[TKP_CLASSES_MAX], be[TKP_CLASSES_MAX], af[TKP_CLASSES_MAX], tot = 0;
+    for (int c = 0; c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
+        size_t k = 0;
+        for (size_t i = a; i < at; i++)
+            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
+        be[c] = median_d(scratch, k);
+        k = 0;
+        for (size_t i = at; i < b; i++)
+            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
+        af[c] = median_d(scratch, k);
+        d[c] = af[c] - be[c];
+        tot += fabs(d[c]);
+    }
+    cp->ncls = 0;
+    for (int pick = 0; pick < 3; pick++) {
+        int best = -1;
+        for (int c = 0; c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
+            int used = 0;
+            for (int j = 0; j < cp->ncls; j++)
+                used |= cp->cls[j] == c;
+            if (!used && (best < 0 || fabs(d[c]) > fabs(d[best]))) best = c;
+        }
+        /* a class is named when it carries a fifth of the movement */
+        if (best < 0 || fabs(d[best]) <= 0 || fabs(d[best]) < 0.2 * tot) break;
+        cp->cls[cp->ncls] = best;
+        cp->cls_before[cp->ncls] = be[best];
+        cp->cls_after[cp->ncls++] = af[best];
+    }
+    return 0;
+}
+
+static int series_cps(const struct tkp_model *m, struct tkp_analysis *an, const size_t *idx,
+                      size_t n, int busy, double *v, double *scratch)
+{
+    struct tkp_cp cp[TKP_CP_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const struct tkp_mstep *s = &m->steps[idx[i]];
+        v[i] = busy ? (double)s->busy_ns : (double)tkp_mstep_host_ns(s);
+    }
+    int k = tkp_cp_find(v, n, cp, TKP_CP_MAX);
+    if (k < 0) return k;
+    for (int i = 0; i < k; i++) {
+        struct tkp_acp *o = &an->cps[an->ncps++];
+        size_t a = i ? cp[i - 1].at : 0, b = i + 1 < k ? cp[i + 1].at : n;
+        o->series = busy ? "busy" : "host";
+        o->step = m->steps[idx[cp[i].at]].index;
+        o->before_ns = cp[i].before;
+        o->after_ns = cp[i].after;
+        name_classes(m, idx, a, cp[i].at, b, o, scratch);
+    }
+    return 0;
+}
+
+static void slopes(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_analysis *an,
+                   const size_t *idx, size_t n, double *x, double *y)
+{
+    struct tkp_astep as;
+    uint64_t prompt = 0, seqs = 1;
+    size_t k = 0, first_decode = 0;
+    int have_prefill = 0;
+    /* the prompt: the first token step whose tokens exceed its sequences (the prefill) */
+    for (size_t i = 0; i < n; i++) {
+        if (!tkp_acc_step(acc, m->steps[idx[i]].thread, m->steps[idx[i]].seg, &as) || !as.tokens)
+            continue;
+        an->tokens_known = 1;
+        if (as.kind == TKP_KIND_PREFILL && !have_prefill && as.seqs) {
+            prompt = as.tokens / as.seqs, seqs = as.seqs, have_prefill = 1, first_decode = i + 1;
+            break;
+        }
+    }
+    an->prompt_tokens = prompt;
+    /* attention against KV tokens, decode steps after the prefill */
+    for (size_t i = first_decode; i < n; i++) {
+        const struct tkp_mstep *s = &m->steps[idx[i]];
+        int known = tkp_acc_step(acc, s->thread, s->seg, &as) && as.tokens;
+        if (known && as.kind != TKP_KIND_DECODE) continue;
+        if (!s->gpu_kernels) continue;
+        uint64_t sq = known && as.seqs ? as.seqs : seqs;
+        x[k] = (double)(sq * (prompt + (uint64_t)(i - first_decode) + 1));
+        y[k++] = (double)s->class_ns[TKP_CLASS_ATTENTION];
+    }
+    double a, b, r2;
+    if (k >= 3 && !tkp_fit_line(x, y, k, &a, &b, &r2))
+        an->attn = (struct tkp_slope){1, k, b * 1000, a, r2};
+    /* gemm against tokens per step */
+    k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct tkp_mstep *s = &m->steps[idx[i]];
+        if (!s->gpu_kernels || !tkp_acc_step(acc, s->thread, s->seg, &as) || !as.tokens) continue;
+        x[k] = (double)as.tokens;
+        y[k++] = (double)s->class_ns[TKP_CLASS_GEMM];
+    }
+    if (k >= 2 && !tkp_fit_line(x, y, k, &a, &b, &r2))
+        an->mlp = (struct tkp_slope){1, k, b, a, r2};
+}
+
+int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_analysis *an)
+{
+    char why[256];
+    memset(an, 0, sizeof(*an));
+    an->gpu = tkp_model_gpu(m, why, sizeof(why));
+    /* the series' thread: the most token steps */
+    size_t best = 0, cur = 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        if (i && s->thread != m->steps[i - 1].thread) cur = 0;
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        if (++cur > best) best = cur, an->thread = s->thread, an->tid = s->tid;
+        an->span_ns += tkp_mstep_span_ns(s);
+        an->busy_ns += s->busy_ns;
+        struct tkp_astep as;
+        if (tkp_acc_step(acc, s->thread, s->seg, &as))
+            an->launch_gap_ns += as.launch_gap_ns, an->wait_ns += as.wait_ns;
+    }
+    size_t n = 0, *idx = malloc((best ? best : 1) * sizeof(*idx));
+    double *v = malloc((best ? best : 1) * sizeof(*v)), *w = malloc((best ? best : 1) * sizeof(*w));
+    if (!idx || !v || !w) {
+        free(idx), free(v), free(w);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->nsteps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].thread == an->thread) idx[n++] = i;
+    an->nseries = n;
+    int err = series_cps(m, an, idx, n, 0, v, w);
+    if (!err && an->gpu) err = series_cps(m, an, idx, n, 1, v, w);
+    if (!err) slopes(m, acc, an, idx, n, v, w);
+    free(idx), free(v), free(w);
+    uint64_t idle = an->span_ns > an->busy_ns ? an->span_ns - an->busy_ns : 0;
+    an->idle_share = an->span_ns ? (double)idle / (double)an->span_ns : 0;
+    uint64_t split = an->launch_gap_ns + an->wait_ns;
+    an->gap_share = split ? (double)an->launch_gap_ns / (double)split : 0;
+    an->verdict = !an->gpu || !an->span_ns          ? "unknown"
+                  : an->idle_share <= TKP_CP_IDLE_BOUND ? "gpu-bound"
+                  : an->gap_share > 0.5             ? "launch-bound"
+                                                    : "host-wait-bound";
+    return err;
+}
+
+void tkp_analysis_free(struct tkp_analysis *an)
+{
+    memset(an, 0, sizeof(*an));
+}
+
+/* ---- views ------------------------------------------------------------------------------------ */
+
+void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct tkp_analysis *an)
+{
+    if (!an->ncps && an->nseries >= 2 * TKP_CP_MIN_SEG)
+        fprintf(f, "change    none in %zu token steps (tid %u)\n", an->nseries, an->tid);
+    for (int i = 0; i < an->ncps; i++) {
+        const struct tkp_acp *c = &an->cps[i];
+        fprintf(f, "change    step %" PRId64 ": %s %.3f -> %.3f ms (%+.1f%%)", c->step,
+                c->series[0] == 'h' ? "host duration" : "GPU busy", c->before_ns / 1e6,
+                c->after_ns / 1e6,
+                c->before_ns > 0 ? 100.0 * (c->after_ns - c->before_ns) / c->before_ns : 0.0);
+        for (int j = 0; j < c->ncls; j++)
+            fprintf(f, "%s %s %+.3f ms", j ? "," : "; moved:",
+                    tkp_classes_name(m->opts.classes, c->cls[j]),
+                    (c->cls_after[j] - c->cls_before[j]) / 1e6);
+        fputc('\n', f);
+    }
+    if (an->attn.ok)
+        fprintf(f, "scaling   attention %+.1f us per 1k KV tokens (r2 %.2f, %zu decode steps%s)\n",
+                an->attn.per1k_ns / 1e3, an->attn.r2, an->attn.n,
+                an->prompt_tokens ? "" : "; prompt length unknown");
+    if (an->mlp.ok)
+        fprintf(f, "scaling   gemm %+.3f us per token in the step (r2 %.2f, %zu steps)\n",
+                an->mlp.per1k_ns / 1e3, an->mlp.r2, an->mlp.n);
+    if (an->gpu && an->span_ns)
+        fprintf(f, "idle      %.1f%% of GPU span: launch gaps %.3f ms, host waits %.3f ms -> %s\n",
+                100.0 * an->idle_share, an->launch_gap_ns / 1e6, an->wait_ns / 1e6, an->verdict);
+}
+
+static void json_slope(FILE *f, const char *k, const struct tkp_slope *s, const char *unit)
+{
+    fprintf(f, "\"%s\":", k);
+    if (!s->ok) {
+        fputs("null", f);
+        return;
+    }
+    fprintf(f, "{\"%s\":%.3f,\"intercept_ns\":%.3f,\"r2\":%.6f,\"steps\":%zu}", unit, s->per1k_ns,
+            s->intercept_ns, s->r2, s->n);
+}
+
+void tkp_analysis_print_json(FILE *f, const struct tkp_model *m, const struct tkp_analysis *an)
+{
+    fprintf(f, "\"series_tid\":%u,\"change_points\":[", an->tid);
+    for (int i = 0; i < an->ncps; i++) {
+        const struct tkp_acp *c = &an->cps[i];
+        fprintf(f, "%s{\"series\":\"%s\",\"step\":%" PRId64 ",\"before_ns\":%.1f,\"after_ns\":%.1f,"
+                   "\"classes\":[",
+                i ? "," : "", c->series, c->step, c->before_ns, c->after_ns);
+        for (int j = 0; j < c->ncls; j++) {
+            fputs(j ? ",{\"class\":" : "{\"class\":", f);
+            tkp_json_str(f, tkp_classes_name(m->opts.classes, c->cls[j]));
+            fprintf(f, ",\"before_ns\":%.1f,\"after_ns\":%.1f}", c->cls_before[j], c->cls_after[j]);
+        }
+        fputs("]}", f);
+    }
+    fputs("],\"slopes\":{", f);
+    json_slope(f, "attention_per_1k_kv_tokens", &an->attn, "ns_per_1k");
+    putc(',', f);
+    json_slope(f, "gemm_per_token", &an->mlp, "ns_per_token");
+    fprintf(f, ",\"prompt_tokens\":%" PRIu64 "}", an->prompt_tokens);
+    fprintf(f, ",\"idle\":{\"span_ns\":%" PRIu64 ",\"busy_ns\":%" PRIu64 ",\"launch_gap_ns\":%" PRIu64
+               ",\"host_wait_ns\":%" PRIu64 ",\"idle_share\":%.6f,\"launch_gap_share\":%.6f}",
+            an->span_ns, an->busy_ns, an->launch_gap_ns, an->wait_ns, an->idle_share, an->gap_share);
+}

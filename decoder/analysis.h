@@ -1,0 +1,146 @@
+/* tokprof decoder: analyses over the step model — per-step extras read in the same streaming
+ * pass (tokens per step from LIB_CALL shapes, GPU idle split into launch gaps and host waits),
+ * change points in the step latency series, scaling slopes and a launch-bound verdict.
+ *
+ *     struct tkp_model m;  struct tkp_acc *a;  struct tkp_analysis an;
+ *     err = tkp_analysis_load(ctx, path, &m, &a);   // one pass: model + acc, progress on a TTY
+ *     err = tkp_analysis_make(&m, a, &an);
+ *     ... read an.cps, an.attn, an.verdict ...
+ *     tkp_analysis_free(&an); tkp_acc_free(a); tkp_model_free(&m);
+ *
+ * Per-step extras (struct tkp_acc). The acc keeps, per step still open, the host times of its
+ * launches and graph launches and its kernel intervals, and closes the step with the same
+ * watermark as the model (model.h: its STEP record read and the host clock past the later of its
+ * end and its last GPU end by TKP_MODEL_LATE_FLUSHES flush periods). Memory: O(steps) results
+ * plus one window of open records, plus O(distinct GEMM weights) for the token vote.
+ *   - tokens: the rule of libcalls.h, streamed — per step the largest n and m of its executed
+ *     unbatched GEMMs and those of its last one; the capture-wide vote (weights a_ptr seen with
+ *     more than one m, against those seen with more than one n) picks the token dimension at the
+ *     end.
+ *   - idle split: the step's kernels sorted by start and merged; each gap inside the GPU span is
+ *     a *launch gap* when the launch (or graph launch) of the kernel that ends the gap was made
+ *     after the previous kernel ended (the GPU waited for the host to launch), otherwise a *host
+ *     wait* (the work was queued but held back: a stream wait, a dependency, a stall).
+ *
+ * Change points (tkp_cp_find): binary segmentation on the mean of a series, after a 5-point
+ * running median (it removes isolated spikes — a stall every K steps — without moving the edges
+ * of a level shift). A split of a segment of n points is kept when it lowers the sum of squared
+ * deviations by more than the BIC-like penalty 2·σ²·ln(N) (two new parameters: a location and a
+ * mean; N the whole series) AND moves the mean by at least TKP_CP_MIN_REL of the lower side's
+ * mean (a shift too small to matter, like the context staircase of attention, is not reported)
+ * AND stands TKP_CP_MIN_T standard errors clear of the two segments' own spread (Welch's t on
+ * the smoothed values: host noise is heavy-tailed, and a MAD-based σ alone lets it split).
+ * σ is robust: 1.4826·MAD of the first differences / √2, floored at 0.1% of the series median
+ * (deterministic series have σ = 0). Segments shorter than TKP_CP_MIN_SEG are never split off.
+ *
+ * Slopes (least squares over the decode steps of the thread with the most token steps):
+ *   - attention: attention-class GPU time per step against KV tokens, reported per 1k tokens.
+ *     KV tokens of a step = seqs × context, context = prompt tokens per sequence + decode steps
+ *     since the prefill (a minillm-like loop: one sequence set, one new token per sequence per
+ *     step). With library calls, the prefill's tokens/seqs is the prompt length; without them the
+ *     step index alone is the context (prompt unknown: the slope is still per token).
+ *   - MLP: gemm-class GPU time per step against tokens per step (needs library calls and at least
+ *     two distinct token counts).
+ * Verdict: with GPU records, idle share = idle / span over token steps; above 0.30 the run is
+ * "launch-bound" when launch gaps are most of the idle time, "host-wait-bound" otherwise; else
+ * "gpu-bound". "unknown" without GPU records. */
+#ifndef TKP_ANALYSIS_H
+#define TKP_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+struct tkp_record;
+struct tkp_ctx;
+struct tkp_acc;
+
+#define TKP_CP_MIN_SEG 10    /* points on each side of a change point */
+#define TKP_CP_MIN_REL 0.10  /* smallest mean shift reported, relative to the lower side */
+#define TKP_CP_MIN_T 8.0     /* smallest Welch t of the shift (smoothed values) */
+#define TKP_CP_MAX 16        /* change points reported per series */
+#define TKP_CP_IDLE_BOUND 0.30
+
+/* Per-step extras. */
+struct tkp_astep {
+    uint64_t tokens, seqs;       /* 0 unknown (no executed GEMM) */
+    int kind;                    /* enum tkp_step_class (libcalls.h) */
+    uint64_t launch_gap_ns, wait_ns; /* idle inside the GPU span, split (see above) */
+};
+
+/* 0 or NOMEM. */
+int tkp_acc_new(struct tkp_acc **out);
+/* Feeds one record (the same records the model gets). Returns 0 or NOMEM. */
+int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r);
+/* Closes every open step and decides the token dimension. 0 or NOMEM. */
+int tkp_acc_finish(struct tkp_acc *a);
+void tkp_acc_free(struct tkp_acc *a); /* accepts NULL */
+/* The extras of step (thread, seg): 1 found, 0 not (all zero then). */
+int tkp_acc_step(const struct tkp_acc *a, uint32_t thread, uint64_t seg, struct tkp_astep *out);
+/* While a step is still open: the host time of its launch (join TKP_JOIN_LAUNCH) or graph launch
+ * (TKP_JOIN_GRAPH_LAUNCH) number `index`. 1 found, 0 not. */
+int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, uint32_t join,
+                      uint32_t index, uint64_t *ns);
+/* 1 when any step has tokens from library calls. */
+int tkp_acc_has_tokens(const struct tkp_acc *a);
+
+/* Opens `path` and feeds every record to a fresh model (opts: token steps, classes `cl`) and
+ * acc, with a progress line on stderr when it is a TTY. On success the caller owns *m and *a.
+ * Returns 0 or a tkp_err with ctx->why set (nothing to free then). */
+int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
+                      struct tkp_model *m, struct tkp_acc **a);
+
+/* One change point of a series. */
+struct tkp_cp {
+    size_t at;                   /* index of the first point after the change */
+    double before, after;        /* segment means (the segments either side) */
+};
+
+/* Change points of v[0..n) (see above), in increasing order. Returns how many (<= max), or NOMEM. */
+int tkp_cp_find(const double *v, size_t n, struct tkp_cp *out, int max);
+
+/* Least-squares line y = a + b x. Returns 0, or -1 with fewer than 2 distinct x. */
+int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *b, double *r2);
+
+struct tkp_acp { /* a change point, named */
+    const char *series;          /* "host" (host duration) or "busy" (GPU busy) */
+    int64_t step;                /* token index of the first step after the change */
+    double before_ns, after_ns;
+    int ncls;
+    int cls[3];                  /* the classes that moved most, by |delta| */
+    double cls_before[3], cls_after[3]; /* their medians per step either side */
+};
+
+struct tkp_slope {
+    int ok;
+    size_t n;
+    double per1k_ns, intercept_ns, r2; /* attention: ns per 1k KV tokens; MLP: ns per token */
+};
+
+struct tkp_analysis {
+    uint32_t thread, tid;        /* the series' thread: the one with the most token steps */
+    size_t nseries;              /* its token steps */
+    int gpu;
+    struct tkp_acp cps[2 * TKP_CP_MAX];
+    int ncps;
+    struct tkp_slope attn, mlp;
+    int tokens_known;
+    uint64_t prompt_tokens;      /* per sequence, 0 unknown */
+    uint64_t span_ns, busy_ns, launch_gap_ns, wait_ns; /* token steps, all threads */
+    double idle_share, gap_share;
+    const char *verdict;         /* "gpu-bound", "launch-bound", "host-wait-bound", "unknown" */
+};
+
+/* Runs every analysis. Returns 0 or NOMEM. */
+int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *a, struct tkp_analysis *an);
+void tkp_analysis_free(struct tkp_analysis *an);
+
+/* One short line per change point and slope (for summary and analyze), each ending in '\n'. */
+void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct tkp_analysis *an);
+/* The analyses as JSON members, comma-separated, without braces or a leading comma: "series_tid",
+ * "change_points", "slopes", "idle" (the verdict is an->verdict: callers name it). */
+void tkp_analysis_print_json(FILE *f, const struct tkp_model *m, const struct tkp_analysis *an);
+
+#endif

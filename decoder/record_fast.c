@@ -1,0 +1,474 @@
+/* tokprof decoder: fast path of the record decoder (see record_fast.h for the contract).
+ *
+ * Each accepted record is read from a range checked once up front: every field it reads takes
+ * at most 9 bytes, so a record whose fields could reach past the payload is declined rather
+ * than checked field by field. The integer readers accept the unsigned encodings (positive
+ * fixint, uint8..64) and, for signed fields, the negative fixint and int8..64 ones; a value out
+ * of its field's range is declined, never clamped, so that tkp_record_decode() reports it. */
+#include "record_fast.h"
+
+#include <string.h>
+
+#include "tokprof/format.h"
+
+#define FIELD_MAX 9 /* the longest msgpack integer: a type byte and 8 bytes */
+
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
+INLINE uint16_t be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+INLINE uint32_t be32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return __builtin_bswap32(v);
+#else
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+#endif
+}
+
+INLINE uint64_t be64(const uint8_t *p)
+{
+    return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+/* Each reader returns 1 and moves *pp past the value, or 0 (declined) leaving *pp alone. */
+INLINE int ru64(const uint8_t **pp, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint8_t b = p[0];
+    if (b <= 0x7f) {
+        *v = b;
+        *pp = p + 1;
+        return 1;
+    }
+    if ((uint8_t)(b - 0xcc) <= 3) { /* uint8..64: the 8 bytes after b are in range */
+        unsigned size = 1u << (b - 0xcc);
+        *v = be64(p + 1) >> (64 - 8 * size);
+        *pp = p + 1 + size;
+        return 1;
+    }
+    return 0;
+}
+
+INLINE int ru32(const uint8_t **pp, uint32_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t u;
+    if (*p <= 0x7f) { /* most 32-bit fields: small ids and dimensions */
+        *v = *p;
+        *pp = p + 1;
+        return 1;
+    }
+    if (!ru64(pp, &u)) return 0;
+    if (u > UINT32_MAX) {
+        *pp = p;
+        return 0;
+    }
+    *v = (uint32_t)u;
+    return 1;
+}
+
+INLINE int ri64(const uint8_t **pp, int64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint8_t b = p[0];
+    uint64_t u;
+    if (b <= 0x7f || b >= 0xe0) {
+        *v = (int8_t)b; /* positive fixint reads the same as int8 */
+        *pp = p + 1;
+        return 1;
+    }
+    switch (b) {
+    case 0xd0:
+        *v = (int8_t)p[1];
+        *pp = p + 2;
+        return 1;
+    case 0xd1:
+        *v = (int16_t)be16(p + 1);
+        *pp = p + 3;
+        return 1;
+    case 0xd2:
+        *v = (int32_t)be32(p + 1);
+        *pp = p + 5;
+        return 1;
+    case 0xd3:
+        *v = (int64_t)be64(p + 1);
+        *pp = p + 9;
+        return 1;
+    }
+    if (!ru64(pp, &u)) return 0;
+    if (u > INT64_MAX) {
+        *pp = p;
+        return 0;
+    }
+    *v = (int64_t)u;
+    return 1;
+}
+
+#define U64(dst)                                                                                   \
+    if (!ru64(&p, &(dst))) return 0
+#define U32(dst)                                                                                   \
+    if (!ru32(&p, &(dst))) return 0
+#define I64(dst)                                                                                   \
+    if (!ri64(&p, &(dst))) return 0
+#define THREAD(dst)                                                                                \
+    if (!ru32(&p, &(dst)) || (dst) >= TKP_THREADS_MAX) return 0
+/* LIB_CALL enum fields: a CUDA enum value or -1 */
+#define ENUM(dst)                                                                                  \
+    do {                                                                                           \
+        int64_t x_;                                                                                \
+        if (!ri64(&p, &x_) || x_ < -1 || x_ > INT32_MAX) return 0;                                 \
+        (dst) = (int32_t)x_;                                                                       \
+    } while (0)
+/* dt, thread, step: the common head of the timed records */
+#define HEAD()                                                                                     \
+    do {                                                                                           \
+        I64(b->dt);                                                                                \
+        THREAD(r->thread);                                                                         \
+        U64(r->step);                                                                              \
+    } while (0)
+
+/* Elements after the type that this path reads (FORMAT.md); 0: a type it declines. */
+static const uint8_t fields[] = {
+    [TKP_REC_LAUNCH] = 13, [TKP_REC_GRAPH_LAUNCH] = 6, [TKP_REC_COPY] = 8,
+    [TKP_REC_SYNC] = 6,    [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5,
+    [TKP_REC_STEP] = 10,   [TKP_REC_NVTX] = 6,         [TKP_REC_MARKER] = 5,
+    [TKP_REC_LIB_CALL] = 21,
+};
+
+int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    const uint8_t *p = c->p, *end = c->end;
+    uint32_t n, h;
+    if (end - p < 4) return 0;
+    /* the array header: fixarray, or array16 (LIB_CALL has 22 elements); then the type as a
+     * positive fixint */
+    if ((p[0] & 0xf0) == 0x90) {
+        n = p[0] & 0x0f;
+        h = 1;
+    } else if (p[0] == 0xdc) {
+        n = be16(p + 1);
+        h = 3;
+    } else {
+        return 0;
+    }
+    if (p[h] >= sizeof(fields) || !fields[p[h]]) return 0;
+    unsigned type = p[h], want = fields[type];
+    /* the general decoder's checks: no more elements than bytes, not fewer than the type has */
+    if (n == 0 || n > (size_t)(end - p) - h || n - 1 < want) return 0;
+    /* room for every field read here (LAUNCH: and its optional `call` and `stack`) */
+    if ((size_t)(end - p) < h + 1 + (size_t)(want + 1) * FIELD_MAX) return 0;
+    p += h + 1;
+    r->type = (enum tkp_rec)type;
+    r->offset = r->host_ns = 0;
+    r->tid = 0;
+    r->step = 0;
+    b->dt = 0;
+    switch (type) {
+    case TKP_REC_LAUNCH:
+        HEAD();
+        U64(r->launch.name_id);
+        U64(r->launch.stream);
+        U32(r->launch.via);
+        U32(r->launch.grid[0]);
+        U32(r->launch.grid[1]);
+        U32(r->launch.grid[2]);
+        U32(r->launch.block[0]);
+        U32(r->launch.block[1]);
+        U32(r->launch.block[2]);
+        U32(r->launch.smem);
+        r->launch.name = NULL;
+        r->launch.call = 0;
+        r->launch.stack = 0;
+        /* the optional `call`: an unsigned int there is it; anything else is an extra field.
+         * A non-negative value in a signed encoding is an unsigned int to the general decoder */
+        if (n > 1 + want) {
+            uint8_t x = *p;
+            if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
+                U32(r->launch.call);
+                n--;
+                if (n > 1 + want) { /* then the optional `stack` (stacks.c), read the same way */
+                    x = *p;
+                    if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
+                        U32(r->launch.stack);
+                        n--;
+                    } else if (x >= 0xd0 && x <= 0xd3) {
+                        return 0;
+                    }
+                }
+            } else if (x >= 0xd0 && x <= 0xd3) {
+                return 0;
+            }
+        }
+        break;
+    case TKP_REC_LIB_CALL:
+        HEAD();
+        U32(r->lib_call.call);
+        U32(r->lib_call.lib);
+        U64(r->lib_call.op_id);
+        r->lib_call.op = NULL;
+        U64(r->lib_call.m);
+        U64(r->lib_call.n);
+        U64(r->lib_call.k);
+        U64(r->lib_call.batch);
+        ENUM(r->lib_call.atype);
+        ENUM(r->lib_call.btype);
+        ENUM(r->lib_call.ctype);
+        ENUM(r->lib_call.compute);
+        ENUM(r->lib_call.transa);
+        ENUM(r->lib_call.transb);
+        U64(r->lib_call.stream);
+        U64(r->lib_call.a_ptr);
+        U64(r->lib_call.call_ns);
+        U32(r->lib_call.status);
+        U32(r->lib_call.flags);
+        break;
+    case TKP_REC_GRAPH_LAUNCH:
+        HEAD();
+        if (*p == 0xff) { /* -1: a graph instantiated before capture started */
+            r->graph_launch.graph = TKP_GRAPH_UNKNOWN;
+            p++;
+        } else {
+            U64(r->graph_launch.graph);
+        }
+        U64(r->graph_launch.stream);
+        U32(r->graph_launch.via);
+        break;
+    case TKP_REC_COPY:
+        HEAD();
+        U32(r->copy.kind);
+        U32(r->copy.dir);
+        U64(r->copy.bytes);
+        U64(r->copy.stream);
+        U32(r->copy.flags);
+        break;
+    case TKP_REC_SYNC:
+        HEAD();
+        U32(r->sync.kind);
+        U64(r->sync.handle);
+        U64(r->sync.wait_ns);
+        break;
+    case TKP_REC_EVENT_RECORD:
+        HEAD();
+        U64(r->event_record.event);
+        U64(r->event_record.stream);
+        break;
+    case TKP_REC_STREAM_WAIT:
+        HEAD();
+        U64(r->stream_wait.stream);
+        U64(r->stream_wait.event);
+        break;
+    case TKP_REC_STEP:
+        U64(r->step);
+        THREAD(r->thread);
+        U32(r->step_rec.kind);
+        U64(r->step_rec.begin_ns);
+        U64(r->step_rec.mark_ns);
+        U64(r->step_rec.end_ns);
+        U32(r->step_rec.closed_by);
+        U64(r->step_rec.launches);
+        U64(r->step_rec.graph_launches);
+        U64(r->step_rec.copies);
+        break;
+    case TKP_REC_NVTX:
+        HEAD();
+        U32(r->nvtx.kind);
+        U64(r->nvtx.name_id);
+        r->nvtx.name = NULL;
+        U64(r->nvtx.range_id);
+        break;
+    case TKP_REC_MARKER:
+        HEAD();
+        U32(r->marker.kind);
+        I64(r->marker.value);
+        break;
+    default:
+        return 0;
+    }
+    /* extra trailing elements of a later writer: skipped, as the general decoder does */
+    if (n > 1 + want) {
+        struct tkp_mp x = {p, end};
+        for (n -= 1 + want; n; n--)
+            if (tkp_mp_skip(&x)) return 0;
+        p = x.p;
+    }
+    c->p = p;
+    return 1;
+}
+
+/* ---- the validating pass: encodings and ranges only, no values kept ---- */
+
+/* Bytes a field of each kind takes, by its leading byte; 0 for an encoding this path leaves to
+ * the general decoder (a value that may be out of range for the field, a non-negative value
+ * written signed, or not an integer). */
+#define X4(x) x, x, x, x
+#define X16(x) X4(x), X4(x), X4(x), X4(x)
+#define BYTE_TABLE(FIX, U8, U16, U32, U64, I8, I16, I32, I64, NEG, MINUS1)                         \
+    {                                                                                              \
+        X16(FIX), X16(FIX), X16(FIX), X16(FIX), X16(FIX), X16(FIX), X16(FIX), X16(FIX),            \
+        X16(0), X16(0), X16(0), X16(0), X4(0), X4(0), X4(0), /* 0x80..0xcb */                     \
+        U8, U16, U32, U64, I8, I16, I32, I64, X4(0), X4(0), X4(0), /* 0xcc..0xdf */                \
+        X16(NEG), X4(NEG), X4(NEG), X4(NEG), NEG, NEG, NEG, MINUS1 /* 0xe0..0xff */                \
+    }
+static const uint8_t len_u64[] = BYTE_TABLE(1, 2, 3, 5, 9, 0, 0, 0, 0, 0, 0);
+static const uint8_t len_u32[] = BYTE_TABLE(1, 2, 3, 5, 0, 0, 0, 0, 0, 0, 0);
+static const uint8_t len_thread[] = BYTE_TABLE(1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0); /* < 65536 */
+static const uint8_t len_i64[] = BYTE_TABLE(1, 2, 3, 5, 0, 2, 3, 5, 9, 1, 1);
+static const uint8_t len_enum[] = BYTE_TABLE(1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 1); /* -1..INT32_MAX */
+static const uint8_t len_graph[] = BYTE_TABLE(1, 2, 3, 5, 9, 0, 0, 0, 0, 0, 1);  /* u64 or -1 */
+_Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry per byte");
+
+/* The fixint test first: a predicted branch lets the next field's load start before this one's
+ * table lookup returns (p += table[*p] alone makes one serial chain of loads per record). */
+#define CK(table)                                                                                  \
+    do {                                                                                           \
+        if (*p <= 0x7f) {                                                                          \
+            p++;                                                                                   \
+        } else {                                                                                   \
+            unsigned l_ = table[*p];                                                               \
+            if (!l_) return -1;                                                                    \
+            p += l_;                                                                               \
+        }                                                                                          \
+    } while (0)
+#define CK_HEAD()                                                                                  \
+    do {                                                                                           \
+        CK(len_i64);                                                                               \
+        CK(len_thread);                                                                            \
+        CK(len_u64);                                                                               \
+    } while (0)
+
+int tkp_record_check_fast(struct tkp_mp *c)
+{
+    const uint8_t *p = c->p, *end = c->end;
+    uint32_t n, h;
+    if (end - p < 4) return -1;
+    if ((p[0] & 0xf0) == 0x90) {
+        n = p[0] & 0x0f;
+        h = 1;
+    } else if (p[0] == 0xdc) {
+        n = be16(p + 1);
+        h = 3;
+    } else {
+        return -1;
+    }
+    if (p[h] >= sizeof(fields) || !fields[p[h]]) return -1;
+    unsigned type = p[h], want = fields[type];
+    if (n == 0 || n > (size_t)(end - p) - h || n - 1 < want) return -1;
+    if ((size_t)(end - p) < h + 1 + (size_t)(want + 1) * FIELD_MAX) return -1;
+    p += h + 1;
+    switch (type) {
+    case TKP_REC_LAUNCH:
+        CK_HEAD();
+        CK(len_u64); /* name */
+        CK(len_u64); /* stream */
+        /* via, grid, block, smem: unrolled, so that each field has its own predicted branch */
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u32);
+        break;
+    case TKP_REC_LIB_CALL:
+        CK_HEAD();
+        CK(len_u32); /* call */
+        CK(len_u32); /* lib */
+        CK(len_u64); /* op */
+        CK(len_u64); /* m */
+        CK(len_u64); /* n */
+        CK(len_u64); /* k */
+        CK(len_u64); /* batch */
+        CK(len_enum); /* atype */
+        CK(len_enum); /* btype */
+        CK(len_enum); /* ctype */
+        CK(len_enum); /* compute */
+        CK(len_enum); /* transa */
+        CK(len_enum); /* transb */
+        CK(len_u64); /* stream */
+        CK(len_u64); /* a_ptr */
+        CK(len_u64); /* host_ns */
+        CK(len_u32); /* status */
+        CK(len_u32); /* flags */
+        break;
+    case TKP_REC_GRAPH_LAUNCH:
+        CK_HEAD();
+        CK(len_graph);
+        CK(len_u64);
+        CK(len_u32);
+        break;
+    case TKP_REC_COPY: /* kind, dir, bytes, stream, flags */
+        CK_HEAD();
+        CK(len_u32);
+        CK(len_u32);
+        CK(len_u64);
+        CK(len_u64);
+        CK(len_u32);
+        break;
+    case TKP_REC_SYNC: /* kind, handle, wait_ns */
+        CK_HEAD();
+        CK(len_u32);
+        CK(len_u64);
+        CK(len_u64);
+        break;
+    case TKP_REC_EVENT_RECORD:
+    case TKP_REC_STREAM_WAIT:
+        CK_HEAD();
+        CK(len_u64);
+        CK(len_u64);
+        break;
+    case TKP_REC_STEP: /* step, thread, kind, begin, mark, end, closed_by, 3 counts */
+        CK(len_u64);
+        CK(len_thread);
+        CK(len_u32);
+        CK(len_u64);
+        CK(len_u64);
+        CK(len_u64);
+        CK(len_u32);
+        CK(len_u64);
+        CK(len_u64);
+        CK(len_u64);
+        break;
+    case TKP_REC_NVTX: /* kind, name, range_id */
+        CK_HEAD();
+        CK(len_u32);
+        CK(len_u64);
+        CK(len_u64);
+        break;
+    case TKP_REC_MARKER: /* kind, value */
+        CK_HEAD();
+        CK(len_u32);
+        CK(len_i64);
+        break;
+    default:
+        return -1;
+    }
+    n -= 1 + want;
+    if (n && type == TKP_REC_LAUNCH) { /* the optional `call`, as in the decoder above */
+        uint8_t x = *p;
+        if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
+            CK(len_u32);
+            n--;
+        } else if (x >= 0xd0 && x <= 0xd3) {
+            return -1;
+        }
+    }
+    if (n) {
+        struct tkp_mp x = {p, end};
+        for (; n; n--)
+            if (tkp_mp_skip(&x)) return -1;
+        p = x.p;
+    }
+    c->p = p;
+    return (int)type;
+}

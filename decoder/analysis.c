@@ -13,6 +13,7 @@
 #include "libcalls.h"
 #include "mp.h"
 #include "reader.h"
+#include "sort.h"
 
 /* ---- the per-step accumulator ---------------------------------------------------------------- */
 
@@ -172,7 +173,7 @@ static int cmp_akern(const void *x, const void *y)
 static void row_close(struct arow *r)
 {
     struct aopen *o = r->open;
-    qsort(o->k, o->nk, sizeof(*o->k), cmp_akern);
+    tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_akern);
     uint64_t cur_e = 0;
     for (size_t i = 0; i < o->nk; i++) {
         const struct akern *k = &o->k[i];
@@ -410,7 +411,7 @@ static int cmp_d(const void *x, const void *y)
 static double median_d(double *v, size_t n)
 {
     if (!n) return 0;
-    qsort(v, n, sizeof(*v), cmp_d);
+    tkp_sort(v, n, sizeof(*v), cmp_d);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -487,7 +488,7 @@ int tkp_cp_find(const double *v, size_t n, struct tkp_cp *out, int max)
         c1[i + 1] = c1[i] + s[i], c2[i + 1] = c2[i] + s[i] * s[i];
     struct cpctx c = {s, c1, c2, 2 * sigma * sigma * log((double)n), out, 0, max};
     split(&c, 0, n, 0);
-    qsort(out, (size_t)c.n, sizeof(*out), cmp_cp);
+    tkp_sort(out, (size_t)c.n, sizeof(*out), cmp_cp);
     /* report the means of the raw series between neighbouring change points */
     for (int i = 0; i < c.n; i++) {
         size_t a = i ? out[i - 1].at : 0, m = out[i].at, b = i + 1 < c.n ? out[i + 1].at : n;

@@ -31,6 +31,7 @@
 #include "err.h"
 #include "json.h"
 #include "tokprof/format.h"
+#include "sort.h"
 
 #define DIFF_ALPHA 0.01
 
@@ -75,8 +76,8 @@ static int cmp_d(const void *x, const void *y)
 static void compare_arrays(double *a, size_t na, double *b, size_t nb, struct row *r)
 {
     struct mwu u = {0};
-    qsort(a, na, sizeof(*a), cmp_d);
-    qsort(b, nb, sizeof(*b), cmp_d);
+    tkp_sort(a, na, sizeof(*a), cmp_d);
+    tkp_sort(b, nb, sizeof(*b), cmp_d);
     size_t i = 0, j = 0;
     double sa = 0, sb = 0;
     while (i < na || j < nb) {

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "libcalls.h"
 #include "reader.h"
+#include "sort.h"
 
 struct shape {
     const struct tkp_call *c; /* representative */
@@ -87,7 +88,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         sh[j].gpu_ns += c->gpu_ns, sh[j].flops += tkp_call_flops(c);
         total += tkp_call_flops(c);
     }
-    qsort(sh, nsh, sizeof(*sh), cmp_flops);
+    tkp_sort(sh, nsh, sizeof(*sh), cmp_flops);
     FILE *f = ctx->out;
     if (json) {
         fprintf(f, "{\"token_dim\":\"%s\",\"calls\":%u,\"flops\":%.0f,\"shapes\":[",

@@ -20,6 +20,7 @@
 #include "json.h"
 #include "model.h"
 #include "reader.h"
+#include "sort.h"
 
 struct opts {
     const char *path, *classes, *cls, *name_re;
@@ -145,7 +146,7 @@ static int build_rows(const struct opts *o, const struct tkp_model *m, int cls_f
         }
     }
     gpu_sort = gpu;
-    qsort(rows, n, sizeof(*rows), cmp_row);
+    tkp_sort(rows, n, sizeof(*rows), cmp_row);
     *out = rows;
     *nout = n;
     return 0;

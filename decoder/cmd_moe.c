@@ -25,6 +25,7 @@
 #include "err.h"
 #include "libcalls.h"
 #include "reader.h"
+#include "sort.h"
 
 #define MAX_LAYERS 512
 #define MAX_EXPERTS 1024
@@ -175,7 +176,7 @@ static void layer_classes(struct moe *e, uint32_t layer, const uint64_t *ptrs, u
         const struct wt *w = find_w(e, ptrs[i]);
         if (w->m == e->cls_m[layer] && w->k == e->cls_k[layer]) v[k++] = ptrs[i];
     }
-    qsort(v, k, sizeof(*v), cmp_u64);
+    tkp_sort(v, k, sizeof(*v), cmp_u64);
     uint64_t g = 0;
     for (uint32_t i = 1; i < k; i++) g = gcd(g, v[i] - v[0]);
     e->base[layer] = k ? v[0] : 0;

@@ -16,6 +16,7 @@
 #include "reader.h"
 #include "report_spec.h"
 #include "svg.h"
+#include "sort.h"
 
 #define TOP 20
 
@@ -66,7 +67,7 @@ static int top_kernels(FILE *f, const struct tkp_model *m)
     if (!v) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < m->nnames; i++)
         v[i] = &m->names[i];
-    qsort(v, m->nnames, sizeof(*v), cmp_total);
+    tkp_sort(v, m->nnames, sizeof(*v), cmp_total);
     fputs("<table id=\"top-kernels\"><tr><th>kernel</th><th>class</th><th>count</th><th>total ms"
           "</th><th>share</th><th>p50 us</th><th>p99 us</th></tr>\n", f);
     for (size_t i = 0; i < m->nnames && i < TOP && v[i]->d.count; i++) {

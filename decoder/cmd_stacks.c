@@ -17,6 +17,7 @@
 #include "json.h"
 #include "reader.h"
 #include "symbolize.h"
+#include "sort.h"
 
 #define MAX_STACKS (1u << 20)
 
@@ -555,8 +556,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     if (!err) {
         for (size_t i = 0; i < s.ngroups; i++) order[i] = (uint32_t)i;
         sort_st = &s;
-        qsort(order, s.ngroups, sizeof *order, group_cmp);
-        qsort(s.paths, s.npaths, sizeof *s.paths, path_cmp);
+        tkp_sort(order, s.ngroups, sizeof *order, group_cmp);
+        tkp_sort(s.paths, s.npaths, sizeof *s.paths, path_cmp);
         if (s.json) output_json(&s, order, ctx->out);
         else if (s.folded) output_folded(&s, ctx->out);
         else if (!s.svg) output_text(&s, order, ctx->out);

@@ -8,6 +8,7 @@
 #include "err.h"
 #include "reader.h"
 #include "tokprof/format.h"
+#include "sort.h"
 
 /* ---- words ------------------------------------------------------------------------------------ */
 
@@ -159,7 +160,7 @@ static int vote_token_dim(const struct tkp_call *c, uint32_t n)
     for (uint32_t i = 0; i < n; i++)
         if (tkp_call_executed(&c[i]) && c[i].batch <= 1 && c[i].a_ptr)
             v[k++] = (struct vkey){c[i].a_ptr, c[i].m, c[i].n};
-    qsort(v, k, sizeof(*v), cmp_vkey);
+    tkp_sort(v, k, sizeof(*v), cmp_vkey);
     for (uint32_t i = 0; i < k;) {
         uint32_t j = i + 1, dm = 0, dn = 0;
         for (; j < k && v[j].a == v[i].a; j++) {
@@ -237,10 +238,10 @@ int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
         }
     }
     m->calls = calls.p, m->ncalls = calls.n;
-    qsort(m->calls, m->ncalls, sizeof(*m->calls), cmp_call);
+    tkp_sort(m->calls, m->ncalls, sizeof(*m->calls), cmp_call);
     /* kernels per call: merge the sorted launch references */
     struct ref *x = refs.p;
-    qsort(x, refs.n, sizeof(*x), cmp_ref_call);
+    tkp_sort(x, refs.n, sizeof(*x), cmp_ref_call);
     for (uint32_t i = 0, j = 0; i < refs.n; i++) {
         while (j < m->ncalls && cmp_ref_call(&(struct ref){m->calls[j].thread, m->calls[j].call, 0, 0, 0}, &x[i]) < 0) j++;
         if (j < m->ncalls && m->calls[j].thread == x[i].thread && m->calls[j].call == x[i].call)
@@ -259,7 +260,7 @@ int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
         s->thread = m->calls[i].thread, s->step = m->calls[i].step;
     }
     struct ref *sr = steps.p;
-    qsort(sr, steps.n, sizeof(*sr), cmp_ref_step);
+    tkp_sort(sr, steps.n, sizeof(*sr), cmp_ref_step);
     m->steps = calloc(steps.n ? steps.n : 1, sizeof(*m->steps));
     if (!m->steps) goto nomem;
     for (uint32_t i = 0, c = 0; i < steps.n;) {

@@ -10,6 +10,7 @@
 #include "err.h"
 #include "mp.h"
 #include "reader.h"
+#include "sort.h"
 
 /* A thread whose segment index jumps further than this past its largest one is malformed input:
  * the record is ignored (counted in bad_joins) rather than growing the table. */
@@ -121,7 +122,7 @@ static int cmp_u64(const void *a, const void *b)
 
 void tkp_sort_u64(uint64_t *v, size_t n)
 {
-    if (n > 1) qsort(v, n, sizeof(*v), cmp_u64);
+    tkp_sort(v, n, sizeof(*v), cmp_u64);
 }
 
 uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p)
@@ -278,7 +279,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
 {
     struct tkp_mopen *o = s->open;
     int counted = step_counts(m, s), err = 0;
-    qsort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
+    tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
     uint64_t cur_s = 0, cur_e = 0;
     for (size_t i = 0; i < o->nk && !err; i++) {
         const struct okernel *k = &o->k[i];
@@ -529,7 +530,7 @@ int tkp_model_finish(struct tkp_model *m)
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     int err = sweep(m, 1);
     if (err) return err;
-    qsort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
+    tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];
         if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "sort.h"
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
@@ -204,7 +205,7 @@ static int read_elf(struct module *m, const char *path, int check_id)
         syms[k].raw = str + sy[i].st_name;
         k++;
     }
-    qsort(syms, k, sizeof *syms, sym_cmp);
+    tkp_sort(syms, k, sizeof *syms, sym_cmp);
     for (size_t i = 0; i < m->nsyms; i++) free(m->syms[i].name), free(m->syms[i].sname);
     free(m->syms);
     if (m->map) munmap(m->map, m->map_len);

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "sort.h"
 
 #define OPEN_MAX 4        /* open steps per thread before the oldest is closed without STEP */
 #define PEND_MAX 65536    /* steps awaiting GPU records per thread; beyond, the oldest closes */
@@ -395,7 +396,7 @@ static int cmpd(const void *a, const void *b)
 
 static double pct_of(double *v, uint64_t n, double p)
 {
-    qsort(v, n, sizeof(double), cmpd);
+    tkp_sort(v, n, sizeof(double), cmpd);
     uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)n);
     return v[rank ? rank - 1 : 0];
 }
@@ -567,7 +568,7 @@ static int gpu_close(struct tkp_mon *m, struct thr *h, struct pend *p)
     struct tkp_sstep *s = &p->s;
     struct vec *g = &p->gpu;
     if (g->n) {
-        qsort(g->v, g->n, sizeof(*g->v), cmp_start);
+        tkp_sort(g->v, g->n, sizeof(*g->v), cmp_start);
         uint64_t end = 0, busy = 0, gap = 0;
         s->gpu_start = g->v[0].gpu_start;
         for (uint32_t i = 0; i < g->n; i++) {

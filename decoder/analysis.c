@@ -203,32 +203,6 @@ static void sweep(struct tkp_acc *a, int final)
     a->nopen = w;
 }
 
-/* META config.flush_ms (model.c reads it the same way), 0 when absent. */
-static uint64_t flush_ms(const struct tkp_record *r)
-{
-    struct tkp_mp c;
-    uint32_t n, n2, len;
-    const char *k;
-    uint64_t v;
-    tkp_mp_init(&c, r->meta.map, r->meta.map_len);
-    if (!r->meta.map || tkp_mp_map(&c, &n)) return 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
-        if (len != 6 || memcmp(k, "config", 6) || tkp_mp_peek(&c) != TKP_MP_MAP) {
-            if (tkp_mp_skip(&c)) return 0;
-            continue;
-        }
-        if (tkp_mp_map(&c, &n2)) return 0;
-        for (uint32_t j = 0; j < n2; j++) {
-            if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
-            if (len == 8 && !memcmp(k, "flush_ms", 8) && tkp_mp_peek(&c) == TKP_MP_UINT)
-                return tkp_mp_u64(&c, &v) ? 0 : v;
-            if (tkp_mp_skip(&c)) return 0;
-        }
-        return 0;
-    }
-    return 0;
-}
 
 static int weight_vote(struct tkp_acc *a, uint64_t ptr, uint64_t m, uint64_t n)
 {
@@ -287,7 +261,7 @@ int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r)
         sweep(a, 0);
         return 0;
     case TKP_REC_META: {
-        uint64_t f = flush_ms(r);
+        uint64_t f = tkp_meta_flush_ms(r);
         if (f && f <= 600000) a->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
         return 0;
     }

@@ -350,7 +350,7 @@ static int sweep(struct tkp_model *m, int final)
 }
 
 /* META config.flush_ms, 0 when absent: how often the shim hands over GPU records. */
-static uint64_t meta_flush_ms(const struct tkp_record *r)
+uint64_t tkp_meta_flush_ms(const struct tkp_record *r)
 {
     struct tkp_mp c;
     uint32_t n, n2, len;
@@ -487,7 +487,7 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
     case TKP_REC_GRAPH:
         return add_graph(m, r);
     case TKP_REC_META: {
-        uint64_t f = meta_flush_ms(r);
+        uint64_t f = tkp_meta_flush_ms(r);
         if (f && f <= 600000) m->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
         return 0;
     }

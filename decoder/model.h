@@ -169,4 +169,8 @@ void tkp_norms_free(struct tkp_norms *nr);
 /* NULL for a normal step, else "host", "gpu" or "host,gpu": which figure passed 3x its median. */
 const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep *s);
 
+/* META config.flush_ms of a META record, 0 when absent: how often the shim hands over GPU
+ * records, which bounds how late they can arrive after their step. */
+uint64_t tkp_meta_flush_ms(const struct tkp_record *r);
+
 #endif

@@ -53,11 +53,11 @@ if [ "$what" = all ] || [ "$what" = launch ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = bytes ]; then
-    echo "| capture size (minillm on simgpu) | launches | graph launches | bytes | bytes per launch |"
+    echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off) | launches | graph launches | bytes | bytes per launch |"
     echo "|---|---|---|---|---|"
     for style in "vllm" "hf" "vllm --graphs"; do
         d="$work/bytes"; rm -rf "$d"; mkdir -p "$d"
-        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d "$B/kernels/minillm" --style $style \
+        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_GPU=off "$B/kernels/minillm" --style $style \
             --steps 400 >/dev/null
         cap=$(ls "$d"/minillm.*.tokprof)
         read -r launches glaunches < <("$TKP" summary --json "$cap" |

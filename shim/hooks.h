@@ -35,7 +35,7 @@ static inline void tkp_rec_launch(int via, uint64_t key, int key_kind, uint64_t 
         atomic_fetch_add_explicit(&tkp_ringless_drops, 1, memory_order_relaxed);
         return;
     }
-    uint64_t ts = tkp_now_ns();
+    uint64_t ts = tkp_stamp();
     if (TKP_UNLIKELY(tkp_cfg.step_mode == TKP_STEPMODE_KERNEL))
         tkp_step_launch_boundary(r, key, key_kind, ts);
     uint32_t step = tkp_step_on_launch(r, ts, 0);
@@ -64,7 +64,7 @@ static inline void tkp_rec_graph_launch(int via, uint64_t exec, uint64_t stream)
         atomic_fetch_add_explicit(&tkp_ringless_drops, 1, memory_order_relaxed);
         return;
     }
-    uint64_t ts = tkp_now_ns();
+    uint64_t ts = tkp_stamp();
     uint32_t step = tkp_step_on_launch(r, ts, 1);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (TKP_UNLIKELY(!e)) return;
@@ -86,7 +86,7 @@ static inline int tkp_rec_copy(int kind, int dir, uint64_t bytes, uint64_t strea
         atomic_fetch_add_explicit(&tkp_ringless_drops, 1, memory_order_relaxed);
         return 0;
     }
-    uint64_t ts = tkp_now_ns();
+    uint64_t ts = tkp_stamp();
     uint32_t before = tkp_step_current(r);
     uint32_t step = kind == TKP_COPY_MEMCPY
                         ? tkp_step_on_copy(r, ts, dir, bytes, flags & TKP_COPY_ASYNC)
@@ -131,7 +131,7 @@ static inline void tkp_rec_pair(int type, uint64_t a, uint64_t b)
     if (!e) return;
     e->type = (uint8_t)type;
     e->step = tkp_step_current(r);
-    e->ts = tkp_now_ns();
+    e->ts = tkp_stamp();
     e->a = a;
     e->b = b;
     tkp_ring_commit(r);

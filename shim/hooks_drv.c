@@ -230,10 +230,10 @@ static CUresult sync_one(int h, const char *name, int kind, void *handle)
     one_arg_fn real = REAL(h, name, one_arg_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
     if (!tkp_should_record()) return DRV_CALL(real(handle));
-    uint64_t t0 = tkp_now_ns();
+    uint64_t t0 = tkp_stamp();
     CUresult rv = DRV_CALL(real(handle));
     int e = errno;
-    if (rv == CUDA_SUCCESS) tkp_rec_sync(kind, (uint64_t)(uintptr_t)handle, t0, tkp_now_ns());
+    if (rv == CUDA_SUCCESS) tkp_rec_sync(kind, (uint64_t)(uintptr_t)handle, t0, tkp_stamp());
     errno = e;
     return rv;
 }
@@ -259,10 +259,10 @@ TKP_EXPORT CUresult cuCtxSynchronize(void)
     no_arg_fn real = REAL(H_CTX_SYNC, "cuCtxSynchronize", no_arg_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
     if (!tkp_should_record()) return DRV_CALL(real());
-    uint64_t t0 = tkp_now_ns();
+    uint64_t t0 = tkp_stamp();
     CUresult rv = DRV_CALL(real());
     int e = errno;
-    if (rv == CUDA_SUCCESS) tkp_rec_sync(TKP_SYNC_CTX, 0, t0, tkp_now_ns());
+    if (rv == CUDA_SUCCESS) tkp_rec_sync(TKP_SYNC_CTX, 0, t0, tkp_stamp());
     errno = e;
     return rv;
 }
@@ -338,7 +338,7 @@ static void copy_returned(int marked, uint64_t t0)
 {
     if (marked < 0) return;
     int e = errno;
-    uint64_t t1 = tkp_now_ns();
+    uint64_t t1 = tkp_stamp();
     struct tkp_ring *r = tkp_ring_self();
     if (r) {
         tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
@@ -375,7 +375,7 @@ typedef CUresult (*memcpy_async_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
         htod_fn real = REAL(h, #fname, htod_fn);                                                  \
         if (!real) return CUDA_ERROR_NOT_FOUND;                                                   \
         int m = rec_copy(TKP_DIR_HTOD, n, src, (CUstream)(stream), 0);                            \
-        uint64_t t0 = tkp_now_ns();                                                               \
+        uint64_t t0 = tkp_stamp();                                                               \
         CUresult rv = DRV_CALL(real(d, src, n));                                                  \
         copy_returned(m, t0);                                                                     \
         return rv;                                                                                \
@@ -386,7 +386,7 @@ typedef CUresult (*memcpy_async_fn)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
         dtoh_fn real = REAL(h, #fname, dtoh_fn);                                                  \
         if (!real) return CUDA_ERROR_NOT_FOUND;                                                   \
         int m = rec_copy(TKP_DIR_DTOH, n, dst, (CUstream)(stream), 0);                            \
-        uint64_t t0 = tkp_now_ns();                                                               \
+        uint64_t t0 = tkp_stamp();                                                               \
         CUresult rv = DRV_CALL(real(dst, src, n));                                                \
         copy_returned(m, t0);                                                                     \
         return rv;                                                                                \

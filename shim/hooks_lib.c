@@ -128,7 +128,7 @@ static inline void lib_enter(struct frame *f)
     if (TKP_UNLIKELY(++tkp_tls.lib_seq == 0)) tkp_tls.lib_seq = 1; /* 0 means "none" */
     f->call = tkp_tls.lib_call = tkp_tls.lib_seq;
     f->rec = 1;
-    f->t0 = tkp_now_ns();
+    f->t0 = tkp_stamp();
     errno = e;
 }
 
@@ -154,7 +154,7 @@ static inline void lib_leave(struct frame *f, int lib, int op, uint64_t stream,
     tkp_tls.lib_depth--;
     if (!f->rec) return;
     int e = errno;
-    uint64_t t1 = tkp_now_ns();
+    uint64_t t1 = tkp_stamp();
     tkp_tls.lib_call = 0;
     unsigned flags = tkp_skip_captured(stream, 0) ? TKP_LIBF_CAPTURED : 0;
     struct tkp_ev *ev = tkp_ring_reserve(f->r);
@@ -678,7 +678,7 @@ static cublasStatus_t hook_cublasLtMatmul(cublasLtMatmul_fn real, int v13, cubla
         int e = errno;
         lt_shape(v13, d, la, lb, ld, &s);
         errno = e;
-        f.t0 = tkp_now_ns();
+        f.t0 = tkp_stamp();
     }
     cublasStatus_t rv = real(h, d, al, A, la, B, lb, be, C, lc, D, ld, algo, ws, wss, st);
     lib_leave(&f, TKP_LIB_CUBLASLT, TKP_OP_LT_MATMUL, (uint64_t)(uintptr_t)st, &s, (int)rv);

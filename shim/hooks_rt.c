@@ -304,10 +304,10 @@ static cudaError_t memcpy_common(cudaError_t (*real_sync)(void *, const void *, 
     int marked = tkp_rec_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
     errno = e_;
     if (real_async) return CALL_REAL(real_async(dst, src, n, k, s));
-    uint64_t t0 = tkp_now_ns();
+    uint64_t t0 = tkp_stamp();
     cudaError_t rv = CALL_REAL(real_sync(dst, src, n, k));
     e_ = errno;
-    uint64_t t1 = tkp_now_ns();
+    uint64_t t1 = tkp_stamp();
     struct tkp_ring *r = tkp_ring_self();
     if (r) {
         tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
@@ -411,11 +411,11 @@ static cudaError_t hook_cudaFreeHost(cudaFreeHost_fn real, void *p)
 #define SYNC_BODY(kind, handle, call)                                                             \
     do {                                                                                          \
         if (!tkp_should_record()) return CALL_REAL(call);                                         \
-        uint64_t t0_ = tkp_now_ns();                                                              \
+        uint64_t t0_ = tkp_stamp();                                                              \
         cudaError_t rv_ = CALL_REAL(call);                                                        \
         int e_ = errno;                                                                           \
         if (rv_ == cudaSuccess)                                                                   \
-            tkp_rec_sync(kind, (uint64_t)(uintptr_t)(handle), t0_, tkp_now_ns());                 \
+            tkp_rec_sync(kind, (uint64_t)(uintptr_t)(handle), t0_, tkp_stamp());                 \
         errno = e_;                                                                               \
         return rv_;                                                                               \
     } while (0)

@@ -33,7 +33,7 @@ static void on_exit_flush(void)
 {
     if (atomic_load(&tkp_state) != 1 || getpid() != started_pid) return;
     struct tkp_ring *r = tkp_tls.ring;
-    if (r) tkp_step_flush_thread(r, tkp_now_ns());
+    if (r) tkp_step_flush_thread(r, tkp_stamp());
     atomic_store(&tkp_state, -1); /* late CUDA calls from other atexit handlers: not recorded */
     tkp_cupti_stop();             /* CUPTI's last buffers, before the writer's final drain */
     tkp_writer_stop();
@@ -80,6 +80,7 @@ static int start_slow(void)
         atomic_store(&tkp_state, -1);
         return 0;
     }
+    tkp_clock_init();
     started_pid = getpid();
     tkp_stacks_start(); /* TOKPROF_STACKS: the unwinder is loaded here, never on a launch */
     if (tkp_writer_start()) {
@@ -105,7 +106,7 @@ static void marker(int kind)
     if (!tkp_active()) return;
     struct tkp_ring *r = tkp_ring_self();
     if (!r) return;
-    uint64_t ts = tkp_now_ns();
+    uint64_t ts = tkp_stamp();
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (e) {
         e->type = TKP_REC_MARKER;

@@ -61,7 +61,7 @@ static void record(int kind, const char *msg, uint64_t range)
     struct tkp_ring *r = tkp_ring_self();
     if (!r) return;
     const char *name = kind == TKP_NVTX_POP || kind == TKP_NVTX_RANGE_END ? "" : intern(msg);
-    uint64_t ts = tkp_now_ns();
+    uint64_t ts = tkp_stamp();
     tkp_step_on_nvtx(r, kind, name, ts);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (!e) return;

@@ -47,7 +47,7 @@ static void on_thread_exit(void *p)
 {
     struct tkp_ring *r = p;
     if (!r) return;
-    tkp_step_flush_thread(r, tkp_now_ns()); /* its pending steps end with it */
+    tkp_step_flush_thread(r, tkp_stamp()); /* its pending steps end with it */
     tkp_tls.ring = NULL;
     atomic_store_explicit(&r->state, TKP_RING_EXITED, memory_order_release);
 }

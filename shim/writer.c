@@ -206,8 +206,10 @@ static void chunk_begin(void)
     if (first) emit_meta(); /* every file, rotated ones included, starts with its META */
 }
 
-static void pack_dt(uint64_t ts)
+/* A record's stamp (clock.c), as ns delta-encoded against the previous record. */
+static void pack_dt(uint64_t stamp)
 {
+    uint64_t ts = tkp_stamp_ns(stamp);
     msgpack_pack_int64(&W.pk, (int64_t)(ts - W.prev_ns));
     W.prev_ns = ts;
 }
@@ -325,7 +327,7 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     }
     msgpack_pack_uint64(pk, e->a);
     msgpack_pack_uint64(pk, e->b);
-    msgpack_pack_uint64(pk, e->u[7]);
+    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
     msgpack_pack_uint32(pk, e->u[6] >> 16);
     msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
 }
@@ -391,7 +393,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint32(pk, e->step);
         msgpack_pack_int(pk, e->sub);
         msgpack_pack_uint64(pk, e->a);
-        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->b)); /* the wait */
         break;
     case TKP_REC_EVENT_RECORD:
     case TKP_REC_STREAM_WAIT:
@@ -403,21 +405,23 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint64(pk, e->a);
         msgpack_pack_uint64(pk, e->b);
         break;
-    case TKP_REC_STEP:
-        tkp_trigger_on_step(e->sub, e->ts, e->b); /* flight mode: a slow step is a trigger */
+    case TKP_REC_STEP: {
+        uint64_t begin = tkp_stamp_ns(e->ts), mark = tkp_stamp_ns(e->a), end = tkp_stamp_ns(e->b);
+        tkp_trigger_on_step(e->sub, begin, end); /* flight mode: a slow step is a trigger */
         msgpack_pack_array(pk, 11);
         msgpack_pack_int(pk, TKP_REC_STEP);
         msgpack_pack_uint32(pk, e->step);
         msgpack_pack_uint32(pk, thread);
         msgpack_pack_int(pk, e->sub);
-        msgpack_pack_uint64(pk, e->ts);
-        msgpack_pack_uint64(pk, e->a);
-        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_uint64(pk, begin);
+        msgpack_pack_uint64(pk, mark);
+        msgpack_pack_uint64(pk, end);
         msgpack_pack_uint32(pk, e->u[0]);
         msgpack_pack_uint32(pk, e->u[1]);
         msgpack_pack_uint32(pk, e->u[2]);
         msgpack_pack_uint32(pk, e->u[3]);
         break;
+    }
     case TKP_REC_NVTX: {
         uint32_t nm = name_id((const char *)(uintptr_t)e->a);
         msgpack_pack_array(pk, 7);
@@ -680,6 +684,7 @@ static size_t cycle(int force)
     }
     /* GPU buffers completed before the drain: their launches' join events are in the rings. */
     struct tkp_gpu_batch *gpu = tkp_cupti_take();
+    tkp_clock_anchor(); /* before the drain: the stamps drained next are converted against it */
     size_t n = tkp_rings_drain(encode, NULL);
     tkp_cupti_encode(gpu, force);
     uint64_t now = tkp_now_ns();

@@ -102,7 +102,7 @@ if [ "$what" = all ] || [ "$what" = libcall ]; then
     for i in $(seq "$RUNS"); do
         SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM "$B/tests/e2e/libbench" "$LN" >>"$work/lb"
         SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work TOKPROF_RING_KB=262144 \
-            TOKPROF_BUFFER_MB=1024 "$B/tests/e2e/libbench" "$LN" >>"$work/ls"
+            TOKPROF_BUFFER_MB=1024 TOKPROF_GPU=off "$B/tests/e2e/libbench" "$LN" >>"$work/ls"
         rm -f "$work"/*.tokprof
     done
     lb1=$(awk '{print $1}' "$work/lb" | median); ls1=$(awk '{print $1}' "$work/ls" | median)

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "err.h"
+#include "multireader.h"
 #include "reader.h"
 
 int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
@@ -15,17 +16,41 @@ int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
     return err;
 }
 
+int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
+{
+    if (ctx->ninputs == TKP_CMD_INPUTS_MAX)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "more than %d capture arguments (give a directory)",
+                            TKP_CMD_INPUTS_MAX);
+    if (!*first) *first = arg;
+    ctx->inputs[ctx->ninputs++] = arg;
+    return 0;
+}
+
 int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r)
 {
-    char why[256];
-    int err = tkp_reader_open(path, r, why, sizeof(why));
-    return err ? tkp_cmd_fail(ctx, err, "%s: %s", path, why) : 0;
+    int many = ctx->ninputs > 1 && path == ctx->inputs[0];
+    int err = tkp_reader_open_many(many ? ctx->inputs : &path, many ? ctx->ninputs : 1, r,
+                                   ctx->why, sizeof(ctx->why));
+    return err; /* the reason names the input */
 }
+
+static void warn_file(struct tkp_ctx *ctx, const char *path, const struct tkp_reader_err *e,
+                      const struct tkp_reader_stats *s);
 
 void tkp_cmd_warn_reader(struct tkp_ctx *ctx, const char *path, const struct tkp_reader *r)
 {
-    const struct tkp_reader_err *e = tkp_reader_error(r);
-    const struct tkp_reader_stats *s = tkp_reader_stats(r);
+    size_t n = tkp_reader_nfiles(r);
+    for (size_t i = 0; i < n; i++) {
+        const char *p;
+        const struct tkp_reader_stats *s;
+        const struct tkp_reader_err *e = tkp_reader_file(r, i, &p, &s);
+        warn_file(ctx, p ? p : path, e, s);
+    }
+}
+
+static void warn_file(struct tkp_ctx *ctx, const char *path, const struct tkp_reader_err *e,
+                      const struct tkp_reader_stats *s)
+{
     if (e && e->code == TKP_ERR_TORN)
         ctx->warn(ctx, "%s: torn tail at byte %llu (%s): decoded up to there", path,
                   (unsigned long long)e->offset, e->msg);

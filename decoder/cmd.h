@@ -9,10 +9,15 @@
 
 struct tkp_reader;
 
+#define TKP_CMD_INPUTS_MAX 256 /* capture arguments of one command (a directory counts once) */
+
 struct tkp_ctx {
     FILE *out;
     const char *argv0; /* how tokprof was invoked (for tokprof run's shim lookup) */
     char why[512];     /* one line: why the command failed */
+    /* the capture arguments tkp_cmd_input() collected (argv strings, not owned) */
+    const char *inputs[TKP_CMD_INPUTS_MAX];
+    size_t ninputs;
     /* prints "tokprof: warning: ..." on stderr; the command keeps going */
     void (*warn)(struct tkp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 };
@@ -39,10 +44,17 @@ extern const struct tkp_cmd tkp_cmd_analyze, tkp_cmd_diff, tkp_cmd_export, tkp_c
 int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. */
+/* For commands that read several captures: records the capture argument `arg` (*first gets
+ * the first one, the path the command names in its messages). Returns 0 or TKP_ERR_USAGE. */
+int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg);
+
+/* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. `path` may be a
+ * directory (its *.tokprof files, merged: multireader.h); when it is the first argument
+ * tkp_cmd_input() collected, all of them are opened, merged. */
 int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r);
 
-/* After the last tkp_reader_next() of a command: a torn or bad chunk becomes the warning
+/* After the last tkp_reader_next() of a command (for each file of a merged reader): a torn or
+ * bad chunk becomes the warning
  * "PATH: torn tail at byte N (incomplete chunk): decoded up to there" (the capture stays
  * usable: it is how a killed program's capture ends), and names or threads a chunk used without
  * defining them get one warning with their counts. */

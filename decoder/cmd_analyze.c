@@ -25,10 +25,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             classes = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     struct tkp_classes *cl;
@@ -70,7 +68,7 @@ const struct tkp_cmd tkp_cmd_analyze = {
     .name = "analyze",
     .brief = "change points, scaling slopes, idle split and launch-bound verdict",
     .usage =
-        "usage: tokprof analyze [--json] [--classes FILE] FILE\n"
+        "usage: tokprof analyze [--json] [--classes FILE] CAPTURE...\n"
         "\n"
         "Finds where the step latency changed (binary segmentation on the mean of the host\n"
         "duration and, with GPU records, the GPU busy time of the token steps; BIC-like penalty\n"
@@ -80,6 +78,8 @@ const struct tkp_cmd tkp_cmd_analyze = {
         "the GPU idle time inside steps into launch gaps (the next kernel was launched after the\n"
         "GPU went idle) and host waits (it was queued but held back), and says whether the run\n"
         "is gpu-bound, launch-bound or host-wait-bound.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "  --json          one JSON object, for scripts\n"
         "  --classes FILE  extra 'CLASS REGEX' lines, tried before the built-in classes\n"

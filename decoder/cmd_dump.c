@@ -10,6 +10,7 @@
 #include "err.h"
 #include "json.h"
 #include "libcalls.h"
+#include "multireader.h"
 #include "reader.h"
 
 #define TYPES_MAX 64 /* record types are small numbers (format.h) */
@@ -107,11 +108,13 @@ static void print_lib_call(FILE *f, const struct tkp_record *r)
             r->lib_call.status, r->lib_call.flags & TKP_LIBF_CAPTURED ? "true" : "false");
 }
 
-static void print_record(FILE *f, const struct tkp_record *r)
+/* pid: with several files, each record says its process (META has its own "pid" key). */
+static void print_record(FILE *f, const struct tkp_record *r, int pid)
 {
     static const char *const meta_skip[] = {"type", NULL};
     char b[TKP_ENUM_BUF];
     fprintf(f, "{\"type\":\"%s\"", tkp_rec_str(r->type));
+    if (pid && r->type != TKP_REC_META) fprintf(f, ",\"pid\":%" PRIu64, r->pid);
     if (tkp_record_has_time(r->type))
         fprintf(f, ",\"host_ns\":%" PRIu64 ",\"tid\":%u,\"step\":%" PRIu64, r->host_ns, r->tid,
                 r->step);
@@ -259,10 +262,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             types = argv[i] + 7;
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     if (types) {
@@ -275,8 +276,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_reader *r;
     struct tkp_record rec;
     if ((err = tkp_cmd_open(ctx, path, &r))) return err;
+    int pid = tkp_reader_nfiles(r) > 1;
     while (tkp_reader_next(r, &rec) == 1)
-        if (rec.type < TYPES_MAX && want[rec.type]) print_record(ctx->out, &rec);
+        if (rec.type < TYPES_MAX && want[rec.type]) print_record(ctx->out, &rec, pid);
     tkp_cmd_warn_reader(ctx, path, r);
     tkp_reader_close(r);
     return 0;
@@ -286,7 +288,7 @@ const struct tkp_cmd tkp_cmd_dump = {
     .name = "dump",
     .brief = "print every record as one JSON line",
     .usage =
-        "usage: tokprof dump [--type T[,T...]] [--raw] FILE\n"
+        "usage: tokprof dump [--type T[,T...]] [--raw] CAPTURE...\n"
         "\n"
         "Prints each record of the capture FILE as one JSON object per line, in file order, with\n"
         "a \"type\" field (meta, launch, graph_launch, graph, copy, sync, event_record,\n"
@@ -295,6 +297,10 @@ const struct tkp_cmd tkp_cmd_dump = {
         "timestamps are absolute CLOCK_MONOTONIC nanoseconds (host_ns); handles are \"0x..\".\n"
         "A capture cut short (a killed program) is decoded up to its last whole chunk, with a\n"
         "warning on stderr.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
+        "Then each record has a \"pid\" and, merged from several processes, \"thread\" is\n"
+        "renumbered to stay unique per process.\n"
         "\n"
         "  --type T   only records of these types (comma-separated)\n"
         "  --raw      also the bookkeeping records: chunk, name, thread\n"

@@ -200,10 +200,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             out = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (strcmp(format, "perfetto") && strcmp(format, "chrome"))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--format perfetto or chrome, not '%s'", format);
@@ -242,13 +240,15 @@ const struct tkp_cmd tkp_cmd_export = {
     .name = "export",
     .brief = "the capture as a Perfetto / Chrome trace (JSON) for timeline viewers",
     .usage =
-        "usage: tokprof export [--format perfetto|chrome] -o FILE.json CAPTURE\n"
+        "usage: tokprof export [--format perfetto|chrome] -o FILE.json CAPTURE...\n"
         "\n"
         "Writes the capture as Chrome trace event JSON, which ui.perfetto.dev and\n"
         "chrome://tracing open: host threads with launches, copies and syncs (as long as the\n"
         "host waited), GPU streams with kernels and copies, arrows from each launch to its\n"
         "kernel, and a 'tokens' track with one slice per token step. Times are microseconds\n"
         "from the start of the capture, with nanosecond precision. '-o -' writes to stdout.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "example:\n"
         "  tokprof export -o trace.json server.1234.tokprof   # then open it in ui.perfetto.dev\n",

@@ -147,10 +147,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.svg needed");
@@ -189,13 +187,15 @@ const struct tkp_cmd tkp_cmd_heatmap = {
     .name = "heatmap",
     .brief = "an SVG heatmap of GPU time: step x kernel class, or step x position in the step",
     .usage =
-        "usage: tokprof heatmap -o FILE.svg [--kind class|position] [--classes FILE] CAPTURE\n"
+        "usage: tokprof heatmap -o FILE.svg [--kind class|position] [--classes FILE] CAPTURE...\n"
         "\n"
         "Draws GPU time as an SVG heatmap. --kind class (default): one row per kernel class,\n"
         "one column per token step. --kind position: one row per position of the kernel in\n"
         "its step (its launch's ordinal: layers show as repeating bands). Long captures are\n"
         "binned to at most 1000 columns (the mean per step of each bin). Colour is the square\n"
         "root of the GPU time against the largest cell; the legend gives the scale.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "example:\n"
         "  tokprof heatmap -o classes.svg server.1234.tokprof\n",

@@ -77,10 +77,8 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
             else o->tid = (uint32_t)v;
         } else if (a[0] == '-' && a[1]) {
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        } else if (o->path) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", a);
-        } else {
-            o->path = a;
+        } else if (tkp_cmd_input(ctx, &o->path, a)) {
+            return TKP_ERR_USAGE;
         }
     }
     if (!o->path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
@@ -276,13 +274,15 @@ const struct tkp_cmd tkp_cmd_kernels = {
     .usage =
         "usage: tokprof kernels [--by name|class] [--json|--csv] [--from N] [--to N]\n"
         "                       [--thread TID] [--class C] [--name REGEX] [--top N]\n"
-        "                       [--classes FILE] FILE\n"
+        "                       [--classes FILE] CAPTURE...\n"
         "\n"
         "GPU time of the kernels in the capture FILE, by kernel name (default) or by class\n"
         "(attention, gemm, moe, norm, activation, rope, kv-cache, sampling, communication,\n"
         "copy, embedding, other): count, total, mean, p50 and p99 duration (percentiles within\n"
         "1%), and share of all kernel time. Without GPU records, host launch counts only, and\n"
         "why.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "  --from N, --to N  token steps N.. / ..N of each thread (set-up work excluded)\n"
         "  --thread TID      kernels launched by one OS thread\n"

@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "err.h"
 #include "libcalls.h"
+#include "multireader.h"
 #include "reader.h"
 #include "sort.h"
 
@@ -267,6 +268,11 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_reader *r;
     struct tkp_libmodel m;
     if ((err = tkp_cmd_open(ctx, path, &r))) return err;
+    if (tkp_reader_is_merged(r)) { /* experts are told apart by weight addresses, per process */
+        tkp_reader_close(r);
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                            "%s: one process at a time (these captures are of several)", path);
+    }
     if ((err = tkp_libmodel_load(r, &m))) {
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, err, "%s: out of memory", path);

@@ -182,10 +182,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.html needed");
@@ -242,12 +240,14 @@ const struct tkp_cmd tkp_cmd_report = {
     .name = "report",
     .brief = "one self-contained HTML page: summary, figures, top kernels, change points, spec",
     .usage =
-        "usage: tokprof report -o FILE.html [--spec SPEC] [--classes FILE] CAPTURE\n"
+        "usage: tokprof report -o FILE.html [--spec SPEC] [--classes FILE] CAPTURE...\n"
         "\n"
         "Writes one HTML file that needs nothing else (no network, no script): the analyses\n"
         "of 'tokprof analyze', step latency over time, GPU time per step stacked by kernel\n"
         "class, the step x class heatmap, the top kernels, the change points, and with --spec\n"
         "the results of 'tokprof check SPEC' on the capture.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "example:\n"
         "  tokprof report -o report.html --spec slo.spec server.1234.tokprof\n",

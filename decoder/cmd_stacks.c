@@ -15,6 +15,7 @@
 #include "err.h"
 #include "flame.h"
 #include "json.h"
+#include "multireader.h"
 #include "reader.h"
 #include "symbolize.h"
 #include "sort.h"
@@ -535,6 +536,12 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_reader *r;
     struct tkp_record rec;
     if ((err = tkp_cmd_open(ctx, path, &r))) return cleanup(&s), err;
+    if (tkp_reader_is_merged(r)) { /* STACK and MODULE ids are per process */
+        tkp_reader_close(r);
+        cleanup(&s);
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: one process at a time (these captures are "
+                            "of several)", path);
+    }
     while (!err && tkp_reader_next(r, &rec) == 1) {
         switch (rec.type) {
         case TKP_REC_MODULE:

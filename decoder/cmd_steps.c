@@ -8,7 +8,8 @@
  *   graph_launches, copies, anomaly (null, "host", "gpu" or "host,gpu"),
  *   and only when the capture has GPU records: gpu_kernels, gpu_copies, span_ns, busy_ns,
  *   idle_ns, copy_ns, latency_mean_ns, latency_max_ns (launch -> GPU start; null when no kernel
- *   was paired), top_class (null without kernels).
+ *   was paired), top_class (null without kernels); last, pid (the process: several captures
+ *   or a directory are merged, multireader.h; `thread` is then unique across processes).
  * CSV (`--csv`): the same keys as columns, null as an empty field. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -59,10 +60,8 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
             else o->tid = (uint32_t)v;
         } else if (a[0] == '-' && a[1]) {
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        } else if (o->path) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", a);
-        } else {
-            o->path = a;
+        } else if (tkp_cmd_input(ctx, &o->path, a)) {
+            return TKP_ERR_USAGE;
         }
     }
     if (!o->path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
@@ -139,6 +138,7 @@ static void print_row(FILE *f, int json, const struct tkp_model *m, const struct
         num(f, json, "latency_max_ns", s->lat_n > 0, (int64_t)s->lat_max_ns, 0);
         str(f, json, "top_class", top < 0 ? NULL : tkp_classes_name(m->opts.classes, top));
     }
+    num(f, json, "pid", 1, (int64_t)s->pid, 0);
     fputs(json ? "}" : "\n", f);
 }
 
@@ -193,6 +193,7 @@ static void print_machine(FILE *f, const struct opts *o, const struct tkp_model 
             fprintf(f, "%s%s", k ? "," : "", keys_host[k]);
         for (size_t k = 0; gpu && k < sizeof(keys_gpu) / sizeof(*keys_gpu); k++)
             fprintf(f, ",%s", keys_gpu[k]);
+        fputs(",pid", f);
         putc('\n', f);
     }
     int first = 1;
@@ -238,7 +239,7 @@ const struct tkp_cmd tkp_cmd_steps = {
     .brief = "one row per step: host time, GPU busy and idle, launches, top kernel class",
     .usage =
         "usage: tokprof steps [--json|--csv] [--from N] [--to N] [--thread TID]\n"
-        "                     [--classes FILE] FILE\n"
+        "                     [--classes FILE] CAPTURE...\n"
         "\n"
         "One row per step (segment) of every thread of the capture FILE: its token index, host\n"
         "duration (begin to the sync that ended it) and gap to the next step, launches, and\n"
@@ -247,6 +248,8 @@ const struct tkp_cmd tkp_cmd_steps = {
         "latency and the kernel class with the most GPU time. A step is flagged when its host\n"
         "duration or GPU busy time is over 3x the median of token steps. Without GPU records\n"
         "the GPU columns are left out and the reason is printed.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "  --from N, --to N  token steps N.. / ..N of each thread (outside segments hidden)\n"
         "  --thread TID      one OS thread\n"

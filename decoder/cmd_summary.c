@@ -47,6 +47,10 @@
  *                            first (empty without GPU records)
  *   verdict         string   "gpu-bound", "host/launch-bound" or "unknown"
  *   worst_steps     array    [{step (token index), tid, host_ns, cause}] the 3 slowest token steps
+ *   processes       array    [{pid, program, threads, launches, graph_launches}] per process, in
+ *                            the order first seen (one entry for one capture; several captures or
+ *                            a directory are merged: multireader.h); `pid` and `program` above
+ *                            are the last META's
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -57,6 +61,7 @@
 #include "json.h"
 #include "analysis.h"
 #include "model.h"
+#include "multireader.h"
 #include "reader.h"
 
 #define TKP_IDLE_BOUND 0.30 /* idle share of the step span above which the host is the limit */
@@ -87,7 +92,17 @@ struct thread_sum {
     uint64_t dropped; /* last LOSS value: they are cumulative */
 };
 
+#define PROCS_MAX 64 /* processes listed; the counts above cover all */
+
+struct proc {
+    uint64_t pid, threads, launches, graph_launches;
+    char program[64];
+};
+
 struct summary {
+    struct proc procs[PROCS_MAX];
+    size_t nprocs;
+    int merged; /* several files: records are told apart by pid (else all are one process) */
     char program[TKP_NAME_MAX];
     uint64_t pid;
     uint64_t first_ns, last_ns;
@@ -119,17 +134,32 @@ static void saw_time(struct summary *s, uint64_t ns)
     if (ns > s->last_ns) s->last_ns = ns;
 }
 
+static struct proc *proc_at(struct summary *s, uint64_t pid)
+{
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i].pid == pid) return &s->procs[i];
+    if (s->nprocs == PROCS_MAX) return NULL;
+    s->procs[s->nprocs].pid = pid;
+    return &s->procs[s->nprocs++];
+}
+
 static int summary_add(struct summary *s, const struct tkp_record *r)
 {
     struct thread_sum *t;
+    /* a record before its file's META has pid 0: one file is one process whatever it says */
+    struct proc *p = s->merged ? proc_at(s, r->pid) : &s->procs[0];
+    s->nprocs += !s->merged && !s->nprocs;
     if (tkp_record_has_time(r->type)) saw_time(s, r->host_ns);
     switch (r->type) {
     case TKP_REC_META:
         snprintf(s->program, sizeof(s->program), "%s", r->meta.program);
         s->pid = r->meta.pid;
+        if (p) snprintf(p->program, sizeof(p->program), "%s", r->meta.program);
+        if (p && !s->merged) p->pid = r->meta.pid;
         break;
     case TKP_REC_THREAD:
         if (thread_at(s, r->thread, &t)) return TKP_ERR_NOMEM;
+        if (p && !t->mapped) p->threads++;
         t->mapped = 1;
         break;
     case TKP_REC_LOSS:
@@ -147,9 +177,11 @@ static int summary_add(struct summary *s, const struct tkp_record *r)
         break;
     case TKP_REC_LAUNCH:
         s->launches++;
+        if (p) p->launches++;
         break;
     case TKP_REC_GRAPH_LAUNCH:
         s->graph_launches++;
+        if (p) p->graph_launches++;
         break;
     case TKP_REC_COPY:
         s->copies++;
@@ -389,6 +421,17 @@ static void print_json(FILE *f, const struct summary *s, const struct tkp_reader
     }
     fprintf(f, ",\"missing_names\":%" PRIu64, st->missing_names);
     print_json_insight(f, m, in);
+    fputs(",\"processes\":[", f);
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct proc *p = &s->procs[i];
+        fprintf(f, "%s{\"pid\":%" PRIu64 ",\"program\":", i ? "," : "", p->pid);
+        tkp_json_str(f, p->program);
+        fprintf(f,
+                ",\"threads\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"graph_launches\":%" PRIu64
+                "}",
+                p->threads, p->launches, p->graph_launches);
+    }
+    putc(']', f);
     fputs("}\n", f);
 }
 
@@ -401,12 +444,25 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     uint64_t threads, dropped;
     totals(s, &threads, &dropped);
     print_text_insight(f, s, m, in);
-    fprintf(f, "capture   %s: %" PRIu64 " chunks", path, st->chunks);
+    if (tkp_reader_nfiles(r) > 1)
+        fprintf(f, "capture   %zu files (%s, ...): %" PRIu64 " chunks", tkp_reader_nfiles(r), path,
+                st->chunks);
+    else
+        fprintf(f, "capture   %s: %" PRIu64 " chunks", path, st->chunks);
     if (e)
         fprintf(f, ", stopped at byte %" PRIu64 " (%s)\n", e->offset, e->msg);
     else
         fputs(", complete\n", f);
-    fprintf(f, "program   %s (pid %" PRIu64 ")\n", s->program[0] ? s->program : "?", s->pid);
+    if (s->nprocs > 1) {
+        fprintf(f, "processes %zu:", s->nprocs);
+        for (size_t i = 0; i < s->nprocs; i++)
+            fprintf(f, "%s %s (pid %" PRIu64 ") %" PRIu64 " threads, %" PRIu64 " launches",
+                    i ? ";" : "", s->procs[i].program[0] ? s->procs[i].program : "?",
+                    s->procs[i].pid, s->procs[i].threads, s->procs[i].launches);
+        putc('\n', f);
+    } else {
+        fprintf(f, "program   %s (pid %" PRIu64 ")\n", s->program[0] ? s->program : "?", s->pid);
+    }
     fprintf(f, "duration  %.6f s\n", (double)(s->last_ns - s->first_ns) / 1e9);
     fprintf(f, "threads   %" PRIu64 "\n", threads);
     fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step\n", s->steps,
@@ -430,10 +486,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             classes = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", argv[i]);
-        else
-            path = argv[i];
+        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
+            return err;
     }
     if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
 
@@ -456,6 +510,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         free(s);
         return err;
     }
+    s->merged = tkp_reader_nfiles(r) > 1;
     tkp_model_init(&m, &mo);
     memset(&in, 0, sizeof(in));
     struct tkp_acc *acc = NULL;
@@ -494,7 +549,7 @@ const struct tkp_cmd tkp_cmd_summary = {
     .name = "summary",
     .brief = "the capture at a glance: latency, GPU time by class, verdict, worst steps",
     .usage =
-        "usage: tokprof summary [--json] [--classes FILE] FILE\n"
+        "usage: tokprof summary [--json] [--classes FILE] CAPTURE...\n"
         "\n"
         "The capture FILE at a glance. Five lines first: token steps, inter-token latency and\n"
         "GPU busy time per step, where the GPU time goes by kernel class, whether the run is\n"
@@ -503,6 +558,8 @@ const struct tkp_cmd tkp_cmd_summary = {
         "copies, syncs, threads, records the shim had to drop, and the span of time covered. A\n"
         "capture cut short (a killed program) is summarised up to its last whole chunk, with a\n"
         "warning. Without GPU records the GPU lines say why.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
         "  --json          one JSON object with stable keys, for scripts\n"
         "  --classes FILE  extra 'CLASS REGEX' lines, tried before the built-in classes\n"

@@ -229,6 +229,7 @@ static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t 
     memset(s, 0, sizeof(*s));
     s->thread = thread;
     s->tid = tid;
+    s->pid = m->pid;
     s->seg = seg;
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
@@ -262,11 +263,20 @@ static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
     return 0;
 }
 
+/* The graph's slot in m->graph_hash (open addressing: index + 1, 0 empty). */
+static size_t graph_pos(const struct tkp_model *m, uint64_t graph)
+{
+    size_t j = mix(graph) & (m->graph_hash_cap - 1);
+    while (m->graph_hash[j] && m->graphs[m->graph_hash[j] - 1].graph != graph)
+        j = (j + 1) & (m->graph_hash_cap - 1);
+    return j;
+}
+
 static const struct tkp_mgraph *graph_find(const struct tkp_model *m, uint64_t graph)
 {
-    for (size_t i = 0; i < m->ngraphs; i++)
-        if (m->graphs[i].graph == graph) return &m->graphs[i];
-    return NULL;
+    if (!m->graph_hash_cap) return NULL;
+    size_t j = graph_pos(m, graph);
+    return m->graph_hash[j] ? &m->graphs[m->graph_hash[j] - 1] : NULL;
 }
 
 static int cmp_kernel(const void *a, const void *b)
@@ -379,15 +389,28 @@ uint64_t tkp_meta_flush_ms(const struct tkp_record *r)
 static int add_graph(struct tkp_model *m, const struct tkp_record *r)
 {
     if (graph_find(m, r->graph.graph)) return 0; /* re-emitted in every chunk that replays it */
-    size_t cap = m->ngraphs;
-    struct tkp_mgraph *g = realloc(m->graphs, (cap + 1) * sizeof(*g));
-    if (!g) return TKP_ERR_NOMEM;
-    m->graphs = g;
-    g = &m->graphs[m->ngraphs];
+    /* hostile input can define graphs without end: past the caps, a graph's launches count as
+     * of unknown topology (a real server instantiates tens to a few thousand) */
+    if (m->ngraphs >= TKP_MODEL_GRAPHS_MAX ||
+        m->graph_nodes + r->graph.nnodes > TKP_MODEL_GRAPH_NODES_MAX)
+        return 0;
+    if ((m->ngraphs + 1) * 2 > m->graph_hash_cap) {
+        size_t cap = m->graph_hash_cap ? m->graph_hash_cap * 2 : 64;
+        size_t *h = calloc(cap, sizeof(*h));
+        if (!h) return TKP_ERR_NOMEM;
+        free(m->graph_hash);
+        m->graph_hash = h;
+        m->graph_hash_cap = cap;
+        for (size_t i = 0; i < m->ngraphs; i++)
+            h[graph_pos(m, m->graphs[i].graph)] = i + 1;
+    }
+    if (GROW(m->graphs, m->cap_graphs, m->ngraphs + 1)) return TKP_ERR_NOMEM;
+    struct tkp_mgraph *g = &m->graphs[m->ngraphs];
     g->graph = r->graph.graph;
     g->n = 0;
     if (!(g->slots = malloc((r->graph.nnodes + 1) * sizeof(*g->slots)))) return TKP_ERR_NOMEM;
-    m->ngraphs++;
+    m->graph_hash[graph_pos(m, r->graph.graph)] = ++m->ngraphs;
+    m->graph_nodes += r->graph.nnodes;
     for (uint32_t i = 0; i < r->graph.nnodes; i++) {
         const struct tkp_graph_node *n = &r->graph.nodes[i];
         if (n->type != TKP_NODE_KERNEL) continue;
@@ -478,6 +501,7 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
 {
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
+    m->pid = r->pid; /* for the steps step_at() creates */
     if (tkp_record_has_time(r->type) && r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     switch (r->type) {
     case TKP_REC_CHUNK:
@@ -564,6 +588,7 @@ void tkp_model_free(struct tkp_model *m)
     free(m->openlist);
     free(m->name_hash);
     free(m->graphs);
+    free(m->graph_hash);
     memset(m, 0, sizeof(*m));
 }
 

@@ -52,6 +52,8 @@ struct tkp_ctx;
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
 #define TKP_HIST_BUCKETS 1600           /* 1.02^1600 ns > 5e13 ns: every real duration */
 #define TKP_MSTEP_OPEN 2                /* a step whose STEP record never came (cut capture) */
+#define TKP_MODEL_GRAPHS_MAX 65536      /* graph topologies kept; later ones count as unknown */
+#define TKP_MODEL_GRAPH_NODES_MAX (16u << 20) /* their nodes, all together (64 MiB of slots) */
 
 struct tkp_model_opts {
     const struct tkp_classes *classes; /* required; not owned */
@@ -65,7 +67,8 @@ struct tkp_model_opts {
 struct tkp_mopen; /* an open step's records, internal to model.c */
 
 struct tkp_mstep {
-    uint32_t thread, tid;
+    uint32_t thread, tid; /* thread: unique per process in a merged reader (multireader.h) */
+    uint64_t pid;         /* the process (META pid) */
     uint64_t seg;     /* segment index on the thread */
     int64_t index;    /* token index on the thread (0, 1, ...), -1 for outside or open steps */
     int kind;         /* TKP_STEP_TOKEN, TKP_STEP_OUTSIDE or TKP_MSTEP_OPEN */
@@ -122,8 +125,11 @@ struct tkp_model {
     size_t *name_hash;
     size_t hash_cap;
     struct tkp_mgraph *graphs;
-    size_t ngraphs;
+    size_t ngraphs, cap_graphs, graph_nodes;
+    size_t *graph_hash; /* index + 1 by graph id */
+    size_t graph_hash_cap;
     uint64_t chunks;
+    uint64_t pid; /* of the record being added */
 };
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts);

@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "err.h"
+#include "multireader.h"
 #include "record.h"
 #include "record_fast.h"
 
@@ -58,6 +59,8 @@ struct tkp_reader {
 
     struct tkp_decode_buf buf;
     char namebuf[TKP_NAME_MAX]; /* a NAME string when the table is full */
+    uint64_t pid;               /* from META */
+    struct tkp_mreader *multi;  /* a merged reader: everything else is unused */
 };
 
 int tkp_record_has_time(enum tkp_rec t)
@@ -148,13 +151,42 @@ int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t w
     return tkp_reader_open_stream(f, r, why, whylen);
 }
 
-void tkp_reader_close(struct tkp_reader *r)
+struct tkp_reader *tkp_reader_new_multi(struct tkp_mreader *m)
 {
-    if (!r) return;
-    fclose(r->f);
+    struct tkp_reader *r = calloc(1, sizeof(*r));
+    if (r) r->multi = m;
+    return r;
+}
+
+struct tkp_mreader *tkp_reader_multi(const struct tkp_reader *r)
+{
+    return r->multi;
+}
+
+void tkp_reader_release(struct tkp_reader *r)
+{
+    if (r->f) fclose(r->f);
     ZSTD_freeDCtx(r->dctx);
     free(r->zbuf);
     free(r->raw);
+    tkp_decode_buf_free(&r->buf);
+    r->f = NULL;
+    r->dctx = NULL;
+    r->zbuf = r->raw = NULL;
+    r->zcap = r->rawcap = 0;
+    r->in_chunk = 0;
+    if (!r->state) r->state = 1;
+}
+
+void tkp_reader_close(struct tkp_reader *r)
+{
+    if (!r) return;
+    if (r->multi) {
+        tkp_mreader_free(r->multi);
+        free(r);
+        return;
+    }
+    tkp_reader_release(r);
     for (size_t i = 0; i < r->names_cap; i++)
         free(r->names[i].str);
     free(r->names);
@@ -162,22 +194,22 @@ void tkp_reader_close(struct tkp_reader *r)
         free(r->retired[i]);
     free(r->retired);
     free(r->threads);
-    tkp_decode_buf_free(&r->buf);
     free(r);
 }
 
 const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r)
 {
+    if (r->multi) return tkp_mreader_error(r->multi);
     return r->state < 0 ? &r->err : NULL;
 }
 
 const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r)
 {
-    return &r->stats;
+    return r->multi ? tkp_mreader_stats(r->multi) : &r->stats;
 }
 uint32_t tkp_reader_flags(const struct tkp_reader *r)
 {
-    return r->flags;
+    return r->multi ? tkp_mreader_flags(r->multi) : r->flags;
 }
 
 static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
@@ -402,6 +434,8 @@ static int load_chunk(struct tkp_reader *r)
 static void apply(struct tkp_reader *r, struct tkp_record *rec)
 {
     rec->offset = r->chunk_off;
+    if (rec->type == TKP_REC_META) r->pid = rec->meta.pid;
+    rec->pid = r->pid;
     if (tkp_record_has_time(rec->type)) {
         /* unsigned wrap-around makes a negative dt subtract */
         rec->host_ns = r->prev_ns + (uint64_t)r->buf.dt;
@@ -454,6 +488,7 @@ static void apply(struct tkp_reader *r, struct tkp_record *rec)
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     char why[160];
+    if (r->multi) return tkp_mreader_next(r->multi, rec);
     for (;;) {
         if (r->state) return r->state < 0 ? r->state : 0;
         if (!r->in_chunk) {

@@ -65,6 +65,7 @@ struct tkp_record {
     uint64_t host_ns;
     uint32_t thread;
     uint32_t tid;
+    uint64_t pid;  /* the process: its capture's META pid (0 before the META record) */
     uint64_t step; /* segment index on the thread (LAUNCH..MARKER, STEP) */
     union {
         struct {
@@ -197,6 +198,8 @@ const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);
 const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);
 uint32_t tkp_reader_flags(const struct tkp_reader *r); /* TKP_FILE_STREAM | TKP_FILE_SNAPSHOT */
 void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
+
+/* Several captures or directories merged into one reader: multireader.h. */
 
 /* 1 for the record types whose host_ns comes from a dt field. */
 int tkp_record_has_time(enum tkp_rec type);

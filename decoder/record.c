@@ -131,8 +131,8 @@ static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_bu
         for (m -= 10; m; m--)
             if (tkp_mp_skip(d->c)) return fail(d, "node %u: unreadable extra field", i);
     }
-    for (uint32_t i = 0; i < n; i++)
-        b->nodes[i].deps = b->deps + (uintptr_t)b->nodes[i].deps;
+    for (uint32_t i = 0; i < n; i++) /* no edge at all: deps may still be NULL (no offset on it) */
+        b->nodes[i].deps = b->deps ? b->deps + (uintptr_t)b->nodes[i].deps : NULL;
     r->graph.nnodes = n;
     r->graph.nodes = b->nodes;
     return 0;
@@ -170,15 +170,16 @@ static int meta(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
                         : KEY("cuda_driver_version")  ? &m->cuda_driver_version
                                                       : NULL;
 #undef KEY
+        /* peek says the type; reading it can still fail (a length past the payload's end) */
         if (dst && tkp_mp_peek(d->c) == TKP_MP_STR) {
-            tkp_mp_str(d->c, &s, &slen);
+            if (tkp_mp_str(d->c, &s, &slen)) return fail(d, "unreadable string in META");
             copy_str(dst,
                      dst == b->program    ? sizeof(b->program)
                      : dst == b->hostname ? sizeof(b->hostname)
                                           : sizeof(b->version),
                      s, slen);
         } else if (num && tkp_mp_peek(d->c) == TKP_MP_UINT) {
-            tkp_mp_u64(d->c, num);
+            if (tkp_mp_u64(d->c, num)) return fail(d, "unreadable integer in META");
         } else if (tkp_mp_skip(d->c)) {
             return fail(d, "unreadable value of key '%.*s'", (int)(klen > 40 ? 40 : klen), k);
         }

@@ -4,7 +4,9 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium)  # chromium: headless render of tokprof report (tests/analysis)
+      libcriterion-dev binutils chromium clang libclang-rt-14-dev)
+# chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
+# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,4 +1,6 @@
 /* tokprof decoder: helpers shared by the subcommands (see cmd.h). */
+#include <string.h>
+
 #include "cmd.h"
 
 #include <stdarg.h>
@@ -23,6 +25,25 @@ int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
                             TKP_CMD_INPUTS_MAX);
     if (!*first) *first = arg;
     ctx->inputs[ctx->ninputs++] = arg;
+    return 0;
+}
+
+int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
+                              int *json, const char **classes)
+{
+    int err;
+    *path = NULL, *json = 0, *classes = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            *json = 1;
+        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
+            *classes = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1])
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
+        else if ((err = tkp_cmd_input(ctx, path, argv[i])))
+            return err;
+    }
+    if (!*path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     return 0;
 }
 

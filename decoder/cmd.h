@@ -48,6 +48,12 @@ int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
  * the first one, the path the command names in its messages). Returns 0 or TKP_ERR_USAGE. */
 int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg);
 
+/* The arguments of a command whose only options are --json and --classes FILE, followed by
+ * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or
+ * TKP_ERR_USAGE with the reason in ctx->why (an unknown option, no capture). */
+int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
+                              int *json, const char **classes);
+
 /* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. `path` may be a
  * directory (its *.tokprof files, merged: multireader.h); when it is the first argument
  * tkp_cmd_input() collected, all of them are opened, merged. */

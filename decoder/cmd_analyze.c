@@ -15,20 +15,10 @@
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path = NULL, *classes = NULL;
+    const char *path, *classes;
     char why[256];
-    int json = 0, err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
-            classes = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
-            return err;
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    int json, err;
+    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &classes))) return err;
     struct tkp_classes *cl;
     if ((err = tkp_classes_new(classes, &cl, why, sizeof(why))))
         return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);

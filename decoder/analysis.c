@@ -23,6 +23,7 @@ struct akern {
 };
 
 struct aopen {
+    struct aopen *next_spare;
     uint64_t *l, *g; /* launch and graph-launch host times, by ordinal */
     size_t nl, capl, ng, capg;
     struct akern *k;
@@ -56,6 +57,8 @@ struct tkp_acc {
     size_t nw, wcap;
     uint64_t now_ns, late_ns;
     int token_dim_m, has_tokens;
+    size_t last_row; /* row_at's cache: the row of the previous record, + 1 */
+    struct aopen *spare; /* closed rows' buffers, reused (a list) */
 };
 
 static int grow(void **p, size_t *cap, size_t n, size_t sz)
@@ -110,6 +113,11 @@ void tkp_acc_free(struct tkp_acc *a)
     if (!a) return;
     for (size_t i = 0; i < a->nrows; i++)
         open_free(a->rows[i].open);
+    while (a->spare) {
+        struct aopen *o = a->spare;
+        a->spare = o->next_spare;
+        open_free(o);
+    }
     free(a->rows);
     free(a->hash);
     free(a->open);
@@ -146,8 +154,15 @@ static int rehash(struct tkp_acc *a, size_t cap)
 /* The row of (thread, seg), created open on first sight; NULL on NOMEM. */
 static struct arow *row_at(struct tkp_acc *a, uint32_t thread, uint64_t seg)
 {
+    if (a->last_row) { /* a step's records mostly come one after another */
+        struct arow *r = &a->rows[a->last_row - 1];
+        if (r->thread == thread && r->seg == seg) return r;
+    }
     long i = row_find(a, thread, seg);
-    if (i >= 0) return &a->rows[i];
+    if (i >= 0) {
+        a->last_row = (size_t)i + 1;
+        return &a->rows[i];
+    }
     if ((a->nrows + 1) * 2 > a->hcap && rehash(a, a->hcap ? a->hcap * 2 : 1024)) return NULL;
     if (GROW(a->rows, a->caprows, a->nrows + 1) || GROW(a->open, a->capopen, a->nopen + 1))
         return NULL;
@@ -155,12 +170,18 @@ static struct arow *row_at(struct tkp_acc *a, uint32_t thread, uint64_t seg)
     memset(r, 0, sizeof(*r));
     r->thread = thread;
     r->seg = seg;
-    if (!(r->open = calloc(1, sizeof(*r->open)))) return NULL;
+    if ((r->open = a->spare)) { /* a closed row's buffers, emptied */
+        a->spare = r->open->next_spare;
+        r->open->next_spare = NULL;
+    } else if (!(r->open = calloc(1, sizeof(*r->open)))) {
+        return NULL;
+    }
     size_t j = key(thread, seg) & (a->hcap - 1);
     while (a->hash[j])
         j = (j + 1) & (a->hcap - 1);
     a->hash[j] = a->nrows + 1;
     a->open[a->nopen++] = a->nrows;
+    a->last_row = a->nrows + 1;
     return &a->rows[a->nrows++];
 }
 
@@ -170,7 +191,7 @@ static int cmp_akern(const void *x, const void *y)
     return a->start < b->start ? -1 : a->start > b->start;
 }
 
-static void row_close(struct arow *r)
+static void row_close(struct tkp_acc *a, struct arow *r)
 {
     struct aopen *o = r->open;
     tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_akern);
@@ -187,7 +208,10 @@ static void row_close(struct arow *r)
         }
         if (i == 0 || k->end > cur_e) cur_e = k->end;
     }
-    open_free(o);
+    o->nl = o->ng = o->nk = 0; /* the buffers go to the next row that opens */
+    o->last_gpu_end = 0;
+    o->next_spare = a->spare;
+    a->spare = o;
     r->open = NULL;
 }
 
@@ -197,7 +221,7 @@ static void sweep(struct tkp_acc *a, int final)
     for (size_t i = 0; i < a->nopen; i++) {
         struct arow *r = &a->rows[a->open[i]];
         uint64_t ref = r->end_ns > r->open->last_gpu_end ? r->end_ns : r->open->last_gpu_end;
-        if (final || (r->has_rec && a->now_ns >= ref + a->late_ns)) row_close(r);
+        if (final || (r->has_rec && a->now_ns >= ref + a->late_ns)) row_close(a, r);
         else a->open[w++] = a->open[i];
     }
     a->nopen = w;

@@ -32,6 +32,7 @@ struct ograph {
 };
 
 struct tkp_mopen {
+    struct tkp_mopen *next_spare;
     struct okernel *k;
     size_t nk, capk;
     struct olaunch *l;
@@ -160,8 +161,33 @@ static int rehash(struct tkp_model *m, size_t cap)
     return 0;
 }
 
+/* Name ids below this (a writer numbers them from 0) are looked up in a direct table. */
+#define TKP_MODEL_DIRECT_IDS (1u << 16)
+
+static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot);
+
 /* The slot of a name id (ids are stable within a file), created on first sight. */
-static int name_slot(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
+static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
+{
+    if (id < m->id2slot_cap && m->id2slot[id]) {
+        *slot = m->id2slot[id] - 1;
+        return 0;
+    }
+    int err = name_slot_hashed(m, id, name, slot);
+    if (!err && id < TKP_MODEL_DIRECT_IDS) {
+        if (id >= m->id2slot_cap) {
+            size_t cap = m->id2slot_cap;
+            if (grow((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot)))
+                return 0; /* the hash still answers */
+            memset(m->id2slot + m->id2slot_cap, 0, (cap - m->id2slot_cap) * sizeof(*m->id2slot));
+            m->id2slot_cap = cap;
+        }
+        m->id2slot[id] = *slot + 1;
+    }
+    return err;
+}
+
+static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
 {
     if ((m->nnames + 1) * 2 > m->hash_cap && rehash(m, m->hash_cap ? m->hash_cap * 2 : 256))
         return TKP_ERR_NOMEM;
@@ -234,7 +260,12 @@ static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t 
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
     s->class_ns = calloc((size_t)m->nclasses, sizeof(*s->class_ns));
-    s->open = calloc(1, sizeof(*s->open));
+    if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
+        m->spare = s->open->next_spare;
+        s->open->next_spare = NULL;
+    } else {
+        s->open = calloc(1, sizeof(*s->open));
+    }
     if (!s->class_ns || !s->open) {
         free(s->class_ns);
         free(s->open);
@@ -334,10 +365,12 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
                 m->names[g->slots[j]].launches++;
         }
     }
-    free(o->k);
-    free(o->l);
-    free(o->g);
-    free(o);
+    /* the buffers go to the next step that opens: no allocation per step in a steady stream */
+    o->nk = o->nl = o->ng = 0;
+    o->has_rec = 0;
+    o->last_gpu_end = 0;
+    o->next_spare = m->spare;
+    m->spare = o;
     s->open = NULL;
     return err;
 }
@@ -581,6 +614,12 @@ void tkp_model_free(struct tkp_model *m)
         free(m->threads[t].seg2step);
     for (size_t i = 0; i < m->ngraphs; i++)
         free(m->graphs[i].slots);
+    while (m->spare) {
+        struct tkp_mopen *o = m->spare;
+        m->spare = o->next_spare;
+        free(o->k), free(o->l), free(o->g), free(o);
+    }
+    free(m->id2slot);
     free(m->steps);
     free(m->names);
     free(m->cls);

@@ -124,6 +124,9 @@ struct tkp_model {
     size_t nopen, cap_open;
     size_t *name_hash;
     size_t hash_cap;
+    uint32_t *id2slot; /* slot + 1 by name id, for ids below TKP_MODEL_DIRECT_IDS */
+    size_t id2slot_cap;
+    struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
     size_t *graph_hash; /* index + 1 by graph id */

@@ -58,6 +58,11 @@ struct tkp_reader {
     uint32_t threads_cap;
 
     struct tkp_decode_buf buf;
+    /* name_get's direct-mapped cache: the string an id resolved to, and in which chunk */
+    struct {
+        uint64_t id, chunk;
+        const char *str;
+    } ncache[256];
     char namebuf[TKP_NAME_MAX]; /* a NAME string when the table is full */
     uint64_t pid;               /* from META */
     struct tkp_mreader *multi;  /* a merged reader: everything else is unused */
@@ -118,10 +123,10 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     }
     unsigned version = h[8] | h[9] << 8;
     uint32_t hlen = le32(h + 12);
-    if (version != TKP_FORMAT_VERSION)
+    if (version < TKP_FORMAT_VERSION_MIN || version > TKP_FORMAT_VERSION)
         err = why_set(why, whylen, TKP_ERR_VERSION,
-                      "capture format version %u, this tokprof reads version %d", version,
-                      TKP_FORMAT_VERSION);
+                      "capture format version %u, this tokprof reads versions %d to %d", version,
+                      TKP_FORMAT_VERSION_MIN, TKP_FORMAT_VERSION);
     else if (hlen < TKP_FILE_HEADER_LEN || hlen > TKP_HEADER_MAX)
         err = why_set(why, whylen, TKP_ERR_HEADER, "bad header length %u", hlen);
     /* a longer header (a later minor addition) is skipped, as FORMAT.md says */
@@ -263,6 +268,7 @@ static int names_grow(struct tkp_reader *r)
  * TKP_NAMES_MAX_BYTES, or out of memory, the name is not stored: later uses read "?". */
 static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s, uint32_t len)
 {
+    r->ncache[id & 255].chunk = 0; /* name_get looks it up afresh */
     size_t n = len < TKP_NAME_MAX - 1 ? len : TKP_NAME_MAX - 1;
     char *str = NULL;
     struct name_slot *slot = NULL;
@@ -305,8 +311,15 @@ unstored:
 
 static const char *name_get(struct tkp_reader *r, uint64_t id)
 {
+    __typeof__(r->ncache[0]) *c = &r->ncache[id & 255];
+    if (c->chunk == r->nchunk + 1 && c->id == id) return c->str;
     struct name_slot *s = name_find(r, id);
-    if (s && s->chunk == r->nchunk + 1) return s->str;
+    if (s && s->chunk == r->nchunk + 1) {
+        c->id = id;
+        c->chunk = s->chunk;
+        c->str = s->str;
+        return s->str;
+    }
     r->stats.missing_names++;
     return TKP_NAME_MISSING;
 }
@@ -357,13 +370,13 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
     tkp_mp_init(&c, r->raw, raw_len);
     while (tkp_mp_left(&c)) {
         size_t at = (size_t)(c.p - r->raw);
-        int t = tkp_record_check_fast(&c), k = 1; /* t: a frequent type, never CHUNK */
+        int t = tkp_record_check_fast(&c, &r->buf), k = 1; /* t: a frequent type, never CHUNK */
         if (t >= 0)
             rec.type = (enum tkp_rec)t;
         else
             k = tkp_record_decode(&c, &rec, &r->buf, why, sizeof(why));
         if (k < 0) return stop(r, k, "payload byte %zu: %s", at, why);
-        if (first && (k == 0 || rec.type != TKP_REC_CHUNK))
+        if (first && (k != 1 || rec.type != TKP_REC_CHUNK))
             return stop(r, TKP_ERR_RECORD, "first record is not CHUNK");
         if (first && rec.chunk.seq != seq)
             return stop(r, TKP_ERR_RECORD, "CHUNK record has seq %llu, chunk header %u",
@@ -420,6 +433,7 @@ static int load_chunk(struct tkp_reader *r)
     size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, r->zbuf, clen);
     if (ZSTD_isError(got)) return stop(r, TKP_ERR_CHUNK, "zstd: %s", ZSTD_getErrorName(got));
     if (got != rlen) return stop(r, TKP_ERR_CHUNK, "decompressed %zu bytes, raw_len %u", got, rlen);
+    r->buf.gen = (uint32_t)(r->nchunk % UINT32_MAX) + 1; /* templates: checked per chunk */
     int err = validate(r, rlen, seq);
     if (err) return err;
     r->next_seq = (uint64_t)seq + 1;
@@ -509,6 +523,7 @@ int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
             r->stats.unknown_records++;
             continue;
         }
+        if (k == TKP_DECODE_DEFINED) continue; /* a template: stored, nothing to deliver */
         apply(r, rec);
         r->stats.records++;
         return 1;

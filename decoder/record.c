@@ -211,6 +211,10 @@ static const char *const type_names[] = {
     [TKP_REC_GPU_KERNEL] = "GPU_KERNEL",
     [TKP_REC_GPU_COPY] = "GPU_COPY",
     [TKP_REC_GPU_INFO] = "GPU_INFO",
+    [TKP_REC_LAUNCH_T] = "LAUNCH_T",
+    [TKP_REC_TMPL] = "TMPL",
+    [TKP_REC_LIB_CALL_T] = "LIB_CALL_T",
+    [TKP_REC_LIB_TMPL] = "LIB_TMPL",
 };
 
 const char *tkp_record_type_name(uint64_t type)
@@ -227,6 +231,8 @@ static const uint8_t min_fields[] = {
     [TKP_REC_NVTX] = 6,         [TKP_REC_LOSS] = 2,        [TKP_REC_MARKER] = 5,
     [TKP_REC_LIB_CALL] = 21,    [TKP_REC_STACK] = 2,       [TKP_REC_MODULE] = 5,
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
+    [TKP_REC_LAUNCH_T] = 3,     [TKP_REC_TMPL] = 12,       [TKP_REC_LIB_CALL_T] = 5,
+    [TKP_REC_LIB_TMPL] = 18,
 };
 
 /* GPU records: graph and node are -1 when the work was not a graph node */
@@ -294,18 +300,102 @@ static int enumf(struct dec *d, const char *field, int32_t *v)
     return 0;
 }
 
+/* The fields of a LIB_CALL after lib and op that a LIB_TMPL holds too: m .. a_ptr */
+static int lib_shape(struct dec *d, struct tkp_record *x)
+{
+    return u64f(d, "m", &x->lib_call.m) || u64f(d, "n", &x->lib_call.n) ||
+           u64f(d, "k", &x->lib_call.k) || u64f(d, "batch", &x->lib_call.batch) ||
+           enumf(d, "atype", &x->lib_call.atype) || enumf(d, "btype", &x->lib_call.btype) ||
+           enumf(d, "ctype", &x->lib_call.ctype) || enumf(d, "compute", &x->lib_call.compute) ||
+           enumf(d, "transa", &x->lib_call.transa) || enumf(d, "transb", &x->lib_call.transb) ||
+           u64f(d, "stream", &x->lib_call.stream) || u64f(d, "a_ptr", &x->lib_call.a_ptr);
+}
+
 static int lib_call(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     struct tkp_record *x = r;
     return head(d, r, b) || u32f(d, "call", &x->lib_call.call) || u32f(d, "lib", &x->lib_call.lib) ||
-           u64f(d, "op", &x->lib_call.op_id) || u64f(d, "m", &x->lib_call.m) ||
-           u64f(d, "n", &x->lib_call.n) || u64f(d, "k", &x->lib_call.k) ||
-           u64f(d, "batch", &x->lib_call.batch) || enumf(d, "atype", &x->lib_call.atype) ||
-           enumf(d, "btype", &x->lib_call.btype) || enumf(d, "ctype", &x->lib_call.ctype) ||
-           enumf(d, "compute", &x->lib_call.compute) || enumf(d, "transa", &x->lib_call.transa) ||
-           enumf(d, "transb", &x->lib_call.transb) || u64f(d, "stream", &x->lib_call.stream) ||
-           u64f(d, "a_ptr", &x->lib_call.a_ptr) || u64f(d, "host_ns", &x->lib_call.call_ns) ||
-           u32f(d, "status", &x->lib_call.status) || u32f(d, "flags", &x->lib_call.flags);
+           u64f(d, "op", &x->lib_call.op_id) || lib_shape(d, x) ||
+           u64f(d, "host_ns", &x->lib_call.call_ns) || u32f(d, "status", &x->lib_call.status) ||
+           u32f(d, "flags", &x->lib_call.flags);
+}
+
+/* ---- templates (FORMAT.md, "Templates") ---- */
+
+static int tmplf(struct dec *d, uint32_t *id)
+{
+    if (u32f(d, "tmpl", id)) return TKP_ERR_RECORD;
+    if (*id >= TKP_TMPL_MAX) return fail(d, "template id %u above the limit %u", *id, TKP_TMPL_MAX - 1);
+    return 0;
+}
+
+/* A template slot for id, the table grown to hold it. */
+static void *tmpl_slot(void **tab, uint32_t *cap, uint32_t id, size_t size)
+{
+    if (id >= *cap) {
+        uint32_t n = *cap ? *cap : 64;
+        while (n <= id)
+            n *= 2;
+        char *q = realloc(*tab, (size_t)n * size);
+        if (!q) return NULL;
+        memset(q + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
+        *tab = q;
+        *cap = n;
+    }
+    return (char *)*tab + (size_t)id * size;
+}
+
+/* TMPL and LIB_TMPL: decoded into a record of the type they stand for, then stored. */
+static int tmpl_def(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint32_t id;
+    if (tmplf(d, &id) || threadf(d, &r->thread)) return TKP_ERR_RECORD;
+    if (r->type == TKP_REC_TMPL) {
+        if (u64f(d, "name", &r->launch.name_id) || u64f(d, "stream", &r->launch.stream) ||
+            u32f(d, "via", &r->launch.via) || dim3(d, "grid", r->launch.grid) ||
+            dim3(d, "block", r->launch.block) || u32f(d, "smem", &r->launch.smem))
+            return TKP_ERR_RECORD;
+        struct tkp_launch_tmpl *t =
+            tmpl_slot((void **)&b->ltmpl, &b->ltmpl_cap, id, sizeof(*b->ltmpl));
+        if (!t) return TKP_ERR_NOMEM;
+        *t = (struct tkp_launch_tmpl){b->gen, r->thread, r->launch};
+        return 0;
+    }
+    if (u32f(d, "lib", &r->lib_call.lib) || u64f(d, "op", &r->lib_call.op_id) ||
+        lib_shape(d, r) || u32f(d, "status", &r->lib_call.status) ||
+        u32f(d, "flags", &r->lib_call.flags))
+        return TKP_ERR_RECORD;
+    struct tkp_lib_tmpl *t = tmpl_slot((void **)&b->ctmpl, &b->ctmpl_cap, id, sizeof(*b->ctmpl));
+    if (!t) return TKP_ERR_NOMEM;
+    *t = (struct tkp_lib_tmpl){b->gen, r->thread, r->lib_call};
+    return 0;
+}
+
+/* LAUNCH_T and LIB_CALL_T: the record their template stands for, with their own fields. */
+static int tmpl_use(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint32_t id, call = 0;
+    uint64_t call_ns = 0;
+    if (i64f(d, "dt", &b->dt) || u64f(d, "step", &r->step)) return TKP_ERR_RECORD;
+    if (r->type == TKP_REC_LIB_CALL_T && u32f(d, "call", &call)) return TKP_ERR_RECORD;
+    if (tmplf(d, &id)) return TKP_ERR_RECORD;
+    if (r->type == TKP_REC_LAUNCH_T) {
+        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
+            return fail(d, "template %u not defined in this chunk", id);
+        r->type = TKP_REC_LAUNCH;
+        r->thread = b->ltmpl[id].thread;
+        r->launch = b->ltmpl[id].launch;
+        return 0;
+    }
+    if (id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen)
+        return fail(d, "template %u not defined in this chunk", id);
+    if (u64f(d, "host_ns", &call_ns)) return TKP_ERR_RECORD;
+    r->type = TKP_REC_LIB_CALL;
+    r->thread = b->ctmpl[id].thread;
+    r->lib_call = b->ctmpl[id].lib;
+    r->lib_call.call = call;
+    r->lib_call.call_ns = call_ns;
+    return 0;
 }
 
 /* STACK: [id, [pc, ...]] */
@@ -406,6 +496,12 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_GPU_COPY:
     case TKP_REC_GPU_INFO:
         return gpu_rec(d, r, b);
+    case TKP_REC_TMPL:
+    case TKP_REC_LIB_TMPL:
+        return tmpl_def(d, r, b);
+    case TKP_REC_LAUNCH_T:
+    case TKP_REC_LIB_CALL_T:
+        return tmpl_use(d, r, b);
     }
     return TKP_ERR_RECORD;
 }
@@ -449,7 +545,7 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     }
     for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
-    return 1;
+    return type == TKP_REC_TMPL || type == TKP_REC_LIB_TMPL ? TKP_DECODE_DEFINED : 1;
 }
 
 void tkp_decode_buf_free(struct tkp_decode_buf *b)
@@ -457,6 +553,11 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     free(b->nodes);
     free(b->deps);
     free(b->pcs);
+    free(b->ltmpl);
+    free(b->ctmpl);
+    b->ltmpl = NULL;
+    b->ctmpl = NULL;
+    b->ltmpl_cap = b->ctmpl_cap = 0;
     b->nodes = NULL;
     b->deps = NULL;
     b->pcs = NULL;

@@ -40,6 +40,21 @@ INLINE uint64_t be64(const uint8_t *p)
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
+/* A template's fields into the record: word by word (a struct assignment of this size becomes
+ * `rep movs`, whose start-up costs more than the whole copy). */
+INLINE void copy_words(void *dst, const void *src, size_t n)
+{
+    uint64_t w;
+#pragma GCC unroll 16
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        memcpy(&w, (const char *)src + i, 8);
+        memcpy((char *)dst + i, &w, 8);
+    }
+}
+_Static_assert(sizeof(((struct tkp_record *)0)->launch) % 8 == 0 &&
+                   sizeof(((struct tkp_record *)0)->lib_call) % 8 == 0,
+               "templates copy whole words");
+
 /* Each reader returns 1 and moves *pp past the value, or 0 (declined) leaving *pp alone. */
 INLINE int ru64(const uint8_t **pp, uint64_t *v)
 {
@@ -142,11 +157,83 @@ static const uint8_t fields[] = {
     [TKP_REC_LAUNCH] = 13, [TKP_REC_GRAPH_LAUNCH] = 6, [TKP_REC_COPY] = 8,
     [TKP_REC_SYNC] = 6,    [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5,
     [TKP_REC_STEP] = 10,   [TKP_REC_NVTX] = 6,         [TKP_REC_MARKER] = 5,
-    [TKP_REC_LIB_CALL] = 21,
+    [TKP_REC_LIB_CALL] = 21, [TKP_REC_LAUNCH_T] = 3, /* LIB_CALL_T: tmpl_fast() only */
 };
+
+/* The optional `call` of a launch: an unsigned int is it (anything else is declined here). */
+#define IS_UINT(x) ((x) <= 0x7f || ((x) >= 0xcc && (x) <= 0xcf))
+
+/* The shortest path, for what a capture is mostly made of: LAUNCH_T without a stack
+ * ([13, dt, step, tmpl] [, call]) and LIB_CALL_T ([26, dt, step, call, tmpl, host_ns]), without
+ * extra fields. Returns 1 with *pp moved past the record, or 0 to take the general path. */
+INLINE int tmpl_fast(const uint8_t **pp, const uint8_t *end, struct tkp_record *r,
+                     struct tkp_decode_buf *b)
+{
+    const uint8_t *p = *pp;
+    uint32_t id, call = 0;
+    if (end - p < 2 + 5 * FIELD_MAX) return 0;
+    if (p[1] == TKP_REC_LAUNCH_T && (p[0] == 0x94 || p[0] == 0x95)) {
+        unsigned n = p[0] & 0x0f;
+        p += 2;
+        if (!ri64(&p, &b->dt) || !ru64(&p, &r->step) || !ru32(&p, &id)) return 0;
+        if (n == 5 && (!IS_UINT(*p) || !ru32(&p, &call))) return 0;
+        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return 0;
+        r->type = TKP_REC_LAUNCH;
+        r->thread = b->ltmpl[id].thread;
+        copy_words(&r->launch, &b->ltmpl[id].launch, sizeof(r->launch));
+        r->launch.call = call;
+    } else if (p[0] == 0x96 && p[1] == TKP_REC_LIB_CALL_T) {
+        uint64_t call_ns;
+        p += 2;
+        if (!ri64(&p, &b->dt) || !ru64(&p, &r->step) || !ru32(&p, &call) || !ru32(&p, &id) ||
+            !ru64(&p, &call_ns))
+            return 0;
+        if (id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen) return 0;
+        r->type = TKP_REC_LIB_CALL;
+        r->thread = b->ctmpl[id].thread;
+        copy_words(&r->lib_call, &b->ctmpl[id].lib, sizeof(r->lib_call));
+        r->lib_call.call = call;
+        r->lib_call.call_ns = call_ns;
+    } else {
+        return 0;
+    }
+    r->offset = r->host_ns = 0;
+    r->tid = 0;
+    *pp = p;
+    return 1;
+}
+
+/* The same, checking only (tkp_record_check_fast): the record's type, or -1. */
+INLINE int tmpl_check(const uint8_t **pp, const uint8_t *end, const struct tkp_decode_buf *b)
+{
+    const uint8_t *p = *pp;
+    uint32_t id;
+    int64_t dt;
+    uint64_t u;
+    if (end - p < 2 + 5 * FIELD_MAX) return -1;
+    if (p[1] == TKP_REC_LAUNCH_T && (p[0] == 0x94 || p[0] == 0x95)) {
+        unsigned n = p[0] & 0x0f;
+        p += 2;
+        uint32_t call;
+        if (!ri64(&p, &dt) || !ru64(&p, &u) || !ru32(&p, &id)) return -1;
+        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return -1;
+        if (n == 5 && (!IS_UINT(*p) || !ru32(&p, &call))) return -1;
+    } else if (p[0] == 0x96 && p[1] == TKP_REC_LIB_CALL_T) {
+        p += 2;
+        if (!ri64(&p, &dt) || !ru64(&p, &u) || !ru32(&p, &id) || !ru32(&p, &id) ||
+            id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen || !ru64(&p, &u))
+            return -1;
+    } else {
+        return -1;
+    }
+    int type = (*pp)[1];
+    *pp = p;
+    return type;
+}
 
 int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b)
 {
+    if (tmpl_fast(&c->p, c->end, r, b)) return 1;
     const uint8_t *p = c->p, *end = c->end;
     uint32_t n, h;
     if (end - p < 4) return 0;
@@ -166,14 +253,24 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
     /* the general decoder's checks: no more elements than bytes, not fewer than the type has */
     if (n == 0 || n > (size_t)(end - p) - h || n - 1 < want) return 0;
     /* room for every field read here (LAUNCH: and its optional `call` and `stack`) */
-    if ((size_t)(end - p) < h + 1 + (size_t)(want + 1) * FIELD_MAX) return 0;
+    if ((size_t)(end - p) < h + 1 + (size_t)(want + 2) * FIELD_MAX) return 0;
     p += h + 1;
     r->type = (enum tkp_rec)type;
     r->offset = r->host_ns = 0;
     r->tid = 0;
     r->step = 0;
     b->dt = 0;
+    uint32_t id;
     switch (type) {
+    case TKP_REC_LAUNCH_T: /* a template defined earlier in this chunk, else declined */
+        I64(b->dt);
+        U64(r->step);
+        U32(id);
+        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return 0;
+        r->type = TKP_REC_LAUNCH;
+        r->thread = b->ltmpl[id].thread;
+        copy_words(&r->launch, &b->ltmpl[id].launch, sizeof(r->launch));
+        goto launch_tail;
     case TKP_REC_LAUNCH:
         HEAD();
         U64(r->launch.name_id);
@@ -189,6 +286,7 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         r->launch.name = NULL;
         r->launch.call = 0;
         r->launch.stack = 0;
+    launch_tail:
         /* the optional `call`: an unsigned int there is it; anything else is an extra field.
          * A non-negative value in a signed encoding is an unsigned int to the general decoder */
         if (n > 1 + want) {
@@ -346,8 +444,17 @@ _Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry pe
         CK(len_u64);                                                                               \
     } while (0)
 
-int tkp_record_check_fast(struct tkp_mp *c)
+/* The template id of a LAUNCH_T / LIB_CALL_T: defined earlier in this chunk, else declined. */
+#define CK_TMPL(tab, cap)                                                                          \
+    do {                                                                                           \
+        uint32_t id_;                                                                              \
+        if (!ru32(&p, &id_) || id_ >= b->cap || b->tab[id_].gen != b->gen) return -1;             \
+    } while (0)
+
+int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
 {
+    int t = tmpl_check(&c->p, c->end, b);
+    if (t >= 0) return t;
     const uint8_t *p = c->p, *end = c->end;
     uint32_t n, h;
     if (end - p < 4) return -1;
@@ -363,9 +470,14 @@ int tkp_record_check_fast(struct tkp_mp *c)
     if (p[h] >= sizeof(fields) || !fields[p[h]]) return -1;
     unsigned type = p[h], want = fields[type];
     if (n == 0 || n > (size_t)(end - p) - h || n - 1 < want) return -1;
-    if ((size_t)(end - p) < h + 1 + (size_t)(want + 1) * FIELD_MAX) return -1;
+    if ((size_t)(end - p) < h + 1 + (size_t)(want + 2) * FIELD_MAX) return -1;
     p += h + 1;
     switch (type) {
+    case TKP_REC_LAUNCH_T: /* dt, step, tmpl */
+        CK(len_i64);
+        CK(len_u64);
+        CK_TMPL(ltmpl, ltmpl_cap);
+        break;
     case TKP_REC_LAUNCH:
         CK_HEAD();
         CK(len_u64); /* name */
@@ -454,7 +566,8 @@ int tkp_record_check_fast(struct tkp_mp *c)
         return -1;
     }
     n -= 1 + want;
-    if (n && type == TKP_REC_LAUNCH) { /* the optional `call`, as in the decoder above */
+    /* the optional `call`, as in the decoder above */
+    if (n && (type == TKP_REC_LAUNCH || type == TKP_REC_LAUNCH_T)) {
         uint8_t x = *p;
         if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
             CK(len_u32);

@@ -23,6 +23,6 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
 /* The same check without the values, for the reader's validating pass: returns the record's
  * type (never TKP_REC_CHUNK) with the cursor past a record tkp_record_decode() would accept,
  * or -1 when it declined (the cursor has not moved). */
-int tkp_record_check_fast(struct tkp_mp *c);
+int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b);
 
 #endif

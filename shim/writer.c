@@ -2,7 +2,9 @@
  * chunk as one zstd frame and appends it to the capture file.
  *
  * Chunks are self-contained (docs/FORMAT.md): every name, thread and graph topology a chunk uses
- * is defined in it, so a capture cut anywhere decodes up to its last whole chunk. The thread
+ * is defined in it, so a capture cut anywhere decodes up to its last whole chunk. A launch or
+ * library call whose configuration was seen before is written as a template id (TMPL, LIB_TMPL
+ * once per chunk) plus what changes: its time, step and call. The thread
  * drains often (so rings rarely fill) and writes a chunk at least every TOKPROF_FLUSH_MS, which
  * bounds what os._exit or SIGKILL can lose. It runs with every signal blocked, and never calls
  * into CUDA except cuFuncGetName-style name queries and device queries for the metadata. */
@@ -43,6 +45,14 @@ struct ptrmap {
     uint32_t *vals;
     uint32_t cap, n;
 };
+struct tmap {
+    uint32_t nw;     /* words per key */
+    uint64_t *keys;  /* id -> its nw words */
+    uint32_t *gen;   /* id -> chunk seq + 1 when defined in that chunk */
+    uint32_t n, ids_cap;
+    uint32_t *slots; /* open addressing: id + 1, 0 empty */
+    uint32_t slot_cap;
+};
 
 static struct {
     int fd;
@@ -70,9 +80,11 @@ static struct {
     uint32_t threads_cap;
     uint32_t *graph_gen;
     uint32_t graphs_cap;
+    /* launch and library-call templates (FORMAT.md, "Templates") */
+    struct tmap launch_tm, lib_tm;
     int failed;
     char path[PATH_MAX];
-} W = {.fd = -1};
+} W = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
 
 static uint64_t start_realtime_ns, start_monotonic_ns;
 
@@ -179,6 +191,69 @@ static void ptrmap_put(struct ptrmap *m, uint64_t key, uint32_t v)
             m->n++;
             return;
         }
+}
+
+/* Templates: a fixed number of 64-bit words -> a dense id below TKP_TMPL_MAX, with the chunk
+ * that last defined it. Writer-private, like the maps above. */
+static uint64_t hash_words(const uint64_t *w, uint32_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 29);
+}
+
+/* The key's id, adding it when new; -1 when the table is full or out of memory (the caller
+ * then writes the record in its full form). *fresh is 1 when it must be (re)defined in this
+ * chunk, and marks it defined. */
+static int64_t tmap_id(struct tmap *m, const uint64_t *key, uint32_t seq, int *fresh)
+{
+    uint32_t nw = m->nw;
+    if (m->slot_cap) {
+        for (uint64_t i = hash_words(key, nw);; i++) {
+            uint32_t v = m->slots[i & (m->slot_cap - 1)];
+            if (!v) break;
+            if (!memcmp(m->keys + (size_t)(v - 1) * nw, key, nw * 8)) {
+                *fresh = m->gen[v - 1] != seq + 1;
+                m->gen[v - 1] = seq + 1;
+                return v - 1;
+            }
+        }
+    }
+    if (m->n >= TKP_TMPL_MAX) return -1;
+    if ((m->n + 1) * 2 > m->slot_cap) {
+        uint32_t nc = m->slot_cap ? m->slot_cap * 2 : 256;
+        uint32_t *ns = calloc(nc, sizeof *ns);
+        if (!ns) return -1;
+        for (uint32_t id = 0; id < m->n; id++)
+            for (uint64_t i = hash_words(m->keys + (size_t)id * nw, nw);; i++)
+                if (!ns[i & (nc - 1)]) {
+                    ns[i & (nc - 1)] = id + 1;
+                    break;
+                }
+        free(m->slots);
+        m->slots = ns;
+        m->slot_cap = nc;
+    }
+    if (m->n == m->ids_cap) {
+        uint32_t nc = m->ids_cap ? m->ids_cap * 2 : 256;
+        uint64_t *nk = realloc(m->keys, (size_t)nc * nw * sizeof *nk);
+        if (!nk) return -1;
+        m->keys = nk;
+        uint32_t *ng = realloc(m->gen, nc * sizeof *ng);
+        if (!ng) return -1;
+        m->gen = ng;
+        m->ids_cap = nc;
+    }
+    uint32_t id = m->n++;
+    memcpy(m->keys + (size_t)id * nw, key, nw * 8);
+    m->gen[id] = seq + 1;
+    for (uint64_t i = hash_words(key, nw);; i++)
+        if (!m->slots[i & (m->slot_cap - 1)]) {
+            m->slots[i & (m->slot_cap - 1)] = id + 1;
+            break;
+        }
+    *fresh = 1;
+    return id;
 }
 
 /* ---- encoding -------------------------------------------------------------------------------- */
@@ -303,17 +378,12 @@ static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
     emit_graph(NULL, g);
 }
 
-/* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file. */
-static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
+/* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file.
+ * What repeats from step to step (the shape, types, operands, stream) goes in a LIB_TMPL record
+ * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template. */
+static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
 {
     msgpack_packer *pk = &W.pk;
-    uint32_t op = name_id(tkp_lib_op_name(e->flags));
-    msgpack_pack_array(pk, 22);
-    msgpack_pack_int(pk, TKP_REC_LIB_CALL);
-    pack_dt(e->ts);
-    msgpack_pack_uint32(pk, thread);
-    msgpack_pack_uint32(pk, e->step);
-    msgpack_pack_uint32(pk, e->u[4]);
     msgpack_pack_int(pk, e->sub);
     msgpack_pack_uint32(pk, op);
     for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
@@ -327,9 +397,45 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     }
     msgpack_pack_uint64(pk, e->a);
     msgpack_pack_uint64(pk, e->b);
-    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
-    msgpack_pack_uint32(pk, e->u[6] >> 16);
-    msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+}
+
+static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &W.pk;
+    uint32_t op = name_id(tkp_lib_op_name(e->flags));
+    uint64_t key[10] = {thread | (uint64_t)op << 32, e->u[0], e->u[1], e->u[2], e->u[3],
+                        e->u[5], e->u[6], e->a, e->b, (uint64_t)(uint32_t)e->sub};
+    int fresh = 0;
+    int64_t t = tmap_id(&W.lib_tm, key, W.seq, &fresh);
+    if (t < 0) { /* no template: the full form */
+        msgpack_pack_array(pk, 22);
+        msgpack_pack_int(pk, TKP_REC_LIB_CALL);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_uint32(pk, e->u[4]);
+        pack_lib_fields(e, op);
+        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
+        msgpack_pack_uint32(pk, e->u[6] >> 16);
+        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        return;
+    }
+    if (fresh) {
+        msgpack_pack_array(pk, 19);
+        msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
+        msgpack_pack_uint32(pk, (uint32_t)t);
+        msgpack_pack_uint32(pk, thread);
+        pack_lib_fields(e, op);
+        msgpack_pack_uint32(pk, e->u[6] >> 16);
+        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+    }
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
+    pack_dt(e->ts);
+    msgpack_pack_uint32(pk, e->step);
+    msgpack_pack_uint32(pk, e->u[4]);
+    msgpack_pack_uint32(pk, (uint32_t)t);
+    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
 }
 
 static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
@@ -342,16 +448,40 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     case TKP_REC_LAUNCH: {
         uint32_t nm = key_name_id(e->a, e->flags);
         uint32_t stk = tkp_stacks_encode(pk, W.seq, thread, e->ts); /* STACK/MODULE first */
-        /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
-        msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
-        msgpack_pack_int(pk, TKP_REC_LAUNCH);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_uint32(pk, nm);
-        msgpack_pack_uint64(pk, e->b);
-        msgpack_pack_int(pk, e->sub);
-        for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+        const uint32_t *u = e->u;
+        uint64_t key[6] = {thread | (uint64_t)nm << 32, e->b,
+                           (uint32_t)e->sub | (uint64_t)u[6] << 32, u[0] | (uint64_t)u[1] << 32,
+                           u[2] | (uint64_t)u[3] << 32, u[4] | (uint64_t)u[5] << 32};
+        int fresh = 0;
+        int64_t t = tmap_id(&W.launch_tm, key, W.seq, &fresh);
+        if (t >= 0) { /* the configuration once per chunk (TMPL), then LAUNCH_T per launch */
+            if (fresh) {
+                msgpack_pack_array(pk, 13);
+                msgpack_pack_int(pk, TKP_REC_TMPL);
+                msgpack_pack_uint32(pk, (uint32_t)t);
+                msgpack_pack_uint32(pk, thread);
+                msgpack_pack_uint32(pk, nm);
+                msgpack_pack_uint64(pk, e->b);
+                msgpack_pack_int(pk, e->sub);
+                for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+            }
+            msgpack_pack_array(pk, stk ? 6 : e->u[7] ? 5 : 4);
+            msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
+            pack_dt(e->ts);
+            msgpack_pack_uint32(pk, e->step);
+            msgpack_pack_uint32(pk, (uint32_t)t);
+        } else {
+            /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
+            msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
+            msgpack_pack_int(pk, TKP_REC_LAUNCH);
+            pack_dt(e->ts);
+            msgpack_pack_uint32(pk, thread);
+            msgpack_pack_uint32(pk, e->step);
+            msgpack_pack_uint32(pk, nm);
+            msgpack_pack_uint64(pk, e->b);
+            msgpack_pack_int(pk, e->sub);
+            for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+        }
         if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
         if (stk) msgpack_pack_uint32(pk, stk);
         break;
@@ -770,6 +900,8 @@ void tkp_writer_after_fork(void)
     memset(W.name_gen, 0, W.names_cap * sizeof *W.name_gen);
     memset(W.thread_gen, 0, W.threads_cap * sizeof *W.thread_gen);
     memset(W.graph_gen, 0, W.graphs_cap * sizeof *W.graph_gen);
+    if (W.launch_tm.gen) memset(W.launch_tm.gen, 0, W.launch_tm.ids_cap * sizeof(uint32_t));
+    if (W.lib_tm.gen) memset(W.lib_tm.gen, 0, W.lib_tm.ids_cap * sizeof(uint32_t));
     if (W.cctx) ZSTD_freeCCtx(W.cctx);
     W.cctx = NULL;
     if (W.sb.data) msgpack_sbuffer_destroy(&W.sb);

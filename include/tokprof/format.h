@@ -1,4 +1,4 @@
-/* tokprof capture format v1: the constants shared by the writer (shim/) and the reader (decoder/).
+/* tokprof capture format v2: the constants shared by the writer (shim/) and the reader (decoder/).
  * docs/FORMAT.md is the normative description; this header only names its numbers. */
 #ifndef TOKPROF_FORMAT_H
 #define TOKPROF_FORMAT_H
@@ -9,7 +9,8 @@
  * transfers that mangle text are detected. */
 #define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
 #define TKP_FILE_MAGIC_LEN 8
-#define TKP_FORMAT_VERSION 1
+#define TKP_FORMAT_VERSION 2     /* what the shim writes */
+#define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates */
 #define TKP_FILE_HEADER_LEN 16
 
 /* File header flags */
@@ -22,6 +23,9 @@
 #define TKP_CHUNK_MAX_RAW (64u << 20)        /* readers refuse larger chunks */
 #define TKP_CHUNK_MAX_COMPRESSED (64u << 20) /* ditto */
 
+/* Template ids (TMPL, LIB_TMPL) are below this; a writer past it writes full records. */
+#define TKP_TMPL_MAX 65536u
+
 /* Record types: the first element of every msgpack array in a chunk. */
 enum tkp_rec {
     TKP_REC_CHUNK = 0,         /* [0, seq, base_ns] first record of every chunk */
@@ -31,6 +35,7 @@ enum tkp_rec {
     TKP_REC_LAUNCH = 10,       /* [10, dt, thread, step, name, stream, via, gx, gy, gz, bx, by, bz, smem] */
     TKP_REC_GRAPH_LAUNCH = 11, /* [11, dt, thread, step, graph, stream, via] */
     TKP_REC_GRAPH = 12,        /* [12, graph, [[node, type, name, gx, gy, gz, bx, by, bz, [deps]], ...]] */
+    TKP_REC_LAUNCH_T = 13,     /* [13, dt, step, tmpl] [, call [, stack]]: a LAUNCH by template */
     TKP_REC_COPY = 14,         /* [14, dt, thread, step, kind, dir, bytes, stream, flags] */
     TKP_REC_SYNC = 15,         /* [15, dt, thread, step, kind, handle, wait_ns] */
     TKP_REC_EVENT_RECORD = 16, /* [16, dt, thread, step, event, stream] */
@@ -46,6 +51,11 @@ enum tkp_rec {
     TKP_REC_STACK = 23,        /* [23, stack, [pc, ...]] a sampled host call stack, innermost
                                    first (return addresses); LAUNCH gets trailing `call, stack` */
     TKP_REC_MODULE = 24,       /* [24, module, path, build_id, base, size] a loaded ELF object */
+    TKP_REC_TMPL = 25,         /* [25, tmpl, thread, name, stream, via, gx, gy, gz, bx, by, bz,
+                                   smem] a launch configuration, defined per chunk before use */
+    TKP_REC_LIB_CALL_T = 26,   /* [26, dt, step, call, tmpl, host_ns]: a LIB_CALL by template */
+    TKP_REC_LIB_TMPL = 27,     /* [27, tmpl, thread, lib, op, m, n, k, batch, atype, btype, ctype,
+                                   compute, transa, transb, stream, a_ptr, status, flags] */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

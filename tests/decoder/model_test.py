@@ -148,7 +148,12 @@ def t_fault_summary():
     worst = s["worst_steps"]
     if len(worst) != 3:
         fail(f"worst_steps: {worst}")
+    # A host stall of the test machine (a loaded CI runner) is a genuinely slow step and may take
+    # one place; it must then be blamed on the host, and the other places on the fault.
+    host = [w for w in worst if w["cause"] == "host" and w["step"] < first]
     for w in worst:
+        if w in host and len(host) == 1:
+            continue
         if w["step"] < first or w["cause"] != "attention":
             fail(f"worst step {w} is not a faulted step blamed on attention")
     if s["classes"][0]["class"] != "attention" or s["verdict"] != "gpu-bound":

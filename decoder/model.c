@@ -229,9 +229,28 @@ static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
     return 0;
 }
 
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx);
+
 /* The step (thread, seg), created open on first sight. Returns 0 with *idx, 1 when the record is
  * malformed (ignored), or NOMEM. */
 static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+{
+    if (m->last_step && m->last_thread == thread && m->last_seg == seg) {
+        /* the usual case: the step of the previous record */
+        *idx = m->last_step - 1;
+        if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
+        return 0;
+    }
+    int err = step_find(m, thread, tid, seg, idx);
+    if (!err) {
+        m->last_step = *idx + 1;
+        m->last_thread = thread;
+        m->last_seg = seg;
+    }
+    return err;
+}
+
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
 {
     struct tkp_mthread *t;
     int err = thread_at(m, thread, &t);
@@ -588,6 +607,7 @@ int tkp_model_finish(struct tkp_model *m)
     int err = sweep(m, 1);
     if (err) return err;
     tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
+    m->last_step = 0; /* indices moved */
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];
         if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;

@@ -68,24 +68,6 @@ struct tkp_reader {
     struct tkp_mreader *multi;  /* a merged reader: everything else is unused */
 };
 
-int tkp_record_has_time(enum tkp_rec t)
-{
-    switch (t) {
-    case TKP_REC_LAUNCH:
-    case TKP_REC_GRAPH_LAUNCH:
-    case TKP_REC_COPY:
-    case TKP_REC_SYNC:
-    case TKP_REC_EVENT_RECORD:
-    case TKP_REC_STREAM_WAIT:
-    case TKP_REC_NVTX:
-    case TKP_REC_MARKER:
-    case TKP_REC_LIB_CALL:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static uint32_t le32(const uint8_t *p)
 {
     return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;

@@ -201,7 +201,15 @@ void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
 
 /* Several captures or directories merged into one reader: multireader.h. */
 
-/* 1 for the record types whose host_ns comes from a dt field. */
-int tkp_record_has_time(enum tkp_rec type);
+/* 1 for the record types whose host_ns comes from a dt field (inline: every consumer asks it of
+ * every record). */
+#define TKP_TIMED_TYPES                                                                            \
+    (1u << TKP_REC_LAUNCH | 1u << TKP_REC_GRAPH_LAUNCH | 1u << TKP_REC_COPY | 1u << TKP_REC_SYNC | \
+     1u << TKP_REC_EVENT_RECORD | 1u << TKP_REC_STREAM_WAIT | 1u << TKP_REC_NVTX |                \
+     1u << TKP_REC_MARKER | 1u << TKP_REC_LIB_CALL)
+static inline int tkp_record_has_time(enum tkp_rec type)
+{
+    return (unsigned)type < 32 && (TKP_TIMED_TYPES >> type & 1u);
+}
 
 #endif

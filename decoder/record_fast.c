@@ -37,7 +37,13 @@ INLINE uint32_t be32(const uint8_t *p)
 
 INLINE uint64_t be64(const uint8_t *p)
 {
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+#else
     return (uint64_t)be32(p) << 32 | be32(p + 4);
+#endif
 }
 
 /* A template's fields into the record: word by word (a struct assignment of this size becomes
@@ -96,36 +102,22 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
 {
     const uint8_t *p = *pp;
     uint8_t b = p[0];
-    uint64_t u;
     if (b <= 0x7f || b >= 0xe0) {
         *v = (int8_t)b; /* positive fixint reads the same as int8 */
         *pp = p + 1;
         return 1;
     }
-    switch (b) {
-    case 0xd0:
-        *v = (int8_t)p[1];
-        *pp = p + 2;
-        return 1;
-    case 0xd1:
-        *v = (int16_t)be16(p + 1);
-        *pp = p + 3;
-        return 1;
-    case 0xd2:
-        *v = (int32_t)be32(p + 1);
-        *pp = p + 5;
-        return 1;
-    case 0xd3:
-        *v = (int64_t)be64(p + 1);
-        *pp = p + 9;
-        return 1;
+    unsigned k = (uint8_t)(b - 0xcc); /* 0..3: uint8..64, 4..7: int8..64 */
+    if (k > 7) return 0;
+    unsigned size = 1u << (k & 3), shift = 64 - 8 * size;
+    uint64_t u = be64(p + 1) >> shift; /* the 8 bytes after b are in range */
+    if (k >= 4) {
+        *v = (int64_t)(u << shift) >> shift; /* sign-extended */
+    } else {
+        if (u > INT64_MAX) return 0;
+        *v = (int64_t)u;
     }
-    if (!ru64(pp, &u)) return 0;
-    if (u > INT64_MAX) {
-        *pp = p;
-        return 0;
-    }
-    *v = (int64_t)u;
+    *pp = p + 1 + size;
     return 1;
 }
 

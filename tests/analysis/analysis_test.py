@@ -11,6 +11,10 @@ TEST: change_point   SIMGPU_SLOW on silu_and_mul from token step 300 (x400) + SI
       export         export JSON: valid, ph/ts/pid/tid on every event, X dur >= 0, flows pair up,
                      slices on a track nest or are disjoint; every kernel and token step present
       heatmap        heatmap SVGs (class, position) parse as XML, have cells, axes and a legend
+      heatmap_expert --kind expert on minillm --moe 8,2 --zipf 1.2 (GPU time, and calls with
+                     TOKPROF_GPU=off): one column per expert, column totals == moe --json
+                     expert_totals exactly, moe tokens per expert == minillm's routing, the
+                     hottest column == moe's hottest expert == minillm's; a dense capture: exit 2
       report         report HTML rendered by headless Chromium: no console errors, the figures
                      are in the DOM, the screenshot is a non-trivial PNG (skipped without chromium)
 Exit 0 pass, 1 fail, 77 skipped."""
@@ -190,6 +194,58 @@ def t_heatmap():
     if len(cols) > 1100:
         fail(f"{len(cols)} columns: not binned")
     print(f"ok: class heatmap {n} cells, position heatmap {m} cells")
+
+
+def t_heatmap_expert():
+    # minillm --moe 8,2 with Zipf routing: expert e gets ~1/(e+1)^1.2 of the tokens
+    d = os.path.join(A.tmp, "heatmap_expert")
+    os.makedirs(d, exist_ok=True)
+    log = os.path.join(d, "minillm.jsonl")
+    margs = ["--layers", "4", "--steps", "600", "--moe", "8,2", "--zipf", "1.2", "--log", log]
+    ns = "{http://www.w3.org/2000/svg}"
+    for gpu in ("always", "off"):
+        cap = capture(f"heatmap_expert_{gpu}", margs, {"TOKPROF_GPU": gpu})
+        svg = os.path.join(d, f"e_{gpu}.svg")
+        tokprof("heatmap", "--kind", "expert", "-o", svg, cap)
+        moe = json.loads(tokprof("moe", "--json", cap).stdout)["threads"]
+        if len(moe) != 1:
+            fail(f"moe: {len(moe)} threads")
+        moe = moe[0]
+        root = ET.parse(svg).getroot()
+        if root.get("id") != "heatmap-expert":
+            fail(f"{svg}: id {root.get('id')}")
+        cols = [int(t.get("data-col")) for t in root.findall(f".//{ns}g[@class='columns']/{ns}text")]
+        bars = root.findall(f".//{ns}g[@class='totals']/{ns}rect")
+        cells = root.findall(f".//{ns}g[@class='cells']/{ns}rect")
+        legend = root.findall(f".//{ns}g[@class='legend']")
+        if cols != list(range(moe["experts"])) or len(bars) != moe["experts"] or moe["experts"] != 8:
+            fail(f"{svg}: columns {cols}, {len(bars)} total bars, moe reports {moe['experts']} experts")
+        if len(cells) < 100 or not legend:
+            fail(f"{svg}: {len(cells)} cells, legend {bool(legend)}")
+        # rows: 601 steps with expert calls, binned to at most 250 rows
+        ys = {c.get("y") for c in cells}
+        if not 200 <= len(ys) <= 250:
+            fail(f"{svg}: {len(ys)} rows (601 steps binned to <= 250)")
+        got = [int(b.get("data-total")) for b in bars]
+        key = "gpu_ns" if gpu == "always" else "calls"
+        want = [e[key] for e in moe["expert_totals"]]
+        if got != want or (gpu == "off" and any(e["gpu_ns"] is not None for e in moe["expert_totals"])):
+            fail(f"{svg}: column totals {got}, moe --json {key} {want}")
+        # minillm's own routing: tokens per expert, all steps and layers
+        steps = [json.loads(l) for l in open(log) if '"type":"step"' in l]
+        truth = [sum(s["expert_load"][l][e] for s in steps for l in range(4)) for e in range(8)]
+        if [e["tokens"] for e in moe["expert_totals"]] != truth:
+            fail(f"moe tokens per expert {[e['tokens'] for e in moe['expert_totals']]}, minillm {truth}")
+        hot = max(range(8), key=lambda e: (got[e], -e))
+        if hot != moe["hottest_expert"] or hot != truth.index(max(truth)):
+            fail(f"hottest column {hot}, moe {moe['hottest_expert']}, minillm {truth}")
+        print(f"ok ({gpu}): {len(ys)} rows, column totals {got} ({key}); hottest expert {hot}")
+    # no MoE data: one line on stderr, exit 2, no file
+    cap = capture("heatmap_expert_dense", ["--layers", "2", "--steps", "8"])
+    out = os.path.join(d, "dense.svg")
+    p = tokprof("heatmap", "--kind", "expert", "-o", out, cap, rc=2)
+    if "no MoE data" not in p.stderr or len(p.stderr.strip().splitlines()) != 1 or os.path.exists(out):
+        fail(f"dense capture: {p.stderr!r}, file left: {os.path.exists(out)}")
 
 
 def chromium():

@@ -340,6 +340,35 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
     return 0;
 }
 
+void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
+                     int *src)
+{
+    int shapes = tkp_acc_has_tokens(a), first = 1;
+    uint64_t prev_seqs = 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        struct tkp_astep as;
+        if (i == 0 || s->thread != m->steps[i - 1].thread) first = 1, prev_seqs = 0;
+        tokens[i] = 0, src[i] = TKP_TOK_NONE;
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        if (tkp_acc_step(a, s->thread, s->seg, &as) && as.tokens) {
+            tokens[i] = as.tokens, src[i] = TKP_TOK_SHAPES;
+            prev_seqs = as.seqs;
+        } else if (shapes && prev_seqs) {
+            tokens[i] = prev_seqs, src[i] = TKP_TOK_PREVIOUS;
+        } else if (!shapes && !first) {
+            tokens[i] = 1, src[i] = TKP_TOK_ASSUMED;
+        }
+        first = 0;
+    }
+}
+
+const char *tkp_tok_src_str(int src)
+{
+    static const char *const w[] = {NULL, "shapes", "previous", "assumed"};
+    return src > 0 && src < 4 ? w[src] : NULL;
+}
+
 int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
                       struct tkp_model *m, struct tkp_acc **a)
 {

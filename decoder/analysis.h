@@ -86,6 +86,24 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
 /* 1 when any step has tokens from library calls. */
 int tkp_acc_has_tokens(const struct tkp_acc *a);
 
+/* Tokens of each step, for `tokprof steps` (the rule, in order; docs in the steps help):
+ *   1. shapes    the step's own executed unbatched GEMMs (libcalls.h's rule: the largest token
+ *                dimension among them);
+ *   2. previous  a token step without any such GEMM (a forward replayed as a CUDA graph, with
+ *                no eager GEMM left) in a capture that has shapes: the sequences of the thread's
+ *                previous token step whose tokens are known (one new token per sequence);
+ *   3. assumed   a capture with no GEMM shapes at all (no cuBLAS / cuBLASLt calls): 1 for every
+ *                token step of a thread but its first — a batch-1 decode loop, each step ending
+ *                at the sampled token; the first (the prefill: the prompt length is unknown) and
+ *                the steps of a batch > 1 server are not knowable;
+ * else unknown (0, TKP_TOK_NONE), and always for outside and open steps. */
+enum tkp_tok_src { TKP_TOK_NONE = 0, TKP_TOK_SHAPES, TKP_TOK_PREVIOUS, TKP_TOK_ASSUMED };
+/* Fills tokens[i] and src[i] for every m->steps[i] (arrays of m->nsteps, the caller's). */
+void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
+                     int *src);
+/* "shapes", "previous", "assumed", NULL for TKP_TOK_NONE. */
+const char *tkp_tok_src_str(int src);
+
 /* Opens `path` and feeds every record to a fresh model (opts: token steps, classes `cl`) and
  * acc, with a progress line on stderr when it is a TTY. On success the caller owns *m and *a.
  * Returns 0 or a tkp_err with ctx->why set (nothing to free then). */

@@ -32,6 +32,16 @@
  * the smoothed values: host noise is heavy-tailed, and a MAD-based σ alone lets it split).
  * σ is robust: 1.4826·MAD of the first differences / √2, floored at 0.1% of the series median
  * (deterministic series have σ = 0). Segments shorter than TKP_CP_MIN_SEG are never split off.
+ * Two series: the GPU busy time of the token steps (when the capture has GPU records) and their
+ * host duration. Host duration moves with the machine's load (preemption, another process on
+ * the cores) as much as with the program; GPU busy time does not. So with GPU records a host
+ * change point is reported only when something in the capture explains it: a GPU busy change
+ * point within TKP_CP_NEAR steps, or a change of the steps' shape between its two segments (the
+ * median launches + graph launches per step moved by TKP_CP_MIN_REL, or the median tokens per
+ * step changed: graphs turned on, a new batch size). Any other host shift (same GPU work, same
+ * launches) is set aside in `host_only`, printed as such and not called a change point. Without
+ * GPU records the host series is all there is and its change points are reported as found (a
+ * sustained load on the machine is then indistinguishable from a slower program).
  *
  * Slopes (least squares over the decode steps of the thread with the most token steps):
  *   - attention: attention-class GPU time per step against KV tokens, reported per 1k tokens.
@@ -61,6 +71,7 @@ struct tkp_acc;
 #define TKP_CP_MIN_REL 0.10  /* smallest mean shift reported, relative to the lower side */
 #define TKP_CP_MIN_T 8.0     /* smallest Welch t of the shift (smoothed values) */
 #define TKP_CP_MAX 16        /* change points reported per series */
+#define TKP_CP_NEAR 5        /* a host change this close (steps) to a GPU busy one is the same */
 #define TKP_CP_IDLE_BOUND 0.30
 
 /* Per-step extras. */
@@ -125,6 +136,7 @@ int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *
 struct tkp_acp { /* a change point, named */
     const char *series;          /* "host" (host duration) or "busy" (GPU busy) */
     int64_t step;                /* token index of the first step after the change */
+    size_t a, at, b;             /* the segments either side: series positions [a, at), [at, b) */
     double before_ns, after_ns;
     int ncls;
     int cls[3];                  /* the classes that moved most, by |delta| */
@@ -143,6 +155,8 @@ struct tkp_analysis {
     int gpu;
     struct tkp_acp cps[2 * TKP_CP_MAX];
     int ncps;
+    struct tkp_acp host_only[TKP_CP_MAX]; /* host shifts set aside (GPU records: see above) */
+    int nhost_only;
     struct tkp_slope attn, mlp;
     int tokens_known;
     uint64_t prompt_tokens;      /* per sequence, 0 unknown */

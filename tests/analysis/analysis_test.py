@@ -3,8 +3,13 @@
 the simulated GPU, with injected faults (tests/simgpu/README.md).
 
 usage: analysis_test.py TEST --minillm EXE --simgpu DIR --shim LIB --tokprof BIN --tmp DIR
+                        [--mkseries EXE]
 TEST: change_point   SIMGPU_SLOW on silu_and_mul from token step 300 (x400) + SIMGPU_STALL every
                      50 steps: summary and analyze name step 300 (+-2) and the activation class
+      cp_host_noise  synthetic captures (mkseries) with exact host noise and load episodes: no
+                     change point (the load is a host-only shift), with or without GPU records;
+                     with a GPU fault added, only the fault at 300 naming its class; assumed tokens
+      cp_jitter      a clean minillm capture with SIMGPU_JITTER under a CPU hog: no change point
       diff           diff clean vs that fault capture: only silu_and_mul (and its class) are
                      regressions, exit 1; clean vs a second clean capture: exit 0
       attn_slope     the attention slope per 1k KV tokens == the cost model's within 5%
@@ -78,19 +83,101 @@ def t_change_point():
     an = json.loads(tokprof("analyze", "--json", cap).stdout)
     for doc, who in ((s["analysis"], "summary"), (an, "analyze")):
         cps = doc["change_points"]
-        for series in ("host", "busy"):
-            hits = [c for c in cps if c["series"] == series and abs(c["step"] - FAULT_STEP) <= 2]
-            if not hits:
-                fail(f"{who}: no {series} change point near {FAULT_STEP}: {cps}")
-            if not hits[0]["classes"] or hits[0]["classes"][0]["class"] != "activation":
-                fail(f"{who}: {series} change point does not name activation: {hits[0]}")
-        if any(abs(c["step"] - FAULT_STEP) > 2 for c in cps if c["series"] == "busy"):
-            fail(f"{who}: spurious GPU busy change points: {cps}")
+        # GPU busy: the change, within +-2, naming the class; a host change point is reported
+        # only next to it (within TKP_CP_NEAR = 5): the host series of this loaded VM alone
+        # decides nothing, so whether it also shows the change is not asserted
+        hits = [c for c in cps if c["series"] == "busy" and abs(c["step"] - FAULT_STEP) <= 2]
+        if not hits:
+            fail(f"{who}: no busy change point near {FAULT_STEP}: {cps}")
+        for c in [hits[0]] + [c for c in cps if c["series"] == "host"]:
+            if not c["classes"] or c["classes"][0]["class"] != "activation":
+                fail(f"{who}: {c['series']} change point does not name activation: {c}")
+        if any(abs(c["step"] - FAULT_STEP) > (2 if c["series"] == "busy" else 5) for c in cps):
+            fail(f"{who}: spurious change points: {cps}")
     text = tokprof("summary", cap).stdout
     lines = [l for l in text.splitlines() if l.startswith("change")]
     if not any("step 30" in l or "step 29" in l for l in lines) or "activation" not in text:
         fail(f"summary text: {lines}")
     print("\n".join(tokprof("analyze", cap).stdout.splitlines()))
+
+
+def mkseries(name, *args):
+    out = os.path.join(A.tmp, name + ".tokprof")
+    p = subprocess.run([A.mkseries, out, *args], capture_output=True, text=True, timeout=60)
+    if p.returncode:
+        fail(f"mkseries {args}: {p.stderr}")
+    return out
+
+
+def t_cp_host_noise():
+    # Synthetic captures (mkseries.c): the host timing is perturbed exactly, so each outcome is
+    # the same on every run. Noise: +-20% per step and a x2..x10 spike one step in 20; load: x1.6
+    # for steps 100..140, x1.6 from step 250 on. The GPU work never changes (5% jitter).
+    noisy = ["--steps", "600", "--host-noise", "20", "--gpu-jitter", "5",
+             "--load", "100:140:1.6", "--load", "250:600:1.6"]
+    for seed in ("1", "2", "3"):
+        cap = mkseries("noise" + seed, *noisy, "--seed", seed)
+        an = json.loads(tokprof("analyze", "--json", cap).stdout)
+        if an["change_points"]:
+            fail(f"seed {seed}: change points from host load alone: {an['change_points']}")
+        # the load episodes are seen, and set aside as host-only shifts
+        hs = [h["step"] for h in an["host_only_shifts"]]
+        if not any(abs(h - 250) <= 2 for h in hs):
+            fail(f"seed {seed}: host-only shifts {hs}, want one at 250")
+        s = json.loads(tokprof("summary", "--json", cap).stdout)
+        if s["analysis"]["change_points"] or "change    none" not in tokprof("summary", cap).stdout:
+            fail(f"seed {seed}: summary reports a change point: {s['analysis']['change_points']}")
+    # the same load with a GPU fault (a kernel 8x slower from step 300, a 2 ms stall every 50
+    # steps): the change is named at 300 with the class that moved, and nothing else
+    cap = mkseries("fault", *noisy, "--slow", "silu:300:8", "--stall", "50:2000000")
+    cps = json.loads(tokprof("analyze", "--json", cap).stdout)["change_points"]
+    busy = [c for c in cps if c["series"] == "busy"]
+    if len(busy) != 1 or abs(busy[0]["step"] - 300) > 2 or busy[0]["classes"][0]["class"] != "activation":
+        fail(f"fault: {cps}")
+    if any(abs(c["step"] - 300) > 5 for c in cps):
+        fail(f"fault: spurious change points {cps}")
+    # no GPU records: heavy-tailed host noise (30%, spikes) alone gives no change point
+    for seed in ("1", "2", "3"):
+        cap = mkseries("nogpu" + seed, "--steps", "600", "--host-noise", "30", "--no-gpu",
+                       "--seed", seed)
+        an = json.loads(tokprof("analyze", "--json", cap).stdout)
+        if an["change_points"] or an["host_only_shifts"]:
+            fail(f"no GPU, seed {seed}: {an['change_points']} {an['host_only_shifts']}")
+    # ... and tokens per step are assumed (no GEMM shapes): 1 per step after the first
+    st = [x for x in json.loads(tokprof("steps", "--json", cap).stdout)["steps"]]
+    if st[0]["tokens"] is not None or any(x["tokens"] != 1 or x["tokens_source"] != "assumed"
+                                          for x in st[1:]):
+        fail(f"assumed tokens: {[(x['tokens'], x['tokens_source']) for x in st[:4]]}")
+    print(f"ok: host load set aside ({hs}), fault at {busy[0]['step']} names activation")
+
+
+def t_cp_jitter():
+    # a clean minillm capture with GPU jitter (SIMGPU_JITTER) while another process loads the
+    # CPUs for part of the run: no change point. GPU busy time is the simulator's, the same on
+    # every run; the host series moves with the load, and host changes need the GPU's backing.
+    d = os.path.join(A.tmp, "jitter")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(d):
+        os.unlink(os.path.join(d, f))
+    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=A.shim, TOKPROF_OUT=d,
+               TOKPROF_RING_KB="65536", TOKPROF_BUFFER_MB="512", SIMGPU_JITTER="7:10")
+    p = subprocess.Popen([A.minillm, "--layers", "16", "--steps", "800"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    hog = subprocess.Popen([sys.executable, "-c",
+                            "import time\nt = time.time() + 0.2\nwhile time.time() < t: pass\n"
+                            "time.sleep(0.2)\nt = time.time() + 0.5\nwhile time.time() < t: pass\n"])
+    hog.wait(timeout=60)
+    _, err = p.communicate(timeout=200)
+    if p.returncode:
+        fail(f"minillm exited {p.returncode}: {err}")
+    cap = [os.path.join(d, f) for f in os.listdir(d) if f.endswith(".tokprof")][0]
+    for cmd in ("analyze", "summary"):
+        doc = json.loads(tokprof(cmd, "--json", cap).stdout)
+        cps = (doc if cmd == "analyze" else doc["analysis"])["change_points"]
+        if cps:
+            fail(f"{cmd}: change points in a clean capture: {cps}")
+    text = tokprof("analyze", cap).stdout
+    print("\n".join(l for l in text.splitlines() if l.startswith(("change", "host-only"))))
 
 
 def t_diff():
@@ -300,6 +387,7 @@ def main():
     ap.add_argument("test")
     for o in ("--minillm", "--simgpu", "--shim", "--tokprof", "--tmp"):
         ap.add_argument(o, required=True)
+    ap.add_argument("--mkseries")
     A = ap.parse_args()
     os.makedirs(A.tmp, exist_ok=True)
     globals()["t_" + A.test]()

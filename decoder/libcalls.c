@@ -207,19 +207,22 @@ static void classify(struct tkp_libmodel *m)
 
 /* GPU time per call. A GPU_KERNEL joins its LAUNCH by (thread, step, ordinal of the LAUNCH among
  * the step's LAUNCH records, in payload order: docs/FORMAT.md "The join"). The load counts the
- * ordinals per (thread, step), keeps the launches made inside a library call in a hash by
- * (thread, step, ordinal), and adds each GPU kernel's duration to its launch. A GPU record whose
- * launch has not been read yet (the writer drained CUPTI first) waits in a pending list, matched
- * at the end; one whose launch was read and was not a library launch is dropped at once. Memory:
- * O(steps + library launches), never O(launches). */
-struct sordinal { /* launches counted so far in (thread, step) */
-    uint64_t step;
-    uint32_t thread, n, used;
+ * ordinals per (thread, step) in a hash of steps; each step keeps a bit per ordinal that is a
+ * library launch and, in ordinal order, those launches' call ids and GPU time. A GPU kernel's
+ * duration is added to its launch when the launch was read (most: one probe and a bit test drop
+ * the non-library ones); one read before its launch (the writer drained CUPTI first) waits in a
+ * pending list, matched at the end. Memory: O(steps + library launches), never O(launches). */
+struct lref { /* a launch inside a library call */
+    uint32_t ord, call;
+    uint64_t ns;
 };
 
-struct llaunch { /* a launch inside a library call */
-    uint64_t step, ns;
-    uint32_t thread, ord, call, used;
+struct sordinal { /* one (thread, step) */
+    uint64_t step;
+    uint32_t thread, n, used, nwords; /* n: launches counted so far */
+    uint64_t *lib;                    /* nwords words: bit per ordinal, a library launch */
+    struct lref *lr;                  /* the library launches, ordinals ascending */
+    uint32_t nlr, caplr;
 };
 
 struct pgpu { /* a GPU kernel read before its launch */
@@ -230,8 +233,8 @@ struct pgpu { /* a GPU kernel read before its launch */
 struct gpujoin {
     struct sordinal *so;
     size_t nso, capso;
-    struct llaunch *ll;
-    size_t nll, capll;
+    struct sordinal *last;  /* the entry of the previous launch: runs of one step are the rule */
+    struct sordinal *glast; /* and of the previous GPU kernel (both reset by a rehash) */
     struct vec pend;
 };
 
@@ -253,70 +256,81 @@ static size_t so_slot(const struct sordinal *t, size_t cap, uint32_t thread, uin
     return j;
 }
 
-static size_t ll_slot(const struct llaunch *t, size_t cap, uint32_t thread, uint64_t step,
-                      uint32_t ord)
+/* The entry of (thread, step), created when `add`; NULL when absent (or NOMEM with add). */
+static struct sordinal *gj_step(struct gpujoin *g, uint32_t thread, uint64_t step, int add)
 {
-    size_t j = hmix(hmix(((uint64_t)thread << 40) ^ step) ^ ord) & (cap - 1);
-    while (t[j].used && (t[j].thread != thread || t[j].step != step || t[j].ord != ord))
-        j = (j + 1) & (cap - 1);
-    return j;
-}
-
-/* The next ordinal of (thread, step), counted. -1 on NOMEM. */
-static int64_t gj_count(struct gpujoin *g, uint32_t thread, uint64_t step)
-{
-    if ((g->nso + 1) * 2 > g->capso) {
+    if (add && (g->nso + 1) * 2 > g->capso) {
         size_t cap = g->capso ? g->capso * 2 : 1024;
         struct sordinal *t = calloc(cap, sizeof(*t));
-        if (!t) return -1;
+        if (!t) return NULL;
         for (size_t i = 0; i < g->capso; i++)
             if (g->so[i].used) t[so_slot(t, cap, g->so[i].thread, g->so[i].step)] = g->so[i];
         free(g->so);
-        g->so = t, g->capso = cap;
+        g->so = t, g->capso = cap, g->last = g->glast = NULL;
     }
+    if (!g->capso) return NULL;
     struct sordinal *e = &g->so[so_slot(g->so, g->capso, thread, step)];
-    if (!e->used) *e = (struct sordinal){step, thread, 0, 1}, g->nso++;
-    return e->n++;
+    if (!e->used) {
+        if (!add) return NULL;
+        *e = (struct sordinal){.step = step, .thread = thread, .used = 1};
+        g->nso++;
+    }
+    return e;
 }
 
-static int gj_library(struct gpujoin *g, uint32_t thread, uint64_t step, uint32_t ord,
-                      uint32_t call)
+/* Counts a LAUNCH of (thread, step); `call` its library call or 0. 0 or NOMEM. */
+static int gj_launch(struct gpujoin *g, uint32_t thread, uint64_t step, uint32_t call)
 {
-    if ((g->nll + 1) * 2 > g->capll) {
-        size_t cap = g->capll ? g->capll * 2 : 1024;
-        struct llaunch *t = calloc(cap, sizeof(*t));
-        if (!t) return TKP_ERR_NOMEM;
-        for (size_t i = 0; i < g->capll; i++)
-            if (g->ll[i].used)
-                t[ll_slot(t, cap, g->ll[i].thread, g->ll[i].step, g->ll[i].ord)] = g->ll[i];
-        free(g->ll);
-        g->ll = t, g->capll = cap;
+    struct sordinal *e = g->last;
+    if (!e || e->thread != thread || e->step != step) {
+        if (!(e = gj_step(g, thread, step, 1))) return TKP_ERR_NOMEM;
+        g->last = e;
     }
-    struct llaunch *e = &g->ll[ll_slot(g->ll, g->capll, thread, step, ord)];
-    if (!e->used) g->nll++;
-    *e = (struct llaunch){step, 0, thread, ord, call, 1};
+    uint32_t ord = e->n++;
+    if (!call) return 0;
+    if (ord / 64 >= e->nwords) {
+        uint32_t nw = e->nwords ? e->nwords * 2 : 4;
+        while (ord / 64 >= nw)
+            nw *= 2;
+        uint64_t *b = realloc(e->lib, nw * sizeof(*b));
+        if (!b) return TKP_ERR_NOMEM;
+        memset(b + e->nwords, 0, (nw - e->nwords) * sizeof(*b));
+        e->lib = b, e->nwords = nw;
+    }
+    e->lib[ord / 64] |= 1ull << (ord % 64);
+    if (e->nlr == e->caplr) {
+        uint32_t cap = e->caplr ? e->caplr * 2 : 16;
+        struct lref *q = realloc(e->lr, cap * sizeof(*q));
+        if (!q) return TKP_ERR_NOMEM;
+        e->lr = q, e->caplr = cap;
+    }
+    e->lr[e->nlr++] = (struct lref){ord, call, 0};
     return 0;
 }
 
-static struct llaunch *gj_find(struct gpujoin *g, uint32_t thread, uint64_t step, uint32_t ord)
+/* Adds ns to launch `ord` of step e when it is a library launch. */
+static void gj_add(struct sordinal *e, uint32_t ord, uint64_t ns)
 {
-    if (!g->capll) return NULL;
-    struct llaunch *e = &g->ll[ll_slot(g->ll, g->capll, thread, step, ord)];
-    return e->used ? e : NULL;
+    if (ord / 64 >= e->nwords || !(e->lib[ord / 64] >> (ord % 64) & 1)) return;
+    uint32_t lo = 0, hi = e->nlr;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e->lr[mid].ord < ord) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < e->nlr && e->lr[lo].ord == ord) e->lr[lo].ns += ns;
 }
 
 static int gj_kernel(struct gpujoin *g, const struct tkp_record *r)
 {
     if (r->gpu.join != TKP_JOIN_LAUNCH || r->thread == TKP_GPU_THREAD_NONE) return 0;
     uint64_t ns = r->gpu.end_ns > r->gpu.start_ns ? r->gpu.end_ns - r->gpu.start_ns : 0;
-    struct llaunch *e = gj_find(g, r->thread, r->step, r->gpu.index);
-    if (e) {
-        e->ns += ns;
+    struct sordinal *e = g->glast;
+    if (!e || e->thread != r->thread || e->step != r->step)
+        if ((e = gj_step(g, r->thread, r->step, 0))) g->glast = e;
+    if (e && r->gpu.index < e->n) { /* its launch was read */
+        gj_add(e, r->gpu.index, ns);
         return 0;
-    }
-    if (g->capso) { /* its launch already read (and not a library one): nothing to add */
-        const struct sordinal *s = &g->so[so_slot(g->so, g->capso, r->thread, r->step)];
-        if (s->used && r->gpu.index < s->n) return 0;
     }
     struct pgpu *p = push(&g->pend, sizeof(*p));
     if (!p) return TKP_ERR_NOMEM;
@@ -329,28 +343,30 @@ static void gj_finish(struct gpujoin *g, struct tkp_call *calls, uint32_t ncalls
 {
     const struct pgpu *p = g->pend.p;
     for (uint32_t i = 0; i < g->pend.n; i++) {
-        struct llaunch *e = gj_find(g, p[i].thread, p[i].step, p[i].ord);
-        if (e) e->ns += p[i].ns;
+        struct sordinal *e = gj_step(g, p[i].thread, p[i].step, 0);
+        if (e && p[i].ord < e->n) gj_add(e, p[i].ord, p[i].ns);
     }
-    for (size_t i = 0; i < g->capll; i++) {
-        const struct llaunch *e = &g->ll[i];
-        if (!e->used || !e->ns) continue;
-        uint32_t lo = 0, hi = ncalls;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            const struct tkp_call *c = &calls[mid];
-            if (c->thread < e->thread || (c->thread == e->thread && c->call < e->call)) lo = mid + 1;
-            else hi = mid;
+    for (size_t i = 0; i < g->capso; i++)
+        for (uint32_t k = 0; k < g->so[i].nlr; k++) {
+            const struct sordinal *e = &g->so[i];
+            if (!e->lr[k].ns) continue;
+            uint32_t lo = 0, hi = ncalls, call = e->lr[k].call;
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                const struct tkp_call *c = &calls[mid];
+                if (c->thread < e->thread || (c->thread == e->thread && c->call < call)) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < ncalls && calls[lo].thread == e->thread && calls[lo].call == call)
+                calls[lo].gpu_ns += e->lr[k].ns;
         }
-        if (lo < ncalls && calls[lo].thread == e->thread && calls[lo].call == e->call)
-            calls[lo].gpu_ns += e->ns;
-    }
 }
 
 static void gj_free(struct gpujoin *g)
 {
+    for (size_t i = 0; i < g->capso; i++)
+        free(g->so[i].lib), free(g->so[i].lr);
     free(g->so);
-    free(g->ll);
     free(g->pend.p);
 }
 
@@ -390,14 +406,11 @@ int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
                 continue;
             }
             s->launches++;
-            int64_t ord = gj_count(&gj, rec.thread, rec.step);
-            if (ord < 0) goto nomem;
+            if (gj_launch(&gj, rec.thread, rec.step, rec.launch.call)) goto nomem;
             if (rec.launch.call) {
                 struct ref *x = push(&refs, sizeof(*x));
                 if (!x) goto nomem;
                 x->thread = rec.thread, x->call = rec.launch.call;
-                if (gj_library(&gj, rec.thread, rec.step, (uint32_t)ord, rec.launch.call))
-                    goto nomem;
             }
         }
     }

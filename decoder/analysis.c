@@ -732,13 +732,18 @@ void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct t
                     (c->cls_after[j] - c->cls_before[j]) / 1e6);
         fputc('\n', f);
     }
-    for (int i = 0; i < an->nhost_only; i++) {
+    /* host shifts without GPU backing: one line, the first few of them */
+    for (int i = 0; i < an->nhost_only && i < 4; i++) {
         const struct tkp_acp *c = &an->host_only[i];
-        fprintf(f, "host-only step %" PRId64 ": host duration %.3f -> %.3f ms (%+.1f%%), GPU busy "
-                   "and launches unchanged (machine load?): not a change point\n",
-                c->step, c->before_ns / 1e6, c->after_ns / 1e6,
+        if (!i) fprintf(f, "host-only host duration shift%s at step%s", an->nhost_only > 1 ? "s" : "",
+                        an->nhost_only > 1 ? "s" : "");
+        fprintf(f, "%s %" PRId64 " (%+.0f%%)", i ? "," : "", c->step,
                 c->before_ns > 0 ? 100.0 * (c->after_ns - c->before_ns) / c->before_ns : 0.0);
     }
+    if (an->nhost_only > 4) fprintf(f, " and %d more", an->nhost_only - 4);
+    if (an->nhost_only)
+        fprintf(f, ": GPU busy and launches unchanged (machine load?), not %s\n",
+                an->nhost_only > 1 ? "change points" : "a change point");
     if (an->attn.ok)
         fprintf(f, "scaling   attention %+.1f us per 1k KV tokens (r2 %.2f, %zu decode steps%s)\n",
                 an->attn.per1k_ns / 1e3, an->attn.r2, an->attn.n,

@@ -364,6 +364,35 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
     return 0;
 }
 
+void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
+                     int *src)
+{
+    int shapes = tkp_acc_has_tokens(a), first = 1;
+    uint64_t prev_seqs = 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        struct tkp_astep as;
+        if (i == 0 || s->thread != m->steps[i - 1].thread) first = 1, prev_seqs = 0;
+        tokens[i] = 0, src[i] = TKP_TOK_NONE;
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        if (tkp_acc_step(a, s->thread, s->seg, &as) && as.tokens) {
+            tokens[i] = as.tokens, src[i] = TKP_TOK_SHAPES;
+            prev_seqs = as.seqs;
+        } else if (shapes && prev_seqs) {
+            tokens[i] = prev_seqs, src[i] = TKP_TOK_PREVIOUS;
+        } else if (!shapes && !first) {
+            tokens[i] = 1, src[i] = TKP_TOK_ASSUMED;
+        }
+        first = 0;
+    }
+}
+
+const char *tkp_tok_src_str(int src)
+{
+    static const char *const w[] = {NULL, "shapes", "previous", "assumed"};
+    return src > 0 && src < 4 ? w[src] : NULL;
+}
+
 int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
                       struct tkp_model *m, struct tkp_acc **a)
 {
@@ -573,11 +602,49 @@ static int series_cps(const struct tkp_model *m, struct tkp_analysis *an, const 
         size_t a = i ? cp[i - 1].at : 0, b = i + 1 < k ? cp[i + 1].at : n;
         o->series = busy ? "busy" : "host";
         o->step = m->steps[idx[cp[i].at]].index;
+        o->a = a, o->at = cp[i].at, o->b = b;
         o->before_ns = cp[i].before;
         o->after_ns = cp[i].after;
         name_classes(m, idx, a, cp[i].at, b, o, scratch);
     }
     return 0;
+}
+
+/* The median over series positions [a, b) of the steps' launches (eager + graph) or tokens. */
+static double seg_median(const struct tkp_model *m, const struct tkp_acc *acc, const size_t *idx,
+                         size_t a, size_t b, int tokens, double *scratch)
+{
+    for (size_t i = a; i < b; i++) {
+        const struct tkp_mstep *s = &m->steps[idx[i]];
+        struct tkp_astep as;
+        if (tokens) scratch[i - a] = tkp_acc_step(acc, s->thread, s->seg, &as) ? (double)as.tokens : 0;
+        else scratch[i - a] = (double)(s->launches + s->graph_launches);
+    }
+    return median_d(scratch, b - a);
+}
+
+/* With GPU records: keeps the host change points that a GPU busy change point or a change of the
+ * steps' shape explains, and moves the others to an->host_only (analysis.h). */
+static void host_explained(const struct tkp_model *m, const struct tkp_acc *acc,
+                           struct tkp_analysis *an, const size_t *idx, double *scratch)
+{
+    int w = 0;
+    for (int i = 0; i < an->ncps; i++) {
+        struct tkp_acp *c = &an->cps[i];
+        int keep = c->series[0] != 'h';
+        for (int j = 0; !keep && j < an->ncps; j++)
+            keep = an->cps[j].series[0] == 'b' && llabs(an->cps[j].step - c->step) <= TKP_CP_NEAR;
+        if (!keep) {
+            double l1 = seg_median(m, acc, idx, c->a, c->at, 0, scratch);
+            double l2 = seg_median(m, acc, idx, c->at, c->b, 0, scratch);
+            double t1 = seg_median(m, acc, idx, c->a, c->at, 1, scratch);
+            double t2 = seg_median(m, acc, idx, c->at, c->b, 1, scratch);
+            keep = fabs(l2 - l1) >= TKP_CP_MIN_REL * (l1 < l2 ? l1 : l2) || t1 != t2;
+        }
+        if (keep) an->cps[w++] = *c;
+        else if (an->nhost_only < TKP_CP_MAX) an->host_only[an->nhost_only++] = *c;
+    }
+    an->ncps = w;
 }
 
 static void slopes(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_analysis *an,
@@ -652,6 +719,7 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
     an->nseries = n;
     int err = series_cps(m, an, idx, n, 0, v, w);
     if (!err && an->gpu) err = series_cps(m, an, idx, n, 1, v, w);
+    if (!err && an->gpu) host_explained(m, acc, an, idx, w);
     if (!err) slopes(m, acc, an, idx, n, v, w);
     free(idx), free(v), free(w);
     uint64_t idle = an->span_ns > an->busy_ns ? an->span_ns - an->busy_ns : 0;
@@ -688,6 +756,18 @@ void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct t
                     (c->cls_after[j] - c->cls_before[j]) / 1e6);
         fputc('\n', f);
     }
+    /* host shifts without GPU backing: one line, the first few of them */
+    for (int i = 0; i < an->nhost_only && i < 4; i++) {
+        const struct tkp_acp *c = &an->host_only[i];
+        if (!i) fprintf(f, "host-only host duration shift%s at step%s", an->nhost_only > 1 ? "s" : "",
+                        an->nhost_only > 1 ? "s" : "");
+        fprintf(f, "%s %" PRId64 " (%+.0f%%)", i ? "," : "", c->step,
+                c->before_ns > 0 ? 100.0 * (c->after_ns - c->before_ns) / c->before_ns : 0.0);
+    }
+    if (an->nhost_only > 4) fprintf(f, " and %d more", an->nhost_only - 4);
+    if (an->nhost_only)
+        fprintf(f, ": GPU busy and launches unchanged (machine load?), not %s\n",
+                an->nhost_only > 1 ? "change points" : "a change point");
     if (an->attn.ok)
         fprintf(f, "scaling   attention %+.1f us per 1k KV tokens (r2 %.2f, %zu decode steps%s)\n",
                 an->attn.per1k_ns / 1e3, an->attn.r2, an->attn.n,
@@ -725,6 +805,12 @@ void tkp_analysis_print_json(FILE *f, const struct tkp_model *m, const struct tk
             fprintf(f, ",\"before_ns\":%.1f,\"after_ns\":%.1f}", c->cls_before[j], c->cls_after[j]);
         }
         fputs("]}", f);
+    }
+    fputs("],\"host_only_shifts\":[", f);
+    for (int i = 0; i < an->nhost_only; i++) {
+        const struct tkp_acp *c = &an->host_only[i];
+        fprintf(f, "%s{\"step\":%" PRId64 ",\"before_ns\":%.1f,\"after_ns\":%.1f}", i ? "," : "",
+                c->step, c->before_ns, c->after_ns);
     }
     fputs("],\"slopes\":{", f);
     json_slope(f, "attention_per_1k_kv_tokens", &an->attn, "ns_per_1k");

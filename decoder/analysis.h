@@ -32,6 +32,16 @@
  * the smoothed values: host noise is heavy-tailed, and a MAD-based σ alone lets it split).
  * σ is robust: 1.4826·MAD of the first differences / √2, floored at 0.1% of the series median
  * (deterministic series have σ = 0). Segments shorter than TKP_CP_MIN_SEG are never split off.
+ * Two series: the GPU busy time of the token steps (when the capture has GPU records) and their
+ * host duration. Host duration moves with the machine's load (preemption, another process on
+ * the cores) as much as with the program; GPU busy time does not. So with GPU records a host
+ * change point is reported only when something in the capture explains it: a GPU busy change
+ * point within TKP_CP_NEAR steps, or a change of the steps' shape between its two segments (the
+ * median launches + graph launches per step moved by TKP_CP_MIN_REL, or the median tokens per
+ * step changed: graphs turned on, a new batch size). Any other host shift (same GPU work, same
+ * launches) is set aside in `host_only`, printed as such and not called a change point. Without
+ * GPU records the host series is all there is and its change points are reported as found (a
+ * sustained load on the machine is then indistinguishable from a slower program).
  *
  * Slopes (least squares over the decode steps of the thread with the most token steps):
  *   - attention: attention-class GPU time per step against KV tokens, reported per 1k tokens.
@@ -61,6 +71,7 @@ struct tkp_acc;
 #define TKP_CP_MIN_REL 0.10  /* smallest mean shift reported, relative to the lower side */
 #define TKP_CP_MIN_T 8.0     /* smallest Welch t of the shift (smoothed values) */
 #define TKP_CP_MAX 16        /* change points reported per series */
+#define TKP_CP_NEAR 5        /* a host change this close (steps) to a GPU busy one is the same */
 #define TKP_CP_IDLE_BOUND 0.30
 
 /* Per-step extras. */
@@ -86,6 +97,24 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
 /* 1 when any step has tokens from library calls. */
 int tkp_acc_has_tokens(const struct tkp_acc *a);
 
+/* Tokens of each step, for `tokprof steps` (the rule, in order; docs in the steps help):
+ *   1. shapes    the step's own executed unbatched GEMMs (libcalls.h's rule: the largest token
+ *                dimension among them);
+ *   2. previous  a token step without any such GEMM (a forward replayed as a CUDA graph, with
+ *                no eager GEMM left) in a capture that has shapes: the sequences of the thread's
+ *                previous token step whose tokens are known (one new token per sequence);
+ *   3. assumed   a capture with no GEMM shapes at all (no cuBLAS / cuBLASLt calls): 1 for every
+ *                token step of a thread but its first — a batch-1 decode loop, each step ending
+ *                at the sampled token; the first (the prefill: the prompt length is unknown) and
+ *                the steps of a batch > 1 server are not knowable;
+ * else unknown (0, TKP_TOK_NONE), and always for outside and open steps. */
+enum tkp_tok_src { TKP_TOK_NONE = 0, TKP_TOK_SHAPES, TKP_TOK_PREVIOUS, TKP_TOK_ASSUMED };
+/* Fills tokens[i] and src[i] for every m->steps[i] (arrays of m->nsteps, the caller's). */
+void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
+                     int *src);
+/* "shapes", "previous", "assumed", NULL for TKP_TOK_NONE. */
+const char *tkp_tok_src_str(int src);
+
 /* Opens `path` and feeds every record to a fresh model (opts: token steps, classes `cl`) and
  * acc, with a progress line on stderr when it is a TTY. On success the caller owns *m and *a.
  * Returns 0 or a tkp_err with ctx->why set (nothing to free then). */
@@ -107,6 +136,7 @@ int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *
 struct tkp_acp { /* a change point, named */
     const char *series;          /* "host" (host duration) or "busy" (GPU busy) */
     int64_t step;                /* token index of the first step after the change */
+    size_t a, at, b;             /* the segments either side: series positions [a, at), [at, b) */
     double before_ns, after_ns;
     int ncls;
     int cls[3];                  /* the classes that moved most, by |delta| */
@@ -125,6 +155,8 @@ struct tkp_analysis {
     int gpu;
     struct tkp_acp cps[2 * TKP_CP_MAX];
     int ncps;
+    struct tkp_acp host_only[TKP_CP_MAX]; /* host shifts set aside (GPU records: see above) */
+    int nhost_only;
     struct tkp_slope attn, mlp;
     int tokens_known;
     uint64_t prompt_tokens;      /* per sequence, 0 unknown */

@@ -3,7 +3,8 @@
  * the launch-bound verdict. The methods are in analysis.h.
  *
  * JSON keys (`--json`): series_tid, token_steps, tokens_known, change_points [{series ("host" or
- * "busy"), step, before_ns, after_ns, classes [{class, before_ns, after_ns}]}], slopes
+ * "busy"), step, before_ns, after_ns, classes [{class, before_ns, after_ns}]}], host_only_shifts
+ * [{step, before_ns, after_ns}] (host changes without GPU backing: analysis.h), slopes
  * {attention_per_1k_kv_tokens {ns_per_1k, intercept_ns, r2, steps} | null, gemm_per_token
  * {ns_per_token, ...} | null, prompt_tokens}, idle {span_ns, busy_ns, launch_gap_ns,
  * host_wait_ns, idle_share, launch_gap_share}, verdict. */
@@ -60,9 +61,15 @@ const struct tkp_cmd tkp_cmd_analyze = {
     .usage =
         "usage: tokprof analyze [--json] [--classes FILE] CAPTURE...\n"
         "\n"
-        "Finds where the step latency changed (binary segmentation on the mean of the host\n"
-        "duration and, with GPU records, the GPU busy time of the token steps; BIC-like penalty\n"
-        "2*sigma^2*ln(N), shifts under 10% or 8 standard errors ignored), and names the kernel classes that moved.\n"
+        "Finds where the step latency changed and names the kernel classes that moved: binary\n"
+        "segmentation on the mean of the GPU busy time (with GPU records) and of the host\n"
+        "duration of the token steps, after a 5-step running median (a stall every K steps is\n"
+        "no change); a split is kept when it lowers the squared error by more than the\n"
+        "BIC-like penalty 2*sigma^2*ln(N), sigma a robust noise estimate (1.4826 * MAD of\n"
+        "the first differences / sqrt 2), moves the mean by 10% or more, and stands 8\n"
+        "standard errors clear; segments of at least 10 steps. With GPU records a host change\n"
+        "needs a GPU busy change within 5 steps or a change in the steps' launches or tokens;\n"
+        "otherwise it is printed as a host-only shift (machine load), not a change point.\n"
         "Fits attention GPU time per step against KV tokens (prompt + decode steps so far, times\n"
         "sequences) and gemm time against tokens per step (from library-call shapes). Splits\n"
         "the GPU idle time inside steps into launch gaps (the next kernel was launched after the\n"

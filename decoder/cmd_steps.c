@@ -1,9 +1,10 @@
-/* tokprof steps: one row per step (segment) of every thread — host duration, GPU span, busy and
- * idle time, launches, the class that took the most GPU time, and an anomaly flag.
+/* tokprof steps: one row per step (segment) of every thread — tokens, host duration, GPU span,
+ * busy and idle time, launches, the class that took the most GPU time, and an anomaly flag.
  *
  * JSON (`--json`): one object {"gpu": {"available", "reason"}, "steps": [...]}; each step has
  *   thread, tid, seg, step (token index on the thread, null outside), kind ("token", "outside",
- *   "open": its STEP record is missing), tokens (null until library data is joined), begin_ns,
+ *   "open": its STEP record is missing), tokens (null when unknown) and tokens_source ("shapes",
+ *   "previous", "assumed": analysis.h, tkp_step_tokens; null when unknown), begin_ns,
  *   mark_ns, end_ns, host_ns, gap_ns (to the thread's next step, null for its last), launches,
  *   graph_launches, copies, anomaly (null, "host", "gpu" or "host,gpu"),
  *   and only when the capture has GPU records: gpu_kernels, gpu_copies, span_ns, busy_ns,
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis.h"
 #include "cmd.h"
 #include "err.h"
 #include "json.h"
@@ -98,15 +100,21 @@ static void str(FILE *f, int json, const char *key, const char *v)
 }
 
 static const char *const keys_host[] = {"thread", "tid", "seg", "step", "kind", "tokens",
-                                        "begin_ns", "mark_ns", "end_ns", "host_ns", "gap_ns",
+                                        "tokens_source", "begin_ns", "mark_ns", "end_ns", "host_ns", "gap_ns",
                                         "launches", "graph_launches", "copies", "anomaly"};
 static const char *const keys_gpu[] = {"gpu_kernels", "gpu_copies", "span_ns", "busy_ns",
                                        "idle_ns", "copy_ns", "latency_mean_ns", "latency_max_ns",
                                        "top_class"};
 
+struct toks { /* tokens per step (analysis.h: tkp_step_tokens), by model step index */
+    uint64_t *n;
+    int *src;
+};
+
 static void print_row(FILE *f, int json, const struct tkp_model *m, const struct tkp_norms *nr,
-                      const struct tkp_mstep *s, int gpu)
+                      const struct toks *tk, size_t i, int gpu)
 {
+    const struct tkp_mstep *s = &m->steps[i];
     int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
     if (json) putc('{', f);
     num(f, json, "thread", 1, s->thread, 1);
@@ -114,7 +122,8 @@ static void print_row(FILE *f, int json, const struct tkp_model *m, const struct
     num(f, json, "seg", 1, (int64_t)s->seg, 0);
     num(f, json, "step", tok, s->index, 0);
     str(f, json, "kind", tkp_mstep_kind_str(s->kind));
-    num(f, json, "tokens", 0, 0, 0);
+    num(f, json, "tokens", tk->src[i] != TKP_TOK_NONE, (int64_t)tk->n[i], 0);
+    str(f, json, "tokens_source", tkp_tok_src_str(tk->src[i]));
     num(f, json, "begin_ns", closed, (int64_t)s->begin_ns, 0);
     num(f, json, "mark_ns", closed, (int64_t)s->mark_ns, 0);
     num(f, json, "end_ns", closed, (int64_t)s->end_ns, 0);
@@ -148,8 +157,9 @@ static void us(FILE *f, int w, uint64_t ns)
 }
 
 static void print_text(FILE *f, const struct opts *o, const struct tkp_model *m,
-                       const struct tkp_norms *nr, int gpu, const char *why)
+                       const struct tkp_norms *nr, const struct toks *tk, int gpu, const char *why)
 {
+    int assumed = 0;
     if (!gpu) fprintf(f, "GPU: not recorded (%s); GPU columns omitted\n", why);
     fprintf(f, "%5s %4s %8s %-7s %6s %9s %8s %8s %6s", "step", "seg", "tid", "kind", "tokens",
             "host_us", "gap_us", "launches", "graphs");
@@ -161,7 +171,10 @@ static void print_text(FILE *f, const struct opts *o, const struct tkp_model *m,
         if (!shown(o, s)) continue;
         if (s->kind == TKP_STEP_TOKEN) fprintf(f, "%5" PRId64, s->index);
         else fprintf(f, "%5s", "-");
-        fprintf(f, " %4" PRIu64 " %8u %-7s %6s", s->seg, s->tid, tkp_mstep_kind_str(s->kind), "-");
+        fprintf(f, " %4" PRIu64 " %8u %-7s", s->seg, s->tid, tkp_mstep_kind_str(s->kind));
+        if (tk->src[i] == TKP_TOK_NONE) fprintf(f, " %6s", "-");
+        else if (tk->src[i] == TKP_TOK_ASSUMED) fprintf(f, " %5" PRIu64 "~", tk->n[i]), assumed = 1;
+        else fprintf(f, " %6" PRIu64, tk->n[i]);
         us(f, 9, tkp_mstep_host_ns(s));
         if (s->has_gap) fprintf(f, " %8.1f", (double)s->gap_ns / 1e3);
         else fprintf(f, " %8s", "-");
@@ -179,10 +192,14 @@ static void print_text(FILE *f, const struct opts *o, const struct tkp_model *m,
         const char *a = tkp_mstep_anomaly(nr, s);
         fprintf(f, " %s\n", a ? a : "");
     }
+    if (assumed)
+        fputs("~ tokens assumed: no GEMM shapes in the capture, so a batch-1 decode loop (one "
+              "token per step) is assumed\n", f);
 }
 
 static void print_machine(FILE *f, const struct opts *o, const struct tkp_model *m,
-                          const struct tkp_norms *nr, int gpu, const char *why)
+                          const struct tkp_norms *nr, const struct toks *tk, int gpu,
+                          const char *why)
 {
     if (o->json) {
         fprintf(f, "{\"gpu\":{\"available\":%s,\"reason\":", gpu ? "true" : "false");
@@ -201,7 +218,7 @@ static void print_machine(FILE *f, const struct opts *o, const struct tkp_model 
         if (!shown(o, &m->steps[i])) continue;
         if (o->json && !first) putc(',', f);
         first = 0;
-        print_row(f, o->json, m, nr, &m->steps[i], gpu);
+        print_row(f, o->json, m, nr, tk, i, gpu);
     }
     if (o->json) fputs("]}\n", f);
 }
@@ -211,24 +228,31 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct opts o = {.from = -1, .to = -1};
     struct tkp_classes *cl;
     struct tkp_model m;
+    struct tkp_acc *acc;
     struct tkp_norms nr;
     char why[256];
     int err = parse(argc, argv, ctx, &o);
     if (err) return err;
     if ((err = tkp_classes_new(o.classes, &cl, why, sizeof(why))))
         return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
-    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1};
-    tkp_model_init(&m, &mo);
-    if (!(err = tkp_model_load(ctx, o.path, &m))) {
-        if ((err = tkp_model_norms(&m, &nr))) {
-            tkp_cmd_fail(ctx, err, "out of memory");
-        } else {
-            int gpu = tkp_model_gpu(&m, why, sizeof(why));
-            if (o.json || o.csv) print_machine(ctx->out, &o, &m, &nr, gpu, why);
-            else print_text(ctx->out, &o, &m, &nr, gpu, why);
-            tkp_norms_free(&nr);
-        }
+    /* the model and, in the same pass, the library-call shapes that give tokens per step */
+    if ((err = tkp_analysis_load(ctx, o.path, cl, &m, &acc))) {
+        tkp_classes_free(cl);
+        return err;
     }
+    struct toks tk = {malloc((m.nsteps + 1) * sizeof(*tk.n)), malloc((m.nsteps + 1) * sizeof(*tk.src))};
+    if (!tk.n || !tk.src || (err = tkp_model_norms(&m, &nr))) {
+        err = tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+    } else {
+        int gpu = tkp_model_gpu(&m, why, sizeof(why));
+        tkp_step_tokens(&m, acc, tk.n, tk.src);
+        if (o.json || o.csv) print_machine(ctx->out, &o, &m, &nr, &tk, gpu, why);
+        else print_text(ctx->out, &o, &m, &nr, &tk, gpu, why);
+        tkp_norms_free(&nr);
+    }
+    free(tk.n);
+    free(tk.src);
+    tkp_acc_free(acc);
     tkp_model_free(&m);
     tkp_classes_free(cl);
     return err;
@@ -241,13 +265,21 @@ const struct tkp_cmd tkp_cmd_steps = {
         "usage: tokprof steps [--json|--csv] [--from N] [--to N] [--thread TID]\n"
         "                     [--classes FILE] CAPTURE...\n"
         "\n"
-        "One row per step (segment) of every thread of the capture FILE: its token index, host\n"
-        "duration (begin to the sync that ended it) and gap to the next step, launches, and\n"
-        "from GPU records: the GPU span (first kernel start to last end), busy time (the union\n"
-        "of kernel intervals over all streams), idle time inside the span, launch-to-start\n"
-        "latency and the kernel class with the most GPU time. A step is flagged when its host\n"
-        "duration or GPU busy time is over 3x the median of token steps. Without GPU records\n"
-        "the GPU columns are left out and the reason is printed.\n"
+        "One row per step (segment) of every thread of the capture FILE: its token index,\n"
+        "tokens, host duration (begin to the sync that ended it) and gap to the next step,\n"
+        "launches, and from GPU records: the GPU span (first kernel start to last end), busy\n"
+        "time (the union of kernel intervals over all streams), idle time inside the span,\n"
+        "launch-to-start latency and the kernel class with the most GPU time. A step is\n"
+        "flagged when its host duration or GPU busy time is over 3x the median of token\n"
+        "steps. Without GPU records the GPU columns are left out and the reason is printed.\n"
+        "Tokens of a token step (tokens_source in --json/--csv), the first rule that applies:\n"
+        "  shapes    the largest token dimension of the step's executed cuBLAS/cuBLASLt GEMMs\n"
+        "            (prompt tokens in a prefill, one per sequence in a decode step);\n"
+        "  previous  a step without any GEMM (its forward replayed as a CUDA graph) in a capture\n"
+        "            that has GEMM shapes: the sequences of the thread's previous known step;\n"
+        "  assumed   no GEMM shapes in the whole capture: 1 per step after the thread's first\n"
+        "            (a batch-1 decode loop; marked ~ in the text), the first (prefill) unknown;\n"
+        "else '-' (null): outside and open steps, and what none of the rules gives.\n"
         "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
         "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"
@@ -257,6 +289,6 @@ const struct tkp_cmd tkp_cmd_steps = {
         "  --json, --csv     for scripts (keys: decoder/cmd_steps.c)\n"
         "\n"
         "example: the slowest token steps\n"
-        "  tokprof steps --csv server.1234.tokprof | sort -t, -k10 -n | tail\n",
+        "  tokprof steps --csv server.1234.tokprof | sort -t, -k11 -n | tail\n",
     .run = run,
 };

@@ -37,7 +37,8 @@
  *   tokens          int|null tokens processed over the token steps (prompt + generated), from
  *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
  *                            null without library calls
- *   analysis        object   `tokprof analyze --json`'s series_tid, change_points, slopes, idle and
+ *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
+ *                            host_only_shifts, slopes, idle and
  *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
  *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
  *                            steps on every thread

@@ -1,6 +1,7 @@
 /* tokprof decoder: SVG figures (svg.h). */
 #include "svg.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,25 @@ static void fmt_ns(double ns, char *b, size_t n)
     else snprintf(b, n, "%.0f ns", ns);
 }
 
+static void legend(FILE *f, int lx, double mx, int ns, const char *what);
+
+/* The cells of a heatmap from (ML, top): colour sqrt(v / mx); zero cells are left blank. */
+static void cells(FILE *f, const double *grid, size_t nrows, size_t ncols, int top, double cw,
+                  int cellh, double mx)
+{
+    char c[8];
+    fputs("<g class=\"cells\" shape-rendering=\"crispEdges\">\n", f);
+    for (size_t r = 0; r < nrows; r++)
+        for (size_t col = 0; col < ncols; col++) {
+            double v = grid[r * ncols + col];
+            if (v <= 0) continue;
+            fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>\n",
+                    ML + col * cw, top + (int)r * cellh, cw + 0.05, cellh,
+                    tkp_svg_color(mx > 0 ? sqrt(v / mx) : 0, c));
+        }
+    fputs("</g>\n", f);
+}
+
 void tkp_svg_heatmap(FILE *f, const char *id, const char *title, const double *grid, size_t nrows,
                      size_t ncols, size_t bin, const char *xlabel, const char *ylabel,
                      const char *(*rowname)(void *arg, size_t row, char *buf), void *arg)
@@ -86,21 +106,11 @@ void tkp_svg_heatmap(FILE *f, const char *id, const char *title, const double *g
     int w = 1200, h = MT + (int)nrows * cellh + MB;
     if (h < 260) h = 260;
     double pw = w - ML - MR, cw = ncols ? pw / (double)ncols : pw, mx = 0;
-    char c[8], b[64];
+    char b[64];
     for (size_t i = 0; i < nrows * ncols; i++)
         if (grid[i] > mx) mx = grid[i];
     head(f, id, w, h, title);
-    fprintf(f, "<g class=\"cells\" shape-rendering=\"crispEdges\">\n");
-    for (size_t r = 0; r < nrows; r++) {
-        for (size_t col = 0; col < ncols; col++) {
-            double v = grid[r * ncols + col];
-            if (v <= 0) continue;
-            fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>\n",
-                    ML + col * cw, MT + (int)r * cellh, cw + 0.05, cellh,
-                    tkp_svg_color(mx > 0 ? sqrt(v / mx) : 0, c));
-        }
-    }
-    fputs("</g>\n", f);
+    cells(f, grid, nrows, ncols, MT, cw, cellh, mx);
     size_t every = nrows > 60 ? (nrows + 29) / 30 : 1;
     for (size_t r = 0; r < nrows; r += every) {
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", ML - 4,
@@ -113,19 +123,105 @@ void tkp_svg_heatmap(FILE *f, const char *id, const char *title, const double *g
     tkp_svg_esc(f, ylabel);
     fputs("</text>\n", f);
     xaxis(f, w, h, ncols, bin, xlabel);
-    /* the colour scale: sqrt, so small classes stay visible */
-    int lx = w - MR + 20, lh = 160;
+    legend(f, w - MR + 20, mx, 1, "GPU time");
+    fputs("</svg>\n", f);
+}
+
+static void fmt_val(double v, int ns, char *b, size_t n)
+{
+    if (ns) fmt_ns(v, b, n);
+    else if (v >= 100 || v == (double)(uint64_t)v) snprintf(b, n, "%.0f", v);
+    else snprintf(b, n, "%.2f", v);
+}
+
+/* the colour scale, sqrt: small values stay visible */
+static void legend(FILE *f, int lx, double mx, int ns, const char *what)
+{
+    char c[8], b[64];
+    int lh = 160;
     fputs("<g class=\"legend\">\n", f);
     for (int i = 0; i < 32; i++)
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" fill=\"%s\"/>\n", lx,
                 MT + lh - (i + 1) * lh / 32, lh / 32 + 1, tkp_svg_color(i / 31.0, c));
-    fmt_ns(mx, b, sizeof(b));
+    fmt_val(mx, ns, b, sizeof(b));
     fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 18, MT + 8, b);
-    fmt_ns(mx / 4, b, sizeof(b));
+    fmt_val(mx / 4, ns, b, sizeof(b));
     fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", lx + 18, MT + lh / 2 + 4, b);
-    fprintf(f, "<text x=\"%d\" y=\"%d\">0</text>\n<text x=\"%d\" y=\"%d\">GPU time</text>\n",
-            lx + 18, MT + lh, lx, MT + lh + 16);
-    fputs("</g>\n</svg>\n", f);
+    fprintf(f, "<text x=\"%d\" y=\"%d\">0</text>\n<text x=\"%d\" y=\"%d\">", lx + 18, MT + lh, lx,
+            MT + lh + 16);
+    tkp_svg_esc(f, what);
+    fputs("</text>\n</g>\n", f);
+}
+
+void tkp_svg_heatmap_rows(FILE *f, const char *id, const char *title, const double *grid,
+                          size_t nrows, size_t ncols, const char *xlabel, const char *ylabel,
+                          const char *(*rowname)(void *arg, size_t row, char *buf),
+                          const char *(*colname)(void *arg, size_t col, char *buf), void *arg,
+                          const uint64_t *coltot, int ns, const char *what)
+{
+    const int mt = MT + 20, bars = 70; /* column labels above the cells; the totals below */
+    int cellh = nrows > 150 ? 2 : nrows > 60 ? 4 : nrows > 20 ? 10 : 18;
+    int ph = (int)nrows * cellh, w = 1200, h = mt + ph + 12 + bars + MB;
+    if (h < 330) h = 330;
+    double pw = w - ML - MR, cw = ncols ? pw / (double)ncols : pw, mx = 0;
+    uint64_t tmax = 0, tall = 0;
+    char b[64];
+    for (size_t i = 0; i < nrows * ncols; i++)
+        if (grid[i] > mx) mx = grid[i];
+    for (size_t col = 0; col < ncols; col++) {
+        if (coltot[col] > tmax) tmax = coltot[col];
+        tall += coltot[col];
+    }
+    head(f, id, w, h, title);
+    cells(f, grid, nrows, ncols, mt, cw, cellh, mx);
+    /* column labels: every one that has room (14 px) */
+    size_t every = cw >= 14 ? 1 : (size_t)ceil(14 / cw);
+    fputs("<g class=\"columns\">\n", f);
+    for (size_t col = 0; col < ncols; col += every) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" data-col=\"%zu\">",
+                ML + (col + 0.5) * cw, mt - 4, col);
+        tkp_svg_esc(f, colname(arg, col, b));
+        fputs("</text>\n", f);
+    }
+    fputs("</g>\n", f);
+    /* row labels: steps, one every 12 px */
+    size_t rev = cellh >= 12 ? 1 : (size_t)(12 + cellh - 1) / (size_t)cellh;
+    for (size_t r = 0; r < nrows; r += rev) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", ML - 4,
+                mt + (int)r * cellh + (cellh < 12 ? 4 : cellh / 2 + 4));
+        tkp_svg_esc(f, rowname(arg, r, b));
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">",
+            mt + ph / 2, mt + ph / 2);
+    tkp_svg_esc(f, ylabel);
+    fputs("</text>\n", f);
+    /* the totals: one bar per column, its exact value in data-total */
+    int by = mt + ph + 12;
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"black\"/>\n", ML,
+            by + bars, ML + pw, by + bars);
+    fputs("<g class=\"totals\">\n", f);
+    for (size_t col = 0; col < ncols; col++) {
+        double bh = tmax ? (double)bars * (double)coltot[col] / (double)tmax : 0;
+        fmt_val((double)coltot[col], ns, b, sizeof(b));
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#3b528b\" "
+                   "data-col=\"%zu\" data-total=\"%" PRIu64 "\"><title>",
+                ML + col * cw + cw * 0.1, by + bars - bh, cw * 0.8, bh, col, coltot[col]);
+        char nb[64];
+        tkp_svg_esc(f, colname(arg, col, nb));
+        fprintf(f, ": %s (%.1f%%)</title></rect>\n", b,
+                tall ? 100.0 * (double)coltot[col] / (double)tall : 0.0);
+    }
+    fputs("</g>\n", f);
+    fmt_val((double)tmax, ns, b, sizeof(b));
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">total</text>"
+               "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">max %s</text>\n",
+            ML - 4, by + bars / 2, ML - 4, by + bars / 2 + 14, b);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", ML + (int)pw / 2, h - 12);
+    tkp_svg_esc(f, xlabel);
+    fputs("</text>\n", f);
+    legend(f, w - MR + 20, mx, ns, what);
+    fputs("</svg>\n", f);
 }
 
 static void yaxis(FILE *f, int h, double mx, const char *ylabel)

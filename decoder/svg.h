@@ -6,11 +6,13 @@
 #define TKP_SVG_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "model.h"
 
 #define TKP_SVG_MAX_COLS 1000 /* longer series are binned to at most this many columns */
+#define TKP_SVG_MAX_ROWS 250  /* and steps down the side to at most this many rows */
 
 /* Writes s with &, <, >, " escaped. */
 void tkp_svg_esc(FILE *f, const char *s);
@@ -22,6 +24,15 @@ const char *tkp_svg_color(double v, char *buf);
 void tkp_svg_heatmap(FILE *f, const char *id, const char *title, const double *grid, size_t nrows,
                      size_t ncols, size_t bin, const char *xlabel, const char *ylabel,
                      const char *(*rowname)(void *arg, size_t row, char *buf), void *arg);
+/* A heatmap with the steps down the side: grid[row * ncols + col], rows labelled rowname(row)
+ * (bins of steps), columns colname(col) (categories: experts). Under the cells one bar per column
+ * for its total, with the exact value in data-total (and data-col, a <title>). `ns`: the values
+ * are ns (else counts); `what` names them under the colour scale. */
+void tkp_svg_heatmap_rows(FILE *f, const char *id, const char *title, const double *grid,
+                          size_t nrows, size_t ncols, const char *xlabel, const char *ylabel,
+                          const char *(*rowname)(void *arg, size_t row, char *buf),
+                          const char *(*colname)(void *arg, size_t col, char *buf), void *arg,
+                          const uint64_t *coltot, int ns, const char *what);
 /* A line chart of y[0..n) (ns) against the index, with axes. */
 void tkp_svg_lines(FILE *f, const char *id, const char *title, const double *y, size_t n,
                    size_t bin, const char *ylabel);

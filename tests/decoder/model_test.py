@@ -9,6 +9,8 @@ TEST: steps_busy     per-step GPU busy (steps --json) == union of the step's ker
       fault_summary  SIMGPU_SLOW on attention from a late step: summary's worst steps are all
                      faulted ones and their cause is the attention class
       gpu_off        TOKPROF_GPU=off: no GPU keys or columns, the reason is printed
+      steps_tokens   steps --json/--csv tokens per token step == minillm's log, four styles
+                     (vllm async batch 3, hf batch 2, llamacpp, vllm --graphs batch 4)
       memory         a >= 300k-launch capture decoded (summary, steps, kernels) under a peak RSS cap
 Exit 0 pass, 1 fail, 77 skipped."""
 import argparse, collections, json, os, subprocess, sys
@@ -192,6 +194,30 @@ def t_gpu_off():
     if "TOKPROF_GPU=off" not in txt:
         fail("summary text does not say why")
     print("ok: GPU figures absent, reason printed:", st["gpu"]["reason"])
+
+
+def t_steps_tokens():
+    # tokens per token step (steps --json) == minillm's own count, for every style; with --graphs
+    # the replayed forward leaves lm_head eager (its shape gives the sequences)
+    for name, margs in (("vllm_async", ["--batch", "3", "--sched", "async"]),
+                        ("hf", ["--style", "hf", "--batch", "2", "--prefill", "7"]),
+                        ("llamacpp", ["--style", "llamacpp"]),
+                        ("vllm_graphs", ["--graphs", "--batch", "4"])):
+        d, cap = capture("tokens_" + name, ["--steps", "10", "--layers", "2", *margs])
+        want = [g["tokens"] for g in load(os.path.join(d, "minillm.jsonl")) if g["type"] == "step"]
+        steps = json.loads(tokprof("steps", "--json", cap).stdout)["steps"]
+        got = [s["tokens"] for s in steps if s["kind"] == "token"]
+        src = {s["tokens_source"] for s in steps if s["kind"] == "token"}
+        if got != want or src != {"shapes"}:
+            fail(f"{name}: tokens {got} ({src}), minillm {want}")
+        if any(s["tokens"] is not None or s["tokens_source"] is not None
+               for s in steps if s["kind"] != "token"):
+            fail(f"{name}: an outside step has tokens")
+        csv = tokprof("steps", "--csv", cap).stdout.splitlines()
+        k = csv[0].split(",").index("tokens")
+        if [int(l.split(",")[k]) for l in csv[1:] if ",token," in l] != want:
+            fail(f"{name}: CSV tokens column")
+        print(f"ok {name}: tokens per step {want[:3]}... == minillm's")
 
 
 CAP_KB = 20 * 1024  # a decoder holding every record of this capture needs ~28 MiB

@@ -12,6 +12,8 @@ TEST: steps_busy     per-step GPU busy (steps --json) == union of the step's ker
       memory         a >= 300k-launch capture decoded (summary, steps, kernels) under a peak RSS cap
 Exit 0 pass, 1 fail, 77 skipped."""
 import argparse, collections, json, os, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 A = None
 
@@ -26,7 +28,7 @@ def capture(name, margs, env_extra=None):
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
         os.unlink(os.path.join(d, f))
-    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=A.shim, TOKPROF_OUT=d,
+    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=shim_preload(A.shim), TOKPROF_OUT=d,
                SIMGPU_LOG=os.path.join(d, "truth.jsonl"))
     env.update(env_extra or {})
     p = subprocess.run([A.minillm, *margs, "--log", os.path.join(d, "minillm.jsonl")], env=env,

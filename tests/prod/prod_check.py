@@ -24,6 +24,8 @@ usage: prod_check.py CASE BUILD_DIR WORKDIR
                  ppid is the parent's pid
 """
 import glob, json, os, resource, shutil, signal, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 case, build, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -36,7 +38,8 @@ os.makedirs(work)
 
 
 def env(**kw):
-    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=work, TOKPROF_GPU="off")
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=work,
+             TOKPROF_GPU="off")
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP"):
         e.pop(k, None)
     e.update({k: str(v) for k, v in kw.items()})

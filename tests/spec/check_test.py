@@ -6,6 +6,8 @@ SPEC:line:col and a caret).
 
 usage: check_test.py BUILD_DIR SRC_DIR WORKDIR"""
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 build, src, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -20,7 +22,7 @@ failures = []
 def capture(name, **faults):
     d = os.path.join(work, name)
     os.makedirs(d)
-    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=d)
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=d)
     env.update({k: str(v) for k, v in faults.items()})
     subprocess.run([MINILLM, "--steps", "12", "--style", "vllm"], env=env, check=True,
                    stdout=subprocess.DEVNULL)

@@ -536,7 +536,7 @@ static CUresult gpa_v2_impl(const char *sym, void **pfn, int ver, cuuint64_t fla
 /* Every handle but RTLD_NEXT (forwarded by dlsym.S with the caller's identity intact). The
  * caller does not matter for the lookup of a real handle, nor for RTLD_DEFAULT in the main
  * namespace. */
-void *tkp_dlsym_hook(void *handle, const char *name)
+TKP_EARLY void *tkp_dlsym_hook(void *handle, const char *name)
 {
     void *p = tkp_real_dlsym(handle, name);
     if (!p || !name || name[0] != 'c' || name[1] != 'u') return p;

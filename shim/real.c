@@ -14,7 +14,7 @@
 typedef void *(*dlsym_fn)(void *, const char *);
 dlsym_fn tkp_dlsym_next; /* read by dlsym.S */
 
-void *tkp_resolve_real_dlsym(void)
+TKP_EARLY void *tkp_resolve_real_dlsym(void)
 {
     if (!tkp_dlsym_next) {
         dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
@@ -24,7 +24,7 @@ void *tkp_resolve_real_dlsym(void)
     return (void *)tkp_dlsym_next;
 }
 
-void *tkp_real_dlsym(void *handle, const char *name)
+TKP_EARLY void *tkp_real_dlsym(void *handle, const char *name)
 {
     dlsym_fn f = tkp_dlsym_next ? tkp_dlsym_next : (dlsym_fn)tkp_resolve_real_dlsym();
     return f ? f(handle, name) : NULL;

@@ -897,9 +897,9 @@ void tkp_writer_after_fork(void)
     W.meta_written = 0;
     W.failed = 0;
     if (W.sb.data) msgpack_sbuffer_clear(&W.sb);
-    memset(W.name_gen, 0, W.names_cap * sizeof *W.name_gen);
-    memset(W.thread_gen, 0, W.threads_cap * sizeof *W.thread_gen);
-    memset(W.graph_gen, 0, W.graphs_cap * sizeof *W.graph_gen);
+    if (W.names_cap) memset(W.name_gen, 0, W.names_cap * sizeof *W.name_gen);
+    if (W.threads_cap) memset(W.thread_gen, 0, W.threads_cap * sizeof *W.thread_gen);
+    if (W.graphs_cap) memset(W.graph_gen, 0, W.graphs_cap * sizeof *W.graph_gen);
     if (W.launch_tm.gen) memset(W.launch_tm.gen, 0, W.launch_tm.ids_cap * sizeof(uint32_t));
     if (W.lib_tm.gen) memset(W.lib_tm.gen, 0, W.lib_tm.ids_cap * sizeof(uint32_t));
     if (W.cctx) ZSTD_freeCCtx(W.cctx);

@@ -24,6 +24,8 @@ TEST: change_point   SIMGPU_SLOW on silu_and_mul from token step 300 (x400) + SI
                      are in the DOM, the screenshot is a non-trivial PNG (skipped without chromium)
 Exit 0 pass, 1 fail, 77 skipped."""
 import argparse, json, os, shutil, struct, subprocess, sys, xml.etree.ElementTree as ET
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 A = None
 LAYERS = 16
@@ -41,7 +43,7 @@ def capture(name, margs, env_extra=None):
     for f in os.listdir(d):
         os.unlink(os.path.join(d, f))
     # big rings: the test needs every record (the capture's step numbering is compared)
-    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=A.shim, TOKPROF_OUT=d,
+    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=shim_preload(A.shim), TOKPROF_OUT=d,
                TOKPROF_RING_KB="65536", TOKPROF_BUFFER_MB="512")
     env.update(env_extra or {})
     p = subprocess.run([A.minillm, *margs], env=env, capture_output=True, text=True, timeout=200)
@@ -159,7 +161,7 @@ def t_cp_jitter():
     os.makedirs(d, exist_ok=True)
     for f in os.listdir(d):
         os.unlink(os.path.join(d, f))
-    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=A.shim, TOKPROF_OUT=d,
+    env = dict(os.environ, LD_LIBRARY_PATH=A.simgpu, LD_PRELOAD=shim_preload(A.shim), TOKPROF_OUT=d,
                TOKPROF_RING_KB="65536", TOKPROF_BUFFER_MB="512", SIMGPU_JITTER="7:10")
     p = subprocess.Popen([A.minillm, "--layers", "16", "--steps", "800"], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -12,6 +12,8 @@ usage: multi_check.py CASE BUILD_DIR WORKDIR
   errors  an empty directory, a directory holding a non-capture, stdin merged: exit 2, one line
 """
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 case, build, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -22,7 +24,7 @@ os.makedirs(work)
 
 
 def env(**kw):
-    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=work)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=work)
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP"):
         e.pop(k, None)
     e.update({k: str(v) for k, v in kw.items()})

@@ -19,6 +19,8 @@ import signal
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 
 def dump(tokprof, work):
@@ -33,7 +35,8 @@ def run(a, name, env_extra, args, sig_after=None):
     work = os.path.join(a["work"], name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    env = dict(os.environ, LD_LIBRARY_PATH=a["simgpu"], LD_PRELOAD=a["shim"], TOKPROF_OUT=work)
+    env = dict(os.environ, LD_LIBRARY_PATH=a["simgpu"], LD_PRELOAD=shim_preload(a["shim"]),
+               TOKPROF_OUT=work)
     env.update(env_extra)
     p = subprocess.Popen([a["minillm"]] + args, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)

@@ -60,5 +60,11 @@ int main(int argc, char **argv)
     double t2 = now();
     OK(cudaStreamSynchronize(s));
     printf("%.1f %.1f\n", (t1 - t0) / n, (t2 - t1) / n);
+    OK(cublasDestroy(h));
+    OK(cublasLtMatrixLayoutDestroy(lc));
+    OK(cublasLtMatrixLayoutDestroy(lb));
+    OK(cublasLtMatrixLayoutDestroy(la));
+    OK(cublasLtMatmulDescDestroy(d));
+    OK(cublasLtDestroy(lt));
     return 0;
 }

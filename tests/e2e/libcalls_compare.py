@@ -17,6 +17,8 @@ import json
 import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 
 def sh(cmd, env=None):
@@ -49,8 +51,8 @@ def main():
     for f in os.listdir(a.workdir):
         os.unlink(os.path.join(a.workdir, f))
     mlog, tlog = os.path.join(a.workdir, "minillm.jsonl"), os.path.join(a.workdir, "truth.jsonl")
-    env = dict(os.environ, LD_LIBRARY_PATH=a.simgpu, SIMGPU_LOG=tlog, LD_PRELOAD=a.shim,
-               TOKPROF_OUT=a.workdir)
+    env = dict(os.environ, LD_LIBRARY_PATH=a.simgpu, SIMGPU_LOG=tlog,
+               LD_PRELOAD=shim_preload(a.shim), TOKPROF_OUT=a.workdir)
     sh([a.minillm, *margs, "--log", mlog], env)
     cap = [f for f in os.listdir(a.workdir) if f.endswith(".tokprof")]
     if len(cap) != 1:

@@ -14,6 +14,8 @@ import argparse
 import os
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -49,7 +51,7 @@ def main():
         for f in os.listdir(a.workdir):
             if f.endswith(".tokprof"):
                 os.unlink(os.path.join(a.workdir, f))
-        env["LD_PRELOAD"] = a.shim
+        env["LD_PRELOAD"] = shim_preload(a.shim)
         env["TOKPROF_OUT"] = a.workdir
     if run([a.minillm, *margs, "--log", mlog], env) != 0:
         print("FAIL: minillm exited non-zero")

@@ -9,8 +9,13 @@ usage: prod_check.py CASE BUILD_DIR WORKDIR
   flight_signal  SIGUSR2 -> one snapshot (trigger "signal")
   flight_file    touching TOKPROF_TRIGGER_FILE -> one snapshot (trigger "file")
   flight_api     tokprof_trigger("slo miss") from the program -> one snapshot saying so
-  rate_limit     three signals within TOKPROF_TRIGGER_MIN_S: one snapshot, two suppressed
-  snapshot_keep  TOKPROF_TRIGGER_MIN_S=0, TOKPROF_KEEP=2, three signals: snap1 and snap2 remain
+  rate_limit     three signals within TOKPROF_TRIGGER_MIN_S, each sent once the previous one's
+                 snapshot is complete: one snapshot, two suppressed
+  snapshot_keep  TOKPROF_TRIGGER_MIN_S=0, TOKPROF_KEEP=2, three signals, each sent once the
+                 previous snapshot is complete: three snapshots taken, snap1 and snap2 remain
+  The flight cases run minillm with TOKPROF_LOG=debug and wait for what the shim says it did (ready,
+  snapshot begun, snapshot complete, trigger suppressed) before the next step: no sleeping for it,
+  so a loaded machine or ASan (2-5x slower) changes how long they take, not what they see.
   rotate_keep    TOKPROF_MAX_MB=0.25, TOKPROF_KEEP=3: the newest three files remain, each starts
                  with META, decodes on its own, stays under the cap plus one chunk
   unwritable     TOKPROF_OUT under a regular file: one warning, no file, program output unchanged
@@ -23,7 +28,9 @@ usage: prod_check.py CASE BUILD_DIR WORKDIR
   spawn          a CUDA program posix_spawns another: each writes its own capture, the child's META
                  ppid is the parent's pid
 """
-import glob, json, os, resource, shutil, signal, subprocess, sys, time
+import glob, json, os, re, resource, shutil, signal, subprocess, sys, threading, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 case, build, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -36,7 +43,8 @@ os.makedirs(work)
 
 
 def env(**kw):
-    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=work, TOKPROF_GPU="off")
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=work,
+             TOKPROF_GPU="off")
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP"):
         e.pop(k, None)
     e.update({k: str(v) for k, v in kw.items()})
@@ -78,19 +86,71 @@ def check_snapshot(path, trigger):
     return recs
 
 
-def run_signals(n, gap, **kw):
-    e = env(TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=50, TOKPROF_LOG="debug", **kw)
-    p = subprocess.Popen([MINILLM, "--steps", "1000000", "--style", "vllm", "--sched", "async",
-                          "--graphs"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         text=True)
-    time.sleep(1.5)
-    for _ in range(n):
-        p.send_signal(signal.SIGUSR2)
-        time.sleep(gap)
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)  # minillm: default action; the capture ends where it is
-    _, err = p.communicate(timeout=60)
-    return err
+class Flight:
+    """minillm (a million steps) in flight mode with TOKPROF_LOG=debug, its stderr read as it
+    comes: the shim's debug lines say when it is ready for triggers and what each one did."""
+
+    WAIT_S = 90  # for one event; each takes well under a second on an idle machine
+
+    def __init__(self, margs, **kw):
+        e = env(TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=50, TOKPROF_LOG="debug", **kw)
+        self.p = subprocess.Popen([MINILLM, "--steps", "1000000", *margs], env=e,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines, self.eof, self.cv = [], False, threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.wait(r"capturing to ")  # initialised: the trigger signal's handler is installed
+
+    def _read(self):
+        for line in self.p.stderr:
+            with self.cv:
+                self.lines.append(line.rstrip("\n"))
+                self.cv.notify_all()
+        with self.cv:
+            self.eof = True
+            self.cv.notify_all()
+
+    def wait(self, *patterns, start=0):
+        """The first stderr line from index `start` on that matches one of `patterns`: its index
+        and match."""
+        deadline = time.monotonic() + self.WAIT_S
+        with self.cv:
+            i = start
+            while True:
+                for i in range(i, len(self.lines)):
+                    for pat in patterns:
+                        m = re.search(pat, self.lines[i])
+                        if m:
+                            return i, m
+                i = len(self.lines)
+                left = deadline - time.monotonic()
+                if self.eof or left <= 0:
+                    break
+                self.cv.wait(left)
+        self.p.kill()
+        fail(f"waited for {patterns}: exit {self.p.wait()}, stderr {self.lines}")
+
+    def trigger(self, fire):
+        """fire()s a trigger and waits for the shim to act on it: "suppressed", or the snapshot's
+        path once that snapshot is complete (its after-window written and the file closed)."""
+        n = len(self.lines)
+        fire()
+        i, m = self.wait(r"snapshot (\S+) begins", r"trigger \S+ \(.*\) suppressed", start=n)
+        if not m.group(0).startswith("snapshot"):
+            return "suppressed"
+        self.wait(r"snapshot " + re.escape(m.group(1)) + r": \d+ chunks$", start=i + 1)
+        return m.group(1)
+
+    def signal(self):
+        return self.trigger(lambda: self.p.send_signal(signal.SIGUSR2))
+
+    def stop(self):
+        """SIGINT (minillm keeps its default action: the capture ends where it is); the exit
+        status and stderr."""
+        self.p.send_signal(signal.SIGINT)
+        rc = self.p.wait(timeout=60)
+        self.reader.join(timeout=60)
+        return rc, self.lines
 
 
 def minillm_out(s):
@@ -126,28 +186,20 @@ if case == "flight_step":
 
 elif case in ("flight_signal", "flight_file"):
     trig = os.path.join(work, "trigger")
-    e = env(TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=50, TOKPROF_FLIGHT_AFTER_S=0.3,
-            TOKPROF_TRIGGER_FILE=trig)
-    p = subprocess.Popen([MINILLM, "--steps", "1000000", "--graphs"], env=e,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    f = Flight(["--graphs"], TOKPROF_FLIGHT_AFTER_S=0.3, TOKPROF_TRIGGER_FILE=trig)
     if case == "flight_signal":
-        p.send_signal(signal.SIGUSR2)
+        f.signal()
     else:
-        open(trig, "w").close()
-    deadline = time.time() + 30
-    while time.time() < deadline and not snaps():
-        time.sleep(0.05)
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    if p.returncode != -signal.SIGINT or err:
-        fail(f"exit {p.returncode}, stderr {err!r}")
+        f.trigger(lambda: open(trig, "w").close())
+    rc, err = f.stop()
+    quiet = [l for l in err if not re.search(r"^tokprof\[\d+\]: (capturing to|snapshot) ", l)]
+    if rc != -signal.SIGINT or quiet:
+        fail(f"exit {rc}, stderr beyond the debug lines {quiet}")
     if len(snaps()) != 1:
         fail(f"want one snapshot, got {snaps()}")
     recs = check_snapshot(snaps()[0], "signal" if case == "flight_signal" else "file")
-    n = sum(r["type"] == "step" for r in recs)
-    print(f"{snaps()[0]}: {n} steps, {recs[0]['snapshot']['why']}")
+    n = sum(r["type"] == "launch" for r in recs)
+    print(f"{snaps()[0]}: {n} launches, {recs[0]['snapshot']['why']}")
 
 elif case == "flight_api":
     e = env(TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=20, TOKPROF_FLIGHT_AFTER_S=0.2)
@@ -169,18 +221,25 @@ elif case == "flight_api":
     print("tokprof_trigger: one snapshot saying 'slo miss'; nothing in stream mode")
 
 elif case == "rate_limit":
-    err = run_signals(3, 0.3, TOKPROF_TRIGGER_MIN_S=3600, TOKPROF_FLIGHT_AFTER_S=0.2)
-    supp = [l for l in err.splitlines() if "suppressed" in l]
-    if len(snaps()) != 1 or len(supp) != 2:
-        fail(f"snapshots {snaps()}, suppressed lines {supp}")
+    # Each signal after the first comes when no snapshot is in progress: only the period can
+    # suppress it.
+    f = Flight(["--style", "vllm", "--sched", "async", "--graphs"], TOKPROF_TRIGGER_MIN_S=3600,
+               TOKPROF_FLIGHT_AFTER_S=0.2)
+    got = [f.signal() for _ in range(3)]
+    f.stop()
+    if got[0] == "suppressed" or got[1:] != ["suppressed", "suppressed"] or len(snaps()) != 1:
+        fail(f"signals did {got}; snapshots {snaps()}")
     check_snapshot(snaps()[0], "signal")
     print(f"3 signals in the period: 1 snapshot, 2 suppressed")
 
 elif case == "snapshot_keep":
-    run_signals(3, 0.8, TOKPROF_TRIGGER_MIN_S=0, TOKPROF_FLIGHT_AFTER_S=0.2, TOKPROF_KEEP=2)
-    names = [os.path.basename(s).split(".")[2] for s in snaps()]
-    if names != ["snap1", "snap2"]:
-        fail(f"snapshots {snaps()}")
+    f = Flight(["--style", "vllm", "--sched", "async", "--graphs"], TOKPROF_TRIGGER_MIN_S=0,
+               TOKPROF_FLIGHT_AFTER_S=0.2, TOKPROF_KEEP=2)
+    taken = [re.sub(r".*\.(snap\d+)\.tokprof$", r"\1", f.signal()) for _ in range(3)]
+    f.stop()
+    names = [re.sub(r".*\.(snap\d+)\.tokprof$", r"\1", s) for s in snaps()]
+    if taken != ["snap0", "snap1", "snap2"] or names != ["snap1", "snap2"]:
+        fail(f"snapshots taken {taken}, remaining {snaps()}")
     for s in snaps():
         check_snapshot(s, "signal")
     print("3 snapshots, the newest 2 kept")

@@ -6,7 +6,8 @@ set -u
 prog=$1 shim=$2 tokprof=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 env -u LD_LIBRARY_PATH "$prog" >"$work/out0" 2>"$work/err0"; rc0=$?
-env -u LD_LIBRARY_PATH LD_PRELOAD="$shim" TOKPROF_OUT="$work" "$prog" >"$work/out1" 2>"$work/err1"; rc1=$?
+preload=${TOKPROF_TEST_PRELOAD_PREFIX:+$TOKPROF_TEST_PRELOAD_PREFIX:}$shim # tests/preload.py
+env -u LD_LIBRARY_PATH LD_PRELOAD="$preload" TOKPROF_OUT="$work" "$prog" >"$work/out1" 2>"$work/err1"; rc1=$?
 fail=0
 [ "$rc0" = "$rc1" ] || { echo "FAIL: exit code $rc0 without the shim, $rc1 with it"; fail=1; }
 cmp -s "$work/out0" "$work/out1" || { echo "FAIL: stdout differs"; diff "$work/out0" "$work/out1"; fail=1; }

@@ -12,6 +12,8 @@ usage: robustness_check.py CASE BUILD_DIR WORKDIR
          by cuGetProcAddress are hooked; errno survives a launch
 """
 import glob, json, os, random, shutil, signal, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import foreign_host, shim_preload  # noqa: E402  (tests/preload.py)
 
 case, build, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -23,7 +25,7 @@ os.makedirs(work)
 
 
 def env(**kw):
-    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=work)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=work)
     e.update({k: str(v) for k, v in kw.items()})
     return e
 
@@ -158,7 +160,8 @@ elif case == "config":
     print("bad values: one warning each, defaults used, program unchanged:\n  " + "\n  ".join(lines))
 elif case == "guest":
     for cmd in (["/bin/true"], ["sh", "-c", "echo hi >/dev/null"], [sys.executable, "-c", "pass"]):
-        p = subprocess.run(cmd, env=env(), capture_output=True, text=True)
+        e = foreign_host(env()) if cmd[0] == sys.executable else env()
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True)
         if p.returncode or p.stderr or os.listdir(work):
             fail(f"{cmd}: exit {p.returncode}, stderr {p.stderr!r}, files {os.listdir(work)}")
     args = [MINILLM, "--steps", "2"]

@@ -4,13 +4,15 @@ the capture has exactly N token steps of K+1 launches each (or none, for `auto`)
 
 usage: stepmodes_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR MODE N K EXPECT_STEPS"""
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 prog, shim, tokprof, sim, work, mode, n, k, expect = sys.argv[1:10]
 n, k, expect = int(n), int(k), int(expect)
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=shim, TOKPROF_OUT=work, TOKPROF_STEP=mode,
-           NVTX_INJECTION64_PATH=shim)
+env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=shim_preload(shim), TOKPROF_OUT=work,
+           TOKPROF_STEP=mode, NVTX_INJECTION64_PATH=shim)
 p = subprocess.run([prog, str(n), str(k)], env=env, capture_output=True, text=True, timeout=60)
 if p.returncode != 0 or p.stderr:
     print(f"FAIL: program exit {p.returncode}, stderr {p.stderr!r}")

@@ -9,13 +9,15 @@ the threads interleave.
 
 usage: stress_check.py PROGRAM BUILD_DIR WORKDIR THREADS LAUNCHES"""
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 prog, build, work, n, m = sys.argv[1:6]
 n, m = int(n), int(m)
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), SIMGPU_ZERO="1",
-           LD_PRELOAD=os.path.join(build, "shim/libtokprof.so"), TOKPROF_OUT=work,
+           LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")), TOKPROF_OUT=work,
            TOKPROF_RING_KB="4", TOKPROF_GPU="off")
 p = subprocess.run([prog, str(n), str(m)], env=env, capture_output=True, text=True, timeout=300)
 if p.returncode:

@@ -6,6 +6,8 @@ SPEC:line:col and a caret).
 
 usage: check_test.py BUILD_DIR SRC_DIR WORKDIR"""
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 build, src, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -20,7 +22,7 @@ failures = []
 def capture(name, **faults):
     d = os.path.join(work, name)
     os.makedirs(d)
-    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=d)
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=d)
     env.update({k: str(v) for k, v in faults.items()})
     subprocess.run([MINILLM, "--steps", "12", "--style", "vllm"], env=env, check=True,
                    stdout=subprocess.DEVNULL)
@@ -34,9 +36,10 @@ def check(spec, cap, *extra):
 
 
 clean = capture("clean")
-# paged attention 4000x slower from its 40th execution: decode steps from token 5 take ~100 ms,
-# far above any host noise on the clean capture (whose host-clock bounds are 20 ms)
-slow = capture("slow", SIMGPU_SLOW="paged_attention:40:4000")
+# paged attention 8000x slower from its 40th execution: decode steps from token 5 take ~200 ms
+# of simulated GPU time, which the host waits for, twice the host-clock bounds (100 ms) that the
+# clean capture's steps (~2 ms, ~10-20 ms under ASan on a loaded machine) stay far below
+slow = capture("slow", SIMGPU_SLOW="paged_attention:40:8000")
 
 npass = nfail = nbad = 0
 for spec in sorted(glob.glob(os.path.join(src, "pass", "*.tks"))):

@@ -6,6 +6,8 @@ violations must name exactly those steps (every one of them, and no other).
 
 usage: styles_test.py BUILD_DIR SRC_DIR WORKDIR"""
 import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 build, src, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -29,7 +31,8 @@ CASES = {
 def capture(style, name, env_extra):
     d = os.path.join(work, f"{style}_{name}")
     os.makedirs(d)
-    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=d, **env_extra)
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=d,
+               **env_extra)
     log = os.path.join(d, "minillm.jsonl")
     subprocess.run([MINILLM, "--style", style, "--steps", str(STEPS), "--log", log], env=env,
                    check=True, stdout=subprocess.DEVNULL)

@@ -16,6 +16,8 @@ usage: stacks_check.py CASE BUILD_DIR WORKDIR
 """
 import glob, json, os, re, shutil, subprocess, sys
 import xml.etree.ElementTree as ET
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 case, build, work = sys.argv[1:4]
 SIM = os.path.join(build, "tests/simgpu")
@@ -32,7 +34,7 @@ def fail(msg):
 
 
 def capture(*args, steps=6, **kw):
-    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=work)
+    e = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=work)
     e.update({k: str(v) for k, v in kw.items()})
     subprocess.run([MINILLM, "--steps", str(steps), *args], env=e, stdout=subprocess.DEVNULL, check=True)
     caps = glob.glob(os.path.join(work, "*.tokprof"))

@@ -13,7 +13,7 @@
 
 struct tkp_witem {
     char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top" */
-    struct tkp_srec r;
+    struct tkp_srec r;      /* "step_top": r.step/token/thread/host_ns */
     uint64_t gap_ns, gap_start; /* role "gap": the hole before r */
     uint32_t before_id_valid;
     struct tkp_srec before; /* role "gap": the kernel that ended the gap's start */
@@ -55,7 +55,8 @@ const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m);
 struct tkp_mon_stats {
     uint64_t records, steps, gpu_records, late, unclosed, pending_peak, buffered_peak, threads;
-    uint64_t state_bytes;
+    uint64_t state_bytes; /* the assertions' state per thread (tkp_assert.state_bytes) */
+    uint64_t shapes;      /* distinct record shapes whose atoms were computed (prog.h) */
 };
 const struct tkp_mon_stats *tkp_mon_stats(const struct tkp_mon *m);
 void tkp_mon_free(struct tkp_mon *m);

@@ -17,14 +17,22 @@ os.makedirs(work)
 failures = []
 
 
-def capture(name, **faults):
+def capture(name, style="vllm", **faults):
     d = os.path.join(work, name)
     os.makedirs(d)
     env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=SHIM, TOKPROF_OUT=d)
     env.update({k: str(v) for k, v in faults.items()})
-    subprocess.run([MINILLM, "--steps", "12", "--style", "vllm"], env=env, check=True,
+    subprocess.run([MINILLM, "--steps", "12", "--style", style], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     return glob.glob(os.path.join(d, "*.tokprof"))[0]
+
+
+def violations(out):
+    return [json.loads(l) for l in out.splitlines() if '"type":"violation"' in l]
+
+
+def assertions(out):
+    return {o["assert"]: o for o in map(json.loads, out.splitlines()) if o["type"] == "assertion"}
 
 
 def check(spec, cap, *extra):
@@ -92,8 +100,42 @@ for spec in sorted(glob.glob(os.path.join(src, "bad", "*.tks"))):
         failures.append(f"bad spec {spec}: want exit 2 with SPEC:line:col and a caret, got "
                         f"{rc}: {err}")
 
+# every record of its domain is judged, whether its shape decides it or its program runs
+kinds = {}
+for line in subprocess.run([TKP, "dump", "--raw", clean], capture_output=True, text=True,
+                           check=True).stdout.splitlines():
+    t = json.loads(line)["type"]
+    kinds[t] = kinds.get(t, 0) + 1
+host = sum(kinds.get(t, 0) for t in ("launch", "graph_launch", "copy", "sync", "event_record",
+                                     "stream_wait", "nvtx", "marker", "lib_call"))
+want = {"every_host_record": host, "every_kernel": kinds["launch"], "kern_once": host,
+        "every_launch_run": kinds["launch"],
+        "every_gpu_record": kinds.get("gpu_kernel", 0) + kinds.get("gpu_copy", 0)}
+rc, out, err = check(os.path.join(src, "pass", "records.tks"), clean, "--json")
+got = {k: v["evaluated"] for k, v in assertions(out).items()}
+if got != want:
+    failures.append(f"records.tks: evaluated {got}, want {want}")
+
+# several processes in one input: name ids are per process, so are the tests on names (the
+# hf capture's attention kernels count 4 per decode step, as alone)
+hf = capture("hf", style="hf")
+merged = os.path.join(work, "merged")
+os.makedirs(merged)
+for c in (clean, hf):
+    shutil.copy(c, merged)
+spec = os.path.join(src, "fail", "attn_count.tks")
+rc, out, err = check(spec, merged, "--json")
+alone = [assertions(check(spec, c, "--json")[1])["attn_count"] for c in (clean, hf)]
+both = assertions(out)["attn_count"]
+if {v["observed"] for v in violations(out)} != {4} or \
+        both["evaluated"] != sum(a["evaluated"] for a in alone) or \
+        both["violations"] != sum(a["violations"] for a in alone):
+    failures.append(f"merged captures: want each process's counts as alone ({alone}), got "
+                    f"{both} {[v['observed'] for v in violations(out)]}")
+
 rc, out, err = check(os.path.join(src, "pass", "slo.tks"), None, "--explain")
-if rc != 0 or "state:" not in out or "total:" not in out:
+if rc != 0 or "state:" not in out or "total:" not in out or "program:" not in out or \
+        "streamed" not in out or "atom 0:" not in out:
     failures.append(f"--explain: exit {rc}\n{out}{err}")
 
 for f in failures:

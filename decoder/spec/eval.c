@@ -157,8 +157,9 @@ static void scope_enter(struct tkp_tstate *t, int64_t scope)
 {
     uint8_t *ring = t->ring;
     uint32_t len = t->ring_len;
+    struct tkp_near *near = t->near;
     memset(t, 0, sizeof(*t));
-    t->ring = ring, t->ring_len = len;
+    t->ring = ring, t->ring_len = len, t->near = near;
     t->scope = scope;
 }
 
@@ -232,7 +233,9 @@ static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
         else if (isfinite(x->hi)) res = (double)(now - t->last) <= x->hi;
         else res = in_window(x, now, t->first);
     }
-    if (x->op == OP_HIST) res = !res;
+    if (x->op == OP_HIST) return !res;
+    const struct tkp_nearplan *np = &E->sp->code->near[x->slot];
+    if (E->update && np->on) tkp_near_note(E, np, t, v, now);
     return res;
 }
 
@@ -248,7 +251,7 @@ static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct 
     return out;
 }
 
-/* once / historically of operand truth l (i->x: unbounded, one bit) */
+/* once / historically of operand truth l (i->x: unbounded without near misses, one bit) */
 static inline int once_op(struct tkp_eval *E, const struct tkp_ins *i, int l)
 {
     const struct tkp_node *x = &E->sp->n[i->node];
@@ -335,10 +338,11 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
             else st[k - 1] = (int8_t)(l == 1 || r == 1 ? 1 : l == 2 || r == 2 ? 2 : or3(l, r));
             break;
         case VO_ONCE: case VO_HIST: {
-            /* once updates on a true operand, historically on a false one */
+            /* once updates on a true operand, historically on a false one; near misses see
+             * every point */
             int slot = E->sp->n[i->node].slot;
             l = st[k - 1];
-            if (l == 2) *noop = 0;
+            if (l == 2 || (i->op == VO_ONCE && E->sp->code->near[slot].on)) *noop = 0;
             else if (l == (i->op == VO_ONCE ? 1 : 0)) {
                 if (i->x && slot < 64) *marks |= 1ull << slot;
                 else *noop = 0;

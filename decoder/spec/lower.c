@@ -4,7 +4,8 @@
  * subtree that reads only a record's discrete fields becomes one ATOM instruction (its value is
  * looked up per record shape at run time). Step aggregates get a fold plan: streamed as records
  * arrive when nothing they read waits for the step's close, else buffered behind a prefilter of
- * the conjuncts that do not wait. Last, the state each assertion needs, in bytes. */
+ * the conjuncts that do not wait. A `once` whose operand is a conjunction or a numeric bound, or
+ * that has a window, gets a near-miss plan. Last, the state each assertion needs, in bytes. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,8 +189,8 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
         return 0;
     }
     case OP_PREV: case OP_ONCE: case OP_HIST: {
-        /* x: an unbounded once/historically, one bit of state */
-        int plain = op != OP_PREV && !x->has_iv;
+        /* x: an unbounded once/historically without near misses, one bit of state */
+        int plain = op != OP_PREV && !x->has_iv && !(op == OP_ONCE && L->c->near[x->slot].on);
         if (emit(L, b, a, atomise, depth + 1)) return -1;
         return put(b, op == OP_PREV ? VO_PREV : op == OP_ONCE ? VO_ONCE : VO_HIST, plain, n) < 0
                    ? -1 : 0;
@@ -320,6 +321,29 @@ static int plan_slot(struct lw *L, int node)
     return 0;
 }
 
+static int is_str_operand(struct lw *L, int n)
+{
+    return X(n).op == OP_STR || (X(n).op == OP_ATTR && tkp_attr_is_str(X(n).attr));
+}
+
+static void plan_near(struct lw *L, int node)
+{
+    const struct tkp_node *x = &X(node);
+    struct tkp_nearplan *np = &L->c->near[x->slot];
+    int cj[CONJ_MAX], k = 0;
+    np->node = node;
+    np->timing = x->has_iv;
+    if (!X(x->a).temporal) conjuncts(L, x->a, cj, &k);
+    for (int i = 0; i < k && np->nconj < 8; i++)
+        if (X(cj[i]).op != OP_BOOL && X(cj[i]).op != OP_NUM && X(cj[i]).op != OP_STR)
+            np->conj[np->nconj++] = cj[i];
+    int c0 = np->conj[0];
+    int numeric = np->nconj == 1 && X(c0).op >= OP_EQ && X(c0).op <= OP_GE &&
+                  !is_str_operand(L, X(c0).a) && !is_str_operand(L, X(c0).b);
+    if (np->nconj < 2 && !numeric) np->nconj = 0;
+    np->on = np->timing || np->nconj > 0;
+}
+
 /* Walks an assertion's trees: plans its aggregates and `once`s, adds up its state. */
 static int walk(struct lw *L, int n, struct tkp_assert *a, int body)
 {
@@ -340,6 +364,10 @@ static int walk(struct lw *L, int n, struct tkp_assert *a, int body)
         L->c->slot_node[slot] = n;
         a->state_bytes += sizeof(struct tkp_tstate);
         if (x->has_iv && x->num > 0 && isfinite(x->hi)) a->state_bytes += (size_t)x->hi + 1;
+        if (op == OP_ONCE && body) {
+            plan_near(L, n);
+            if (L->c->near[slot].on) a->state_bytes += (TKP_NEAR_TOP + 1) * sizeof(struct tkp_near);
+        }
     }
     if (walk(L, xa, a, body)) return -1;
     return op == OP_MATCH ? 0 : walk(L, xb, a, body);
@@ -362,6 +390,7 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
     if (!c || !L->cls_disc || !(c->cls_atom = malloc((size_t)nc * sizeof(int))) ||
         !(c->cls_early = calloc((size_t)nc, sizeof(int))) ||
         !(c->plan = calloc((size_t)sp->nslots_agg + 1, sizeof(*c->plan))) ||
+        !(c->near = calloc((size_t)sp->nslots_temporal + 1, sizeof(*c->near))) ||
         !(c->run_node = calloc((size_t)sp->nslots_run + 1, sizeof(int))) ||
         !(c->run_owner = calloc((size_t)sp->nslots_run + 1, sizeof(int))) ||
         !(c->slot_node = calloc((size_t)sp->nslots_temporal + 1, sizeof(int)))) {
@@ -411,6 +440,14 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
             ((sp->n[n].a >= 0 && root(L, sp->n[n].a) < 0) ||
              (sp->n[n].b >= 0 && root(L, sp->n[n].b) < 0)))
             goto out;
+    for (int s = 0; s < sp->nslots_temporal; s++)
+        for (int k = 0; k < c->near[s].nconj; k++) {
+            int n = c->near[s].conj[k], op = sp->n[n].op;
+            if ((c->near[s].prog[k] = root(L, n)) < 0) goto out;
+            /* a numeric bound's miss is measured: its operands are read */
+            if (op >= OP_EQ && op <= OP_GE && (root(L, sp->n[n].a) < 0 || root(L, sp->n[n].b) < 0))
+                goto out;
+        }
     /* last: atoms (emitting them adds none) */
     for (int k = 0; k < c->natoms; k++)
         if ((c->atom_prog[k] = new_prog(L, c->atom_node[k], 0)) < 0) goto out;
@@ -426,6 +463,6 @@ void tkp_code_free(struct tkp_code *c)
     if (!c) return;
     for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins);
     free(c->prog), free(c->node_prog), free(c->cls_atom), free(c->cls_early), free(c->plan);
-    free(c->run_node), free(c->run_owner), free(c->slot_node);
+    free(c->near), free(c->run_node), free(c->run_owner), free(c->slot_node);
     free(c);
 }

@@ -60,11 +60,13 @@ struct tkp_tstate {
     int64_t last, first;   /* point (step/record index or ns) of the latest/earliest hit */
     uint8_t valid, prev_set;
     uint8_t ring_used;     /* ring holds values (ring_at is meaningful) */
+    uint8_t nnear, has_hit; /* near misses kept in near[], the window's hit in near[TOP] */
     struct tkp_val prev;   /* prev: the operand at the previous point */
     uint8_t *ring;         /* bounded [a,b] in steps/records: the last b+1 operand values */
     uint32_t ring_len;
     int64_t ring_at;       /* point index of ring's newest slot */
     int64_t scope;         /* 'in step': the step the state belongs to */
+    struct tkp_near *near; /* a tracked `once` (prog.h): TKP_NEAR_TOP + 1 entries */
 };
 
 /* What one evaluation sees. */

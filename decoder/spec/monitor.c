@@ -719,7 +719,7 @@ void tkp_mon_free(struct tkp_mon *m)
             fold_free(h->open[i].fold, sp->nslots_agg);
         }
         for (int i = 0; h->ts && i < sp->nslots_temporal; i++)
-            free(h->ts[i].ring);
+            free(h->ts[i].ring), free(h->ts[i].near);
         free(h->ts);
         for (uint32_t i = 0; i < h->pend_cap; i++)
             free(h->pend[i].aggs), free(h->pend[i].gpu.v);

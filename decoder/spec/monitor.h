@@ -12,12 +12,19 @@
 #define TKP_WIT_MAX 64 /* witness records kept per violation */
 
 struct tkp_witem {
-    char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top" */
-    struct tkp_srec r;      /* "step_top": r.step/token/thread/host_ns */
+    char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top", "near_miss" */
+    struct tkp_srec r;      /* "step_top", a step's "near_miss": r.step/token/thread/host_ns */
     uint64_t gap_ns, gap_start; /* role "gap": the hole before r */
     uint32_t before_id_valid;
     struct tkp_srec before; /* role "gap": the kernel that ended the gap's start */
     double value;           /* role "step_top": the step's value */
+    /* role "near_miss": a point where the operand of `once` (node) held, sat of nconj
+     * conjuncts; fail is the first conjunct that did not (-1: all held, but the point lies
+     * outside the window), with observed/bound/margin when that conjunct is a numeric bound
+     * (for a point outside the window: its distance against the window, in unit) */
+    int node, fail, sat, nconj, is_step, unit, has_margin;
+    double observed, bound, margin;
+    int64_t distance; /* points (or ns) before the violation */
 };
 
 struct tkp_viol {

@@ -1,7 +1,7 @@
 /* tokprof check: the monitor's internals, shared by its three parts:
  *   monitor.c  records in, steps open and close, which assertion is judged when;
  *   agg.c      step and run aggregates folded over records and steps;
- *   witness.c  verdicts: margins, the kept violations and their witnesses. */
+ *   witness.c  verdicts: margins, the kept violations and their witnesses, near misses. */
 #ifndef TKP_SPEC_MONITOR_INT_H
 #define TKP_SPEC_MONITOR_INT_H
 

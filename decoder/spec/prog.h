@@ -27,6 +27,7 @@
 
 #define TKP_ATOMS_MAX 64   /* atoms are bits of a word; tests past this run inline */
 #define TKP_STACK_MAX 256  /* value stack of one program (the tree nests at most 200 deep) */
+#define TKP_NEAR_TOP 3     /* near misses kept per `once` and thread */
 #define TKP_FAST_MAX 32    /* record-level assertions with shape verdicts (2 bits each) */
 enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2 };
 
@@ -89,6 +90,16 @@ struct tkp_slotplan {
                               is all it needs */
 };
 
+/* Near misses of one `once` (by temporal slot). */
+struct tkp_nearplan {
+    int on;
+    int node;     /* the OP_ONCE */
+    int timing;   /* has an interval: its hits outside the window are near misses */
+    int nconj;    /* conjuncts of the operand scored at each point (0: none) */
+    int conj[8];  /* their nodes */
+    int prog[8];  /* their programs */
+};
+
 /* A step aggregate being folded over one step's records. */
 struct tkp_fold {
     double acc, cnt;
@@ -99,6 +110,16 @@ struct tkp_fold {
     uint64_t matched;       /* keep: selected records */
     uint32_t nkeep;
     struct tkp_srec *keep;  /* keep: the first TKP_WIT_MAX of them */
+};
+
+/* A record near-satisfying a `once` operand, or its hit outside the window. */
+struct tkp_near {
+    int sat, nconj, fail;       /* conjuncts that held; the first that did not (node, -1) */
+    int has_margin;
+    double observed, bound, margin;
+    int64_t point;              /* the point (distance = now - point) */
+    struct tkp_srec r;          /* record level: the record */
+    struct tkp_sstep s;         /* step level: the step */
 };
 
 struct tkp_code {
@@ -114,6 +135,7 @@ struct tkp_code {
     int *run_node, *run_owner; /* by run aggregate slot: its node, its assertion */
     int *slot_node;            /* by temporal state slot: its operator */
     int host_buffer;           /* some host slot is not streamed: open steps buffer records */
+    struct tkp_nearplan *near; /* by temporal slot */
 };
 
 /* Compiles sp's checked tree (tkp_spec_compile calls it). */
@@ -194,6 +216,10 @@ void tkp_fold_reset(struct tkp_fold *f, const struct tkp_node *x);
 int tkp_fold_take(struct tkp_fold *f, const struct tkp_slotplan *p, const struct tkp_node *x,
                   struct tkp_eval *E);
 struct tkp_val tkp_fold_value(struct tkp_fold *f, const struct tkp_node *x);
+
+/* Near misses (witness.c): called by a tracked `once` at each point it updates. */
+void tkp_near_note(struct tkp_eval *E, const struct tkp_nearplan *np, struct tkp_tstate *t,
+                   int v, int64_t now);
 
 /* A program listing, for --explain (report.c). */
 void tkp_prog_print(FILE *f, const struct tkp_spec *sp, int prog, int indent);

@@ -33,7 +33,7 @@ static int is_time(const struct tkp_spec *sp, int as)
 
 static const char *lvl(int l) { return l == LV_RECORD ? "record" : l == LV_STEP ? "step" : "run"; }
 
-/* ---- a subtree as spec text (for --explain) ---- */
+/* ---- a subtree as spec text (for near misses and --explain) ---- */
 
 struct sb {
     char *b;
@@ -147,10 +147,47 @@ static const char *node_text(const struct tkp_spec *sp, int n, char *b, size_t l
     return b;
 }
 
+static const char *unit_word(int unit, int is_step, int64_t d)
+{
+    if (unit == U_NS) return "ns";
+    if (unit == U_STEPS || (unit == U_NONE && is_step)) return d == 1 ? "step" : "steps";
+    return d == 1 ? "record" : "records";
+}
 
-static void witem_text(FILE *f, const struct tkp_witem *w)
+static void near_text(FILE *f, const struct tkp_spec *sp, const struct tkp_witem *w)
+{
+    char t[160], o[32], b[32], mg[32];
+    int tm = w->fail >= 0 && sp->n[w->fail].a >= 0 && sp->n[sp->n[w->fail].a].is_time;
+    if (w->fail >= 0) {
+        fprintf(f, ": %s failed", node_text(sp, w->fail, t, sizeof(t)));
+        if (w->has_margin) {
+            fmt_val(o, sizeof(o), w->observed, tm);
+            fmt_val(b, sizeof(b), w->bound, tm);
+            fmt_val(mg, sizeof(mg), w->margin, tm);
+            fprintf(f, " (%s vs %s, margin %s)", o, b, mg);
+        }
+        if (w->nconj > 1) fprintf(f, ", %d of %d held", w->sat, w->nconj);
+        fprintf(f, ", %" PRId64 " %s before\n", w->distance,
+                unit_word(w->unit, w->is_step, w->distance));
+        return;
+    }
+    const struct tkp_node *x = &sp->n[w->node];
+    fmt_val(mg, sizeof(mg), w->margin, w->unit == U_NS);
+    fprintf(f, ": %s held %" PRId64 " %s before, outside the window (margin %s%s)\n",
+            node_text(sp, x->a, t, sizeof(t)), w->distance,
+            unit_word(w->unit, w->is_step, w->distance), mg,
+            w->unit == U_NS ? "" : w->is_step ? " steps" : " records");
+}
+
+static void witem_text(FILE *f, const struct tkp_spec *sp, const struct tkp_witem *w)
 {
     char b[32];
+    if (!strcmp(w->role, "near_miss") && w->is_step) {
+        fprintf(f, "      near_miss step %" PRIu64 " (token %" PRIu64 ", thread %u)", w->r.step,
+                w->r.token, w->r.thread);
+        near_text(f, sp, w);
+        return;
+    }
     if (!strcmp(w->role, "step_top")) {
         fprintf(f, "      step %" PRIu64 " (token %" PRIu64 ", thread %u): %s\n", w->r.step,
                 w->r.token, w->r.thread, (fmt_val(b, sizeof(b), w->value, 1), b));
@@ -167,6 +204,10 @@ static void witem_text(FILE *f, const struct tkp_witem *w)
         fmt_val(b, sizeof(b), (double)w->gap_ns, 1);
         fprintf(f, " after a %s gap", b);
         if (w->before_id_valid) fprintf(f, " following #%" PRIu64 " %.40s", w->before.id, w->before.name ? w->before.name : "");
+    }
+    if (!strcmp(w->role, "near_miss")) {
+        near_text(f, sp, w);
+        return;
     }
     fputc('\n', f);
 }
@@ -188,7 +229,7 @@ static void viol_text(FILE *f, const struct tkp_spec *sp, const struct tkp_viol 
     }
     fputc('\n', f);
     if (v->note[0]) fprintf(f, "      note: %s\n", v->note);
-    for (int i = 0; i < v->nw && i < 12; i++) witem_text(f, &v->w[i]);
+    for (int i = 0; i < v->nw && i < 12; i++) witem_text(f, sp, &v->w[i]);
     if (v->nw > 12) fprintf(f, "      ... %d more in --json\n", v->nw - 12);
 }
 
@@ -236,10 +277,33 @@ void tkp_report_table(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *
     fputc('\n', f);
 }
 
-static void witem_json(FILE *f, const struct tkp_witem *w)
+static void near_json(FILE *f, const struct tkp_spec *sp, const struct tkp_witem *w)
+{
+    char t[300];
+    fprintf(f, ",\"held\":%d,\"of\":%d,\"distance\":%" PRId64 ",\"unit\":\"%s\"", w->sat,
+            w->nconj, w->distance, unit_word(w->unit, w->is_step, 2));
+    fprintf(f, ",\"condition\":");
+    tkp_json_str(f, node_text(sp, sp->n[w->node].a, t, sizeof(t)));
+    if (w->fail >= 0) {
+        fprintf(f, ",\"failed\":");
+        tkp_json_str(f, node_text(sp, w->fail, t, sizeof(t)));
+    }
+    if (w->has_margin)
+        fprintf(f, ",\"observed\":%.17g,\"bound\":%.17g,\"margin\":%.17g", w->observed, w->bound,
+                w->margin);
+}
+
+static void witem_json(FILE *f, const struct tkp_spec *sp, const struct tkp_witem *w)
 {
     fprintf(f, "{\"role\":");
     tkp_json_str(f, w->role);
+    if (!strcmp(w->role, "near_miss") && w->is_step) {
+        fprintf(f, ",\"step\":%" PRIu64 ",\"token\":%" PRIu64 ",\"thread\":%u", w->r.step,
+                w->r.token, w->r.thread);
+        near_json(f, sp, w);
+        fputc('}', f);
+        return;
+    }
     if (!strcmp(w->role, "step_top")) {
         fprintf(f, ",\"step\":%" PRIu64 ",\"token\":%" PRIu64 ",\"thread\":%u,\"value\":%.17g}",
                 w->r.step, w->r.token, w->r.thread, w->value);
@@ -265,6 +329,7 @@ static void witem_json(FILE *f, const struct tkp_witem *w)
             fputc('}', f);
         }
     }
+    if (!strcmp(w->role, "near_miss")) near_json(f, sp, w);
     fputc('}', f);
 }
 
@@ -294,7 +359,7 @@ static void viol_json(FILE *f, const struct tkp_spec *sp, const struct tkp_viol 
     fprintf(f, ",\"witness\":[");
     for (int i = 0; i < v->nw; i++) {
         if (i) fputc(',', f);
-        witem_json(f, &v->w[i]);
+        witem_json(f, sp, &v->w[i]);
     }
     fprintf(f, "]}\n");
 }
@@ -384,6 +449,10 @@ void tkp_prog_print(FILE *f, const struct tkp_spec *sp, int prog, int indent)
             }
             fprintf(f, "%s: state slot %d, %s", x->in_step ? " in step" : "", x->slot,
                     temporal_state(x));
+            const struct tkp_nearplan *np = i->op == VO_ONCE ? &c->near[x->slot] : NULL;
+            if (np && np->on)
+                fprintf(f, "; near misses: %s%s", np->nconj ? "the best 3 points by conjuncts held" : "",
+                        np->timing ? (np->nconj ? " and the hit outside the window" : "the hit outside the window") : "");
             fputc('\n', f);
             break;
         }

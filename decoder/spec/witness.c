@@ -1,6 +1,8 @@
 /* tokprof check: verdicts that are not a pass. A violation gets its observed value, bound and
  * margin, and is kept when it is among the first N or the worst N of its assertion, with a
- * witness: the records that certify it (docs/SPEC.md "Reports"). */
+ * witness: the records that certify it (docs/SPEC.md "Reports"). A `once` that failed lists its
+ * near misses: the points where its condition came closest to holding (most conjuncts held,
+ * then the smallest miss of a numeric bound), and the condition's hits outside the window. */
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -162,6 +164,119 @@ static void witness_step(struct tkp_mon *m, struct tkp_eval *E, int as, struct t
     }
 }
 
+/* ---- near misses of a `once` ---- */
+
+/* a is nearer to holding than b: more conjuncts held, then a numeric miss, then a smaller one */
+static int nearer(const struct tkp_near *a, const struct tkp_near *b)
+{
+    if (a->sat != b->sat) return a->sat > b->sat;
+    if (a->has_margin != b->has_margin) return a->has_margin;
+    return a->has_margin && a->margin > b->margin;
+}
+
+static void near_point(struct tkp_eval *E, struct tkp_near *n, int64_t now)
+{
+    n->point = now;
+    if (E->r) n->r = *E->r;
+    else if (E->s) n->s = *E->s;
+}
+
+void tkp_near_note(struct tkp_eval *E, const struct tkp_nearplan *np, struct tkp_tstate *t,
+                   int v, int64_t now)
+{
+    const struct tkp_node *x = &E->sp->n[np->node];
+    if (!t->near && !(t->near = calloc(TKP_NEAR_TOP + 1, sizeof(*t->near)))) return;
+    if (v == 1) {
+        /* the hit a window miss is measured from: [a,*] the earliest, else the latest */
+        if (np->timing && (isfinite(x->hi) || !t->has_hit)) {
+            struct tkp_near *h = &t->near[TKP_NEAR_TOP];
+            h->sat = h->nconj = np->nconj;
+            h->fail = -1;
+            near_point(E, h, now);
+            t->has_hit = 1;
+        }
+        return;
+    }
+    /* an unbounded `once` that held in its scope cannot fail there again */
+    if (!np->nconj || (!x->has_iv && t->valid)) return;
+    struct tkp_near c = {.nconj = np->nconj, .fail = -1};
+    int nfail = 0, save = E->update;
+    E->update = 0;
+    for (int k = 0; k < np->nconj; k++) {
+        if (tkp_eval_bool(E, np->conj[k]) == 1) {
+            c.sat++;
+        } else if (!nfail++) {
+            c.fail = np->conj[k];
+        }
+    }
+    E->update = save;
+    if (!c.sat && np->nconj > 1) return; /* nothing of it held */
+    int op = E->sp->n[c.fail].op;
+    if (nfail == 1 && op >= OP_EQ && op <= OP_GE && operands(E, c.fail, &c.observed, &c.bound)) {
+        c.has_margin = 1;
+        c.margin = margin_of(op, c.observed, c.bound);
+    }
+    if (np->nconj == 1 && !c.has_margin) return;
+    int at = t->nnear;
+    while (at > 0 && nearer(&c, &t->near[at - 1])) at--;
+    if (at >= TKP_NEAR_TOP) return;
+    int last = t->nnear < TKP_NEAR_TOP ? t->nnear : TKP_NEAR_TOP - 1;
+    memmove(&t->near[at + 1], &t->near[at], (size_t)(last - at) * sizeof(c));
+    t->near[at] = c;
+    near_point(E, &t->near[at], now);
+    if (t->nnear < TKP_NEAR_TOP) t->nnear++;
+}
+
+static void near_item(struct tkp_viol *v, const struct tkp_node *x, const struct tkp_near *n,
+                      int64_t now, int is_step)
+{
+    struct tkp_witem *w = add_w(v, "near_miss", is_step ? NULL : &n->r);
+    if (!w) return;
+    if (is_step) {
+        w->is_step = 1;
+        w->r.step = n->s.idx, w->r.token = n->s.token, w->r.thread = n->s.thread;
+        w->r.host_ns = n->s.start;
+    }
+    w->fail = n->fail, w->sat = n->sat, w->nconj = n->nconj;
+    w->has_margin = n->has_margin;
+    w->observed = n->observed, w->bound = n->bound, w->margin = n->margin;
+    w->distance = now - n->point;
+    w->unit = x->unit;
+    if (n->fail < 0 && x->has_iv) {
+        /* outside the window: how far, in the window's unit */
+        double d = (double)w->distance;
+        w->has_margin = 1;
+        w->observed = d;
+        w->bound = d < x->num ? x->num : x->hi;
+        w->margin = d < x->num ? d - x->num : x->hi - d;
+    }
+}
+
+/* The near misses of the `once`s of a violated formula (n: a subtree of the body). */
+static void near_witness(struct tkp_mon *m, struct tkp_eval *E, int n, struct tkp_viol *v,
+                         const struct tkp_tstate *ts)
+{
+    const struct tkp_spec *sp = m->sp;
+    if (n < 0 || !ts) return;
+    const struct tkp_node *x = &sp->n[n];
+    if (x->op == OP_ONCE && sp->code->near[x->slot].on) {
+        const struct tkp_tstate *t = &ts[x->slot];
+        int64_t now = x->unit == U_NS ? E->now_ns : E->point;
+        int is_step = E->r == NULL;
+        int from = v->nw;
+        if (t->near && t->has_hit) {
+            /* the condition held, outside the window */
+            const struct tkp_near *h = &t->near[TKP_NEAR_TOP];
+            double d = (double)(now - h->point);
+            if (!(d >= x->num && d <= x->hi)) near_item(v, x, h, now, is_step);
+        }
+        for (int k = 0; t->near && k < t->nnear; k++) near_item(v, x, &t->near[k], now, is_step);
+        for (int k = from; k < v->nw; k++) v->w[k].node = n;
+    }
+    near_witness(m, E, x->a, v, ts);
+    if (x->op != OP_MATCH) near_witness(m, E, x->b, v, ts);
+}
+
 /* ---- keeping violations ---- */
 
 /* Keeps the first violations and the worst ones (by margin), witness-count of each. */
@@ -213,6 +328,7 @@ void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struc
         add_w(v, "this", r);
     }
     if (W) witness_step(m, E, as, v, W);
+    near_witness(m, E, m->sp->as[as].body, v, E->ts);
 }
 
 void tkp_run_witness(struct tkp_mon *m, int as)

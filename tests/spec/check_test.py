@@ -58,7 +58,7 @@ CASES = {
     "slow_attention": ("slow", "clean"), "slow_attention_gpu": ("slow", "clean"),
     "slow_p99": ("slow", "clean"), "attn_count": ("clean", None), "lm_head": ("clean", None),
     "mid_sync": ("clean", None), "idle": ("clean", None), "check_gap": ("clean", None),
-    "baseline": ("slow", "clean"),
+    "baseline": ("slow", "clean"), "once_dur": ("clean", None),
 }
 caps = {"clean": clean, "slow": slow}
 for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
@@ -87,6 +87,30 @@ for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
             failures.append(f"{name}: flagged a step before the fault: {vio[0]}")
     if name == "idle" and not any(w["role"] == "gap" for w in vio[0]["witness"]):
         failures.append(f"idle: no gap in the witness: {vio[0]}")
+    near = [[w for w in v["witness"] if w["role"] == "near_miss"] for v in vio]
+    if name == "lm_head":
+        # the lm_head GEMM is the near miss: its m is 1024, the bound 4096
+        for v, n in zip(vio, near):
+            if not n or n[0]["failed"] != "r.m == 4096" or n[0]["observed"] != 1024 or \
+                    n[0]["margin"] != -3072 or (n[0]["held"], n[0]["of"]) != (1, 2) or \
+                    n[0]["record"] >= v["record"] or n[0]["step"] != v["step"]:
+                failures.append(f"lm_head: want the step's m=1024 GEMM as the near miss: {v}")
+    if name == "check_gap":
+        # decode steps 1 and 2 come 1 and 2 steps after the prefill: that is the near miss
+        for v, n in zip(vio, near):
+            if len(n) != 1 or n[0]["token"] != 0 or n[0]["distance"] != v["token"] or \
+                    n[0]["margin"] != v["token"] - 3 or n[0]["unit"] != "steps":
+                failures.append(f"check_gap: want the prefill step, {v['token']} steps before: {v}")
+    if name == "once_dur":
+        # the near misses are the longest steps so far, nearest first, with their s.dur
+        rc, out2, err = check(os.path.join(src, "helpers", "step_durations.tks"), clean, "--json")
+        dur = {v["token"]: v["observed"] for v in violations(out2)}
+        for v, n in zip(vio, near):
+            longest = sorted((t for t in dur if t <= v["token"]), key=lambda t: -dur[t])[:3]
+            got = [w["token"] for w in n]
+            if got != longest or any(w["observed"] != dur[w["token"]] or
+                                     w["margin"] != dur[w["token"]] - 1e9 for w in n):
+                failures.append(f"once_dur: want near misses {longest} (s.dur {dur}), got {n}")
     if ok_cap:
         rc, out, err = check(spec, caps[ok_cap], *(["--baseline", clean] if extra else []))
         if rc != 0:

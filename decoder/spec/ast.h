@@ -3,7 +3,8 @@
  * One struct tkp_node per expression node, in one array owned by the spec (nodes refer to each
  * other by index, so the tree is freed at once and copied with memcpy). The compiler annotates
  * nodes in place: which domain an aggregate folds over, which temporal state slot an operator
- * owns, whether a subtree needs GPU time. */
+ * owns, whether a subtree needs GPU time; then lower.c compiles the tree into flat programs
+ * (prog.h), which are what the monitor runs. */
 #ifndef TKP_SPEC_AST_H
 #define TKP_SPEC_AST_H
 
@@ -72,7 +73,7 @@ struct tkp_node {
     int cls;            /* OP_CLASS: class index */
     /* compiler annotations */
     int gpu;            /* subtree reads GPU time (r.dur, s.busy, ...) */
-    int slot;           /* temporal state slot, aggregate slot, or regex memo bit; -1 none */
+    int slot;           /* temporal state slot or aggregate slot; -1 none */
     int is_time;        /* value is a duration or timestamp in ns (for printing) */
     int temporal;       /* the subtree holds a temporal operator (no short circuit above it) */
 };
@@ -99,8 +100,13 @@ struct tkp_assert {
     int body;        /* formula node */
     char *src;       /* the formula's source text (for reports) */
     int gpu;         /* needs GPU records: evaluated when the step's GPU records are in */
-    int uses_len;    /* reads s.len / r.pos / r.last inside step aggregates */
-    size_t state_bytes;
+    /* state (lower.c): per thread (temporal operators, one open step's aggregate folds and
+     * witness records); per check (run aggregates, the kept violations); buffers: open steps
+     * keep the records one of its aggregates may take until the step closes */
+    size_t state_bytes, state_run;
+    int buffers;
+    int body_prog, when_prog; /* their programs (prog.h), when_prog -1 without a guard */
+    int fast;        /* record level: its 2 bits in a shape's verdict word (prog.h), -1 none */
 };
 
 struct tkp_spec {
@@ -115,8 +121,8 @@ struct tkp_spec {
     int nslots_temporal; /* temporal operator states */
     int nslots_agg;      /* step aggregates (per step) */
     int nslots_run;      /* run aggregates */
-    int nre;             /* regexes memoised per name id */
     int uses_base;       /* has baseline(...) */
+    struct tkp_code *code; /* the compiled programs and plans (prog.h) */
     char *text;          /* the spec's source, owned */
     const char *path;
 };
@@ -135,6 +141,11 @@ int tkp_spec_compile(struct tkp_spec *sp, struct tkp_spec_err *e);
 void tkp_spec_free(struct tkp_spec *sp); /* accepts NULL */
 
 int tkp_spec_node_new(struct tkp_spec *sp, int op, uint32_t line, uint32_t col);
+/* Makes room for *n + 1 elements of size bytes in *p (doubling *cap, first 16): 0 or -1. */
+int tkp_spec_grow(void **p, int *cap, int n, size_t size);
+/* The comparison that bounds formula n through its guards (G -> F), -1 when none: its operands
+ * are the observed value and the bound of a violation. */
+int tkp_bound_cmp(const struct tkp_spec *sp, int n);
 const char *tkp_attr_name(int attr); /* "r.dur", "s.idle_frac" */
 int tkp_attr_lookup(int is_r, const char *name);
 int tkp_attr_gpu(int attr);

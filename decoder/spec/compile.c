@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ast.h"
+#include "prog.h"
 
 #define RING_MAX 4096 /* a bounded [a,b] in steps/records keeps b+1 bits; refuse larger b */
 
@@ -57,15 +58,26 @@ int tkp_attr_lookup(int is_r, const char *name)
     return -1;
 }
 
+int tkp_bound_cmp(const struct tkp_spec *sp, int n)
+{
+    while (n >= 0 && sp->n[n].op == OP_IMPLIES) n = sp->n[n].b;
+    return n >= 0 && sp->n[n].op >= OP_EQ && sp->n[n].op <= OP_GE ? n : -1;
+}
+
+int tkp_spec_grow(void **p, int *cap, int n, size_t size)
+{
+    if (n < *cap) return 0;
+    int c = *cap ? 2 * *cap : 16;
+    void *q = realloc(*p, (size_t)c * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
 int tkp_spec_node_new(struct tkp_spec *sp, int op, uint32_t line, uint32_t col)
 {
-    if (sp->nn == sp->capn) {
-        int cap = sp->capn ? 2 * sp->capn : 64;
-        struct tkp_node *n = realloc(sp->n, (size_t)cap * sizeof(*n));
-        if (!n) return -1;
-        sp->n = n;
-        sp->capn = cap;
-    }
+    if (tkp_spec_grow((void **)&sp->n, &sp->capn, sp->nn, sizeof(*sp->n))) return -1;
     struct tkp_node *x = &sp->n[sp->nn];
     memset(x, 0, sizeof(*x));
     x->op = op, x->line = line, x->col = col;
@@ -93,6 +105,7 @@ void tkp_spec_free(struct tkp_spec *sp)
         free(sp->as[i].id);
         free(sp->as[i].src);
     }
+    tkp_code_free(sp->code);
     free(sp->n);
     free(sp->cls);
     free(sp->cst);
@@ -352,8 +365,6 @@ static int check_temporal(struct cc *C, int n, int cx)
             return cerr(C, n, "'%s[a,b]' keeps b+1 bits: b must be below %d", w, RING_MAX);
     }
     x->slot = C->sp->nslots_temporal++;
-    size_t ring = x->has_iv && x->num > 0 && isfinite(x->hi) ? (size_t)x->hi + 1 : 0;
-    C->as->state_bytes += sizeof(int64_t) * 2 + 64 + ring;
     return 0;
 }
 
@@ -435,7 +446,6 @@ static int check(struct cc *C, int n, int cx, int depth)
             x = &X(n);
             x->gpu = (x->a >= 0 && X(x->a).gpu) || (x->b >= 0 && X(x->b).gpu);
             x->slot = C->sp->nslots_agg++;
-            C->as->state_bytes += 24;
         } else {
             if (!(cx & CX_RUN) || (cx & CX_IN_RUN_AGG))
                 return cerr(C, n, "an aggregate 'in steps' is final at the end of the run: it "
@@ -445,7 +455,6 @@ static int check(struct cc *C, int n, int cx, int depth)
             x = &X(n);
             x->gpu = (x->a >= 0 && X(x->a).gpu) || (x->b >= 0 && X(x->b).gpu);
             x->slot = C->sp->nslots_run++;
-            C->as->state_bytes += x->agg == AG_PCT ? 48 : 40; /* + 8 B per step for pNN */
         }
         X(n).is_time = X(n).a >= 0 && X(X(n).a).is_time && X(n).agg != AG_COUNT &&
                        X(n).agg != AG_EXISTS;
@@ -468,10 +477,6 @@ static int check(struct cc *C, int n, int cx, int depth)
             x->re = NULL;
             return cerr(C, x->b, "bad regex /%s/: %s", X(x->b).str, why);
         }
-        /* r.name and r.op matches are memoised per name id: names repeat, regexec is slow */
-        if (X(x->a).op == OP_ATTR && (X(x->a).attr == A_R_NAME || X(x->a).attr == A_R_OP) &&
-            C->sp->nre < 32)
-            x->slot = C->sp->nre++;
         x->gpu = X(x->a).gpu;
         return 0;
     }
@@ -539,11 +544,10 @@ int tkp_spec_compile(struct tkp_spec *sp, struct tkp_spec_err *e)
             }
         }
         a->gpu = sp->n[a->body].gpu || (a->when >= 0 && sp->n[a->when].gpu);
-        a->state_bytes += (size_t)a->witness * 2 * 256; /* first and worst violations kept */
     }
     for (int i = 0; i < sp->nas; i++) {
         mark_temporal(sp, sp->as[i].body, 0);
         mark_temporal(sp, sp->as[i].when, 0);
     }
-    return 0;
+    return tkp_spec_lower(sp, e);
 }

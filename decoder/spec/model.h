@@ -23,12 +23,16 @@ struct tkp_srec {
     uint64_t step, token;
     uint64_t stream, bytes, wait_ns;
     uint64_t m, n, k, batch; /* library call; 0 unknown */
-    uint64_t name_id;        /* UINT64_MAX when the record has no name id */
-    uint64_t op_id;          /* name id of `op`, UINT64_MAX when none */
     const char *name;        /* valid until the reader closes */
     const char *op;          /* library op, NULL when none */
     uint32_t thread, pos, kind, dir, lib, grid, block;
     uint8_t is_gpu, sync, async, has_lib, has_dir;
+    uint32_t small;          /* its shape's small fields, packed (prog.h tkp_shape_small) */
+    uint8_t atoms_ok;        /* akn/atr/fast hold the record's atoms (prog.h) */
+    uint64_t akn, atr;       /* atom k: bit k known, bit k true */
+    uint64_t fast;           /* record-level assertions this shape decides (prog.h) */
+    uint64_t marks[2];       /* and the unbounded `once`s it makes hold, by state slot, of
+                                the assertions on host [0] and on GPU records [1] */
 };
 
 enum tkp_phase { PH_UNKNOWN, PH_PREFILL, PH_DECODE, PH_MIXED };
@@ -54,18 +58,22 @@ struct tkp_val {
 /* Cross-point state of one temporal operator on one thread. */
 struct tkp_tstate {
     int64_t last, first;   /* point (step/record index or ns) of the latest/earliest hit */
-    uint8_t valid, hit_first, prev_set;
-    struct tkp_val prev, prev_now; /* prev: the operand at the previous point */
+    uint8_t valid, prev_set;
+    uint8_t ring_used;     /* ring holds values (ring_at is meaningful) */
+    uint8_t nnear, has_hit; /* near misses kept in near[], the window's hit in near[TOP] */
+    struct tkp_val prev;   /* prev: the operand at the previous point */
     uint8_t *ring;         /* bounded [a,b] in steps/records: the last b+1 operand values */
     uint32_t ring_len;
     int64_t ring_at;       /* point index of ring's newest slot */
     int64_t scope;         /* 'in step': the step the state belongs to */
+    struct tkp_near *near; /* a tracked `once` (prog.h): TKP_NEAR_TOP + 1 entries */
 };
 
 /* What one evaluation sees. */
+struct tkp_shapes;
 struct tkp_eval {
     const struct tkp_spec *sp;
-    const struct tkp_srec *r;  /* NULL at step and run level (outside aggregates) */
+    struct tkp_srec *r;        /* NULL at step and run level (outside aggregates) */
     const struct tkp_sstep *s; /* NULL at run level (outside aggregates) */
     const struct tkp_val *aggs; /* step aggregate values by slot */
     const struct tkp_val *runs; /* run aggregate values by slot (run level) */
@@ -74,8 +82,7 @@ struct tkp_eval {
     int64_t point;             /* step index (step level) or record ordinal (record level) */
     int64_t now_ns;            /* time of the point */
     int64_t scope;             /* current step, for 'in step' */
-    uint64_t *re_memo;         /* name id -> regex results (2 bits per regex), may be NULL */
-    uint64_t re_memo_len;
+    struct tkp_shapes *shapes; /* atoms by record shape (prog.h), may be NULL */
     const double *figures;     /* --baseline JSON figures by OP_BASE_KEY slot */
     int update;                /* 1: temporal states advance (once per point) */
     /* class results of record cls_r in step cls_s (classes are record predicates without
@@ -85,6 +92,7 @@ struct tkp_eval {
     uint64_t cls_done, cls_val;
 };
 
+/* Runs the program computing node (lower.c made one for every node the monitor evaluates). */
 struct tkp_val tkp_eval(struct tkp_eval *E, int node);
 /* A Boolean verdict: 1 true, 0 false, -1 unknown. */
 int tkp_eval_bool(struct tkp_eval *E, int node);

@@ -12,12 +12,19 @@
 #define TKP_WIT_MAX 64 /* witness records kept per violation */
 
 struct tkp_witem {
-    char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top" */
-    struct tkp_srec r;
+    char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top", "near_miss" */
+    struct tkp_srec r;      /* "step_top", a step's "near_miss": r.step/token/thread/host_ns */
     uint64_t gap_ns, gap_start; /* role "gap": the hole before r */
     uint32_t before_id_valid;
     struct tkp_srec before; /* role "gap": the kernel that ended the gap's start */
     double value;           /* role "step_top": the step's value */
+    /* role "near_miss": a point where the operand of `once` (node) held, sat of nconj
+     * conjuncts; fail is the first conjunct that did not (-1: all held, but the point lies
+     * outside the window), with observed/bound/margin when that conjunct is a numeric bound
+     * (for a point outside the window: its distance against the window, in unit) */
+    int node, fail, sat, nconj, is_step, unit, has_margin;
+    double observed, bound, margin;
+    int64_t distance; /* points (or ns) before the violation */
 };
 
 struct tkp_viol {
@@ -55,7 +62,8 @@ const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m);
 struct tkp_mon_stats {
     uint64_t records, steps, gpu_records, late, unclosed, pending_peak, buffered_peak, threads;
-    uint64_t state_bytes;
+    uint64_t state_bytes; /* the assertions' state per thread (tkp_assert.state_bytes) */
+    uint64_t shapes;      /* distinct record shapes whose atoms were computed (prog.h) */
 };
 const struct tkp_mon_stats *tkp_mon_stats(const struct tkp_mon *m);
 void tkp_mon_free(struct tkp_mon *m);

@@ -19,14 +19,22 @@ os.makedirs(work)
 failures = []
 
 
-def capture(name, **faults):
+def capture(name, style="vllm", **faults):
     d = os.path.join(work, name)
     os.makedirs(d)
     env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=d)
     env.update({k: str(v) for k, v in faults.items()})
-    subprocess.run([MINILLM, "--steps", "12", "--style", "vllm"], env=env, check=True,
+    subprocess.run([MINILLM, "--steps", "12", "--style", style], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     return glob.glob(os.path.join(d, "*.tokprof"))[0]
+
+
+def violations(out):
+    return [json.loads(l) for l in out.splitlines() if '"type":"violation"' in l]
+
+
+def assertions(out):
+    return {o["assert"]: o for o in map(json.loads, out.splitlines()) if o["type"] == "assertion"}
 
 
 def check(spec, cap, *extra):
@@ -53,7 +61,7 @@ CASES = {
     "slow_attention": ("slow", "clean"), "slow_attention_gpu": ("slow", "clean"),
     "slow_p99": ("slow", "clean"), "attn_count": ("clean", None), "lm_head": ("clean", None),
     "mid_sync": ("clean", None), "idle": ("clean", None), "check_gap": ("clean", None),
-    "baseline": ("slow", "clean"),
+    "baseline": ("slow", "clean"), "once_dur": ("clean", None),
 }
 caps = {"clean": clean, "slow": slow}
 for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
@@ -82,6 +90,30 @@ for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
             failures.append(f"{name}: flagged a step before the fault: {vio[0]}")
     if name == "idle" and not any(w["role"] == "gap" for w in vio[0]["witness"]):
         failures.append(f"idle: no gap in the witness: {vio[0]}")
+    near = [[w for w in v["witness"] if w["role"] == "near_miss"] for v in vio]
+    if name == "lm_head":
+        # the lm_head GEMM is the near miss: its m is 1024, the bound 4096
+        for v, n in zip(vio, near):
+            if not n or n[0]["failed"] != "r.m == 4096" or n[0]["observed"] != 1024 or \
+                    n[0]["margin"] != -3072 or (n[0]["held"], n[0]["of"]) != (1, 2) or \
+                    n[0]["record"] >= v["record"] or n[0]["step"] != v["step"]:
+                failures.append(f"lm_head: want the step's m=1024 GEMM as the near miss: {v}")
+    if name == "check_gap":
+        # decode steps 1 and 2 come 1 and 2 steps after the prefill: that is the near miss
+        for v, n in zip(vio, near):
+            if len(n) != 1 or n[0]["token"] != 0 or n[0]["distance"] != v["token"] or \
+                    n[0]["margin"] != v["token"] - 3 or n[0]["unit"] != "steps":
+                failures.append(f"check_gap: want the prefill step, {v['token']} steps before: {v}")
+    if name == "once_dur":
+        # the near misses are the longest steps so far, nearest first, with their s.dur
+        rc, out2, err = check(os.path.join(src, "helpers", "step_durations.tks"), clean, "--json")
+        dur = {v["token"]: v["observed"] for v in violations(out2)}
+        for v, n in zip(vio, near):
+            longest = sorted((t for t in dur if t <= v["token"]), key=lambda t: -dur[t])[:3]
+            got = [w["token"] for w in n]
+            if got != longest or any(w["observed"] != dur[w["token"]] or
+                                     w["margin"] != dur[w["token"]] - 1e9 for w in n):
+                failures.append(f"once_dur: want near misses {longest} (s.dur {dur}), got {n}")
     if ok_cap:
         rc, out, err = check(spec, caps[ok_cap], *(["--baseline", clean] if extra else []))
         if rc != 0:
@@ -95,8 +127,42 @@ for spec in sorted(glob.glob(os.path.join(src, "bad", "*.tks"))):
         failures.append(f"bad spec {spec}: want exit 2 with SPEC:line:col and a caret, got "
                         f"{rc}: {err}")
 
+# every record of its domain is judged, whether its shape decides it or its program runs
+kinds = {}
+for line in subprocess.run([TKP, "dump", "--raw", clean], capture_output=True, text=True,
+                           check=True).stdout.splitlines():
+    t = json.loads(line)["type"]
+    kinds[t] = kinds.get(t, 0) + 1
+host = sum(kinds.get(t, 0) for t in ("launch", "graph_launch", "copy", "sync", "event_record",
+                                     "stream_wait", "nvtx", "marker", "lib_call"))
+want = {"every_host_record": host, "every_kernel": kinds["launch"], "kern_once": host,
+        "every_launch_run": kinds["launch"],
+        "every_gpu_record": kinds.get("gpu_kernel", 0) + kinds.get("gpu_copy", 0)}
+rc, out, err = check(os.path.join(src, "pass", "records.tks"), clean, "--json")
+got = {k: v["evaluated"] for k, v in assertions(out).items()}
+if got != want:
+    failures.append(f"records.tks: evaluated {got}, want {want}")
+
+# several processes in one input: name ids are per process, so are the tests on names (the
+# hf capture's attention kernels count 4 per decode step, as alone)
+hf = capture("hf", style="hf")
+merged = os.path.join(work, "merged")
+os.makedirs(merged)
+for c in (clean, hf):
+    shutil.copy(c, merged)
+spec = os.path.join(src, "fail", "attn_count.tks")
+rc, out, err = check(spec, merged, "--json")
+alone = [assertions(check(spec, c, "--json")[1])["attn_count"] for c in (clean, hf)]
+both = assertions(out)["attn_count"]
+if {v["observed"] for v in violations(out)} != {4} or \
+        both["evaluated"] != sum(a["evaluated"] for a in alone) or \
+        both["violations"] != sum(a["violations"] for a in alone):
+    failures.append(f"merged captures: want each process's counts as alone ({alone}), got "
+                    f"{both} {[v['observed'] for v in violations(out)]}")
+
 rc, out, err = check(os.path.join(src, "pass", "slo.tks"), None, "--explain")
-if rc != 0 or "state:" not in out or "total:" not in out:
+if rc != 0 or "state:" not in out or "total:" not in out or "program:" not in out or \
+        "streamed" not in out or "atom 0:" not in out:
     failures.append(f"--explain: exit {rc}\n{out}{err}")
 
 for f in failures:

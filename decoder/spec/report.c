@@ -260,8 +260,9 @@ void tkp_report_table(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *
         fprintf(f, "\n%s (%s:%u): %s\n", sp->as[i].id, sp->path, sp->as[i].line, sp->as[i].src);
         if (R->inconclusive)
             fprintf(f, "    %" PRIu64 " evaluations inconclusive: a value they read is unknown "
-                       "(GPU time absent from the capture, or a library field on a record "
-                       "outside a library call)\n", R->inconclusive);
+                       "(GPU time absent from the capture, a library field on a record that "
+                       "is not a LIB_CALL, or a step attribute s.* read at record level)\n",
+                    R->inconclusive);
         for (int k = 0; k < R->nfirst; k++) viol_text(f, sp, &R->first[k]);
         if (R->nworst) fprintf(f, "    worst:\n");
         for (int k = 0; k < R->nworst; k++) viol_text(f, sp, &R->worst[k]);

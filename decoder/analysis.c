@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "err.h"
+#include "grow.h"
 #include "json.h"
 #include "libcalls.h"
 #include "mp.h"
@@ -62,19 +63,6 @@ struct tkp_acc {
     struct aopen *spare; /* closed rows' buffers, reused (a list) */
 };
 
-static int grow(void **p, size_t *cap, size_t n, size_t sz)
-{
-    if (n <= *cap) return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < n)
-        c *= 2;
-    void *q = realloc(*p, c * sz);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-#define GROW(p, cap, n) grow((void **)&(p), &(cap), (n), sizeof(*(p)))
 
 static uint64_t mix(uint64_t x)
 {
@@ -165,7 +153,7 @@ static struct arow *row_at(struct tkp_acc *a, uint32_t thread, uint64_t seg)
         return &a->rows[i];
     }
     if ((a->nrows + 1) * 2 > a->hcap && rehash(a, a->hcap ? a->hcap * 2 : 1024)) return NULL;
-    if (GROW(a->rows, a->caprows, a->nrows + 1) || GROW(a->open, a->capopen, a->nopen + 1))
+    if (TKP_GROW(a->rows, a->caprows, a->nrows + 1) || TKP_GROW(a->open, a->capopen, a->nopen + 1))
         return NULL;
     struct arow *r = &a->rows[a->nrows];
     memset(r, 0, sizeof(*r));
@@ -297,10 +285,10 @@ int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r)
         if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
         if (!w->open) return 0;
         if (r->type == TKP_REC_LAUNCH) {
-            if (GROW(w->open->l, w->open->capl, w->open->nl + 1)) return TKP_ERR_NOMEM;
+            if (TKP_GROW(w->open->l, w->open->capl, w->open->nl + 1)) return TKP_ERR_NOMEM;
             w->open->l[w->open->nl++] = r->host_ns;
         } else {
-            if (GROW(w->open->g, w->open->capg, w->open->ng + 1)) return TKP_ERR_NOMEM;
+            if (TKP_GROW(w->open->g, w->open->capg, w->open->ng + 1)) return TKP_ERR_NOMEM;
             w->open->g[w->open->ng++] = r->host_ns;
         }
         return 0;
@@ -314,7 +302,7 @@ int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r)
         if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) return 0;
         if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
         if (!w->open) return 0; /* late: the split of that step stays as it was */
-        if (GROW(w->open->k, w->open->capk, w->open->nk + 1)) return TKP_ERR_NOMEM;
+        if (TKP_GROW(w->open->k, w->open->capk, w->open->nk + 1)) return TKP_ERR_NOMEM;
         w->open->k[w->open->nk++] =
             (struct akern){r->gpu.start_ns, r->gpu.end_ns, r->gpu.join, r->gpu.index};
         if (r->gpu.end_ns > w->open->last_gpu_end) w->open->last_gpu_end = r->gpu.end_ns;

@@ -1,9 +1,9 @@
 /* tokprof decoder: helpers shared by the subcommands (see cmd.h). */
-#include <string.h>
-
 #include "cmd.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "err.h"
 #include "multireader.h"
@@ -16,6 +16,17 @@ int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
     vsnprintf(ctx->why, sizeof(ctx->why), fmt, ap);
     va_end(ap);
     return err;
+}
+
+int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (!v) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", opt);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (end == v || *end || v[0] == '-' || x > max)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number", opt, v);
+    *out = x;
+    return 0;
 }
 
 int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)

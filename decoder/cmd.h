@@ -5,6 +5,7 @@
 #ifndef TKP_CMD_H
 #define TKP_CMD_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 struct tkp_reader;
@@ -47,6 +48,9 @@ int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
 /* For commands that read several captures: records the capture argument `arg` (*first gets
  * the first one, the path the command names in its messages). Returns 0 or TKP_ERR_USAGE. */
 int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg);
+/* An option's decimal value v (NULL: missing) into *out, at most max. Returns 0, or a usage
+ * error naming opt ("--from: 'x' is not a number"). */
+int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out);
 
 /* The arguments of a command whose only options are --json and --classes FILE, followed by
  * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or

@@ -37,17 +37,6 @@ struct row {
     struct tkp_dist d; /* by class: a merged copy that owns its hist */
 };
 
-static int parse_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t *out)
-{
-    char *end;
-    if (!v) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", opt);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (end == v || *end || v[0] == '-' || x > INT64_MAX)
-        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number", opt, v);
-    *out = x;
-    return 0;
-}
-
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
     uint64_t v = 0;
@@ -69,7 +58,7 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
             else o->name_re = val;
         } else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--thread") ||
                    !strcmp(a, "--top")) {
-            if ((err = parse_num(ctx, a, argv[++i], &v))) return err;
+            if ((err = tkp_cmd_num(ctx, a, argv[++i], INT64_MAX, &v))) return err;
             if (!strcmp(a, "--from")) o->from = (int64_t)v;
             else if (!strcmp(a, "--to")) o->to = (int64_t)v;
             else if (!strcmp(a, "--top")) o->top = v;

@@ -13,6 +13,7 @@
 #include "classes.h"
 #include "cmd.h"
 #include "err.h"
+#include "grow.h"
 #include "flame.h"
 #include "json.h"
 #include "multireader.h"
@@ -120,24 +121,13 @@ struct st {
     uint64_t launches, sampled, gpu_records;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return 0;
-    size_t c = *cap ? *cap * 2 : 64;
-    while (c < need) c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 /* The group of a kernel name (id in kernel mode), created on first sight. */
 static int group_of(struct st *s, uint64_t name_id, const char *name, uint32_t *g)
 {
     uint64_t key = s->by_class ? (uint64_t)tkp_classes_match(s->classes, name) : name_id;
     if (map_get(&s->group_ids, key, 0, g)) return 0;
-    if (grow((void **)&s->groups, &s->groups_cap, s->ngroups + 1, sizeof *s->groups))
+    if (tkp_grow((void **)&s->groups, &s->groups_cap, s->ngroups + 1, sizeof *s->groups))
         return TKP_ERR_NOMEM;
     struct group *gr = &s->groups[s->ngroups];
     memset(gr, 0, sizeof *gr);
@@ -164,7 +154,7 @@ static int on_stack(struct st *s, const struct tkp_record *r)
         free(k->pcs);
     } else {
         if (s->nstacks >= MAX_STACKS) return 0;
-        if (grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks))
+        if (tkp_grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks))
             return TKP_ERR_NOMEM;
         idx = (uint32_t)s->nstacks++;
         if (map_put(&s->stack_ids, r->stack.id, 0, idx)) return TKP_ERR_NOMEM;
@@ -191,7 +181,7 @@ static int on_launch(struct st *s, const struct tkp_record *r)
     s->sampled++;
     s->groups[g].sampled++;
     if (!map_get(&s->agg_ids, g, stk, &a)) {
-        if (grow((void **)&s->aggs, &s->aggs_cap, s->naggs + 1, sizeof *s->aggs))
+        if (tkp_grow((void **)&s->aggs, &s->aggs_cap, s->naggs + 1, sizeof *s->aggs))
             return TKP_ERR_NOMEM;
         a = (uint32_t)s->naggs++;
         s->aggs[a] = (struct agg){g, stk, 0, 0};

@@ -30,18 +30,6 @@ struct opts {
     uint32_t tid;
 };
 
-static int parse_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max,
-                     uint64_t *out)
-{
-    char *end;
-    if (!v) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", opt);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (end == v || *end || v[0] == '-' || x > max)
-        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number", opt, v);
-    *out = x;
-    return 0;
-}
-
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
     uint64_t v = 0;
@@ -54,9 +42,8 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
             if (!(o->classes = argv[++i]))
                 return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--classes needs a file");
         } else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--thread")) {
-            if ((err = parse_num(ctx, a, argv[++i], a[2] == 't' && a[3] == 'h' ? UINT32_MAX
-                                                                                : INT64_MAX, &v)))
-                return err;
+            uint64_t max = !strcmp(a, "--thread") ? UINT32_MAX : INT64_MAX;
+            if ((err = tkp_cmd_num(ctx, a, argv[++i], max, &v))) return err;
             if (!strcmp(a, "--from")) o->from = (int64_t)v;
             else if (!strcmp(a, "--to")) o->to = (int64_t)v;
             else o->tid = (uint32_t)v;

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "err.h"
+#include "grow.h"
 #include "mp.h"
 #include "reader.h"
 #include "sort.h"
@@ -56,20 +57,6 @@ struct tkp_mgraph {
     uint32_t *slots; /* name slots of its kernel nodes */
 };
 
-/* Grows *p (of *cap elements of size sz) to hold at least n. */
-static int grow(void **p, size_t *cap, size_t n, size_t sz)
-{
-    if (n <= *cap) return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < n)
-        c *= 2;
-    void *q = realloc(*p, c * sz);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-#define GROW(p, cap, n) grow((void **)&(p), &(cap), (n), sizeof(*(p)))
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
 {
@@ -177,7 +164,7 @@ static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, 
     if (!err && id < TKP_MODEL_DIRECT_IDS) {
         if (id >= m->id2slot_cap) {
             size_t cap = m->id2slot_cap;
-            if (grow((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot)))
+            if (tkp_grow((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot)))
                 return 0; /* the hash still answers */
             memset(m->id2slot + m->id2slot_cap, 0, (cap - m->id2slot_cap) * sizeof(*m->id2slot));
             m->id2slot_cap = cap;
@@ -199,7 +186,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
         }
         j = (j + 1) & (m->hash_cap - 1);
     }
-    if (GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
+    if (TKP_GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
     struct tkp_mname *n = &m->names[m->nnames];
     memset(n, 0, sizeof(*n));
     n->name_id = id;
@@ -258,7 +245,8 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if (seg > t->max_seg + SEG_JUMP_MAX) return 1;
     if (seg >= t->cap) {
         size_t cap = t->cap;
-        if (grow((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step))) return TKP_ERR_NOMEM;
+        if (tkp_grow((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step)))
+            return TKP_ERR_NOMEM;
         memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
         t->cap = cap;
     }
@@ -268,7 +256,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
         if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
         return 0;
     }
-    if (GROW(m->steps, m->cap_steps, m->nsteps + 1) || GROW(m->openlist, m->cap_open, m->nopen + 1))
+    if (TKP_GROW(m->steps, m->cap_steps, m->nsteps + 1) || TKP_GROW(m->openlist, m->cap_open, m->nopen + 1))
         return TKP_ERR_NOMEM;
     struct tkp_mstep *s = &m->steps[m->nsteps];
     memset(s, 0, sizeof(*s));
@@ -456,7 +444,7 @@ static int add_graph(struct tkp_model *m, const struct tkp_record *r)
         for (size_t i = 0; i < m->ngraphs; i++)
             h[graph_pos(m, m->graphs[i].graph)] = i + 1;
     }
-    if (GROW(m->graphs, m->cap_graphs, m->ngraphs + 1)) return TKP_ERR_NOMEM;
+    if (TKP_GROW(m->graphs, m->cap_graphs, m->ngraphs + 1)) return TKP_ERR_NOMEM;
     struct tkp_mgraph *g = &m->graphs[m->ngraphs];
     g->graph = r->graph.graph;
     g->n = 0;
@@ -495,7 +483,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
         return step_counts(m, s) ? kernel_counted(m, slot, dur) : 0;
     }
     struct tkp_mopen *o = s->open;
-    if (GROW(o->k, o->capk, o->nk + 1)) return TKP_ERR_NOMEM;
+    if (TKP_GROW(o->k, o->capk, o->nk + 1)) return TKP_ERR_NOMEM;
     o->k[o->nk++] = (struct okernel){r->gpu.start_ns, r->gpu.end_ns, slot, r->gpu.index, r->gpu.join};
     if (r->gpu.end_ns > o->last_gpu_end) o->last_gpu_end = r->gpu.end_ns;
     return 0;
@@ -533,12 +521,12 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
     case TKP_REC_LAUNCH:
         if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
         if (!o) return 0; /* host records after their STEP record: malformed, ignored */
-        if (GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
+        if (TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
         o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
         return 0;
     case TKP_REC_GRAPH_LAUNCH:
         if (!o) return 0;
-        if (GROW(o->g, o->capg, o->ng + 1)) return TKP_ERR_NOMEM;
+        if (TKP_GROW(o->g, o->capg, o->ng + 1)) return TKP_ERR_NOMEM;
         o->g[o->ng++] = (struct ograph){r->host_ns, r->graph_launch.graph, 0};
         return 0;
     case TKP_REC_GPU_COPY:

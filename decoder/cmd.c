@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classes.h"
 #include "err.h"
 #include "multireader.h"
 #include "reader.h"
@@ -26,6 +27,14 @@ int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t ma
     if (end == v || *end || v[0] == '-' || x > max)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number", opt, v);
     *out = x;
+    return 0;
+}
+
+int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **cl)
+{
+    char why[256];
+    int err = tkp_classes_new(path, cl, why, sizeof(why));
+    if (err) return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
     return 0;
 }
 

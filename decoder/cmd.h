@@ -48,6 +48,10 @@ int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
 /* For commands that read several captures: records the capture argument `arg` (*first gets
  * the first one, the path the command names in its messages). Returns 0 or TKP_ERR_USAGE. */
 int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg);
+/* The kernel classes: built in, overridden by the rules file path (NULL: none). Returns 0, or
+ * the error after one line saying why (a bad rules file names its line). */
+struct tkp_classes;
+int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **cl);
 /* An option's decimal value v (NULL: missing) into *out, at most max. Returns 0, or a usage
  * error naming opt ("--from: 'x' is not a number"). */
 int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out);

@@ -17,12 +17,10 @@
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *path, *classes;
-    char why[256];
     int json, err;
     if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &classes))) return err;
     struct tkp_classes *cl;
-    if ((err = tkp_classes_new(classes, &cl, why, sizeof(why))))
-        return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
+    if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
     struct tkp_model m;
     struct tkp_acc *a;
     struct tkp_analysis an;

@@ -302,8 +302,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     }
     if (np != 2) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "two captures needed: A B");
     struct tkp_classes *cl;
-    if ((err = tkp_classes_new(classes, &cl, why, sizeof(why))))
-        return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
+    if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
     struct side s[2];
     memset(s, 0, sizeof(s));
     if ((err = tkp_analysis_load(ctx, path[0], cl, &s[0].m, &s[0].a))) {

@@ -291,9 +291,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         struct tkp_classes *cl;
         struct tkp_model m;
         struct tkp_model_opts mo = {.from = 0, .to = -1};
-        if ((err = tkp_classes_new(classes, &cl, why, sizeof(why)))) {
-            tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
-        } else {
+        if (!(err = tkp_cmd_classes(ctx, classes, &cl))) {
             mo.classes = cl;
             tkp_model_init(&m, &mo);
             if (!(err = tkp_model_load(ctx, path, &m))) {
@@ -306,7 +304,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             tkp_classes_free(cl);
         }
     }
-    if (f != ctx->out ? fclose(f) : fflush(f)) err = err ? err : tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: write failed", out);
+    if ((f != ctx->out ? fclose(f) : fflush(f)) && !err)
+        err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: write failed", out);
     if (err && f != ctx->out) unlink(out); /* no half-written picture left behind */
     return err;
 }

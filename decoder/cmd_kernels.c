@@ -227,9 +227,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     if (err) return err;
     if (o.name_re && regcomp(&re, o.name_re, REG_EXTENDED | REG_NOSUB))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--name: bad regular expression '%s'", o.name_re);
-    if ((err = tkp_classes_new(o.classes, &cl, why, sizeof(why)))) {
+    if ((err = tkp_cmd_classes(ctx, o.classes, &cl))) {
         if (o.name_re) regfree(&re);
-        return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
+        return err;
     }
     if (o.cls && (cls_filter = tkp_classes_find(cl, o.cls)) < 0) {
         err = tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--class: no class '%s'", o.cls);

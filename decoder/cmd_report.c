@@ -174,7 +174,6 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *path = NULL, *out = NULL, *spec = NULL, *classes = NULL;
-    char why[256];
     int err;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
@@ -199,10 +198,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     memset(&an, 0, sizeof(an));
     /* the spec first, in its own pass: a bad spec fails before any work */
     if (spec && (err = tkp_report_spec(ctx, spec, path, &spec_text, &violated))) return err;
-    if ((err = tkp_classes_new(classes, &cl, why, sizeof(why)))) {
-        tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
-        goto done;
-    }
+    if ((err = tkp_cmd_classes(ctx, classes, &cl))) goto done;
     mo.classes = cl;
     tkp_model_init(&m, &mo);
     if ((err = tkp_cmd_open(ctx, path, &r))) goto model;

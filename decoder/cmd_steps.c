@@ -220,8 +220,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     char why[256];
     int err = parse(argc, argv, ctx, &o);
     if (err) return err;
-    if ((err = tkp_classes_new(o.classes, &cl, why, sizeof(why))))
-        return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
+    if ((err = tkp_cmd_classes(ctx, o.classes, &cl))) return err;
     /* the model and, in the same pass, the library-call shapes that give tokens per step */
     if ((err = tkp_analysis_load(ctx, o.path, cl, &m, &acc))) {
         tkp_classes_free(cl);

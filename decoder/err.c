@@ -1,6 +1,9 @@
 /* tokprof decoder: names of error codes (see err.h). */
 #include "err.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const char *tkp_strerror(int err)
 {
     switch (err) {
@@ -32,4 +35,15 @@ const char *tkp_strerror(int err)
         return "check violated";
     }
     return "unknown error";
+}
+
+int tkp_why(char *why, unsigned long len, int code, const char *fmt, ...)
+{
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

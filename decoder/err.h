@@ -23,4 +23,9 @@ enum tkp_err {
 /* A static, lowercase phrase for a tkp_err code (never NULL). */
 const char *tkp_strerror(int err);
 
+/* Writes the formatted reason into why (when not NULL, len > 0) and returns code: for functions
+ * that hand back an error code and a one-line reason. */
+int tkp_why(char *why, unsigned long len, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif

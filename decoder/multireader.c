@@ -48,17 +48,6 @@ struct tkp_mreader {
     struct tkp_reader_stats stats;
 };
 
-static int why_set(char *why, size_t len, int code, const char *fmt, ...)
-{
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 /* ---- inputs ---- */
 
 /* The process key of a file whose META pid is P: for `<program>.P.tokprof` (the first file)
@@ -105,17 +94,17 @@ static int by_name(const void *a, const void *b)
 static int add_path(struct tkp_mreader *m, size_t *cap, const char *path, char *why, size_t wl)
 {
     if (m->nfiles == TKP_INPUTS_MAX)
-        return why_set(why, wl, TKP_ERR_USAGE, "more than %d captures", TKP_INPUTS_MAX);
+        return tkp_why(why, wl, TKP_ERR_USAGE, "more than %d captures", TKP_INPUTS_MAX);
     if (m->nfiles == *cap) {
         size_t c = *cap ? *cap * 2 : 16;
         struct mfile *p = realloc(m->files, c * sizeof(*p));
-        if (!p) return why_set(why, wl, TKP_ERR_NOMEM, "out of memory");
+        if (!p) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
         m->files = p;
         *cap = c;
     }
     struct mfile *f = &m->files[m->nfiles];
     memset(f, 0, sizeof(*f));
-    if (!(f->path = strdup(path))) return why_set(why, wl, TKP_ERR_NOMEM, "out of memory");
+    if (!(f->path = strdup(path))) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
     m->nfiles++;
     return 0;
 }
@@ -124,10 +113,10 @@ static int add_path(struct tkp_mreader *m, size_t *cap, const char *path, char *
 static int add_input(struct tkp_mreader *m, size_t *cap, const char *path, char *why, size_t wl)
 {
     struct stat st;
-    if (stat(path, &st)) return why_set(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
+    if (stat(path, &st)) return tkp_why(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) return add_path(m, cap, path, why, wl);
     DIR *d = opendir(path);
-    if (!d) return why_set(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
+    if (!d) return tkp_why(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
     size_t first = m->nfiles, plen = strlen(path);
     int err = 0;
     for (struct dirent *de; !err && (de = readdir(d));) {
@@ -135,7 +124,7 @@ static int add_input(struct tkp_mreader *m, size_t *cap, const char *path, char 
         if (de->d_name[0] == '.' || n <= 8 || strcmp(de->d_name + n - 8, ".tokprof")) continue;
         char *full = malloc(plen + n + 2);
         if (!full) {
-            err = why_set(why, wl, TKP_ERR_NOMEM, "out of memory");
+            err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
             break;
         }
         sprintf(full, "%s%s%s", path, plen && path[plen - 1] == '/' ? "" : "/", de->d_name);
@@ -145,9 +134,9 @@ static int add_input(struct tkp_mreader *m, size_t *cap, const char *path, char 
     closedir(d);
     if (err) return err;
     if (m->nfiles == first)
-        return why_set(why, wl, TKP_ERR_IO, "%s: no *.tokprof file in it", path);
+        return tkp_why(why, wl, TKP_ERR_IO, "%s: no *.tokprof file in it", path);
     char **names = malloc((m->nfiles - first) * sizeof(*names));
-    if (!names) return why_set(why, wl, TKP_ERR_NOMEM, "out of memory");
+    if (!names) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
     for (size_t i = first; i < m->nfiles; i++)
         names[i - first] = m->files[i].path;
     qsort(names, m->nfiles - first, sizeof(*names), by_name);
@@ -184,7 +173,7 @@ static int make_groups(struct tkp_mreader *m, char *why, size_t wl)
         free(k);
         free(xlen);
         free(sorted);
-        return why_set(why, wl, TKP_ERR_NOMEM, "out of memory");
+        return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
     }
     for (size_t j = 0; j < m->nfiles; j++) {
         const struct mfile *fj = &m->files[j];
@@ -237,19 +226,19 @@ int tkp_reader_open_many(const char *const *paths, size_t n, struct tkp_reader *
 {
     struct stat st;
     *r = NULL;
-    if (n == 0) return why_set(why, whylen, TKP_ERR_USAGE, "no capture given");
+    if (n == 0) return tkp_why(why, whylen, TKP_ERR_USAGE, "no capture given");
     if (n == 1 && (!strcmp(paths[0], "-") || stat(paths[0], &st) || !S_ISDIR(st.st_mode))) {
         char w[256];
         int err = tkp_reader_open(paths[0], r, w, sizeof(w));
-        return err ? why_set(why, whylen, err, "%s: %s", paths[0], w) : 0;
+        return err ? tkp_why(why, whylen, err, "%s: %s", paths[0], w) : 0;
     }
     struct tkp_mreader *m = calloc(1, sizeof(*m));
-    if (!m) return why_set(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    if (!m) return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
     size_t cap = 0;
     int err = 0;
     for (size_t i = 0; !err && i < n; i++)
         err = !strcmp(paths[i], "-")
-                  ? why_set(why, whylen, TKP_ERR_USAGE, "stdin ('-') cannot be merged")
+                  ? tkp_why(why, whylen, TKP_ERR_USAGE, "stdin ('-') cannot be merged")
                   : add_input(m, &cap, paths[i], why, whylen);
     /* every file must at least be a capture: an unreadable one is a usage error up front,
      * not a warning halfway through the merge; its META pid says which process it is */
@@ -257,14 +246,14 @@ int tkp_reader_open_many(const char *const *paths, size_t n, struct tkp_reader *
         struct tkp_reader *one;
         char w[256];
         if ((err = tkp_reader_open(m->files[i].path, &one, w, sizeof(w))))
-            why_set(why, whylen, err, "%s: %s", m->files[i].path, w);
+            tkp_why(why, whylen, err, "%s: %s", m->files[i].path, w);
         else
             m->files[i].pid = meta_pid(one);
         tkp_reader_close(one);
     }
     if (!err) err = make_groups(m, why, whylen);
     if (!err && !(*r = tkp_reader_new_multi(m)))
-        err = why_set(why, whylen, TKP_ERR_NOMEM, "out of memory");
+        err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
     if (err) tkp_mreader_free(m);
     return err;
 }

@@ -73,17 +73,6 @@ static uint32_t le32(const uint8_t *p)
     return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int why_set(char *why, size_t len, int code, const char *fmt, ...)
-{
-    if (why && len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
 int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t whylen)
 {
     uint8_t h[TKP_FILE_HEADER_LEN];
@@ -91,13 +80,13 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     size_t n = fread(h, 1, sizeof(h), f);
     int err = 0;
     if (ferror(f))
-        err = why_set(why, whylen, TKP_ERR_IO, "read error: %s", strerror(errno));
+        err = tkp_why(why, whylen, TKP_ERR_IO, "read error: %s", strerror(errno));
     else if (n == 0)
-        err = why_set(why, whylen, TKP_ERR_NOT_CAPTURE, "empty file, not a tokprof capture");
+        err = tkp_why(why, whylen, TKP_ERR_NOT_CAPTURE, "empty file, not a tokprof capture");
     else if (memcmp(h, TKP_FILE_MAGIC, n < TKP_FILE_MAGIC_LEN ? n : TKP_FILE_MAGIC_LEN))
-        err = why_set(why, whylen, TKP_ERR_NOT_CAPTURE, "not a tokprof capture (bad magic)");
+        err = tkp_why(why, whylen, TKP_ERR_NOT_CAPTURE, "not a tokprof capture (bad magic)");
     else if (n < sizeof(h))
-        err = why_set(why, whylen, TKP_ERR_HEADER, "capture header cut short (%zu of %d bytes)", n,
+        err = tkp_why(why, whylen, TKP_ERR_HEADER, "capture header cut short (%zu of %d bytes)", n,
                       TKP_FILE_HEADER_LEN);
     if (err) {
         fclose(f);
@@ -106,18 +95,18 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     unsigned version = h[8] | h[9] << 8;
     uint32_t hlen = le32(h + 12);
     if (version < TKP_FORMAT_VERSION_MIN || version > TKP_FORMAT_VERSION)
-        err = why_set(why, whylen, TKP_ERR_VERSION,
+        err = tkp_why(why, whylen, TKP_ERR_VERSION,
                       "capture format version %u, this tokprof reads versions %d to %d", version,
                       TKP_FORMAT_VERSION_MIN, TKP_FORMAT_VERSION);
     else if (hlen < TKP_FILE_HEADER_LEN || hlen > TKP_HEADER_MAX)
-        err = why_set(why, whylen, TKP_ERR_HEADER, "bad header length %u", hlen);
+        err = tkp_why(why, whylen, TKP_ERR_HEADER, "bad header length %u", hlen);
     /* a longer header (a later minor addition) is skipped, as FORMAT.md says */
     for (uint32_t skip = hlen - TKP_FILE_HEADER_LEN; !err && skip; skip--)
-        if (fgetc(f) == EOF) err = why_set(why, whylen, TKP_ERR_HEADER, "capture header cut short");
+        if (fgetc(f) == EOF) err = tkp_why(why, whylen, TKP_ERR_HEADER, "capture header cut short");
     struct tkp_reader *r = err ? NULL : calloc(1, sizeof(*r));
     if (!err && (!r || !(r->dctx = ZSTD_createDCtx()))) {
         free(r);
-        err = why_set(why, whylen, TKP_ERR_NOMEM, "out of memory");
+        err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
     }
     if (err) {
         fclose(f);
@@ -134,7 +123,7 @@ int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t w
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(0), "rb");
     *r = NULL;
-    if (!f) return why_set(why, whylen, TKP_ERR_IO, "%s", strerror(errno));
+    if (!f) return tkp_why(why, whylen, TKP_ERR_IO, "%s", strerror(errno));
     return tkp_reader_open_stream(f, r, why, whylen);
 }
 

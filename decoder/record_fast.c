@@ -61,6 +61,30 @@ _Static_assert(sizeof(((struct tkp_record *)0)->launch) % 8 == 0 &&
                    sizeof(((struct tkp_record *)0)->lib_call) % 8 == 0,
                "templates copy whole words");
 
+/* Whether launch / library-call template id is defined in the chunk being decoded. */
+INLINE int ltmpl_ok(const struct tkp_decode_buf *b, uint32_t id)
+{
+    return id < b->ltmpl_cap && b->ltmpl[id].gen == b->gen;
+}
+INLINE int ctmpl_ok(const struct tkp_decode_buf *b, uint32_t id)
+{
+    return id < b->ctmpl_cap && b->ctmpl[id].gen == b->gen;
+}
+
+/* r becomes the LAUNCH (LIB_CALL) that template id stands for; its own fields come after. */
+INLINE void launch_from(struct tkp_record *r, const struct tkp_decode_buf *b, uint32_t id)
+{
+    r->type = TKP_REC_LAUNCH;
+    r->thread = b->ltmpl[id].thread;
+    copy_words(&r->launch, &b->ltmpl[id].launch, sizeof(r->launch));
+}
+INLINE void lib_call_from(struct tkp_record *r, const struct tkp_decode_buf *b, uint32_t id)
+{
+    r->type = TKP_REC_LIB_CALL;
+    r->thread = b->ctmpl[id].thread;
+    copy_words(&r->lib_call, &b->ctmpl[id].lib, sizeof(r->lib_call));
+}
+
 /* Each reader returns 1 and moves *pp past the value, or 0 (declined) leaving *pp alone. */
 INLINE int ru64(const uint8_t **pp, uint64_t *v)
 {
@@ -169,10 +193,8 @@ INLINE int tmpl_fast(const uint8_t **pp, const uint8_t *end, struct tkp_record *
         p += 2;
         if (!ri64(&p, &b->dt) || !ru64(&p, &r->step) || !ru32(&p, &id)) return 0;
         if (n == 5 && (!IS_UINT(*p) || !ru32(&p, &call))) return 0;
-        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return 0;
-        r->type = TKP_REC_LAUNCH;
-        r->thread = b->ltmpl[id].thread;
-        copy_words(&r->launch, &b->ltmpl[id].launch, sizeof(r->launch));
+        if (!ltmpl_ok(b, id)) return 0;
+        launch_from(r, b, id);
         r->launch.call = call;
     } else if (p[0] == 0x96 && p[1] == TKP_REC_LIB_CALL_T) {
         uint64_t call_ns;
@@ -180,10 +202,8 @@ INLINE int tmpl_fast(const uint8_t **pp, const uint8_t *end, struct tkp_record *
         if (!ri64(&p, &b->dt) || !ru64(&p, &r->step) || !ru32(&p, &call) || !ru32(&p, &id) ||
             !ru64(&p, &call_ns))
             return 0;
-        if (id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen) return 0;
-        r->type = TKP_REC_LIB_CALL;
-        r->thread = b->ctmpl[id].thread;
-        copy_words(&r->lib_call, &b->ctmpl[id].lib, sizeof(r->lib_call));
+        if (!ctmpl_ok(b, id)) return 0;
+        lib_call_from(r, b, id);
         r->lib_call.call = call;
         r->lib_call.call_ns = call_ns;
     } else {
@@ -208,12 +228,12 @@ INLINE int tmpl_check(const uint8_t **pp, const uint8_t *end, const struct tkp_d
         p += 2;
         uint32_t call;
         if (!ri64(&p, &dt) || !ru64(&p, &u) || !ru32(&p, &id)) return -1;
-        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return -1;
+        if (!ltmpl_ok(b, id)) return -1;
         if (n == 5 && (!IS_UINT(*p) || !ru32(&p, &call))) return -1;
     } else if (p[0] == 0x96 && p[1] == TKP_REC_LIB_CALL_T) {
         p += 2;
         if (!ri64(&p, &dt) || !ru64(&p, &u) || !ru32(&p, &id) || !ru32(&p, &id) ||
-            id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen || !ru64(&p, &u))
+            !ctmpl_ok(b, id) || !ru64(&p, &u))
             return -1;
     } else {
         return -1;
@@ -258,10 +278,8 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         I64(b->dt);
         U64(r->step);
         U32(id);
-        if (id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen) return 0;
-        r->type = TKP_REC_LAUNCH;
-        r->thread = b->ltmpl[id].thread;
-        copy_words(&r->launch, &b->ltmpl[id].launch, sizeof(r->launch));
+        if (!ltmpl_ok(b, id)) return 0;
+        launch_from(r, b, id);
         goto launch_tail;
     case TKP_REC_LAUNCH:
         HEAD();
@@ -436,11 +454,11 @@ _Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry pe
         CK(len_u64);                                                                               \
     } while (0)
 
-/* The template id of a LAUNCH_T / LIB_CALL_T: defined earlier in this chunk, else declined. */
-#define CK_TMPL(tab, cap)                                                                          \
+/* The template id of a LAUNCH_T (with a stack): defined earlier in this chunk, else declined. */
+#define CK_LTMPL()                                                                                 \
     do {                                                                                           \
         uint32_t id_;                                                                              \
-        if (!ru32(&p, &id_) || id_ >= b->cap || b->tab[id_].gen != b->gen) return -1;             \
+        if (!ru32(&p, &id_) || !ltmpl_ok(b, id_)) return -1;                                      \
     } while (0)
 
 int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
@@ -468,7 +486,7 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
     case TKP_REC_LAUNCH_T: /* dt, step, tmpl */
         CK(len_i64);
         CK(len_u64);
-        CK_TMPL(ltmpl, ltmpl_cap);
+        CK_LTMPL();
         break;
     case TKP_REC_LAUNCH:
         CK_HEAD();

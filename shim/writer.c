@@ -220,20 +220,6 @@ static int64_t tmap_id(struct tmap *m, const uint64_t *key, uint32_t seq, int *f
         }
     }
     if (m->n >= TKP_TMPL_MAX) return -1;
-    if ((m->n + 1) * 2 > m->slot_cap) {
-        uint32_t nc = m->slot_cap ? m->slot_cap * 2 : 256;
-        uint32_t *ns = calloc(nc, sizeof *ns);
-        if (!ns) return -1;
-        for (uint32_t id = 0; id < m->n; id++)
-            for (uint64_t i = hash_words(m->keys + (size_t)id * nw, nw);; i++)
-                if (!ns[i & (nc - 1)]) {
-                    ns[i & (nc - 1)] = id + 1;
-                    break;
-                }
-        free(m->slots);
-        m->slots = ns;
-        m->slot_cap = nc;
-    }
     if (m->n == m->ids_cap) {
         uint32_t nc = m->ids_cap ? m->ids_cap * 2 : 256;
         uint64_t *nk = realloc(m->keys, (size_t)nc * nw * sizeof *nk);
@@ -244,14 +230,25 @@ static int64_t tmap_id(struct tmap *m, const uint64_t *key, uint32_t seq, int *f
         m->gen = ng;
         m->ids_cap = nc;
     }
+    uint32_t first = m->n; /* the ids to enter in the slots: the new one, or all of them */
+    if ((m->n + 1) * 2 > m->slot_cap) {
+        uint32_t nc = m->slot_cap ? m->slot_cap * 2 : 256;
+        uint32_t *ns = calloc(nc, sizeof *ns);
+        if (!ns) return -1;
+        free(m->slots);
+        m->slots = ns;
+        m->slot_cap = nc;
+        first = 0;
+    }
     uint32_t id = m->n++;
     memcpy(m->keys + (size_t)id * nw, key, nw * 8);
     m->gen[id] = seq + 1;
-    for (uint64_t i = hash_words(key, nw);; i++)
-        if (!m->slots[i & (m->slot_cap - 1)]) {
-            m->slots[i & (m->slot_cap - 1)] = id + 1;
-            break;
-        }
+    for (uint32_t j = first; j <= id; j++)
+        for (uint64_t i = hash_words(m->keys + (size_t)j * nw, nw);; i++)
+            if (!m->slots[i & (m->slot_cap - 1)]) {
+                m->slots[i & (m->slot_cap - 1)] = j + 1;
+                break;
+            }
     *fresh = 1;
     return id;
 }

@@ -65,6 +65,7 @@ struct tkp_reader {
     } ncache[256];
     char namebuf[TKP_NAME_MAX]; /* a NAME string when the table is full */
     uint64_t pid;               /* from META */
+    uint64_t changes; /* NAME / THREAD records that changed a meaning in a chunk (runs, above) */
     struct tkp_mreader *multi;  /* a merged reader: everything else is unused */
 };
 
@@ -254,6 +255,7 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
         str[i] = s[i] ? s[i] : '?';
     str[n] = 0;
     if (slot->chunk) { /* redefined differently: earlier records may still point at the old one */
+        r->changes += slot->chunk == r->nchunk + 1;
         if (r->nretired == r->retired_cap) {
             size_t cap = r->retired_cap ? r->retired_cap * 2 : 16;
             char **p = realloc(r->retired, cap * sizeof(*p));
@@ -307,6 +309,7 @@ static void thread_define(struct tkp_reader *r, uint32_t t, uint32_t os_tid)
         r->threads = p;
         r->threads_cap = cap;
     }
+    r->changes += r->threads[t].chunk == r->nchunk + 1 && r->threads[t].os_tid != os_tid;
     r->threads[t].os_tid = os_tid;
     r->threads[t].chunk = r->nchunk + 1;
 }
@@ -356,6 +359,7 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
             return stop(r, TKP_ERR_RECORD, "payload byte %zu: a second CHUNK record", at);
         first = 0;
     }
+    r->buf.run.left = r->buf.run.n = 0; /* a RUN checked here is opened again when delivered */
     if (first) return stop(r, TKP_ERR_RECORD, "empty payload");
     return 0;
 }
@@ -387,7 +391,7 @@ static int load_chunk(struct tkp_reader *r)
                     (r->flags & TKP_FILE_SNAPSHOT) ? "at least " : "",
                     (unsigned long long)r->next_seq);
     if (grow_buf(&r->zbuf, &r->zcap, clen ? clen : 1) ||
-        grow_buf(&r->raw, &r->rawcap, rlen ? rlen : 1))
+        grow_buf(&r->raw, &r->rawcap, (size_t)rlen + TKP_PAYLOAD_PAD))
         return stop(r, TKP_ERR_NOMEM, "out of memory for a %u-byte chunk", rlen);
     n = fread(r->zbuf, 1, clen, r->f);
     if (ferror(r->f)) return stop(r, TKP_ERR_IO, "read error: %s", strerror(errno));
@@ -404,6 +408,7 @@ static int load_chunk(struct tkp_reader *r)
     size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, r->zbuf, clen);
     if (ZSTD_isError(got)) return stop(r, TKP_ERR_CHUNK, "zstd: %s", ZSTD_getErrorName(got));
     if (got != rlen) return stop(r, TKP_ERR_CHUNK, "decompressed %zu bytes, raw_len %u", got, rlen);
+    memset(r->raw + rlen, 0, TKP_PAYLOAD_PAD); /* runs' columns are read 8 bytes at a time */
     r->buf.gen = (uint32_t)(r->nchunk % UINT32_MAX) + 1; /* templates: checked per chunk */
     int err = validate(r, rlen, seq);
     if (err) return err;
@@ -470,6 +475,78 @@ static void apply(struct tkp_reader *r, struct tkp_record *rec)
     rec->tid = thread_get(r, rec->thread);
 }
 
+/* ---- runs (FORMAT.md "Runs") ----
+ * A run's records are the LAUNCH_T and LIB_CALL_T it stands for. Their templates keep the name
+ * and tid they resolved to when they were defined (the same in the whole chunk unless a NAME or
+ * THREAD record changes a meaning: r->changes counts those), so a run's record is its template
+ * plus the columns' values. */
+
+/* The name or tid a template's fields resolve to now, without counting a miss (a template
+ * that misses resolves at each use, which counts it as the other records do). */
+static const char *name_peek(struct tkp_reader *r, uint64_t id)
+{
+    struct name_slot *s = name_find(r, id);
+    return s && s->chunk == r->nchunk + 1 ? s->str : NULL;
+}
+
+static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    uint32_t id = b->tmpl_id, th;
+    const char *name;
+    uint64_t *resolved;
+    uint32_t *tid;
+    if (type == TKP_REC_TMPL) {
+        struct tkp_launch_tmpl *t = &b->ltmpl[id];
+        name = t->launch.name = name_peek(r, t->launch.name_id);
+        th = t->thread, resolved = &t->resolved, tid = &t->tid;
+    } else {
+        struct tkp_lib_tmpl *t = &b->ctmpl[id];
+        name = t->lib.op = name_peek(r, t->lib.op_id);
+        th = t->thread, resolved = &t->resolved, tid = &t->tid;
+    }
+    int mapped = th < r->threads_cap && r->threads[th].chunk == r->nchunk + 1;
+    *tid = mapped ? r->threads[th].os_tid : 0;
+    *resolved = name && mapped ? r->changes + 1 : 0;
+}
+
+static void run_next(struct tkp_reader *r, struct tkp_record *rec)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    struct tkp_run *u = &b->run;
+    if (u->i == u->n) tkp_record_run_batch(b);
+    uint32_t i = u->i++, id = u->btmpl[i];
+    rec->offset = r->chunk_off;
+    rec->pid = r->pid;
+    rec->step = u->step;
+    rec->host_ns = r->prev_ns += (uint64_t)u->bdt[i];
+    if (!u->bkind[i]) {
+        const struct tkp_launch_tmpl *t = &b->ltmpl[id];
+        rec->type = TKP_REC_LAUNCH;
+        rec->thread = t->thread;
+        rec->launch = t->launch;
+        rec->launch.call = u->bcall[i];
+        if (t->resolved == r->changes + 1) {
+            rec->tid = t->tid;
+            return;
+        }
+        rec->launch.name = name_get(r, rec->launch.name_id);
+    } else {
+        const struct tkp_lib_tmpl *t = &b->ctmpl[id];
+        rec->type = TKP_REC_LIB_CALL;
+        rec->thread = t->thread;
+        rec->lib_call = t->lib;
+        rec->lib_call.call = u->bcall[i];
+        rec->lib_call.call_ns = u->bhost[i];
+        if (t->resolved == r->changes + 1) {
+            rec->tid = t->tid;
+            return;
+        }
+        rec->lib_call.op = name_get(r, rec->lib_call.op_id);
+    }
+    rec->tid = thread_get(r, rec->thread);
+}
+
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     char why[160];
@@ -479,6 +556,11 @@ int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
         if (!r->in_chunk) {
             load_chunk(r);
             continue;
+        }
+        if (tkp_run_open(&r->buf.run)) { /* the records of a RUN (FORMAT.md "Runs") */
+            run_next(r, rec);
+            r->stats.records++;
+            return 1;
         }
         if (!tkp_mp_left(&r->cur)) {
             r->in_chunk = 0;
@@ -494,7 +576,11 @@ int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
             r->stats.unknown_records++;
             continue;
         }
-        if (k == TKP_DECODE_DEFINED) continue; /* a template: stored, nothing to deliver */
+        if (k == TKP_DECODE_DEFINED) { /* a template: stored, nothing to deliver */
+            resolve_tmpl(r, rec->type);
+            continue;
+        }
+        if (k == TKP_DECODE_RUN) continue; /* delivered above */
         apply(r, rec);
         r->stats.records++;
         return 1;

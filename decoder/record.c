@@ -215,6 +215,7 @@ static const char *const type_names[] = {
     [TKP_REC_TMPL] = "TMPL",
     [TKP_REC_LIB_CALL_T] = "LIB_CALL_T",
     [TKP_REC_LIB_TMPL] = "LIB_TMPL",
+    [TKP_REC_RUN] = "RUN",
 };
 
 const char *tkp_record_type_name(uint64_t type)
@@ -232,7 +233,7 @@ static const uint8_t min_fields[] = {
     [TKP_REC_LIB_CALL] = 21,    [TKP_REC_STACK] = 2,       [TKP_REC_MODULE] = 5,
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
     [TKP_REC_LAUNCH_T] = 3,     [TKP_REC_TMPL] = 12,       [TKP_REC_LIB_CALL_T] = 5,
-    [TKP_REC_LIB_TMPL] = 18,
+    [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 7,
 };
 
 /* GPU records: graph and node are -1 when the work was not a graph node */
@@ -358,7 +359,8 @@ static int tmpl_def(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
         struct tkp_launch_tmpl *t =
             tmpl_slot((void **)&b->ltmpl, &b->ltmpl_cap, id, sizeof(*b->ltmpl));
         if (!t) return TKP_ERR_NOMEM;
-        *t = (struct tkp_launch_tmpl){b->gen, r->thread, r->launch};
+        *t = (struct tkp_launch_tmpl){.gen = b->gen, .thread = r->thread, .launch = r->launch};
+        b->tmpl_id = id;
         return 0;
     }
     if (u32f(d, "lib", &r->lib_call.lib) || u64f(d, "op", &r->lib_call.op_id) ||
@@ -367,7 +369,8 @@ static int tmpl_def(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
         return TKP_ERR_RECORD;
     struct tkp_lib_tmpl *t = tmpl_slot((void **)&b->ctmpl, &b->ctmpl_cap, id, sizeof(*b->ctmpl));
     if (!t) return TKP_ERR_NOMEM;
-    *t = (struct tkp_lib_tmpl){b->gen, r->thread, r->lib_call};
+    *t = (struct tkp_lib_tmpl){.gen = b->gen, .thread = r->thread, .lib = r->lib_call};
+    b->tmpl_id = id;
     return 0;
 }
 
@@ -395,6 +398,71 @@ static int tmpl_use(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     r->lib_call = b->ctmpl[id].lib;
     r->lib_call.call = call;
     r->lib_call.call_ns = call_ns;
+    return 0;
+}
+
+/* ---- runs (FORMAT.md, "Runs") ---- */
+
+/* Where column [p, end) of n varints goes wrong (tkp_varints_ok said it does), as a reason. */
+static int column_fail(struct dec *d, const char *name, const uint8_t *p, const uint8_t *end,
+                       uint32_t n)
+{
+    uint64_t v;
+    for (uint32_t i = 0; i < n; i++)
+        if (!tkp_uvar(&p, end, &v))
+            return fail(d, "record %u: column '%s' %s", i, name,
+                        p < end ? "has a varint above 64 bits" : "ends early");
+    return fail(d, "column '%s' has bytes after its %u values", name, n);
+}
+
+/* RUN: [step, n, kinds, dts, tmpls, calls, host_ns], every column read to its end here, so that
+ * delivering its records (tkp_record_run_next) needs no check. The templates it uses must be
+ * defined at this point of the chunk, as for LAUNCH_T and LIB_CALL_T. */
+static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    static const char *const col[5] = {"kinds", "dts", "tmpls", "calls", "host_ns"};
+    const uint8_t *p[5], *end[5];
+    uint32_t n, len, libs = 0;
+    if (u64f(d, "step", &r->step) || u32f(d, "n", &n)) return TKP_ERR_RECORD;
+    if (n == 0 || n > TKP_RUN_MAX) return fail(d, "%u records, expected 1 to %u", n, TKP_RUN_MAX);
+    for (int i = 0; i < 5; i++) {
+        if (tkp_mp_bin(d->c, &p[i], &len)) return bad_type(d, col[i], "a bin", TKP_MP_BIN);
+        end[i] = p[i] + len;
+    }
+    if (end[0] - p[0] != n) return fail(d, "kinds has %u bytes for %u records", len, n);
+    const uint8_t *kinds = p[0];
+    unsigned badkind = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        badkind |= kinds[i] > 1;
+        libs += kinds[i] & 1;
+    }
+    if (badkind)
+        for (uint32_t i = 0; i < n; i++)
+            if (kinds[i] > 1) return fail(d, "record %u: kind %u, expected 0 or 1", i, kinds[i]);
+    for (int c = 1; c < 5; c++)
+        if (!tkp_varints_ok(p[c], end[c], c == 4 ? libs : n))
+            return column_fail(d, col[c], p[c], end[c], c == 4 ? libs : n);
+    /* the columns are whole: the values that have limits */
+    const uint8_t *tm = p[2], *ca = p[3];
+    int64_t call = 0; /* the last library call's id */
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t id = tkp_uvar_ok(&tm), x = tkp_uvar_ok(&ca);
+        unsigned kind = kinds[i];
+        if (__builtin_expect(id >= TKP_TMPL_MAX, 0))
+            return fail(d, "record %u: template id %llu above the limit %u", i,
+                        (unsigned long long)id, TKP_TMPL_MAX - 1);
+        if (kind ? id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen
+                 : id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
+            return fail(d, "record %u: template %u not defined in this chunk", i, (unsigned)id);
+        if (!kind && !x) continue; /* a launch outside any library call */
+        /* the call's distance from the last library call's id + 1, zigzag; launches + 1 */
+        int64_t got;
+        if (__builtin_add_overflow(call + 1, tkp_unzigzag(x - !kind), &got) || got < !kind ||
+            got > UINT32_MAX)
+            return fail(d, "record %u: call id out of range", i);
+        if (kind) call = got;
+    }
+    tkp_run_begin(&b->run, n, r->step, p);
     return 0;
 }
 
@@ -502,6 +570,8 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_LAUNCH_T:
     case TKP_REC_LIB_CALL_T:
         return tmpl_use(d, r, b);
+    case TKP_REC_RUN:
+        return run_open(d, r, b);
     }
     return TKP_ERR_RECORD;
 }
@@ -545,6 +615,7 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     }
     for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
+    if (type == TKP_REC_RUN) return TKP_DECODE_RUN;
     return type == TKP_REC_TMPL || type == TKP_REC_LIB_TMPL ? TKP_DECODE_DEFINED : 1;
 }
 

@@ -3,19 +3,138 @@
 #ifndef TKP_RECORD_H
 #define TKP_RECORD_H
 
+#include <string.h>
+
 #include "mp.h"
 #include "reader.h"
 
 /* Templates (FORMAT.md "Templates"): what a LAUNCH_T / LIB_CALL_T stands for; `gen` is the
  * chunk (tkp_decode_buf.gen) that defined it, so that a use is checked against its own chunk. */
+/* `resolved` and `tid` belong to the reader: when `resolved` is 1 + its count of definitions
+ * that changed a meaning, the template's name (launch.name, lib.op) and tid are still valid. */
 struct tkp_launch_tmpl {
     uint32_t gen, thread;
+    uint64_t resolved; /* 0: resolve at each use */
+    uint32_t tid;
     __typeof__(((struct tkp_record *)0)->launch) launch; /* call and stack 0 */
 };
 struct tkp_lib_tmpl {
     uint32_t gen, thread;
+    uint64_t resolved; /* 0: resolve at each use */
+    uint32_t tid;
     __typeof__(((struct tkp_record *)0)->lib_call) lib; /* call and call_ns 0 */
 };
+
+/* A RUN being delivered (FORMAT.md "Runs"): cursors into its columns, which the reader's first
+ * pass has checked whole, and the batch of records decoded from them last. */
+#define TKP_RUN_BATCH 64
+struct tkp_run {
+    uint32_t left; /* records not yet decoded into the batch */
+    uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
+    uint32_t call; /* the last library call's id, the base of the calls column */
+    uint64_t step;
+    const uint8_t *kind, *dt, *tmpl, *calls, *host;
+    uint8_t bkind[TKP_RUN_BATCH];
+    uint32_t btmpl[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
+    int64_t bdt[TKP_RUN_BATCH];
+    uint64_t bhost[TKP_RUN_BATCH];
+};
+/* Opens a run of n records with its five columns (kinds, dts, tmpls, calls, host_ns). */
+static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step,
+                                 const uint8_t **col)
+{
+    u->left = n;
+    u->i = u->n = u->call = 0;
+    u->step = step;
+    u->kind = col[0], u->dt = col[1], u->tmpl = col[2], u->calls = col[3], u->host = col[4];
+}
+static inline int tkp_run_open(const struct tkp_run *u)
+{
+    return u->i < u->n || u->left;
+}
+
+/* LEB128 (FORMAT.md "Runs"): at most 10 bytes and 64 bits. Returns 1 with *pp moved past the
+ * value, or 0 when the column ends first or the value is longer. */
+static inline int tkp_uvar(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t x = 0;
+    for (unsigned s = 0; p < end && s < 64; s += 7) {
+        uint8_t c = *p++;
+        if (s == 63 && c > 1) return 0;
+        x |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80)) {
+            *v = x;
+            *pp = p;
+            return 1;
+        }
+    }
+    return 0;
+}
+static inline int64_t tkp_unzigzag(uint64_t x)
+{
+    return (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
+}
+
+static inline uint64_t tkp_load64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w; /* little-endian hosts: byte 0 lowest */
+}
+
+/* Whether [p, end) is exactly n varints of at most 10 bytes and 64 bits each, eight bytes at a
+ * time: a byte without bit 7 ends a varint. Needs 8 readable bytes past end (the reader pads
+ * its payload buffer). */
+static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t n)
+{
+    const uint64_t hi = 0x8080808080808080ull;
+    uint64_t ends = 0;
+    unsigned run = 0, bad = 0; /* run: continuation bytes of the varint still open */
+    for (; p < end; p += 8) {
+        uint64_t w = tkp_load64(p), m = ~w & hi;
+        size_t k = (size_t)(end - p);
+        if (k < 8) m &= (1ull << 8 * k) - 1; /* bytes past the column do not count */
+        if (!m) { /* eight continuation bytes (k >= 8 here: a torn tail has a terminator) */
+            run += k < 8 ? (unsigned)k : 8;
+            bad |= run >= 10;
+            continue;
+        }
+        unsigned first = (unsigned)__builtin_ctzll(m) >> 3, last = 63 - __builtin_clzll(m);
+        run += first;
+        /* the varint ending in this word: 10 bytes at most, the 10th holding only bit 63 */
+        bad |= run >= 10 || (run == 9 && p[first] > 1);
+        ends += ((m >> 7) * 0x0101010101010101ull) >> 56; /* one bit per byte: their sum */
+        /* the gaps between terminators inside the word are below 8 bytes: always short */
+        run = k < 8 ? (unsigned)(k - 1 - (last >> 3)) : 7 - (last >> 3);
+    }
+    return !bad && !run && ends == n;
+}
+
+/* A varint of a column tkp_varints_ok() accepted: one and two bytes (template ids, call steps,
+ * most times) inline. */
+static inline uint64_t tkp_uvar_ok(const uint8_t **pp)
+{
+    const uint8_t *p = *pp;
+    if (__builtin_expect(p[0] < 0x80, 1)) {
+        *pp = p + 1;
+        return p[0];
+    }
+    if (__builtin_expect(p[1] < 0x80, 1)) {
+        *pp = p + 2;
+        return (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+    }
+    uint64_t v = 0;
+    unsigned s = 0;
+    do
+        v |= (uint64_t)(*p & 0x7f) << s, s += 7;
+    while (*p++ & 0x80);
+    *pp = p;
+    return v;
+}
+
+/* Readable bytes a payload buffer needs past its end (tkp_varints_ok, tkp_uvar_ok). */
+#define TKP_PAYLOAD_PAD 8
 
 /* Scratch the decoder fills; owned by the reader and reused record after record. */
 struct tkp_decode_buf {
@@ -36,6 +155,8 @@ struct tkp_decode_buf {
     uint32_t ltmpl_cap;
     struct tkp_lib_tmpl *ctmpl;
     uint32_t ctmpl_cap;
+    struct tkp_run run;
+    uint32_t tmpl_id; /* the template a TKP_DECODE_DEFINED record defined */
 };
 
 /* Decodes the object at the cursor. Name ids are left unresolved (names NULL), tid is 0 and
@@ -44,6 +165,9 @@ struct tkp_decode_buf {
  * template definition (TMPL, LIB_TMPL: stored in b, nothing to deliver), or TKP_ERR_RECORD /
  * TKP_ERR_NOMEM with a reason in why. */
 #define TKP_DECODE_DEFINED 2
+/* ... or 3 for a RUN: checked whole and opened in b->run, whose records tkp_record_run_next()
+ * (record_fast.h) delivers one by one. */
+#define TKP_DECODE_RUN 3
 int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
                       size_t whylen);
 

@@ -243,9 +243,31 @@ INLINE int tmpl_check(const uint8_t **pp, const uint8_t *end, const struct tkp_d
     return type;
 }
 
+/* A RUN's header, in the reader's second pass: its first pass has checked the whole record
+ * (tkp_record_decode), so only the columns are located here. */
+static int run_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
+{
+    struct tkp_mp at = *c;
+    uint32_t n, len, k;
+    uint64_t type, step, nrec;
+    const uint8_t *col[5];
+    if (tkp_mp_array(&at, &n) || n < 8 || tkp_mp_u64(&at, &type) || type != TKP_REC_RUN ||
+        tkp_mp_u64(&at, &step) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_RUN_MAX)
+        return 0;
+    for (k = 0; k < 5; k++)
+        if (tkp_mp_bin(&at, &col[k], &len)) return 0;
+    for (k = 8; k < n; k++) /* extra fields of a later writer */
+        if (tkp_mp_skip(&at)) return 0;
+    tkp_run_begin(&b->run, (uint32_t)nrec, step, col);
+    *c = at;
+    return TKP_DECODE_RUN;
+}
+
 int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     if (tmpl_fast(&c->p, c->end, r, b)) return 1;
+    if (tkp_mp_left(c) > 1 && c->p[1] == TKP_REC_RUN && (c->p[0] & 0xf0) == 0x90)
+        return run_begin(c, b);
     const uint8_t *p = c->p, *end = c->end;
     uint32_t n, h;
     if (end - p < 4) return 0;
@@ -594,4 +616,33 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
     }
     c->p = p;
     return (int)type;
+}
+
+/* ---- runs ---- */
+
+void tkp_record_run_batch(struct tkp_decode_buf *b)
+{
+    struct tkp_run *u = &b->run;
+    uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
+    const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
+    int64_t call = u->call;
+    for (uint32_t i = 0; i < n; i++) {
+        unsigned k = kind[i];
+        uint64_t c = tkp_uvar_ok(&ca);
+        u->bkind[i] = (uint8_t)k;
+        u->bdt[i] = tkp_unzigzag(tkp_uvar_ok(&dt));
+        u->btmpl[i] = (uint32_t)tkp_uvar_ok(&tm);
+        if (k) {
+            call += 1 + tkp_unzigzag(c);
+            u->bcall[i] = (uint32_t)call;
+            u->bhost[i] = tkp_uvar_ok(&ho);
+        } else {
+            u->bcall[i] = c ? (uint32_t)(call + 1 + tkp_unzigzag(c - 1)) : 0;
+        }
+    }
+    u->kind = kind + n, u->dt = dt, u->tmpl = tm, u->calls = ca, u->host = ho;
+    u->call = (uint32_t)call;
+    u->left -= n;
+    u->i = 0;
+    u->n = n;
 }

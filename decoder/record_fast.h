@@ -17,12 +17,17 @@
 /* Decodes the record at the cursor as tkp_record_decode() would (names unresolved, tid 0,
  * host_ns 0, dt in b->dt; only the fields of the record's type are set, the rest of the union
  * is left as it was). Returns 1 for a decoded record, or 0 when it declined: the cursor has not
- * moved and tkp_record_decode() must be called. */
+ * moved and tkp_record_decode() must be called. A RUN (TKP_DECODE_RUN) is only opened in b->run,
+ * its columns unchecked: the reader's first pass has checked it with tkp_record_decode(). */
 int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b);
 
 /* The same check without the values, for the reader's validating pass: returns the record's
  * type (never TKP_REC_CHUNK) with the cursor past a record tkp_record_decode() would accept,
  * or -1 when it declined (the cursor has not moved). */
 int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b);
+
+/* Decodes the next batch of the RUN open in b->run (b->run.left > 0) into its arrays. The run
+ * was checked whole when it was opened. */
+void tkp_record_run_batch(struct tkp_decode_buf *b);
 
 #endif

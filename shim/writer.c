@@ -54,6 +54,13 @@ struct tmap {
     uint32_t slot_cap;
 };
 
+/* One column of the open RUN: at most TKP_RUN_MAX varints of 10 bytes. */
+struct runcol {
+    uint8_t *p;
+    uint32_t n, cap;
+};
+enum { RUN_KIND, RUN_DT, RUN_TMPL, RUN_CALL, RUN_HOST, RUN_COLS };
+
 static struct {
     int fd;
     pthread_t thread;
@@ -82,6 +89,9 @@ static struct {
     uint32_t graphs_cap;
     /* launch and library-call templates (FORMAT.md, "Templates") */
     struct tmap launch_tm, lib_tm;
+    /* the open RUN (FORMAT.md, "Runs"): launches and library calls of one step as columns */
+    struct runcol run[RUN_COLS]; /* kinds, dts, tmpls, calls, host_ns */
+    uint32_t run_n, run_step, run_call; /* records; their step; the last library call's id */
     int failed;
     char path[PATH_MAX];
 } W = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
@@ -279,11 +289,96 @@ static void chunk_begin(void)
 }
 
 /* A record's stamp (clock.c), as ns delta-encoded against the previous record. */
-static void pack_dt(uint64_t stamp)
+static int64_t next_dt(uint64_t stamp)
 {
     uint64_t ts = tkp_stamp_ns(stamp);
-    msgpack_pack_int64(&W.pk, (int64_t)(ts - W.prev_ns));
+    int64_t dt = (int64_t)(ts - W.prev_ns);
     W.prev_ns = ts;
+    return dt;
+}
+
+static void pack_dt(uint64_t stamp)
+{
+    msgpack_pack_int64(&W.pk, next_dt(stamp));
+}
+
+/* ---- runs (FORMAT.md, "Runs") ----
+ * A step's LAUNCH_T and LIB_CALL_T records go into one RUN record as columns: the times alone in
+ * one column, the template ids (which repeat step after step) in another, so that zstd finds long
+ * matches and the reader walks arrays instead of msgpack. Every other record ends the open run
+ * first (run_flush), so the payload keeps the order of the timed records and their dt chain;
+ * definitions (TMPL, NAME, THREAD, STACK) may come between, before the RUN that uses them. */
+
+static void run_flush(void)
+{
+    if (!W.run_n) return;
+    msgpack_packer *pk = &W.pk;
+    msgpack_pack_array(pk, 8);
+    msgpack_pack_int(pk, TKP_REC_RUN);
+    msgpack_pack_uint32(pk, W.run_step);
+    msgpack_pack_uint32(pk, W.run_n);
+    for (int c = 0; c < RUN_COLS; c++) {
+        msgpack_pack_bin(pk, W.run[c].n);
+        msgpack_pack_bin_body(pk, W.run[c].p, W.run[c].n);
+        W.run[c].n = 0;
+    }
+    W.run_n = 0;
+}
+
+static void col_put(struct runcol *c, uint64_t v)
+{
+    while (v >= 0x80) {
+        c->p[c->n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    c->p[c->n++] = (uint8_t)v;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+/* Room for one more record in every column; 0 when memory ran out (the caller writes the
+ * record on its own, as LAUNCH_T / LIB_CALL_T). */
+static int run_room(uint32_t step)
+{
+    if (W.run_n && (step != W.run_step || W.run_n == TKP_RUN_MAX)) run_flush();
+    for (int c = 0; c < RUN_COLS; c++) {
+        struct runcol *col = &W.run[c];
+        if (col->cap - col->n >= 10) continue;
+        uint32_t cap = col->cap ? col->cap * 2 : 4096;
+        uint8_t *p = realloc(col->p, cap);
+        if (!p) {
+            run_flush();
+            return 0;
+        }
+        col->p = p;
+        col->cap = cap;
+    }
+    if (!W.run_n) {
+        W.run_step = step;
+        W.run_call = 0;
+    }
+    return 1;
+}
+
+/* Adds a launch (lib 0: call 0 outside any library call) or a library call (lib 1, host_ns its
+ * time inside) of template tmpl to the open run. */
+static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
+{
+    W.run[RUN_KIND].p[W.run[RUN_KIND].n++] = (uint8_t)lib;
+    col_put(&W.run[RUN_DT], zigzag(next_dt(stamp)));
+    col_put(&W.run[RUN_TMPL], tmpl);
+    uint64_t d = zigzag((int64_t)call - ((int64_t)W.run_call + 1));
+    if (lib) {
+        col_put(&W.run[RUN_CALL], d);
+        col_put(&W.run[RUN_HOST], host_ns);
+        W.run_call = call;
+    } else {
+        col_put(&W.run[RUN_CALL], call ? d + 1 : 0);
+    }
+    W.run_n++;
 }
 
 /* The id of a string, defined in the current chunk before it is returned. */
@@ -405,6 +500,7 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     int fresh = 0;
     int64_t t = tmap_id(&W.lib_tm, key, W.seq, &fresh);
     if (t < 0) { /* no template: the full form */
+        run_flush();
         msgpack_pack_array(pk, 22);
         msgpack_pack_int(pk, TKP_REC_LIB_CALL);
         pack_dt(e->ts);
@@ -426,6 +522,10 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
         msgpack_pack_uint32(pk, e->u[6] >> 16);
         msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
     }
+    if (run_room(e->step)) {
+        run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
+        return;
+    }
     msgpack_pack_array(pk, 6);
     msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
     pack_dt(e->ts);
@@ -434,6 +534,8 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     msgpack_pack_uint32(pk, (uint32_t)t);
     msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
 }
+
+static void encode_other(const struct tkp_ev *e, uint32_t thread);
 
 static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
 {
@@ -462,12 +564,18 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
                 msgpack_pack_int(pk, e->sub);
                 for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
             }
+            if (!stk && run_room(e->step)) {
+                run_add(0, e->ts, (uint32_t)t, e->u[7], 0);
+                break;
+            }
+            run_flush(); /* a launch with a stack is a record of its own */
             msgpack_pack_array(pk, stk ? 6 : e->u[7] ? 5 : 4);
             msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
             pack_dt(e->ts);
             msgpack_pack_uint32(pk, e->step);
             msgpack_pack_uint32(pk, (uint32_t)t);
         } else {
+            run_flush();
             /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
             msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
             msgpack_pack_int(pk, TKP_REC_LAUNCH);
@@ -486,6 +594,23 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     case TKP_REC_LIB_CALL:
         encode_lib_call(e, thread);
         break;
+    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
+        tkp_cupti_note(e, thread);
+        break;
+    case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
+        tkp_stacks_note(e, thread);
+        break;
+    default:
+        run_flush(); /* every other record ends the open run, keeping the payload's order */
+        encode_other(e, thread);
+        break;
+    }
+}
+
+static void encode_other(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &W.pk;
+    switch (e->type) {
     case TKP_REC_GRAPH_LAUNCH: {
         struct gl_ctx g = {UINT32_MAX};
         tkp_graph_with(e->a, emit_graph_and_id, &g);
@@ -576,12 +701,6 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         msgpack_pack_uint32(pk, thread);
         msgpack_pack_uint64(pk, e->a);
         break;
-    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
-        tkp_cupti_note(e, thread);
-        break;
-    case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
-        tkp_stacks_note(e, thread);
-        break;
     default:
         break;
     }
@@ -591,6 +710,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
 msgpack_packer *tkp_writer_packer(void)
 {
     chunk_begin();
+    run_flush(); /* GPU records come after the run before them */
     return &W.pk;
 }
 
@@ -780,6 +900,7 @@ static void flush_chunk(void)
     uint64_t since = W.last_flush_ns;
     W.last_flush_ns = tkp_now_ns();
     if (!W.chunk_open || W.failed) return;
+    run_flush();
     emit_losses();
     size_t raw = W.sb.size;
     size_t bound = ZSTD_compressBound(raw);
@@ -894,6 +1015,8 @@ void tkp_writer_after_fork(void)
     W.meta_written = 0;
     W.failed = 0;
     if (W.sb.data) msgpack_sbuffer_clear(&W.sb);
+    W.run_n = 0; /* the parent's open run was the parent's */
+    for (int c = 0; c < RUN_COLS; c++) W.run[c].n = 0;
     if (W.names_cap) memset(W.name_gen, 0, W.names_cap * sizeof *W.name_gen);
     if (W.threads_cap) memset(W.thread_gen, 0, W.threads_cap * sizeof *W.thread_gen);
     if (W.graphs_cap) memset(W.graph_gen, 0, W.graphs_cap * sizeof *W.graph_gen);

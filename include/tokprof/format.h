@@ -1,4 +1,4 @@
-/* tokprof capture format v2: the constants shared by the writer (shim/) and the reader (decoder/).
+/* tokprof capture format v3: the constants shared by the writer (shim/) and the reader (decoder/).
  * docs/FORMAT.md is the normative description; this header only names its numbers. */
 #ifndef TOKPROF_FORMAT_H
 #define TOKPROF_FORMAT_H
@@ -9,8 +9,8 @@
  * transfers that mangle text are detected. */
 #define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
 #define TKP_FILE_MAGIC_LEN 8
-#define TKP_FORMAT_VERSION 2     /* what the shim writes */
-#define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates */
+#define TKP_FORMAT_VERSION 3     /* what the shim writes */
+#define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates, v2 no runs */
 #define TKP_FILE_HEADER_LEN 16
 
 /* File header flags */
@@ -25,6 +25,8 @@
 
 /* Template ids (TMPL, LIB_TMPL) are below this; a writer past it writes full records. */
 #define TKP_TMPL_MAX 65536u
+/* Records in one RUN: a writer starts another past it; readers refuse more. */
+#define TKP_RUN_MAX 65536u
 
 /* Record types: the first element of every msgpack array in a chunk. */
 enum tkp_rec {
@@ -56,6 +58,8 @@ enum tkp_rec {
     TKP_REC_LIB_CALL_T = 26,   /* [26, dt, step, call, tmpl, host_ns]: a LIB_CALL by template */
     TKP_REC_LIB_TMPL = 27,     /* [27, tmpl, thread, lib, op, m, n, k, batch, atype, btype, ctype,
                                    compute, transa, transb, stream, a_ptr, status, flags] */
+    TKP_REC_RUN = 28,          /* [28, step, n, kinds, dts, tmpls, calls, host_ns]: n LAUNCH_T /
+                                   LIB_CALL_T of one step as columns (bins of LEB128 varints) */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

@@ -233,7 +233,7 @@ static const uint8_t min_fields[] = {
     [TKP_REC_LIB_CALL] = 21,    [TKP_REC_STACK] = 2,       [TKP_REC_MODULE] = 5,
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
     [TKP_REC_LAUNCH_T] = 3,     [TKP_REC_TMPL] = 12,       [TKP_REC_LIB_CALL_T] = 5,
-    [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 7,
+    [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 8,
 };
 
 /* GPU records: graph and node are -1 when the work was not a graph node */
@@ -415,15 +415,22 @@ static int column_fail(struct dec *d, const char *name, const uint8_t *p, const 
     return fail(d, "column '%s' has bytes after its %u values", name, n);
 }
 
-/* RUN: [step, n, kinds, dts, tmpls, calls, host_ns], every column read to its end here, so that
+static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8_t *tm,
+                     const uint8_t *tm_end, const uint8_t *ca, const uint8_t *ca_end, uint32_t n,
+                     uint32_t call0);
+static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8_t *kinds,
+                      const uint8_t *tm, const uint8_t *ca, uint32_t n, uint32_t call0);
+
+/* RUN: [step, n, call, kinds, dts, tmpls, calls, host_ns], every column read to its end here, so that
  * delivering its records (tkp_record_run_next) needs no check. The templates it uses must be
  * defined at this point of the chunk, as for LAUNCH_T and LIB_CALL_T. */
 static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     static const char *const col[5] = {"kinds", "dts", "tmpls", "calls", "host_ns"};
     const uint8_t *p[5], *end[5];
-    uint32_t n, len, libs = 0;
-    if (u64f(d, "step", &r->step) || u32f(d, "n", &n)) return TKP_ERR_RECORD;
+    uint32_t n, len, libs = 0, call0;
+    if (u64f(d, "step", &r->step) || u32f(d, "n", &n) || u32f(d, "call", &call0))
+        return TKP_ERR_RECORD;
     if (n == 0 || n > TKP_RUN_MAX) return fail(d, "%u records, expected 1 to %u", n, TKP_RUN_MAX);
     for (int i = 0; i < 5; i++) {
         if (tkp_mp_bin(d->c, &p[i], &len)) return bad_type(d, col[i], "a bin", TKP_MP_BIN);
@@ -431,20 +438,72 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     }
     if (end[0] - p[0] != n) return fail(d, "kinds has %u bytes for %u records", len, n);
     const uint8_t *kinds = p[0];
-    unsigned badkind = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        badkind |= kinds[i] > 1;
+    uint64_t badkind = 0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) { /* eight kinds at a time: their sum is the library calls */
+        uint64_t w = tkp_load64(kinds + i);
+        badkind |= w & 0xfefefefefefefefeull;
+        libs += (uint32_t)((w * 0x0101010101010101ull) >> 56);
+    }
+    for (; i < n; i++) {
+        badkind |= kinds[i] & 0xfe;
         libs += kinds[i] & 1;
     }
     if (badkind)
-        for (uint32_t i = 0; i < n; i++)
+        for (i = 0; i < n; i++)
             if (kinds[i] > 1) return fail(d, "record %u: kind %u, expected 0 or 1", i, kinds[i]);
     for (int c = 1; c < 5; c++)
         if (!tkp_varints_ok(p[c], end[c], c == 4 ? libs : n))
             return column_fail(d, col[c], p[c], end[c], c == 4 ? libs : n);
     /* the columns are whole: the values that have limits */
-    const uint8_t *tm = p[2], *ca = p[3];
-    int64_t call = 0; /* the last library call's id */
+    if (!run_small(b, kinds, p[2], end[2], p[3], end[3], n, call0)) {
+        int err = run_values(d, b, kinds, p[2], p[3], n, call0);
+        if (err) return err;
+    }
+    uint32_t lens[5];
+    for (int c = 0; c < 5; c++) lens[c] = (uint32_t)(end[c] - p[c]);
+    tkp_run_begin(&b->run, n, r->step, call0, p, lens);
+    return 0;
+}
+
+/* The usual run: one-byte template ids and a calls column of 0s and 1s (each varint one byte:
+ * the columns are n bytes long). Every call id then lies within call0 + 1..n, and each template
+ * used is looked up once. Returns 1 when the run is such and good, 0 to check it value by value. */
+static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8_t *tm,
+                     const uint8_t *tm_end, const uint8_t *ca, const uint8_t *ca_end, uint32_t n,
+                     uint32_t call0)
+{
+    if (tm_end - tm != n || ca_end - ca != n || (uint64_t)call0 + n > UINT32_MAX) return 0;
+    uint64_t used[2][2] = {{0, 0}, {0, 0}}; /* by kind: the ids (< 128) used */
+    unsigned calls = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        used[kinds[i]][tm[i] >> 6] |= 1ull << (tm[i] & 63);
+        calls |= ca[i];
+    }
+    if (calls > 1) return 0;
+    /* a template defined in this chunk stays defined in it: each is looked up once a chunk */
+    if (b->tmpl_ok_gen != b->gen) {
+        memset(b->tmpl_ok, 0, sizeof(b->tmpl_ok));
+        b->tmpl_ok_gen = b->gen;
+    }
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 2; j++)
+            for (uint64_t w = used[k][j] & ~b->tmpl_ok[k][j]; w; w &= w - 1) {
+                unsigned id = (unsigned)(j * 64 + __builtin_ctzll(w));
+                if (k ? id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen
+                      : id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
+                    return 0;
+                b->tmpl_ok[k][j] |= 1ull << (id & 63);
+            }
+    return 1;
+}
+
+/* Each template id and call id of a run against its limits, with the reason of the first that
+ * is out (the columns are whole). */
+static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8_t *kinds,
+                      const uint8_t *tm, const uint8_t *ca, uint32_t n, uint32_t call0)
+{
+    int64_t call = call0; /* the last library call's id */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t id = tkp_uvar_ok(&tm), x = tkp_uvar_ok(&ca);
         unsigned kind = kinds[i];
@@ -462,7 +521,6 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
             return fail(d, "record %u: call id out of range", i);
         if (kind) call = got;
     }
-    tkp_run_begin(&b->run, n, r->step, p);
     return 0;
 }
 

@@ -32,6 +32,7 @@ struct tkp_run {
     uint32_t left; /* records not yet decoded into the batch */
     uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
     uint32_t call; /* the last library call's id, the base of the calls column */
+    int small;     /* every template id and call step one byte */
     uint64_t step;
     const uint8_t *kind, *dt, *tmpl, *calls, *host;
     uint8_t bkind[TKP_RUN_BATCH];
@@ -39,12 +40,15 @@ struct tkp_run {
     int64_t bdt[TKP_RUN_BATCH];
     uint64_t bhost[TKP_RUN_BATCH];
 };
-/* Opens a run of n records with its five columns (kinds, dts, tmpls, calls, host_ns). */
-static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step,
-                                 const uint8_t **col)
+/* Opens a run of n records with its base call id and five columns (kinds, dts, tmpls, calls,
+ * host_ns) of len bytes. */
+static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, uint32_t call0,
+                                 const uint8_t **col, const uint32_t *len)
 {
+    u->small = len[2] == n && len[3] == n;
     u->left = n;
-    u->i = u->n = u->call = 0;
+    u->i = u->n = 0;
+    u->call = call0;
     u->step = step;
     u->kind = col[0], u->dt = col[1], u->tmpl = col[2], u->calls = col[3], u->host = col[4];
 }
@@ -157,6 +161,8 @@ struct tkp_decode_buf {
     uint32_t ctmpl_cap;
     struct tkp_run run;
     uint32_t tmpl_id; /* the template a TKP_DECODE_DEFINED record defined */
+    uint64_t tmpl_ok[2][2]; /* launch / library-call ids below 128 checked defined in chunk... */
+    uint32_t tmpl_ok_gen;   /* ... gen (a RUN's check) */
 };
 
 /* Decodes the object at the cursor. Name ids are left unresolved (names NULL), tid is 0 and

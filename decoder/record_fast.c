@@ -248,17 +248,18 @@ INLINE int tmpl_check(const uint8_t **pp, const uint8_t *end, const struct tkp_d
 static int run_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
 {
     struct tkp_mp at = *c;
-    uint32_t n, len, k;
-    uint64_t type, step, nrec;
+    uint32_t n, len[5], k;
+    uint64_t type, step, nrec, call0;
     const uint8_t *col[5];
-    if (tkp_mp_array(&at, &n) || n < 8 || tkp_mp_u64(&at, &type) || type != TKP_REC_RUN ||
-        tkp_mp_u64(&at, &step) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_RUN_MAX)
+    if (tkp_mp_array(&at, &n) || n < 9 || tkp_mp_u64(&at, &type) || type != TKP_REC_RUN ||
+        tkp_mp_u64(&at, &step) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_RUN_MAX ||
+        tkp_mp_u64(&at, &call0) || call0 > UINT32_MAX)
         return 0;
     for (k = 0; k < 5; k++)
-        if (tkp_mp_bin(&at, &col[k], &len)) return 0;
-    for (k = 8; k < n; k++) /* extra fields of a later writer */
+        if (tkp_mp_bin(&at, &col[k], &len[k])) return 0;
+    for (k = 9; k < n; k++) /* extra fields of a later writer */
         if (tkp_mp_skip(&at)) return 0;
-    tkp_run_begin(&b->run, (uint32_t)nrec, step, col);
+    tkp_run_begin(&b->run, (uint32_t)nrec, step, (uint32_t)call0, col, len);
     *c = at;
     return TKP_DECODE_RUN;
 }
@@ -626,6 +627,22 @@ void tkp_record_run_batch(struct tkp_decode_buf *b)
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
     const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
     int64_t call = u->call;
+    if (u->small) { /* one-byte template ids and call steps (tkp_run_begin) */
+        for (uint32_t i = 0; i < n; i++) {
+            unsigned k = kind[i], c = ca[i];
+            u->bkind[i] = (uint8_t)k;
+            u->bdt[i] = tkp_unzigzag(tkp_uvar_ok(&dt));
+            u->btmpl[i] = tm[i];
+            if (k) {
+                call += 1 + tkp_unzigzag(c);
+                u->bcall[i] = (uint32_t)call;
+                u->bhost[i] = tkp_uvar_ok(&ho);
+            } else {
+                u->bcall[i] = c ? (uint32_t)(call + 1 + tkp_unzigzag(c - 1)) : 0;
+            }
+        }
+        tm += n, ca += n;
+    } else
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
         uint64_t c = tkp_uvar_ok(&ca);

@@ -91,7 +91,9 @@ static struct {
     struct tmap launch_tm, lib_tm;
     /* the open RUN (FORMAT.md, "Runs"): launches and library calls of one step as columns */
     struct runcol run[RUN_COLS]; /* kinds, dts, tmpls, calls, host_ns */
-    uint32_t run_n, run_step, run_call; /* records; their step; the last library call's id */
+    uint32_t run_n, run_step; /* records; their step */
+    uint32_t run_call0, run_call; /* the base of the calls column (set: run_based), the last call */
+    int run_based;
     int failed;
     char path[PATH_MAX];
 } W = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
@@ -313,10 +315,11 @@ static void run_flush(void)
 {
     if (!W.run_n) return;
     msgpack_packer *pk = &W.pk;
-    msgpack_pack_array(pk, 8);
+    msgpack_pack_array(pk, 9);
     msgpack_pack_int(pk, TKP_REC_RUN);
     msgpack_pack_uint32(pk, W.run_step);
     msgpack_pack_uint32(pk, W.run_n);
+    msgpack_pack_uint32(pk, W.run_call0);
     for (int c = 0; c < RUN_COLS; c++) {
         msgpack_pack_bin(pk, W.run[c].n);
         msgpack_pack_bin_body(pk, W.run[c].p, W.run[c].n);
@@ -358,7 +361,8 @@ static int run_room(uint32_t step)
     }
     if (!W.run_n) {
         W.run_step = step;
-        W.run_call = 0;
+        W.run_call0 = W.run_call = 0;
+        W.run_based = 0;
     }
     return 1;
 }
@@ -370,6 +374,10 @@ static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint6
     W.run[RUN_KIND].p[W.run[RUN_KIND].n++] = (uint8_t)lib;
     col_put(&W.run[RUN_DT], zigzag(next_dt(stamp)));
     col_put(&W.run[RUN_TMPL], tmpl);
+    if (call && !W.run_based) { /* the first call id of the run: the column counts from it */
+        W.run_call0 = W.run_call = call - 1;
+        W.run_based = 1;
+    }
     uint64_t d = zigzag((int64_t)call - ((int64_t)W.run_call + 1));
     if (lib) {
         col_put(&W.run[RUN_CALL], d);

@@ -58,8 +58,8 @@ enum tkp_rec {
     TKP_REC_LIB_CALL_T = 26,   /* [26, dt, step, call, tmpl, host_ns]: a LIB_CALL by template */
     TKP_REC_LIB_TMPL = 27,     /* [27, tmpl, thread, lib, op, m, n, k, batch, atype, btype, ctype,
                                    compute, transa, transb, stream, a_ptr, status, flags] */
-    TKP_REC_RUN = 28,          /* [28, step, n, kinds, dts, tmpls, calls, host_ns]: n LAUNCH_T /
-                                   LIB_CALL_T of one step as columns (bins of LEB128 varints) */
+    TKP_REC_RUN = 28,          /* [28, step, n, call, kinds, dts, tmpls, calls, host_ns]: n LAUNCH_T
+                                   / LIB_CALL_T of one step as columns (bins of LEB128 varints) */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

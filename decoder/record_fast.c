@@ -621,34 +621,18 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
 
 /* ---- runs ---- */
 
-void tkp_record_run_batch(struct tkp_decode_buf *b)
+/* The next n records of run u; `small`: every template id and call step is one byte (a
+ * constant where it is called, so each case gets its own loop). */
+INLINE void run_batch(struct tkp_run *u, uint32_t n, int small)
 {
-    struct tkp_run *u = &b->run;
-    uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
     const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
     int64_t call = u->call;
-    if (u->small) { /* one-byte template ids and call steps (tkp_run_begin) */
-        for (uint32_t i = 0; i < n; i++) {
-            unsigned k = kind[i], c = ca[i];
-            u->bkind[i] = (uint8_t)k;
-            u->bdt[i] = tkp_unzigzag(tkp_uvar_ok(&dt));
-            u->btmpl[i] = tm[i];
-            if (k) {
-                call += 1 + tkp_unzigzag(c);
-                u->bcall[i] = (uint32_t)call;
-                u->bhost[i] = tkp_uvar_ok(&ho);
-            } else {
-                u->bcall[i] = c ? (uint32_t)(call + 1 + tkp_unzigzag(c - 1)) : 0;
-            }
-        }
-        tm += n, ca += n;
-    } else
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
-        uint64_t c = tkp_uvar_ok(&ca);
+        uint64_t c = small ? *ca++ : tkp_uvar_ok(&ca);
         u->bkind[i] = (uint8_t)k;
         u->bdt[i] = tkp_unzigzag(tkp_uvar_ok(&dt));
-        u->btmpl[i] = (uint32_t)tkp_uvar_ok(&tm);
+        u->btmpl[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
         if (k) {
             call += 1 + tkp_unzigzag(c);
             u->bcall[i] = (uint32_t)call;
@@ -659,6 +643,16 @@ void tkp_record_run_batch(struct tkp_decode_buf *b)
     }
     u->kind = kind + n, u->dt = dt, u->tmpl = tm, u->calls = ca, u->host = ho;
     u->call = (uint32_t)call;
+}
+
+void tkp_record_run_batch(struct tkp_decode_buf *b)
+{
+    struct tkp_run *u = &b->run;
+    uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
+    if (u->small)
+        run_batch(u, n, 1);
+    else
+        run_batch(u, n, 0);
     u->left -= n;
     u->i = 0;
     u->n = n;

@@ -283,7 +283,7 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
         if (m->steps[i].kind == TKP_STEP_TOKEN &&
-            tkp_acc_step(in->acc, m->steps[i].thread, m->steps[i].seg, &as) && as.tokens)
+            tkp_acc_step_of(in->acc, m, i, &as) && as.tokens)
             in->tokens += as.tokens, in->tsteps++;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
@@ -503,11 +503,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     tkp_model_init(&m, &mo);
     memset(&in, 0, sizeof(in));
     struct tkp_acc *acc = NULL;
-    err = tkp_acc_new(&acc);
+    err = tkp_acc_bind(&m, &acc);
     while (!err && tkp_reader_next(r, &rec) == 1)
-        if (!(err = summary_add(s, &rec)) && !(err = tkp_model_add(&m, &rec)))
-            err = tkp_acc_add(acc, &rec);
-    if (!err && !(err = tkp_model_finish(&m)) && !(err = tkp_acc_finish(acc))) {
+        if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
+    if (!err && !(err = tkp_model_finish(&m))) {
         in.acc = acc;
         err = insight_make(&m, &in);
     }

@@ -57,6 +57,12 @@ struct tkp_mgraph {
     uint32_t *slots; /* name slots of its kernel nodes */
 };
 
+/* A GEMM weight (a_ptr) and whether its m or n varied: the token dimension vote (analysis.h). */
+struct tkp_mweight {
+    uint64_t a, m, n;
+    unsigned char mvar, nvar;
+};
+
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
 {
@@ -216,11 +222,13 @@ static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
     return 0;
 }
 
-static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx);
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
+                     size_t *idx);
 
-/* The step (thread, seg), created open on first sight. Returns 0 with *idx, 1 when the record is
- * malformed (ignored), or NOMEM. */
-static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+/* The step (thread, seg), created open on first sight (lib_only when a LIB_CALL creates it).
+ * Returns 0 with *idx, 1 when the record is malformed (ignored), or NOMEM. */
+static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
+                   size_t *idx)
 {
     if (m->last_step && m->last_thread == thread && m->last_seg == seg) {
         /* the usual case: the step of the previous record */
@@ -228,7 +236,7 @@ static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t 
         if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
         return 0;
     }
-    int err = step_find(m, thread, tid, seg, idx);
+    int err = step_find(m, thread, tid, seg, lib, idx);
     if (!err) {
         m->last_step = *idx + 1;
         m->last_thread = thread;
@@ -237,7 +245,8 @@ static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t 
     return err;
 }
 
-static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
+                     size_t *idx)
 {
     struct tkp_mthread *t;
     int err = thread_at(m, thread, &t);
@@ -250,7 +259,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
         memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
         t->cap = cap;
     }
-    if (seg > t->max_seg) t->max_seg = seg;
+    if (seg > t->max_seg && !lib) t->max_seg = seg;
     if (t->seg2step[seg]) {
         *idx = t->seg2step[seg] - 1;
         if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
@@ -266,6 +275,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     s->seg = seg;
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
+    s->lib_only = lib;
     s->class_ns = calloc((size_t)m->nclasses, sizeof(*s->class_ns));
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
@@ -276,6 +286,15 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if (!s->class_ns || !s->open) {
         free(s->class_ns);
         free(s->open);
+        return TKP_ERR_NOMEM;
+    }
+    /* sized like the last step that ended: a step's records grow its buffers without realloc */
+    struct tkp_mopen *o = s->open;
+    if (TKP_GROW(o->l, o->capl, m->hint_l) || TKP_GROW(o->g, o->capg, m->hint_g) ||
+        TKP_GROW(o->k, o->capk, m->hint_k)) {
+        free(s->class_ns);
+        o->next_spare = m->spare;
+        m->spare = o;
         return TKP_ERR_NOMEM;
     }
     m->openlist[m->nopen++] = m->nsteps;
@@ -328,10 +347,23 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
     struct tkp_mopen *o = s->open;
     int counted = step_counts(m, s), err = 0;
     tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
-    uint64_t cur_s = 0, cur_e = 0;
+    uint64_t cur_s = 0, cur_e = 0, idle_e = 0;
+    m->hint_k = o->nk;
     for (size_t i = 0; i < o->nk && !err; i++) {
         const struct okernel *k = &o->k[i];
         uint64_t dur = k->end - k->start;
+        /* the idle split (analysis.h): a gap is a launch gap when the kernel that ends it was
+         * launched after the GPU went idle, else a host wait */
+        if (i > 0 && k->start > idle_e) {
+            uint64_t gap = k->start - idle_e, h = 0;
+            int known = (k->join == TKP_JOIN_LAUNCH && k->index < o->nl &&
+                         (h = o->l[k->index].host_ns, 1)) ||
+                        (k->join == TKP_JOIN_GRAPH_LAUNCH && k->index < o->ng &&
+                         (h = o->g[k->index].host_ns, 1));
+            if (known && h > idle_e) s->launch_gap_ns += gap;
+            else s->wait_ns += gap;
+        }
+        if (i == 0 || k->end > idle_e) idle_e = k->end;
         if (!s->gpu_kernels || k->start < s->gpu_first_ns) s->gpu_first_ns = k->start;
         if (k->end > s->gpu_last_ns) s->gpu_last_ns = k->end;
         s->gpu_kernels++;
@@ -470,9 +502,10 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
         m->unjoined++;
         return step_counts(m, NULL) ? kernel_counted(m, slot, dur) : 0;
     }
-    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    int err = step_at(m, r->thread, r->tid, r->step, 0, &i);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
     struct tkp_mstep *s = &m->steps[i];
+    s->lib_only = 0;
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
         s->gpu_kernels++;
@@ -501,7 +534,7 @@ static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_
     s->launches = r->step_rec.launches;
     s->graph_launches = r->step_rec.graph_launches;
     s->copies = r->step_rec.copies;
-    if (s->open) s->open->has_rec = 1;
+    if (s->open) s->open->has_rec = 1, m->hint_l = s->open->nl, m->hint_g = s->open->ng;
     if (s->end_ns > m->now_ns) m->now_ns = s->end_ns;
     return 0;
 }
@@ -510,10 +543,11 @@ static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_
 static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
 {
     size_t i;
-    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    int err = step_at(m, r->thread, r->tid, r->step, 0, &i);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
     struct tkp_mstep *s = &m->steps[i];
     struct tkp_mopen *o = s->open;
+    s->lib_only = 0;
     uint32_t slot;
     switch (r->type) {
     case TKP_REC_STEP:
@@ -536,6 +570,62 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
     default:
         return 0;
     }
+}
+
+/* The vote of one executed GEMM: whether its weight a_ptr was seen with another m or n. */
+static int weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
+{
+    if (!ptr) return 0;
+    if ((m->nw + 1) * 2 > m->wcap) {
+        size_t cap = m->wcap ? m->wcap * 2 : 256;
+        struct tkp_mweight *w = calloc(cap, sizeof(*w));
+        if (!w) return TKP_ERR_NOMEM;
+        for (size_t i = 0; i < m->wcap; i++) {
+            if (!m->w[i].a) continue;
+            size_t j = mix(m->w[i].a) & (cap - 1);
+            while (w[j].a)
+                j = (j + 1) & (cap - 1);
+            w[j] = m->w[i];
+        }
+        free(m->w);
+        m->w = w;
+        m->wcap = cap;
+    }
+    size_t j = mix(ptr) & (m->wcap - 1);
+    while (m->w[j].a && m->w[j].a != ptr)
+        j = (j + 1) & (m->wcap - 1);
+    struct tkp_mweight *w = &m->w[j];
+    if (!w->a) {
+        *w = (struct tkp_mweight){ptr, mm, n, 0, 0};
+        m->nw++;
+        return 0;
+    }
+    if (w->m != mm) w->mvar = 1;
+    if (w->n != n) w->nvar = 1;
+    return 0;
+}
+
+/* LIB_CALL: an executed unbatched GEMM feeds its step's token figures (libcalls.h's rule) and the
+ * capture-wide vote on the token dimension. */
+static int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
+{
+    uint64_t gm = r->lib_call.m, gn = r->lib_call.n;
+    size_t i;
+    if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
+        !r->lib_call.k)
+        return 0;
+    if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
+    int err = step_at(m, r->thread, 0, r->step, 1, &i);
+    if (err < 0) return err;
+    if (!err) {
+        struct tkp_mstep *s = &m->steps[i];
+        if (gn > s->gemm_max_n) s->gemm_max_n = gn;
+        if (gm > s->gemm_max_m) s->gemm_max_m = gm;
+        if (r->host_ns >= s->gemm_last_ns)
+            s->gemm_last_ns = r->host_ns, s->gemm_last_n = gn, s->gemm_last_m = gm;
+    }
+    m->has_tokens = 1;
+    return weight_vote(m, r->lib_call.a_ptr, gm, gn);
 }
 
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
@@ -569,6 +659,8 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
     case TKP_REC_GPU_KERNEL:
         m->gpu_records++;
         return add_gpu_kernel(m, r);
+    case TKP_REC_LIB_CALL:
+        return add_lib_call(m, r);
     case TKP_REC_GPU_INFO:
         m->has_gpu_info = 1;
         m->gpu_status = r->gpu_info.status;
@@ -594,8 +686,22 @@ int tkp_model_finish(struct tkp_model *m)
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     int err = sweep(m, 1);
     if (err) return err;
-    tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
+    size_t w = 0;
+    for (size_t i = 0; i < m->nsteps; i++) { /* steps seen only through LIB_CALL are none */
+        if (m->steps[i].lib_only) free(m->steps[i].class_ns);
+        else m->steps[w++] = m->steps[i];
+    }
+    m->nsteps = w;
+    size_t i = 1; /* created in order on one thread: mostly sorted already */
+    while (i < m->nsteps && cmp_step(&m->steps[i - 1], &m->steps[i]) < 0)
+        i++;
+    if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
     m->last_step = 0; /* indices moved */
+    size_t vm = 0, vn = 0;
+    for (size_t j = 0; j < m->wcap; j++)
+        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
+    m->token_dim_m = vm > vn;
+    m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];
         if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;
@@ -628,6 +734,7 @@ void tkp_model_free(struct tkp_model *m)
         free(o->k), free(o->l), free(o->g), free(o);
     }
     free(m->id2slot);
+    free(m->w);
     free(m->steps);
     free(m->names);
     free(m->cls);
@@ -637,6 +744,35 @@ void tkp_model_free(struct tkp_model *m)
     free(m->graphs);
     free(m->graph_hash);
     memset(m, 0, sizeof(*m));
+}
+
+const struct tkp_mstep *tkp_model_step(const struct tkp_model *m, uint32_t thread, uint64_t seg)
+{
+    if (m->finished) { /* sorted by (thread, seg) */
+        size_t lo = 0, hi = m->nsteps;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct tkp_mstep *s = &m->steps[mid];
+            if (s->thread == thread && s->seg == seg) return s;
+            if (s->thread < thread || (s->thread == thread && s->seg < seg)) lo = mid + 1;
+            else hi = mid;
+        }
+        return NULL;
+    }
+    if (thread >= m->nthreads) return NULL;
+    const struct tkp_mthread *t = &m->threads[thread];
+    return seg < t->cap && t->seg2step[seg] ? &m->steps[t->seg2step[seg] - 1] : NULL;
+}
+
+int tkp_model_launch_ns(const struct tkp_model *m, uint32_t thread, uint64_t seg, uint32_t join,
+                        uint32_t index, uint64_t *ns)
+{
+    const struct tkp_mstep *s = tkp_model_step(m, thread, seg);
+    const struct tkp_mopen *o = s ? s->open : NULL;
+    if (!o) return 0;
+    if (join == TKP_JOIN_LAUNCH && index < o->nl) return *ns = o->l[index].host_ns, 1;
+    if (join == TKP_JOIN_GRAPH_LAUNCH && index < o->ng) return *ns = o->g[index].host_ns, 1;
+    return 0;
 }
 
 int tkp_model_load(struct tkp_ctx *ctx, const char *path, struct tkp_model *m)

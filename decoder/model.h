@@ -85,6 +85,11 @@ struct tkp_mstep {
     uint64_t lat_n, lat_sum_ns, lat_max_ns; /* launch -> GPU start, over kernels paired */
     uint64_t *class_ns;                 /* kernel time per class id (model-owned) */
     struct tkp_mopen *open;             /* NULL once closed */
+    /* Per-step extras, read through analysis.h (tkp_acc_step): the largest n and m of the step's
+     * executed unbatched GEMMs and those of its last one, and its GPU idle split. */
+    uint64_t gemm_max_n, gemm_max_m, gemm_last_n, gemm_last_m, gemm_last_ns;
+    uint64_t launch_gap_ns, wait_ns;
+    int lib_only; /* only LIB_CALL records so far: not a step of the table (dropped at finish) */
 };
 
 /* Durations of one kernel name or class. */
@@ -136,6 +141,11 @@ struct tkp_model {
     size_t graph_hash_cap;
     uint64_t chunks;
     uint64_t pid; /* of the record being added */
+    size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
+    struct tkp_mweight *w; /* GEMM weights by a_ptr (open addressing): the token dimension vote */
+    size_t nw, wcap;
+    int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
+    int finished;
 };
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts);
@@ -144,6 +154,13 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);
 void tkp_model_free(struct tkp_model *m);
+
+/* The step (thread, seg), NULL when the model has none; during the pass or after finish. */
+const struct tkp_mstep *tkp_model_step(const struct tkp_model *m, uint32_t thread, uint64_t seg);
+/* While step (thread, seg) is open: the host time of its launch (join TKP_JOIN_LAUNCH) or graph
+ * launch (TKP_JOIN_GRAPH_LAUNCH) number `index`. 1 found, 0 not. */
+int tkp_model_launch_ns(const struct tkp_model *m, uint32_t thread, uint64_t seg, uint32_t join,
+                        uint32_t index, uint64_t *ns);
 
 /* Opens `path`, feeds every record, finishes, warns about a torn tail (tkp_cmd_warn_reader) and
  * closes the reader. Returns 0 or a tkp_err with ctx->why set. */

@@ -144,12 +144,18 @@ static struct proc *proc_at(struct summary *s, uint64_t pid)
     return &s->procs[s->nprocs++];
 }
 
-static int summary_add(struct summary *s, const struct tkp_record *r)
+/* The counts of one record (run() sets nprocs of a single file). */
+static inline int summary_add(struct summary *s, const struct tkp_record *r)
 {
     struct thread_sum *t;
     /* a record before its file's META has pid 0: one file is one process whatever it says */
     struct proc *p = s->merged ? proc_at(s, r->pid) : &s->procs[0];
-    s->nprocs += !s->merged && !s->nprocs;
+    if (r->type == TKP_REC_LAUNCH) { /* most records */
+        saw_time(s, r->host_ns);
+        s->launches++;
+        if (p) p->launches++;
+        return 0;
+    }
     if (tkp_record_has_time(r->type)) saw_time(s, r->host_ns);
     switch (r->type) {
     case TKP_REC_META:
@@ -175,10 +181,6 @@ static int summary_add(struct summary *s, const struct tkp_record *r)
             s->outside_steps++;
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
-        break;
-    case TKP_REC_LAUNCH:
-        s->launches++;
-        if (p) p->launches++;
         break;
     case TKP_REC_GRAPH_LAUNCH:
         s->graph_launches++;
@@ -504,8 +506,12 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     memset(&in, 0, sizeof(in));
     struct tkp_acc *acc = NULL;
     err = tkp_acc_bind(&m, &acc);
-    while (!err && tkp_reader_next(r, &rec) == 1)
+    uint64_t nrec = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        nrec++;
         if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
+    }
+    if (!s->merged && nrec) s->nprocs = 1; /* a single file's one process */
     if (!err && !(err = tkp_model_finish(&m))) {
         in.acc = acc;
         err = insight_make(&m, &in);

@@ -192,6 +192,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
         }
         j = (j + 1) & (m->hash_cap - 1);
     }
+    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     if (TKP_GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
     struct tkp_mname *n = &m->names[m->nnames];
     memset(n, 0, sizeof(*n));
@@ -225,24 +226,26 @@ static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
 static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
                      size_t *idx);
 
-/* The step (thread, seg), created open on first sight (lib_only when a LIB_CALL creates it).
- * Returns 0 with *idx, 1 when the record is malformed (ignored), or NOMEM. */
-static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
-                   size_t *idx)
+/* The step of record r (thread, step), created open on first sight (lib_only when a LIB_CALL
+ * creates it, and a LIB_CALL never sets its tid). Returns 0 with *out, 1 when the record is
+ * malformed (ignored), or NOMEM. */
+static inline int step_at(struct tkp_model *m, const struct tkp_record *r, int lib,
+                          struct tkp_mstep **out)
 {
-    if (m->last_step && m->last_thread == thread && m->last_seg == seg) {
+    struct tkp_mstep *s = m->last;
+    if (s && s->thread == r->thread && s->seg == r->step) {
         /* the usual case: the step of the previous record */
-        *idx = m->last_step - 1;
-        if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
-        return 0;
+        if (!lib && !s->tid && r->tid) s->tid = r->tid;
+    } else {
+        size_t i;
+        m->pid = r->pid; /* for a step step_find creates */
+        int err = step_find(m, r->thread, lib ? 0 : r->tid, r->step, lib, &i);
+        if (err) return err;
+        s = m->last = &m->steps[i]; /* steps move only in step_find and at the finish */
     }
-    int err = step_find(m, thread, tid, seg, lib, idx);
-    if (!err) {
-        m->last_step = *idx + 1;
-        m->last_thread = thread;
-        m->last_seg = seg;
-    }
-    return err;
+    if (!lib) s->lib_only = 0;
+    *out = s;
+    return 0;
 }
 
 static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
@@ -496,16 +499,14 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
 {
     uint32_t slot;
     uint64_t dur = r->gpu.end_ns - r->gpu.start_ns;
-    size_t i;
+    struct tkp_mstep *s;
     if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
     if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
         m->unjoined++;
         return step_counts(m, NULL) ? kernel_counted(m, slot, dur) : 0;
     }
-    int err = step_at(m, r->thread, r->tid, r->step, 0, &i);
+    int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
-    struct tkp_mstep *s = &m->steps[i];
-    s->lib_only = 0;
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
         s->gpu_kernels++;
@@ -539,25 +540,31 @@ static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_
     return 0;
 }
 
-/* LAUNCH, GRAPH_LAUNCH, COPY, GPU_COPY and STEP: the records of a known step. */
+/* LAUNCH, any case (out of line: the fast path in tkp_model_add() needs no stack frame). */
+static __attribute__((noinline)) int add_launch(struct tkp_model *m, const struct tkp_record *r)
+{
+    struct tkp_mstep *s;
+    uint32_t slot;
+    int err = step_at(m, r, 0, &s);
+    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    struct tkp_mopen *o = s->open;
+    if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
+    if (!o) return 0; /* host records after their STEP record: malformed, ignored */
+    if (o->nl == o->capl && TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
+    o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+    return 0;
+}
+
+/* GRAPH_LAUNCH, GPU_COPY and STEP: the other records of a known step. */
 static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
 {
-    size_t i;
-    int err = step_at(m, r->thread, r->tid, r->step, 0, &i);
+    struct tkp_mstep *s;
+    int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
-    struct tkp_mstep *s = &m->steps[i];
     struct tkp_mopen *o = s->open;
-    s->lib_only = 0;
-    uint32_t slot;
     switch (r->type) {
     case TKP_REC_STEP:
         return add_step(m, r, s);
-    case TKP_REC_LAUNCH:
-        if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
-        if (!o) return 0; /* host records after their STEP record: malformed, ignored */
-        if (TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
-        o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
-        return 0;
     case TKP_REC_GRAPH_LAUNCH:
         if (!o) return 0;
         if (TKP_GROW(o->g, o->capg, o->ng + 1)) return TKP_ERR_NOMEM;
@@ -610,15 +617,14 @@ static int weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t 
 static int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
 {
     uint64_t gm = r->lib_call.m, gn = r->lib_call.n;
-    size_t i;
+    struct tkp_mstep *s;
     if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
         !r->lib_call.k)
         return 0;
     if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
-    int err = step_at(m, r->thread, 0, r->step, 1, &i);
+    int err = step_at(m, r, 1, &s);
     if (err < 0) return err;
     if (!err) {
-        struct tkp_mstep *s = &m->steps[i];
         if (gn > s->gemm_max_n) s->gemm_max_n = gn;
         if (gm > s->gemm_max_m) s->gemm_max_m = gm;
         if (r->host_ns >= s->gemm_last_ns)
@@ -628,10 +634,31 @@ static int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
     return weight_vote(m, r->lib_call.a_ptr, gm, gn);
 }
 
+static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r);
+
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
 {
-    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
-    m->pid = r->pid; /* for the steps step_at() creates */
+    if (r->type == TKP_REC_LAUNCH) {
+        /* most records: a launch of the previous record's step, of a known name, with room in
+         * the step's buffer, takes this path (add_launch() does the same for any launch) */
+        struct tkp_mstep *s = m->last;
+        struct tkp_mopen *o;
+        uint64_t id = r->launch.name_id;
+        if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
+        if (s && s->thread == r->thread && s->seg == r->step && s->tid && (o = s->open) &&
+            o->nl < o->capl && id < m->id2slot_cap && m->id2slot[id]) {
+            s->lib_only = 0;
+            o->l[o->nl++] = (struct olaunch){r->host_ns, m->id2slot[id] - 1};
+            return 0;
+        }
+        return add_launch(m, r);
+    }
+    return add_other(m, r);
+}
+
+/* Every record but LAUNCH. */
+static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r)
+{
     if (tkp_record_has_time(r->type) && r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     switch (r->type) {
     case TKP_REC_CHUNK:
@@ -645,7 +672,6 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         if (f && f <= 600000) m->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
         return 0;
     }
-    case TKP_REC_LAUNCH:
     case TKP_REC_GRAPH_LAUNCH:
     case TKP_REC_STEP:
         return add_step_record(m, r);
@@ -696,7 +722,7 @@ int tkp_model_finish(struct tkp_model *m)
     while (i < m->nsteps && cmp_step(&m->steps[i - 1], &m->steps[i]) < 0)
         i++;
     if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
-    m->last_step = 0; /* indices moved */
+    m->last = NULL; /* steps moved */
     size_t vm = 0, vn = 0;
     for (size_t j = 0; j < m->wcap; j++)
         if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;

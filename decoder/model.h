@@ -132,9 +132,7 @@ struct tkp_model {
     uint32_t *id2slot; /* slot + 1 by name id, for ids below TKP_MODEL_DIRECT_IDS */
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
-    size_t last_step; /* step_at's cache: index + 1 of the previous record's step */
-    uint32_t last_thread;
-    uint64_t last_seg;
+    struct tkp_mstep *last; /* step_at's cache: the previous record's step (NULL: none) */
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
     size_t *graph_hash; /* index + 1 by graph id */

@@ -128,11 +128,14 @@ static int thread_at(struct summary *s, uint32_t t, struct thread_sum **out)
     return 0;
 }
 
-static void saw_time(struct summary *s, uint64_t ns)
+static inline void saw_time(struct summary *s, uint64_t ns)
 {
-    if (!ns) return;
-    if (!s->first_ns || ns < s->first_ns) s->first_ns = ns;
-    if (ns > s->last_ns) s->last_ns = ns;
+    if (ns > s->last_ns) { /* the usual case: time goes forward */
+        s->last_ns = ns;
+        if (!s->first_ns) s->first_ns = ns;
+    } else if (ns && (!s->first_ns || ns < s->first_ns)) {
+        s->first_ns = ns;
+    }
 }
 
 static struct proc *proc_at(struct summary *s, uint64_t pid)
@@ -144,18 +147,24 @@ static struct proc *proc_at(struct summary *s, uint64_t pid)
     return &s->procs[s->nprocs++];
 }
 
-/* The counts of one record (run() sets nprocs of a single file). */
+static int summary_other(struct summary *s, const struct tkp_record *r);
+
+/* The counts of one record (run() sets nprocs and launches of a single file's process). */
 static inline int summary_add(struct summary *s, const struct tkp_record *r)
+{
+    if (r->type == TKP_REC_LAUNCH && !s->merged) { /* most records */
+        saw_time(s, r->host_ns);
+        s->launches++;
+        return 0;
+    }
+    return summary_other(s, r);
+}
+
+static int summary_other(struct summary *s, const struct tkp_record *r)
 {
     struct thread_sum *t;
     /* a record before its file's META has pid 0: one file is one process whatever it says */
     struct proc *p = s->merged ? proc_at(s, r->pid) : &s->procs[0];
-    if (r->type == TKP_REC_LAUNCH) { /* most records */
-        saw_time(s, r->host_ns);
-        s->launches++;
-        if (p) p->launches++;
-        return 0;
-    }
     if (tkp_record_has_time(r->type)) saw_time(s, r->host_ns);
     switch (r->type) {
     case TKP_REC_META:
@@ -181,6 +190,10 @@ static inline int summary_add(struct summary *s, const struct tkp_record *r)
             s->outside_steps++;
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
+        break;
+    case TKP_REC_LAUNCH: /* merged */
+        s->launches++;
+        if (p) p->launches++;
         break;
     case TKP_REC_GRAPH_LAUNCH:
         s->graph_launches++;
@@ -511,7 +524,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         nrec++;
         if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
     }
-    if (!s->merged && nrec) s->nprocs = 1; /* a single file's one process */
+    if (!s->merged && nrec) /* a single file's one process */
+        s->nprocs = 1, s->procs[0].launches = s->launches;
     if (!err && !(err = tkp_model_finish(&m))) {
         in.acc = acc;
         err = insight_make(&m, &in);

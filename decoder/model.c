@@ -414,6 +414,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
     o->next_spare = m->spare;
     m->spare = o;
     s->open = NULL;
+    if (m->fast == o) m->fast = NULL;
     return err;
 }
 
@@ -552,6 +553,7 @@ static __attribute__((noinline)) int add_launch(struct tkp_model *m, const struc
     if (!o) return 0; /* host records after their STEP record: malformed, ignored */
     if (o->nl == o->capl && TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
     o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+    if (s->tid) m->fast = o, m->fast_thread = s->thread, m->fast_seg = s->seg;
     return 0;
 }
 
@@ -639,15 +641,14 @@ static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
 {
     if (r->type == TKP_REC_LAUNCH) {
-        /* most records: a launch of the previous record's step, of a known name, with room in
-         * the step's buffer, takes this path (add_launch() does the same for any launch) */
-        struct tkp_mstep *s = m->last;
-        struct tkp_mopen *o;
+        /* most records: a launch of the step of the previous launch (open, its tid known, not
+         * only LIB_CALL), of a known name, with room in the step's buffer, takes this path
+         * (add_launch() does the same for any launch and sets m->fast) */
+        struct tkp_mopen *o = m->fast;
         uint64_t id = r->launch.name_id;
         if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
-        if (s && s->thread == r->thread && s->seg == r->step && s->tid && (o = s->open) &&
-            o->nl < o->capl && id < m->id2slot_cap && m->id2slot[id]) {
-            s->lib_only = 0;
+        if (o && m->fast_seg == r->step && m->fast_thread == r->thread && o->nl < o->capl &&
+            id < m->id2slot_cap && m->id2slot[id]) {
             o->l[o->nl++] = (struct olaunch){r->host_ns, m->id2slot[id] - 1};
             return 0;
         }

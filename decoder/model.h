@@ -133,6 +133,9 @@ struct tkp_model {
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
     struct tkp_mstep *last; /* step_at's cache: the previous record's step (NULL: none) */
+    struct tkp_mopen *fast; /* the launch fast path's step (open, tid known): its buffers, */
+    uint32_t fast_thread;   /* thread and segment; NULL when that step closes */
+    uint64_t fast_seg;
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
     size_t *graph_hash; /* index + 1 by graph id */

@@ -114,9 +114,44 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Quicksort without a comparison callback (the medians of every figure sort a value per step),
+ * insertion sort below 16 values; qsort past a depth of 2 log2 n (adversarial input). */
+static void sort_u64(uint64_t *v, size_t n, int depth)
+{
+    while (n > 16) {
+        if (!depth--) {
+            tkp_sort(v, n, sizeof(*v), cmp_u64);
+            return;
+        }
+        uint64_t a = v[0], b = v[n / 2], c = v[n - 1], t;
+        uint64_t x = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare: [0, j] <= x <= [j + 1, n) */
+            while (v[i] < x)
+                i++;
+            while (x < v[j])
+                j--;
+            if (i >= j) break;
+            t = v[i], v[i++] = v[j], v[j--] = t;
+        }
+        sort_u64(v, j + 1, depth);
+        v += j + 1, n -= j + 1;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 void tkp_sort_u64(uint64_t *v, size_t n)
 {
-    tkp_sort(v, n, sizeof(*v), cmp_u64);
+    int depth = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    sort_u64(v, n, depth);
 }
 
 uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p)
@@ -616,10 +651,11 @@ static int weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t 
 
 /* LIB_CALL: an executed unbatched GEMM feeds its step's token figures (libcalls.h's rule) and the
  * capture-wide vote on the token dimension. */
-static int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
+static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
 {
     uint64_t gm = r->lib_call.m, gn = r->lib_call.n;
     struct tkp_mstep *s;
+    if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
         !r->lib_call.k)
         return 0;
@@ -654,10 +690,11 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         }
         return add_launch(m, r);
     }
+    if (r->type == TKP_REC_LIB_CALL) return add_lib_call(m, r);
     return add_other(m, r);
 }
 
-/* Every record but LAUNCH. */
+/* Every record but LAUNCH and LIB_CALL. */
 static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r)
 {
     if (tkp_record_has_time(r->type) && r->host_ns > m->now_ns) m->now_ns = r->host_ns;
@@ -686,8 +723,6 @@ static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct
     case TKP_REC_GPU_KERNEL:
         m->gpu_records++;
         return add_gpu_kernel(m, r);
-    case TKP_REC_LIB_CALL:
-        return add_lib_call(m, r);
     case TKP_REC_GPU_INFO:
         m->has_gpu_info = 1;
         m->gpu_status = r->gpu_info.status;

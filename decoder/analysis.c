@@ -262,9 +262,13 @@ int tkp_cp_find(const double *v, size_t n, struct tkp_cp *out, int max)
     for (size_t i = 0; i < n; i++) { /* 5-point running median, shrinking at the ends */
         size_t lo = i >= 2 ? i - 2 : 0, hi = i + 3 < n ? i + 3 : n, k = 0;
         double w[5];
-        for (size_t j = lo; j < hi; j++)
-            w[k++] = v[j];
-        s[i] = median_d(w, k);
+        for (size_t j = lo; j < hi; j++) { /* insertion: w sorted */
+            size_t q = k++;
+            for (; q > 0 && w[q - 1] > v[j]; q--)
+                w[q] = w[q - 1];
+            w[q] = v[j];
+        }
+        s[i] = k % 2 ? w[k / 2] : (w[k / 2 - 1] + w[k / 2]) / 2; /* as median_d() */
     }
     for (size_t i = 0; i + 1 < n; i++)
         tmp[i] = fabs(v[i + 1] - v[i]);
@@ -315,20 +319,27 @@ int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *
 
 /* ---- the analyses ----------------------------------------------------------------------------- */
 
+/* The median of class c's GPU time per step over series positions [a, b) of `idx`. */
+static double class_median(const struct tkp_model *m, const size_t *idx, size_t a, size_t b, int c,
+                           double *scratch)
+{
+    uint64_t any = 0;
+    for (size_t i = a; i < b; i++)
+        any |= m->steps[idx[i]].class_ns[c];
+    if (!any) return 0; /* a class that never ran (every class, without GPU records) */
+    for (size_t i = a; i < b; i++)
+        scratch[i - a] = (double)m->steps[idx[i]].class_ns[c];
+    return median_d(scratch, b - a);
+}
+
 /* The classes whose per-step medians moved most between steps [a, m) and [m, b) of `idx`. */
 static int name_classes(const struct tkp_model *m, const size_t *idx, size_t a, size_t at,
                         size_t b, struct tkp_acp *cp, double *scratch)
 {
     double d[TKP_CLASSES_MAX], be[TKP_CLASSES_MAX], af[TKP_CLASSES_MAX], tot = 0;
     for (int c = 0; c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
-        size_t k = 0;
-        for (size_t i = a; i < at; i++)
-            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
-        be[c] = median_d(scratch, k);
-        k = 0;
-        for (size_t i = at; i < b; i++)
-            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
-        af[c] = median_d(scratch, k);
+        be[c] = class_median(m, idx, a, at, c, scratch);
+        af[c] = class_median(m, idx, at, b, c, scratch);
         d[c] = af[c] - be[c];
         tot += fabs(d[c]);
     }

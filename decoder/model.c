@@ -436,9 +436,10 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             if (lat > s->lat_max_ns) s->lat_max_ns = lat;
         }
     }
-    if (counted) {
+    if (!counted) /* counted when added (tkp_model_add), as most steps are */
         for (size_t i = 0; i < o->nl; i++)
-            m->names[o->l[i].slot].launches++;
+            m->names[o->l[i].slot].launches--;
+    if (counted) {
         for (size_t i = 0; i < o->ng; i++) {
             const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
             for (uint32_t j = 0; g && j < g->n; j++)
@@ -591,6 +592,7 @@ static __attribute__((noinline)) int add_launch(struct tkp_model *m, const struc
     if (!o) return 0; /* host records after their STEP record: malformed, ignored */
     if (o->nl == o->capl && TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
     o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+    m->names[slot].launches++;
     if (s->tid) m->fast = o, m->fast_thread = s->thread, m->fast_seg = s->seg;
     return 0;
 }
@@ -619,25 +621,29 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
     }
 }
 
-/* The vote of one executed GEMM: whether its weight a_ptr was seen with another m or n. */
-static int weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
+/* Room for one more GEMM weight: the table kept at most half full. 0 or NOMEM. */
+static __attribute__((noinline)) int weights_grow(struct tkp_model *m)
 {
-    if (!ptr) return 0;
-    if ((m->nw + 1) * 2 > m->wcap) {
-        size_t cap = m->wcap ? m->wcap * 2 : 256;
-        struct tkp_mweight *w = calloc(cap, sizeof(*w));
-        if (!w) return TKP_ERR_NOMEM;
-        for (size_t i = 0; i < m->wcap; i++) {
-            if (!m->w[i].a) continue;
-            size_t j = mix(m->w[i].a) & (cap - 1);
-            while (w[j].a)
-                j = (j + 1) & (cap - 1);
-            w[j] = m->w[i];
-        }
-        free(m->w);
-        m->w = w;
-        m->wcap = cap;
+    size_t cap = m->wcap ? m->wcap * 2 : 256;
+    struct tkp_mweight *w = calloc(cap, sizeof(*w));
+    if (!w) return TKP_ERR_NOMEM;
+    for (size_t i = 0; i < m->wcap; i++) {
+        if (!m->w[i].a) continue;
+        size_t j = mix(m->w[i].a) & (cap - 1);
+        while (w[j].a)
+            j = (j + 1) & (cap - 1);
+        w[j] = m->w[i];
     }
+    free(m->w);
+    m->w = w;
+    m->wcap = cap;
+    return 0;
+}
+
+/* The vote of one executed GEMM (weights_grow() made room): whether its weight a_ptr (not 0) was
+ * seen with another m or n. */
+static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
+{
     size_t j = mix(ptr) & (m->wcap - 1);
     while (m->w[j].a && m->w[j].a != ptr)
         j = (j + 1) & (m->wcap - 1);
@@ -645,34 +651,52 @@ static int weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t 
     if (!w->a) {
         *w = (struct tkp_mweight){ptr, mm, n, 0, 0};
         m->nw++;
-        return 0;
+        return;
     }
     if (w->m != mm) w->mvar = 1;
     if (w->n != n) w->nvar = 1;
+}
+
+static inline void gemm_add(struct tkp_mstep *s, uint64_t ns, uint64_t gm, uint64_t gn)
+{
+    if (gn > s->gemm_max_n) s->gemm_max_n = gn;
+    if (gm > s->gemm_max_m) s->gemm_max_m = gm;
+    if (ns >= s->gemm_last_ns) s->gemm_last_ns = ns, s->gemm_last_n = gn, s->gemm_last_m = gm;
+}
+
+/* add_lib_call() for any step and any state of the weights table. */
+static __attribute__((noinline)) int add_lib_call_slow(struct tkp_model *m,
+                                                       const struct tkp_record *r)
+{
+    struct tkp_mstep *s;
+    int err = step_at(m, r, 1, &s);
+    if (err < 0) return err;
+    if (!err) gemm_add(s, r->host_ns, r->lib_call.m, r->lib_call.n);
+    m->has_tokens = 1;
+    if (!r->lib_call.a_ptr) return 0;
+    if ((m->nw + 1) * 2 > m->wcap && weights_grow(m)) return TKP_ERR_NOMEM;
+    weight_vote(m, r->lib_call.a_ptr, r->lib_call.m, r->lib_call.n);
     return 0;
 }
 
 /* LIB_CALL: an executed unbatched GEMM feeds its step's token figures (libcalls.h's rule) and the
- * capture-wide vote on the token dimension. */
+ * capture-wide vote on the token dimension. A call in the previous record's step with room in
+ * the weights table takes the path without a stack frame. */
 static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
 {
-    uint64_t gm = r->lib_call.m, gn = r->lib_call.n;
-    struct tkp_mstep *s;
+    uint64_t gm = r->lib_call.m, gn = r->lib_call.n, ptr = r->lib_call.a_ptr;
+    struct tkp_mstep *s = m->last;
     if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
         !r->lib_call.k)
         return 0;
     if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
-    int err = step_at(m, r, 1, &s);
-    if (err < 0) return err;
-    if (!err) {
-        if (gn > s->gemm_max_n) s->gemm_max_n = gn;
-        if (gm > s->gemm_max_m) s->gemm_max_m = gm;
-        if (r->host_ns >= s->gemm_last_ns)
-            s->gemm_last_ns = r->host_ns, s->gemm_last_n = gn, s->gemm_last_m = gm;
-    }
+    if (!s || s->thread != r->thread || s->seg != r->step || (ptr && (m->nw + 1) * 2 > m->wcap))
+        return add_lib_call_slow(m, r);
+    gemm_add(s, r->host_ns, gm, gn);
     m->has_tokens = 1;
-    return weight_vote(m, r->lib_call.a_ptr, gm, gn);
+    if (ptr) weight_vote(m, ptr, gm, gn);
+    return 0;
 }
 
 static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r);
@@ -688,7 +712,9 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
         if (o && m->fast_seg == r->step && m->fast_thread == r->thread && o->nl < o->capl &&
             id < m->id2slot_cap && m->id2slot[id]) {
-            o->l[o->nl++] = (struct olaunch){r->host_ns, m->id2slot[id] - 1};
+            uint32_t slot = m->id2slot[id] - 1;
+            o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+            m->names[slot].launches++; /* taken back if the step is not counted (close_step) */
             return 0;
         }
         return add_launch(m, r);

@@ -283,6 +283,31 @@ static inline int step_at(struct tkp_model *m, const struct tkp_record *r, int l
     return 0;
 }
 
+/* Steps' class times come from zeroed blocks of CLASS_BLOCK steps, never moved, freed together:
+ * one allocation per thousand steps. */
+#define CLASS_BLOCK 1024
+
+struct tkp_mcblock {
+    struct tkp_mcblock *next;
+    uint64_t v[];
+};
+
+static uint64_t *class_alloc(struct tkp_model *m)
+{
+    size_t n = m->nclasses > 0 ? (size_t)m->nclasses : 1;
+    if (m->cls_left < n) {
+        struct tkp_mcblock *b = calloc(1, sizeof(*b) + CLASS_BLOCK * n * sizeof(*b->v));
+        if (!b) return NULL;
+        b->next = m->cblocks;
+        m->cblocks = b;
+        m->cls_next = b->v;
+        m->cls_left = CLASS_BLOCK * n;
+    }
+    uint64_t *p = m->cls_next;
+    m->cls_next += n, m->cls_left -= n;
+    return p;
+}
+
 static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
                      size_t *idx)
 {
@@ -314,23 +339,17 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
     s->lib_only = lib;
-    s->class_ns = calloc((size_t)m->nclasses, sizeof(*s->class_ns));
+    if (!(s->class_ns = class_alloc(m))) return TKP_ERR_NOMEM;
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
         s->open->next_spare = NULL;
-    } else {
-        s->open = calloc(1, sizeof(*s->open));
-    }
-    if (!s->class_ns || !s->open) {
-        free(s->class_ns);
-        free(s->open);
+    } else if (!(s->open = calloc(1, sizeof(*s->open)))) {
         return TKP_ERR_NOMEM;
     }
     /* sized like the last step that ended: a step's records grow its buffers without realloc */
     struct tkp_mopen *o = s->open;
     if (TKP_GROW(o->l, o->capl, m->hint_l) || TKP_GROW(o->g, o->capg, m->hint_g) ||
         TKP_GROW(o->k, o->capk, m->hint_k)) {
-        free(s->class_ns);
         o->next_spare = m->spare;
         m->spare = o;
         return TKP_ERR_NOMEM;
@@ -779,8 +798,7 @@ int tkp_model_finish(struct tkp_model *m)
     if (err) return err;
     size_t w = 0;
     for (size_t i = 0; i < m->nsteps; i++) { /* steps seen only through LIB_CALL are none */
-        if (m->steps[i].lib_only) free(m->steps[i].class_ns);
-        else m->steps[w++] = m->steps[i];
+        if (!m->steps[i].lib_only) m->steps[w++] = m->steps[i];
     }
     m->nsteps = w;
     size_t i = 1; /* created in order on one thread: mostly sorted already */
@@ -808,7 +826,6 @@ void tkp_model_free(struct tkp_model *m)
 {
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i];
-        free(s->class_ns);
         if (s->open) free(s->open->k), free(s->open->l), free(s->open->g), free(s->open);
     }
     for (size_t i = 0; i < m->nnames; i++)
@@ -823,6 +840,11 @@ void tkp_model_free(struct tkp_model *m)
         struct tkp_mopen *o = m->spare;
         m->spare = o->next_spare;
         free(o->k), free(o->l), free(o->g), free(o);
+    }
+    while (m->cblocks) {
+        struct tkp_mcblock *b = m->cblocks;
+        m->cblocks = b->next;
+        free(b);
     }
     free(m->id2slot);
     free(m->w);

@@ -83,7 +83,7 @@ struct tkp_mstep {
     uint64_t busy_ns;                   /* union of kernel intervals */
     uint64_t copy_ns;                   /* sum of GPU copy and memset durations */
     uint64_t lat_n, lat_sum_ns, lat_max_ns; /* launch -> GPU start, over kernels paired */
-    uint64_t *class_ns;                 /* kernel time per class id (model-owned) */
+    uint64_t *class_ns;                 /* kernel time per class id (model-owned, in blocks) */
     struct tkp_mopen *open;             /* NULL once closed */
     /* Per-step extras, read through analysis.h (tkp_acc_step): the largest n and m of the step's
      * executed unbatched GEMMs and those of its last one, and its GPU idle split. */
@@ -143,6 +143,9 @@ struct tkp_model {
     uint64_t chunks;
     uint64_t pid; /* of the record being added */
     size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
+    struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
+    uint64_t *cls_next;
+    size_t cls_left;
     struct tkp_mweight *w; /* GEMM weights by a_ptr (open addressing): the token dimension vote */
     size_t nw, wcap;
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */

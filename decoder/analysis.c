@@ -19,338 +19,90 @@
 
 /* ---- the per-step accumulator ---------------------------------------------------------------- */
 
-struct akern {
-    uint64_t start, end;
-    uint32_t join, index;
-};
-
-struct aopen {
-    struct aopen *next_spare;
-    uint64_t *l, *g; /* launch and graph-launch host times, by ordinal */
-    size_t nl, capl, ng, capg;
-    struct akern *k;
-    size_t nk, capk;
-    uint64_t last_gpu_end;
-};
-
-struct arow {
-    uint32_t thread;
-    uint64_t seg;
-    int has_rec;
-    uint64_t end_ns;
-    uint64_t max_n, max_m, last_n, last_m, last_ns; /* executed unbatched GEMMs */
-    uint64_t launch_gap_ns, wait_ns;
-    struct aopen *open;
-};
-
-struct aweight {
-    uint64_t a, m, n;
-    unsigned char mvar, nvar;
-};
-
+/* The extras live in the model's steps (model.h: one lookup per record serves both); an acc is
+ * the model it reads, its caller's (tkp_acc_bind) or its own (tkp_acc_new, fed by tkp_acc_add). */
 struct tkp_acc {
-    struct arow *rows;
-    size_t nrows, caprows;
-    size_t *hash; /* (thread, seg) -> row + 1 */
-    size_t hcap;
-    size_t *open; /* rows still open */
-    size_t nopen, capopen;
-    struct aweight *w; /* open addressing by a_ptr */
-    size_t nw, wcap;
-    uint64_t now_ns, late_ns;
-    int token_dim_m, has_tokens;
-    size_t last_row; /* row_at's cache: the row of the previous record, + 1 */
-    struct aopen *spare; /* closed rows' buffers, reused (a list) */
+    struct tkp_model *m;
+    struct tkp_model own; /* a standalone acc's model */
+    struct tkp_classes *cl;
 };
-
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-static uint64_t key(uint32_t thread, uint64_t seg)
-{
-    return mix(((uint64_t)thread << 40) ^ seg);
-}
 
 int tkp_acc_new(struct tkp_acc **out)
 {
+    char why[256];
     struct tkp_acc *a = calloc(1, sizeof(*a));
-    if (!a) return TKP_ERR_NOMEM;
-    a->late_ns = TKP_MODEL_LATE_NS;
+    if (!a || tkp_classes_new(NULL, &a->cl, why, sizeof(why))) {
+        free(a);
+        return TKP_ERR_NOMEM;
+    }
+    struct tkp_model_opts mo = {.classes = a->cl, .from = -1, .to = -1};
+    tkp_model_init(&a->own, &mo);
+    a->m = &a->own;
     *out = a;
     return 0;
 }
 
-static void open_free(struct aopen *o)
+int tkp_acc_bind(struct tkp_model *m, struct tkp_acc **out)
 {
-    if (!o) return;
-    free(o->l);
-    free(o->g);
-    free(o->k);
-    free(o);
+    struct tkp_acc *a = calloc(1, sizeof(*a));
+    if (!a) return TKP_ERR_NOMEM;
+    a->m = m;
+    *out = a;
+    return 0;
 }
 
 void tkp_acc_free(struct tkp_acc *a)
 {
     if (!a) return;
-    for (size_t i = 0; i < a->nrows; i++)
-        open_free(a->rows[i].open);
-    while (a->spare) {
-        struct aopen *o = a->spare;
-        a->spare = o->next_spare;
-        open_free(o);
-    }
-    free(a->rows);
-    free(a->hash);
-    free(a->open);
-    free(a->w);
+    if (a->m == &a->own) tkp_model_free(&a->own);
+    tkp_classes_free(a->cl);
     free(a);
-}
-
-static long row_find(const struct tkp_acc *a, uint32_t thread, uint64_t seg)
-{
-    if (!a->hcap) return -1;
-    for (size_t j = key(thread, seg) & (a->hcap - 1); a->hash[j]; j = (j + 1) & (a->hcap - 1)) {
-        const struct arow *r = &a->rows[a->hash[j] - 1];
-        if (r->thread == thread && r->seg == seg) return (long)(a->hash[j] - 1);
-    }
-    return -1;
-}
-
-static int rehash(struct tkp_acc *a, size_t cap)
-{
-    size_t *h = calloc(cap, sizeof(*h));
-    if (!h) return TKP_ERR_NOMEM;
-    for (size_t i = 0; i < a->nrows; i++) {
-        size_t j = key(a->rows[i].thread, a->rows[i].seg) & (cap - 1);
-        while (h[j])
-            j = (j + 1) & (cap - 1);
-        h[j] = i + 1;
-    }
-    free(a->hash);
-    a->hash = h;
-    a->hcap = cap;
-    return 0;
-}
-
-/* The row of (thread, seg), created open on first sight; NULL on NOMEM. */
-static struct arow *row_at(struct tkp_acc *a, uint32_t thread, uint64_t seg)
-{
-    if (a->last_row) { /* a step's records mostly come one after another */
-        struct arow *r = &a->rows[a->last_row - 1];
-        if (r->thread == thread && r->seg == seg) return r;
-    }
-    long i = row_find(a, thread, seg);
-    if (i >= 0) {
-        a->last_row = (size_t)i + 1;
-        return &a->rows[i];
-    }
-    if ((a->nrows + 1) * 2 > a->hcap && rehash(a, a->hcap ? a->hcap * 2 : 1024)) return NULL;
-    if (TKP_GROW(a->rows, a->caprows, a->nrows + 1) || TKP_GROW(a->open, a->capopen, a->nopen + 1))
-        return NULL;
-    struct arow *r = &a->rows[a->nrows];
-    memset(r, 0, sizeof(*r));
-    r->thread = thread;
-    r->seg = seg;
-    if ((r->open = a->spare)) { /* a closed row's buffers, emptied */
-        a->spare = r->open->next_spare;
-        r->open->next_spare = NULL;
-    } else if (!(r->open = calloc(1, sizeof(*r->open)))) {
-        return NULL;
-    }
-    size_t j = key(thread, seg) & (a->hcap - 1);
-    while (a->hash[j])
-        j = (j + 1) & (a->hcap - 1);
-    a->hash[j] = a->nrows + 1;
-    a->open[a->nopen++] = a->nrows;
-    a->last_row = a->nrows + 1;
-    return &a->rows[a->nrows++];
-}
-
-static int cmp_akern(const void *x, const void *y)
-{
-    const struct akern *a = x, *b = y;
-    return a->start < b->start ? -1 : a->start > b->start;
-}
-
-static void row_close(struct tkp_acc *a, struct arow *r)
-{
-    struct aopen *o = r->open;
-    tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_akern);
-    uint64_t cur_e = 0;
-    for (size_t i = 0; i < o->nk; i++) {
-        const struct akern *k = &o->k[i];
-        if (i > 0 && k->start > cur_e) {
-            uint64_t gap = k->start - cur_e, h = 0;
-            int known = (k->join == TKP_JOIN_LAUNCH && k->index < o->nl && (h = o->l[k->index], 1)) ||
-                        (k->join == TKP_JOIN_GRAPH_LAUNCH && k->index < o->ng &&
-                         (h = o->g[k->index], 1));
-            if (known && h > cur_e) r->launch_gap_ns += gap;
-            else r->wait_ns += gap;
-        }
-        if (i == 0 || k->end > cur_e) cur_e = k->end;
-    }
-    o->nl = o->ng = o->nk = 0; /* the buffers go to the next row that opens */
-    o->last_gpu_end = 0;
-    o->next_spare = a->spare;
-    a->spare = o;
-    r->open = NULL;
-}
-
-static void sweep(struct tkp_acc *a, int final)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < a->nopen; i++) {
-        struct arow *r = &a->rows[a->open[i]];
-        uint64_t ref = r->end_ns > r->open->last_gpu_end ? r->end_ns : r->open->last_gpu_end;
-        if (final || (r->has_rec && a->now_ns >= ref + a->late_ns)) row_close(a, r);
-        else a->open[w++] = a->open[i];
-    }
-    a->nopen = w;
-}
-
-
-static int weight_vote(struct tkp_acc *a, uint64_t ptr, uint64_t m, uint64_t n)
-{
-    if (!ptr) return 0;
-    if ((a->nw + 1) * 2 > a->wcap) {
-        size_t cap = a->wcap ? a->wcap * 2 : 256;
-        struct aweight *w = calloc(cap, sizeof(*w));
-        if (!w) return TKP_ERR_NOMEM;
-        for (size_t i = 0; i < a->wcap; i++) {
-            if (!a->w[i].a) continue;
-            size_t j = mix(a->w[i].a) & (cap - 1);
-            while (w[j].a)
-                j = (j + 1) & (cap - 1);
-            w[j] = a->w[i];
-        }
-        free(a->w);
-        a->w = w;
-        a->wcap = cap;
-    }
-    size_t j = mix(ptr) & (a->wcap - 1);
-    while (a->w[j].a && a->w[j].a != ptr)
-        j = (j + 1) & (a->wcap - 1);
-    struct aweight *w = &a->w[j];
-    if (!w->a) {
-        *w = (struct aweight){ptr, m, n, 0, 0};
-        a->nw++;
-        return 0;
-    }
-    if (w->m != m) w->mvar = 1;
-    if (w->n != n) w->nvar = 1;
-    return 0;
-}
-
-static int add_lib_call(struct tkp_acc *a, const struct tkp_record *r)
-{
-#define c (&r->lib_call)
-    if (c->status || (c->flags & TKP_LIBF_CAPTURED) || !c->m || !c->n || !c->k) return 0;
-    if (c->batch > 1) return 0; /* attention bmm: not a projection */
-    struct arow *w = row_at(a, r->thread, r->step);
-    if (!w) return TKP_ERR_NOMEM;
-    if (c->n > w->max_n) w->max_n = c->n;
-    if (c->m > w->max_m) w->max_m = c->m;
-    if (r->host_ns >= w->last_ns) w->last_ns = r->host_ns, w->last_n = c->n, w->last_m = c->m;
-    a->has_tokens = 1;
-    return weight_vote(a, c->a_ptr, c->m, c->n);
-#undef c
 }
 
 int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r)
 {
-    struct arow *w;
-    if (tkp_record_has_time(r->type) && r->host_ns > a->now_ns) a->now_ns = r->host_ns;
-    switch (r->type) {
-    case TKP_REC_CHUNK:
-        if (r->chunk.base_ns > a->now_ns) a->now_ns = r->chunk.base_ns;
-        sweep(a, 0);
-        return 0;
-    case TKP_REC_META: {
-        uint64_t f = tkp_meta_flush_ms(r);
-        if (f && f <= 600000) a->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
-        return 0;
-    }
-    case TKP_REC_LIB_CALL:
-        return add_lib_call(a, r);
-    case TKP_REC_LAUNCH:
-    case TKP_REC_GRAPH_LAUNCH:
-        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
-        if (!w->open) return 0;
-        if (r->type == TKP_REC_LAUNCH) {
-            if (TKP_GROW(w->open->l, w->open->capl, w->open->nl + 1)) return TKP_ERR_NOMEM;
-            w->open->l[w->open->nl++] = r->host_ns;
-        } else {
-            if (TKP_GROW(w->open->g, w->open->capg, w->open->ng + 1)) return TKP_ERR_NOMEM;
-            w->open->g[w->open->ng++] = r->host_ns;
-        }
-        return 0;
-    case TKP_REC_STEP:
-        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
-        w->has_rec = 1;
-        w->end_ns = r->step_rec.end_ns;
-        if (w->end_ns > a->now_ns) a->now_ns = w->end_ns;
-        return 0;
-    case TKP_REC_GPU_KERNEL:
-        if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) return 0;
-        if (!(w = row_at(a, r->thread, r->step))) return TKP_ERR_NOMEM;
-        if (!w->open) return 0; /* late: the split of that step stays as it was */
-        if (TKP_GROW(w->open->k, w->open->capk, w->open->nk + 1)) return TKP_ERR_NOMEM;
-        w->open->k[w->open->nk++] =
-            (struct akern){r->gpu.start_ns, r->gpu.end_ns, r->gpu.join, r->gpu.index};
-        if (r->gpu.end_ns > w->open->last_gpu_end) w->open->last_gpu_end = r->gpu.end_ns;
-        return 0;
-    default:
-        return 0;
-    }
+    return a->m == &a->own ? tkp_model_add(&a->own, r) : 0;
 }
 
 int tkp_acc_finish(struct tkp_acc *a)
 {
-    sweep(a, 1);
-    size_t vm = 0, vn = 0;
-    for (size_t i = 0; i < a->wcap; i++)
-        if (a->w[i].a) vm += a->w[i].mvar, vn += a->w[i].nvar;
-    a->token_dim_m = vm > vn;
-    return 0;
+    return a->m == &a->own ? tkp_model_finish(&a->own) : 0;
 }
 
 int tkp_acc_has_tokens(const struct tkp_acc *a)
 {
-    return a && a->has_tokens;
+    return a && a->m->has_tokens;
+}
+
+static int astep(const struct tkp_model *am, const struct tkp_mstep *s, struct tkp_astep *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!s) return 0;
+    out->tokens = am->token_dim_m ? s->gemm_max_m : s->gemm_max_n;
+    out->seqs = am->token_dim_m ? s->gemm_last_m : s->gemm_last_n;
+    out->launch_gap_ns = s->launch_gap_ns;
+    out->wait_ns = s->wait_ns;
+    if (out->tokens) out->kind = out->tokens == out->seqs ? TKP_KIND_DECODE : TKP_KIND_PREFILL;
+    return 1;
 }
 
 int tkp_acc_step(const struct tkp_acc *a, uint32_t thread, uint64_t seg, struct tkp_astep *out)
 {
-    memset(out, 0, sizeof(*out));
-    long i = a ? row_find(a, thread, seg) : -1;
-    if (i < 0) return 0;
-    const struct arow *r = &a->rows[i];
-    out->tokens = a->token_dim_m ? r->max_m : r->max_n;
-    out->seqs = a->token_dim_m ? r->last_m : r->last_n;
-    out->launch_gap_ns = r->launch_gap_ns;
-    out->wait_ns = r->wait_ns;
-    if (out->tokens)
-        out->kind = out->tokens == out->seqs ? TKP_KIND_DECODE : TKP_KIND_PREFILL;
-    return 1;
+    return astep(a ? a->m : NULL, a ? tkp_model_step(a->m, thread, seg) : NULL, out);
+}
+
+int tkp_acc_step_of(const struct tkp_acc *a, const struct tkp_model *m, size_t i,
+                    struct tkp_astep *out)
+{
+    const struct tkp_mstep *s = &m->steps[i];
+    if (a && a->m == m) return astep(m, s, out);
+    return tkp_acc_step(a, s->thread, s->seg, out);
 }
 
 int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, uint32_t join,
                       uint32_t index, uint64_t *ns)
 {
-    long i = row_find(a, thread, seg);
-    if (i < 0 || !a->rows[i].open) return 0;
-    const struct aopen *o = a->rows[i].open;
-    if (join == TKP_JOIN_LAUNCH && index < o->nl) return *ns = o->l[index], 1;
-    if (join == TKP_JOIN_GRAPH_LAUNCH && index < o->ng) return *ns = o->g[index], 1;
-    return 0;
+    return tkp_model_launch_ns(a->m, thread, seg, join, index, ns);
 }
 
 void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
@@ -364,7 +116,7 @@ void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_
         if (i == 0 || s->thread != m->steps[i - 1].thread) first = 1, prev_seqs = 0;
         tokens[i] = 0, src[i] = TKP_TOK_NONE;
         if (s->kind != TKP_STEP_TOKEN) continue;
-        if (tkp_acc_step(a, s->thread, s->seg, &as) && as.tokens) {
+        if (tkp_acc_step_of(a, m, i, &as) && as.tokens) {
             tokens[i] = as.tokens, src[i] = TKP_TOK_SHAPES;
             prev_seqs = as.seqs;
         } else if (shapes && prev_seqs) {
@@ -391,19 +143,19 @@ int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_cl
     int err = tkp_cmd_open(ctx, path, &r), tty = isatty(2);
     if (err) return err;
     tkp_model_init(m, &mo);
-    if ((err = tkp_acc_new(a))) {
+    if ((err = tkp_acc_bind(m, a))) {
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, err, "out of memory");
     }
     uint64_t n = 0;
     while (!err && tkp_reader_next(r, &rec) == 1) {
-        if (!(err = tkp_model_add(m, &rec))) err = tkp_acc_add(*a, &rec);
+        err = tkp_model_add(m, &rec);
         if (tty && rec.type == TKP_REC_CHUNK && ++n % 64 == 0)
             fprintf(stderr, "\rtokprof: %s: %llu chunks, %zu steps...", path,
                     (unsigned long long)n, m->nsteps);
     }
     if (tty && n >= 64) fputs("\r\033[K", stderr);
-    if (!err && !(err = tkp_model_finish(m))) err = tkp_acc_finish(*a);
+    if (!err) err = tkp_model_finish(m);
     if (err) {
         tkp_reader_close(r);
         tkp_model_free(m);
@@ -510,9 +262,13 @@ int tkp_cp_find(const double *v, size_t n, struct tkp_cp *out, int max)
     for (size_t i = 0; i < n; i++) { /* 5-point running median, shrinking at the ends */
         size_t lo = i >= 2 ? i - 2 : 0, hi = i + 3 < n ? i + 3 : n, k = 0;
         double w[5];
-        for (size_t j = lo; j < hi; j++)
-            w[k++] = v[j];
-        s[i] = median_d(w, k);
+        for (size_t j = lo; j < hi; j++) { /* insertion: w sorted */
+            size_t q = k++;
+            for (; q > 0 && w[q - 1] > v[j]; q--)
+                w[q] = w[q - 1];
+            w[q] = v[j];
+        }
+        s[i] = k % 2 ? w[k / 2] : (w[k / 2 - 1] + w[k / 2]) / 2; /* as median_d() */
     }
     for (size_t i = 0; i + 1 < n; i++)
         tmp[i] = fabs(v[i + 1] - v[i]);
@@ -563,20 +319,27 @@ int tkp_fit_line(const double *x, const double *y, size_t n, double *a, double *
 
 /* ---- the analyses ----------------------------------------------------------------------------- */
 
+/* The median of class c's GPU time per step over series positions [a, b) of `idx`. */
+static double class_median(const struct tkp_model *m, const size_t *idx, size_t a, size_t b, int c,
+                           double *scratch)
+{
+    uint64_t any = 0;
+    for (size_t i = a; i < b; i++)
+        any |= m->steps[idx[i]].class_ns[c];
+    if (!any) return 0; /* a class that never ran (every class, without GPU records) */
+    for (size_t i = a; i < b; i++)
+        scratch[i - a] = (double)m->steps[idx[i]].class_ns[c];
+    return median_d(scratch, b - a);
+}
+
 /* The classes whose per-step medians moved most between steps [a, m) and [m, b) of `idx`. */
 static int name_classes(const struct tkp_model *m, const size_t *idx, size_t a, size_t at,
                         size_t b, struct tkp_acp *cp, double *scratch)
 {
     double d[TKP_CLASSES_MAX], be[TKP_CLASSES_MAX], af[TKP_CLASSES_MAX], tot = 0;
     for (int c = 0; c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
-        size_t k = 0;
-        for (size_t i = a; i < at; i++)
-            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
-        be[c] = median_d(scratch, k);
-        k = 0;
-        for (size_t i = at; i < b; i++)
-            scratch[k++] = (double)m->steps[idx[i]].class_ns[c];
-        af[c] = median_d(scratch, k);
+        be[c] = class_median(m, idx, a, at, c, scratch);
+        af[c] = class_median(m, idx, at, b, c, scratch);
         d[c] = af[c] - be[c];
         tot += fabs(d[c]);
     }
@@ -628,7 +391,7 @@ static double seg_median(const struct tkp_model *m, const struct tkp_acc *acc, c
     for (size_t i = a; i < b; i++) {
         const struct tkp_mstep *s = &m->steps[idx[i]];
         struct tkp_astep as;
-        if (tokens) scratch[i - a] = tkp_acc_step(acc, s->thread, s->seg, &as) ? (double)as.tokens : 0;
+        if (tokens) scratch[i - a] = tkp_acc_step_of(acc, m, idx[i], &as) ? (double)as.tokens : 0;
         else scratch[i - a] = (double)(s->launches + s->graph_launches);
     }
     return median_d(scratch, b - a);
@@ -667,7 +430,7 @@ static void slopes(const struct tkp_model *m, const struct tkp_acc *acc, struct 
     int have_prefill = 0;
     /* the prompt: the first token step whose tokens exceed its sequences (the prefill) */
     for (size_t i = 0; i < n; i++) {
-        if (!tkp_acc_step(acc, m->steps[idx[i]].thread, m->steps[idx[i]].seg, &as) || !as.tokens)
+        if (!tkp_acc_step_of(acc, m, idx[i], &as) || !as.tokens)
             continue;
         an->tokens_known = 1;
         if (as.kind == TKP_KIND_PREFILL && !have_prefill && as.seqs) {
@@ -679,7 +442,7 @@ static void slopes(const struct tkp_model *m, const struct tkp_acc *acc, struct 
     /* attention against KV tokens, decode steps after the prefill */
     for (size_t i = first_decode; i < n; i++) {
         const struct tkp_mstep *s = &m->steps[idx[i]];
-        int known = tkp_acc_step(acc, s->thread, s->seg, &as) && as.tokens;
+        int known = tkp_acc_step_of(acc, m, idx[i], &as) && as.tokens;
         if (known && as.kind != TKP_KIND_DECODE) continue;
         if (!s->gpu_kernels) continue;
         uint64_t sq = known && as.seqs ? as.seqs : seqs;
@@ -693,7 +456,7 @@ static void slopes(const struct tkp_model *m, const struct tkp_acc *acc, struct 
     k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct tkp_mstep *s = &m->steps[idx[i]];
-        if (!s->gpu_kernels || !tkp_acc_step(acc, s->thread, s->seg, &as) || !as.tokens) continue;
+        if (!s->gpu_kernels || !tkp_acc_step_of(acc, m, idx[i], &as) || !as.tokens) continue;
         x[k] = (double)as.tokens;
         y[k++] = (double)s->class_ns[TKP_CLASS_GEMM];
     }
@@ -716,7 +479,7 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
         an->span_ns += tkp_mstep_span_ns(s);
         an->busy_ns += s->busy_ns;
         struct tkp_astep as;
-        if (tkp_acc_step(acc, s->thread, s->seg, &as))
+        if (tkp_acc_step_of(acc, m, i, &as))
             an->launch_gap_ns += as.launch_gap_ns, an->wait_ns += as.wait_ns;
     }
     size_t n = 0, *idx = malloc((best ? best : 1) * sizeof(*idx));

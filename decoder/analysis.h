@@ -8,11 +8,12 @@
  *     ... read an.cps, an.attn, an.verdict ...
  *     tkp_analysis_free(&an); tkp_acc_free(a); tkp_model_free(&m);
  *
- * Per-step extras (struct tkp_acc). The acc keeps, per step still open, the host times of its
- * launches and graph launches and its kernel intervals, and closes the step with the same
- * watermark as the model (model.h: its STEP record read and the host clock past the later of its
- * end and its last GPU end by TKP_MODEL_LATE_FLUSHES flush periods). Memory: O(steps) results
- * plus one window of open records, plus O(distinct GEMM weights) for the token vote.
+ * Per-step extras (struct tkp_acc). The model computes them in its own pass (model.h: from the
+ * host times of an open step's launches and graph launches and its kernel intervals, when the
+ * step closes by the model's watermark), and an acc reads them: bound to the caller's model
+ * (tkp_acc_bind) or, standalone (tkp_acc_new), from a model of its own that tkp_acc_add feeds.
+ * Memory: O(steps) results plus one window of open records, plus O(distinct GEMM weights) for
+ * the token vote.
  *   - tokens: the rule of libcalls.h, streamed — per step the largest n and m of its executed
  *     unbatched GEMMs and those of its last one; the capture-wide vote (weights a_ptr seen with
  *     more than one m, against those seen with more than one n) picks the token dimension at the
@@ -81,15 +82,21 @@ struct tkp_astep {
     uint64_t launch_gap_ns, wait_ns; /* idle inside the GPU span, split (see above) */
 };
 
-/* 0 or NOMEM. */
+/* A standalone acc, with a model of its own (built-in classes). 0 or NOMEM. */
 int tkp_acc_new(struct tkp_acc **out);
-/* Feeds one record (the same records the model gets). Returns 0 or NOMEM. */
+/* An acc that reads the extras of model m (which must outlive it): feeding m is enough, and
+ * tkp_acc_add / tkp_acc_finish do nothing. 0 or NOMEM. */
+int tkp_acc_bind(struct tkp_model *m, struct tkp_acc **out);
+/* Feeds one record to a standalone acc (the same records the model gets). Returns 0 or NOMEM. */
 int tkp_acc_add(struct tkp_acc *a, const struct tkp_record *r);
-/* Closes every open step and decides the token dimension. 0 or NOMEM. */
+/* Closes every open step of a standalone acc and decides the token dimension. 0 or NOMEM. */
 int tkp_acc_finish(struct tkp_acc *a);
-void tkp_acc_free(struct tkp_acc *a); /* accepts NULL */
+void tkp_acc_free(struct tkp_acc *a); /* accepts NULL; never frees a bound acc's model */
 /* The extras of step (thread, seg): 1 found, 0 not (all zero then). */
 int tkp_acc_step(const struct tkp_acc *a, uint32_t thread, uint64_t seg, struct tkp_astep *out);
+/* The same for m->steps[i] (m finished): without a search when a is bound to m. */
+int tkp_acc_step_of(const struct tkp_acc *a, const struct tkp_model *m, size_t i,
+                    struct tkp_astep *out);
 /* While a step is still open: the host time of its launch (join TKP_JOIN_LAUNCH) or graph launch
  * (TKP_JOIN_GRAPH_LAUNCH) number `index`. 1 found, 0 not. */
 int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, uint32_t join,

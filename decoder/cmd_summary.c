@@ -128,11 +128,14 @@ static int thread_at(struct summary *s, uint32_t t, struct thread_sum **out)
     return 0;
 }
 
-static void saw_time(struct summary *s, uint64_t ns)
+static inline void saw_time(struct summary *s, uint64_t ns)
 {
-    if (!ns) return;
-    if (!s->first_ns || ns < s->first_ns) s->first_ns = ns;
-    if (ns > s->last_ns) s->last_ns = ns;
+    if (ns > s->last_ns) { /* the usual case: time goes forward */
+        s->last_ns = ns;
+        if (!s->first_ns) s->first_ns = ns;
+    } else if (ns && (!s->first_ns || ns < s->first_ns)) {
+        s->first_ns = ns;
+    }
 }
 
 static struct proc *proc_at(struct summary *s, uint64_t pid)
@@ -144,12 +147,24 @@ static struct proc *proc_at(struct summary *s, uint64_t pid)
     return &s->procs[s->nprocs++];
 }
 
-static int summary_add(struct summary *s, const struct tkp_record *r)
+static int summary_other(struct summary *s, const struct tkp_record *r);
+
+/* The counts of one record (run() sets nprocs and launches of a single file's process). */
+static inline int summary_add(struct summary *s, const struct tkp_record *r)
+{
+    if (r->type == TKP_REC_LAUNCH && !s->merged) { /* most records */
+        saw_time(s, r->host_ns);
+        s->launches++;
+        return 0;
+    }
+    return summary_other(s, r);
+}
+
+static int summary_other(struct summary *s, const struct tkp_record *r)
 {
     struct thread_sum *t;
     /* a record before its file's META has pid 0: one file is one process whatever it says */
     struct proc *p = s->merged ? proc_at(s, r->pid) : &s->procs[0];
-    s->nprocs += !s->merged && !s->nprocs;
     if (tkp_record_has_time(r->type)) saw_time(s, r->host_ns);
     switch (r->type) {
     case TKP_REC_META:
@@ -176,7 +191,7 @@ static int summary_add(struct summary *s, const struct tkp_record *r)
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
         break;
-    case TKP_REC_LAUNCH:
+    case TKP_REC_LAUNCH: /* merged */
         s->launches++;
         if (p) p->launches++;
         break;
@@ -283,7 +298,7 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
         if (m->steps[i].kind == TKP_STEP_TOKEN &&
-            tkp_acc_step(in->acc, m->steps[i].thread, m->steps[i].seg, &as) && as.tokens)
+            tkp_acc_step_of(in->acc, m, i, &as) && as.tokens)
             in->tokens += as.tokens, in->tsteps++;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
@@ -503,11 +518,15 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     tkp_model_init(&m, &mo);
     memset(&in, 0, sizeof(in));
     struct tkp_acc *acc = NULL;
-    err = tkp_acc_new(&acc);
-    while (!err && tkp_reader_next(r, &rec) == 1)
-        if (!(err = summary_add(s, &rec)) && !(err = tkp_model_add(&m, &rec)))
-            err = tkp_acc_add(acc, &rec);
-    if (!err && !(err = tkp_model_finish(&m)) && !(err = tkp_acc_finish(acc))) {
+    err = tkp_acc_bind(&m, &acc);
+    uint64_t nrec = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        nrec++;
+        if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
+    }
+    if (!s->merged && nrec) /* a single file's one process */
+        s->nprocs = 1, s->procs[0].launches = s->launches;
+    if (!err && !(err = tkp_model_finish(&m))) {
         in.acc = acc;
         err = insight_make(&m, &in);
     }

@@ -57,6 +57,12 @@ struct tkp_mgraph {
     uint32_t *slots; /* name slots of its kernel nodes */
 };
 
+/* A GEMM weight (a_ptr) and whether its m or n varied: the token dimension vote (analysis.h). */
+struct tkp_mweight {
+    uint64_t a, m, n;
+    unsigned char mvar, nvar;
+};
+
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
 {
@@ -108,9 +114,44 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Quicksort without a comparison callback (the medians of every figure sort a value per step),
+ * insertion sort below 16 values; qsort past a depth of 2 log2 n (adversarial input). */
+static void sort_u64(uint64_t *v, size_t n, int depth)
+{
+    while (n > 16) {
+        if (!depth--) {
+            tkp_sort(v, n, sizeof(*v), cmp_u64);
+            return;
+        }
+        uint64_t a = v[0], b = v[n / 2], c = v[n - 1], t;
+        uint64_t x = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+        size_t i = 0, j = n - 1;
+        for (;;) { /* Hoare: [0, j] <= x <= [j + 1, n) */
+            while (v[i] < x)
+                i++;
+            while (x < v[j])
+                j--;
+            if (i >= j) break;
+            t = v[i], v[i++] = v[j], v[j--] = t;
+        }
+        sort_u64(v, j + 1, depth);
+        v += j + 1, n -= j + 1;
+    }
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = v[i];
+        size_t j = i;
+        for (; j > 0 && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 void tkp_sort_u64(uint64_t *v, size_t n)
 {
-    tkp_sort(v, n, sizeof(*v), cmp_u64);
+    int depth = 0;
+    for (size_t k = n; k > 1; k >>= 1)
+        depth += 2;
+    sort_u64(v, n, depth);
 }
 
 uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p)
@@ -186,6 +227,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
         }
         j = (j + 1) & (m->hash_cap - 1);
     }
+    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     if (TKP_GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
     struct tkp_mname *n = &m->names[m->nnames];
     memset(n, 0, sizeof(*n));
@@ -216,28 +258,58 @@ static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
     return 0;
 }
 
-static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx);
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
+                     size_t *idx);
 
-/* The step (thread, seg), created open on first sight. Returns 0 with *idx, 1 when the record is
+/* The step of record r (thread, step), created open on first sight (lib_only when a LIB_CALL
+ * creates it, and a LIB_CALL never sets its tid). Returns 0 with *out, 1 when the record is
  * malformed (ignored), or NOMEM. */
-static int step_at(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+static inline int step_at(struct tkp_model *m, const struct tkp_record *r, int lib,
+                          struct tkp_mstep **out)
 {
-    if (m->last_step && m->last_thread == thread && m->last_seg == seg) {
+    struct tkp_mstep *s = m->last;
+    if (s && s->thread == r->thread && s->seg == r->step) {
         /* the usual case: the step of the previous record */
-        *idx = m->last_step - 1;
-        if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
-        return 0;
+        if (!lib && !s->tid && r->tid) s->tid = r->tid;
+    } else {
+        size_t i;
+        m->pid = r->pid; /* for a step step_find creates */
+        int err = step_find(m, r->thread, lib ? 0 : r->tid, r->step, lib, &i);
+        if (err) return err;
+        s = m->last = &m->steps[i]; /* steps move only in step_find and at the finish */
     }
-    int err = step_find(m, thread, tid, seg, idx);
-    if (!err) {
-        m->last_step = *idx + 1;
-        m->last_thread = thread;
-        m->last_seg = seg;
-    }
-    return err;
+    if (!lib) s->lib_only = 0;
+    *out = s;
+    return 0;
 }
 
-static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, size_t *idx)
+/* Steps' class times come from zeroed blocks of CLASS_BLOCK steps, never moved, freed together:
+ * one allocation per thousand steps. */
+#define CLASS_BLOCK 1024
+
+struct tkp_mcblock {
+    struct tkp_mcblock *next;
+    uint64_t v[];
+};
+
+static uint64_t *class_alloc(struct tkp_model *m)
+{
+    size_t n = m->nclasses > 0 ? (size_t)m->nclasses : 1;
+    if (m->cls_left < n) {
+        struct tkp_mcblock *b = calloc(1, sizeof(*b) + CLASS_BLOCK * n * sizeof(*b->v));
+        if (!b) return NULL;
+        b->next = m->cblocks;
+        m->cblocks = b;
+        m->cls_next = b->v;
+        m->cls_left = CLASS_BLOCK * n;
+    }
+    uint64_t *p = m->cls_next;
+    m->cls_next += n, m->cls_left -= n;
+    return p;
+}
+
+static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
+                     size_t *idx)
 {
     struct tkp_mthread *t;
     int err = thread_at(m, thread, &t);
@@ -250,7 +322,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
         memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
         t->cap = cap;
     }
-    if (seg > t->max_seg) t->max_seg = seg;
+    if (seg > t->max_seg && !lib) t->max_seg = seg;
     if (t->seg2step[seg]) {
         *idx = t->seg2step[seg] - 1;
         if (tid && !m->steps[*idx].tid) m->steps[*idx].tid = tid;
@@ -266,16 +338,20 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     s->seg = seg;
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
-    s->class_ns = calloc((size_t)m->nclasses, sizeof(*s->class_ns));
+    s->lib_only = lib;
+    if (!(s->class_ns = class_alloc(m))) return TKP_ERR_NOMEM;
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
         s->open->next_spare = NULL;
-    } else {
-        s->open = calloc(1, sizeof(*s->open));
+    } else if (!(s->open = calloc(1, sizeof(*s->open)))) {
+        return TKP_ERR_NOMEM;
     }
-    if (!s->class_ns || !s->open) {
-        free(s->class_ns);
-        free(s->open);
+    /* sized like the last step that ended: a step's records grow its buffers without realloc */
+    struct tkp_mopen *o = s->open;
+    if (TKP_GROW(o->l, o->capl, m->hint_l) || TKP_GROW(o->g, o->capg, m->hint_g) ||
+        TKP_GROW(o->k, o->capk, m->hint_k)) {
+        o->next_spare = m->spare;
+        m->spare = o;
         return TKP_ERR_NOMEM;
     }
     m->openlist[m->nopen++] = m->nsteps;
@@ -327,11 +403,27 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
 {
     struct tkp_mopen *o = s->open;
     int counted = step_counts(m, s), err = 0;
-    tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
-    uint64_t cur_s = 0, cur_e = 0;
+    size_t n = 1; /* one stream's kernels arrive in start order: sort only when they did not */
+    while (n < o->nk && o->k[n - 1].start <= o->k[n].start)
+        n++;
+    if (n < o->nk) tkp_sort(o->k, o->nk, sizeof(*o->k), cmp_kernel);
+    uint64_t cur_s = 0, cur_e = 0, idle_e = 0;
+    m->hint_k = o->nk;
     for (size_t i = 0; i < o->nk && !err; i++) {
         const struct okernel *k = &o->k[i];
         uint64_t dur = k->end - k->start;
+        /* the idle split (analysis.h): a gap is a launch gap when the kernel that ends it was
+         * launched after the GPU went idle, else a host wait */
+        if (i > 0 && k->start > idle_e) {
+            uint64_t gap = k->start - idle_e, h = 0;
+            int known = (k->join == TKP_JOIN_LAUNCH && k->index < o->nl &&
+                         (h = o->l[k->index].host_ns, 1)) ||
+                        (k->join == TKP_JOIN_GRAPH_LAUNCH && k->index < o->ng &&
+                         (h = o->g[k->index].host_ns, 1));
+            if (known && h > idle_e) s->launch_gap_ns += gap;
+            else s->wait_ns += gap;
+        }
+        if (i == 0 || k->end > idle_e) idle_e = k->end;
         if (!s->gpu_kernels || k->start < s->gpu_first_ns) s->gpu_first_ns = k->start;
         if (k->end > s->gpu_last_ns) s->gpu_last_ns = k->end;
         s->gpu_kernels++;
@@ -363,9 +455,10 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             if (lat > s->lat_max_ns) s->lat_max_ns = lat;
         }
     }
-    if (counted) {
+    if (!counted) /* counted when added (tkp_model_add), as most steps are */
         for (size_t i = 0; i < o->nl; i++)
-            m->names[o->l[i].slot].launches++;
+            m->names[o->l[i].slot].launches--;
+    if (counted) {
         for (size_t i = 0; i < o->ng; i++) {
             const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
             for (uint32_t j = 0; g && j < g->n; j++)
@@ -379,6 +472,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
     o->next_spare = m->spare;
     m->spare = o;
     s->open = NULL;
+    if (m->fast == o) m->fast = NULL;
     return err;
 }
 
@@ -464,15 +558,14 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
 {
     uint32_t slot;
     uint64_t dur = r->gpu.end_ns - r->gpu.start_ns;
-    size_t i;
+    struct tkp_mstep *s;
     if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
     if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
         m->unjoined++;
         return step_counts(m, NULL) ? kernel_counted(m, slot, dur) : 0;
     }
-    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
-    struct tkp_mstep *s = &m->steps[i];
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
         s->gpu_kernels++;
@@ -501,29 +594,38 @@ static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_
     s->launches = r->step_rec.launches;
     s->graph_launches = r->step_rec.graph_launches;
     s->copies = r->step_rec.copies;
-    if (s->open) s->open->has_rec = 1;
+    if (s->open) s->open->has_rec = 1, m->hint_l = s->open->nl, m->hint_g = s->open->ng;
     if (s->end_ns > m->now_ns) m->now_ns = s->end_ns;
     return 0;
 }
 
-/* LAUNCH, GRAPH_LAUNCH, COPY, GPU_COPY and STEP: the records of a known step. */
+/* LAUNCH, any case (out of line: the fast path in tkp_model_add() needs no stack frame). */
+static __attribute__((noinline)) int add_launch(struct tkp_model *m, const struct tkp_record *r)
+{
+    struct tkp_mstep *s;
+    uint32_t slot;
+    int err = step_at(m, r, 0, &s);
+    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    struct tkp_mopen *o = s->open;
+    if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
+    if (!o) return 0; /* host records after their STEP record: malformed, ignored */
+    if (o->nl == o->capl && TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
+    o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+    m->names[slot].launches++;
+    if (s->tid) m->fast = o, m->fast_thread = s->thread, m->fast_seg = s->seg;
+    return 0;
+}
+
+/* GRAPH_LAUNCH, GPU_COPY and STEP: the other records of a known step. */
 static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
 {
-    size_t i;
-    int err = step_at(m, r->thread, r->tid, r->step, &i);
+    struct tkp_mstep *s;
+    int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
-    struct tkp_mstep *s = &m->steps[i];
     struct tkp_mopen *o = s->open;
-    uint32_t slot;
     switch (r->type) {
     case TKP_REC_STEP:
         return add_step(m, r, s);
-    case TKP_REC_LAUNCH:
-        if (name_slot(m, r->launch.name_id, r->launch.name, &slot)) return TKP_ERR_NOMEM;
-        if (!o) return 0; /* host records after their STEP record: malformed, ignored */
-        if (TKP_GROW(o->l, o->capl, o->nl + 1)) return TKP_ERR_NOMEM;
-        o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
-        return 0;
     case TKP_REC_GRAPH_LAUNCH:
         if (!o) return 0;
         if (TKP_GROW(o->g, o->capg, o->ng + 1)) return TKP_ERR_NOMEM;
@@ -538,10 +640,111 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
     }
 }
 
+/* Room for one more GEMM weight: the table kept at most half full. 0 or NOMEM. */
+static __attribute__((noinline)) int weights_grow(struct tkp_model *m)
+{
+    size_t cap = m->wcap ? m->wcap * 2 : 256;
+    struct tkp_mweight *w = calloc(cap, sizeof(*w));
+    if (!w) return TKP_ERR_NOMEM;
+    for (size_t i = 0; i < m->wcap; i++) {
+        if (!m->w[i].a) continue;
+        size_t j = mix(m->w[i].a) & (cap - 1);
+        while (w[j].a)
+            j = (j + 1) & (cap - 1);
+        w[j] = m->w[i];
+    }
+    free(m->w);
+    m->w = w;
+    m->wcap = cap;
+    return 0;
+}
+
+/* The vote of one executed GEMM (weights_grow() made room): whether its weight a_ptr (not 0) was
+ * seen with another m or n. */
+static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
+{
+    size_t j = mix(ptr) & (m->wcap - 1);
+    while (m->w[j].a && m->w[j].a != ptr)
+        j = (j + 1) & (m->wcap - 1);
+    struct tkp_mweight *w = &m->w[j];
+    if (!w->a) {
+        *w = (struct tkp_mweight){ptr, mm, n, 0, 0};
+        m->nw++;
+        return;
+    }
+    if (w->m != mm) w->mvar = 1;
+    if (w->n != n) w->nvar = 1;
+}
+
+static inline void gemm_add(struct tkp_mstep *s, uint64_t ns, uint64_t gm, uint64_t gn)
+{
+    if (gn > s->gemm_max_n) s->gemm_max_n = gn;
+    if (gm > s->gemm_max_m) s->gemm_max_m = gm;
+    if (ns >= s->gemm_last_ns) s->gemm_last_ns = ns, s->gemm_last_n = gn, s->gemm_last_m = gm;
+}
+
+/* add_lib_call() for any step and any state of the weights table. */
+static __attribute__((noinline)) int add_lib_call_slow(struct tkp_model *m,
+                                                       const struct tkp_record *r)
+{
+    struct tkp_mstep *s;
+    int err = step_at(m, r, 1, &s);
+    if (err < 0) return err;
+    if (!err) gemm_add(s, r->host_ns, r->lib_call.m, r->lib_call.n);
+    m->has_tokens = 1;
+    if (!r->lib_call.a_ptr) return 0;
+    if ((m->nw + 1) * 2 > m->wcap && weights_grow(m)) return TKP_ERR_NOMEM;
+    weight_vote(m, r->lib_call.a_ptr, r->lib_call.m, r->lib_call.n);
+    return 0;
+}
+
+/* LIB_CALL: an executed unbatched GEMM feeds its step's token figures (libcalls.h's rule) and the
+ * capture-wide vote on the token dimension. A call in the previous record's step with room in
+ * the weights table takes the path without a stack frame. */
+static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
+{
+    uint64_t gm = r->lib_call.m, gn = r->lib_call.n, ptr = r->lib_call.a_ptr;
+    struct tkp_mstep *s = m->last;
+    if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
+    if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
+        !r->lib_call.k)
+        return 0;
+    if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
+    if (!s || s->thread != r->thread || s->seg != r->step || (ptr && (m->nw + 1) * 2 > m->wcap))
+        return add_lib_call_slow(m, r);
+    gemm_add(s, r->host_ns, gm, gn);
+    m->has_tokens = 1;
+    if (ptr) weight_vote(m, ptr, gm, gn);
+    return 0;
+}
+
+static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r);
+
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
 {
-    if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
-    m->pid = r->pid; /* for the steps step_at() creates */
+    if (r->type == TKP_REC_LAUNCH) {
+        /* most records: a launch of the step of the previous launch (open, its tid known, not
+         * only LIB_CALL), of a known name, with room in the step's buffer, takes this path
+         * (add_launch() does the same for any launch and sets m->fast) */
+        struct tkp_mopen *o = m->fast;
+        uint64_t id = r->launch.name_id;
+        if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
+        if (o && m->fast_seg == r->step && m->fast_thread == r->thread && o->nl < o->capl &&
+            id < m->id2slot_cap && m->id2slot[id]) {
+            uint32_t slot = m->id2slot[id] - 1;
+            o->l[o->nl++] = (struct olaunch){r->host_ns, slot};
+            m->names[slot].launches++; /* taken back if the step is not counted (close_step) */
+            return 0;
+        }
+        return add_launch(m, r);
+    }
+    if (r->type == TKP_REC_LIB_CALL) return add_lib_call(m, r);
+    return add_other(m, r);
+}
+
+/* Every record but LAUNCH and LIB_CALL. */
+static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r)
+{
     if (tkp_record_has_time(r->type) && r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     switch (r->type) {
     case TKP_REC_CHUNK:
@@ -555,7 +758,6 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         if (f && f <= 600000) m->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
         return 0;
     }
-    case TKP_REC_LAUNCH:
     case TKP_REC_GRAPH_LAUNCH:
     case TKP_REC_STEP:
         return add_step_record(m, r);
@@ -594,8 +796,21 @@ int tkp_model_finish(struct tkp_model *m)
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     int err = sweep(m, 1);
     if (err) return err;
-    tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
-    m->last_step = 0; /* indices moved */
+    size_t w = 0;
+    for (size_t i = 0; i < m->nsteps; i++) { /* steps seen only through LIB_CALL are none */
+        if (!m->steps[i].lib_only) m->steps[w++] = m->steps[i];
+    }
+    m->nsteps = w;
+    size_t i = 1; /* created in order on one thread: mostly sorted already */
+    while (i < m->nsteps && cmp_step(&m->steps[i - 1], &m->steps[i]) < 0)
+        i++;
+    if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
+    m->last = NULL; /* steps moved */
+    size_t vm = 0, vn = 0;
+    for (size_t j = 0; j < m->wcap; j++)
+        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
+    m->token_dim_m = vm > vn;
+    m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];
         if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;
@@ -611,7 +826,6 @@ void tkp_model_free(struct tkp_model *m)
 {
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i];
-        free(s->class_ns);
         if (s->open) free(s->open->k), free(s->open->l), free(s->open->g), free(s->open);
     }
     for (size_t i = 0; i < m->nnames; i++)
@@ -627,7 +841,13 @@ void tkp_model_free(struct tkp_model *m)
         m->spare = o->next_spare;
         free(o->k), free(o->l), free(o->g), free(o);
     }
+    while (m->cblocks) {
+        struct tkp_mcblock *b = m->cblocks;
+        m->cblocks = b->next;
+        free(b);
+    }
     free(m->id2slot);
+    free(m->w);
     free(m->steps);
     free(m->names);
     free(m->cls);
@@ -637,6 +857,35 @@ void tkp_model_free(struct tkp_model *m)
     free(m->graphs);
     free(m->graph_hash);
     memset(m, 0, sizeof(*m));
+}
+
+const struct tkp_mstep *tkp_model_step(const struct tkp_model *m, uint32_t thread, uint64_t seg)
+{
+    if (m->finished) { /* sorted by (thread, seg) */
+        size_t lo = 0, hi = m->nsteps;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct tkp_mstep *s = &m->steps[mid];
+            if (s->thread == thread && s->seg == seg) return s;
+            if (s->thread < thread || (s->thread == thread && s->seg < seg)) lo = mid + 1;
+            else hi = mid;
+        }
+        return NULL;
+    }
+    if (thread >= m->nthreads) return NULL;
+    const struct tkp_mthread *t = &m->threads[thread];
+    return seg < t->cap && t->seg2step[seg] ? &m->steps[t->seg2step[seg] - 1] : NULL;
+}
+
+int tkp_model_launch_ns(const struct tkp_model *m, uint32_t thread, uint64_t seg, uint32_t join,
+                        uint32_t index, uint64_t *ns)
+{
+    const struct tkp_mstep *s = tkp_model_step(m, thread, seg);
+    const struct tkp_mopen *o = s ? s->open : NULL;
+    if (!o) return 0;
+    if (join == TKP_JOIN_LAUNCH && index < o->nl) return *ns = o->l[index].host_ns, 1;
+    if (join == TKP_JOIN_GRAPH_LAUNCH && index < o->ng) return *ns = o->g[index].host_ns, 1;
+    return 0;
 }
 
 int tkp_model_load(struct tkp_ctx *ctx, const char *path, struct tkp_model *m)

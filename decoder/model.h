@@ -83,8 +83,13 @@ struct tkp_mstep {
     uint64_t busy_ns;                   /* union of kernel intervals */
     uint64_t copy_ns;                   /* sum of GPU copy and memset durations */
     uint64_t lat_n, lat_sum_ns, lat_max_ns; /* launch -> GPU start, over kernels paired */
-    uint64_t *class_ns;                 /* kernel time per class id (model-owned) */
+    uint64_t *class_ns;                 /* kernel time per class id (model-owned, in blocks) */
     struct tkp_mopen *open;             /* NULL once closed */
+    /* Per-step extras, read through analysis.h (tkp_acc_step): the largest n and m of the step's
+     * executed unbatched GEMMs and those of its last one, and its GPU idle split. */
+    uint64_t gemm_max_n, gemm_max_m, gemm_last_n, gemm_last_m, gemm_last_ns;
+    uint64_t launch_gap_ns, wait_ns;
+    int lib_only; /* only LIB_CALL records so far: not a step of the table (dropped at finish) */
 };
 
 /* Durations of one kernel name or class. */
@@ -127,15 +132,24 @@ struct tkp_model {
     uint32_t *id2slot; /* slot + 1 by name id, for ids below TKP_MODEL_DIRECT_IDS */
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
-    size_t last_step; /* step_at's cache: index + 1 of the previous record's step */
-    uint32_t last_thread;
-    uint64_t last_seg;
+    struct tkp_mstep *last; /* step_at's cache: the previous record's step (NULL: none) */
+    struct tkp_mopen *fast; /* the launch fast path's step (open, tid known): its buffers, */
+    uint32_t fast_thread;   /* thread and segment; NULL when that step closes */
+    uint64_t fast_seg;
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
     size_t *graph_hash; /* index + 1 by graph id */
     size_t graph_hash_cap;
     uint64_t chunks;
     uint64_t pid; /* of the record being added */
+    size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
+    struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
+    uint64_t *cls_next;
+    size_t cls_left;
+    struct tkp_mweight *w; /* GEMM weights by a_ptr (open addressing): the token dimension vote */
+    size_t nw, wcap;
+    int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
+    int finished;
 };
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts);
@@ -144,6 +158,13 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);
 void tkp_model_free(struct tkp_model *m);
+
+/* The step (thread, seg), NULL when the model has none; during the pass or after finish. */
+const struct tkp_mstep *tkp_model_step(const struct tkp_model *m, uint32_t thread, uint64_t seg);
+/* While step (thread, seg) is open: the host time of its launch (join TKP_JOIN_LAUNCH) or graph
+ * launch (TKP_JOIN_GRAPH_LAUNCH) number `index`. 1 found, 0 not. */
+int tkp_model_launch_ns(const struct tkp_model *m, uint32_t thread, uint64_t seg, uint32_t join,
+                        uint32_t index, uint64_t *ns);
 
 /* Opens `path`, feeds every record, finishes, warns about a torn tail (tkp_cmd_warn_reader) and
  * closes the reader. Returns 0 or a tkp_err with ctx->why set. */

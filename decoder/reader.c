@@ -510,11 +510,25 @@ static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
     *resolved = name && mapped ? r->changes + 1 : 0;
 }
 
+/* The next batch of the open run, and whether every template it uses still has the name and
+ * tid it resolved to (no NAME or THREAD record can come in the middle of a run). */
+static void run_batch(struct tkp_reader *r)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    struct tkp_run *u = &b->run;
+    tkp_record_run_batch(b);
+    uint64_t now = r->changes + 1;
+    int ok = 1;
+    for (uint32_t i = 0; i < u->n; i++)
+        ok &= (u->bkind[i] ? b->ctmpl[u->btmpl[i]].resolved : b->ltmpl[u->btmpl[i]].resolved) == now;
+    u->resolved = ok;
+}
+
 static void run_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;
-    if (u->i == u->n) tkp_record_run_batch(b);
+    if (u->i == u->n) run_batch(r);
     uint32_t i = u->i++, id = u->btmpl[i];
     rec->offset = r->chunk_off;
     rec->pid = r->pid;
@@ -524,24 +538,20 @@ static void run_next(struct tkp_reader *r, struct tkp_record *rec)
         const struct tkp_launch_tmpl *t = &b->ltmpl[id];
         rec->type = TKP_REC_LAUNCH;
         rec->thread = t->thread;
+        rec->tid = t->tid;
         rec->launch = t->launch;
         rec->launch.call = u->bcall[i];
-        if (t->resolved == r->changes + 1) {
-            rec->tid = t->tid;
-            return;
-        }
+        if (u->resolved) return;
         rec->launch.name = name_get(r, rec->launch.name_id);
     } else {
         const struct tkp_lib_tmpl *t = &b->ctmpl[id];
         rec->type = TKP_REC_LIB_CALL;
         rec->thread = t->thread;
+        rec->tid = t->tid;
         rec->lib_call = t->lib;
         rec->lib_call.call = u->bcall[i];
         rec->lib_call.call_ns = u->bhost[i];
-        if (t->resolved == r->changes + 1) {
-            rec->tid = t->tid;
-            return;
-        }
+        if (u->resolved) return;
         rec->lib_call.op = name_get(r, rec->lib_call.op_id);
     }
     rec->tid = thread_get(r, rec->thread);

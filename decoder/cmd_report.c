@@ -140,8 +140,12 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
         tok += m->steps[i].kind == 0;
     fprintf(f, "%zu token steps; GPU records: %s", tok, gpu ? "yes" : "no (");
     if (!gpu) esc(f, why), fputs(")", f);
-    fprintf(f, "; verdict: <b>%s</b> (GPU idle %.1f%% of the steps' GPU span).</p>\n", an->verdict,
-            100.0 * an->idle_share);
+    if (gpu)
+        fprintf(f, "; verdict: <b>%s</b> (GPU idle %.1f%% of the steps' GPU span).</p>\n",
+                an->verdict, 100.0 * an->idle_share);
+    else /* no idle share to quote */
+        fprintf(f, "; verdict: <b>%s</b> (GPU-bound or host-bound needs GPU records).</p>\n",
+                an->verdict);
     if ((err = pre(f, "analysis", analysis_lines, m, an))) return err;
     if ((err = figures(f, m, gpu))) return err;
     fputs("<h2>Top kernels</h2>\n", f);
@@ -202,11 +206,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     mo.classes = cl;
     tkp_model_init(&m, &mo);
     if ((err = tkp_cmd_open(ctx, path, &r))) goto model;
-    if ((err = tkp_acc_new(&acc))) goto fail;
-    while (!err && tkp_reader_next(r, &rec) == 1) {
-        if (!(err = tkp_model_add(&m, &rec))) err = tkp_acc_add(acc, &rec);
-    }
-    if (!err && !(err = tkp_model_finish(&m))) err = tkp_acc_finish(acc);
+    if ((err = tkp_acc_bind(&m, &acc))) goto fail; /* the extras come from this model's steps */
+    while (!err && tkp_reader_next(r, &rec) == 1)
+        err = tkp_model_add(&m, &rec);
+    if (!err) err = tkp_model_finish(&m);
     if (!err) err = tkp_analysis_make(&m, acc, &an);
     if (err) goto fail;
     tkp_cmd_warn_reader(ctx, path, r);

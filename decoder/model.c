@@ -938,7 +938,7 @@ int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n)
             base = "CUPTI error";
             break;
         }
-    if (m->has_gpu_info && m->gpu_reason[0])
+    if (m->has_gpu_info && m->gpu_reason[0] && !strstr(base, m->gpu_reason)) /* not twice */
         snprintf(why, n, "%s: %s", base, m->gpu_reason);
     else
         snprintf(why, n, "%s", base);

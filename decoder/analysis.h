@@ -33,6 +33,9 @@
  * the smoothed values: host noise is heavy-tailed, and a MAD-based σ alone lets it split).
  * σ is robust: 1.4826·MAD of the first differences / √2, floored at 0.1% of the series median
  * (deterministic series have σ = 0). Segments shorter than TKP_CP_MIN_SEG are never split off.
+ * Once all splits are made, a change point whose final neighbouring segments (smoothed) differ by
+ * less than TKP_CP_MIN_REL is dropped, the weakest first; the levels reported either side are
+ * those segments' smoothed means.
  * Two series: the GPU busy time of the token steps (when the capture has GPU records) and their
  * host duration. Host duration moves with the machine's load (preemption, another process on
  * the cores) as much as with the program; GPU busy time does not. So with GPU records a host
@@ -131,7 +134,7 @@ int tkp_analysis_load(struct tkp_ctx *ctx, const char *path, const struct tkp_cl
 /* One change point of a series. */
 struct tkp_cp {
     size_t at;                   /* index of the first point after the change */
-    double before, after;        /* segment means (the segments either side) */
+    double before, after;        /* segment means, smoothed (the segments either side) */
 };
 
 /* Change points of v[0..n) (see above), in increasing order. Returns how many (<= max), or NOMEM. */

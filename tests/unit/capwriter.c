@@ -81,6 +81,18 @@ int capw_write_file(const struct capw *w, const char *path)
     return fclose(f) || n != w->len ? -1 : 0;
 }
 
+FILE *capw_tmpfile(const struct capw *w)
+{
+    FILE *f = tmpfile();
+    if (!f) return NULL;
+    if (fwrite(w->buf, 1, w->len, f) != w->len) {
+        fclose(f);
+        return NULL;
+    }
+    rewind(f);
+    return f;
+}
+
 msgpack_packer *capw_pk(struct capw *w)
 {
     return &w->pk;
@@ -172,6 +184,25 @@ static void timed(struct capw *w, uint32_t n, enum tkp_rec type, int64_t dt, uin
     u(w, step);
 }
 
+static void dims(struct capw *w, const uint32_t grid[3], const uint32_t block[3])
+{
+    for (int k = 0; k < 3; k++)
+        u(w, grid[k]);
+    for (int k = 0; k < 3; k++)
+        u(w, block[k]);
+}
+
+/* LAUNCH and TMPL: name, stream, via, grid, block, smem */
+static void launch_cfg(struct capw *w, uint64_t name, uint64_t stream, uint32_t via,
+                       const uint32_t grid[3], const uint32_t block[3], uint32_t smem)
+{
+    u(w, name);
+    u(w, stream);
+    u(w, via);
+    dims(w, grid, block);
+    u(w, smem);
+}
+
 void capw_name(struct capw *w, uint64_t id, const char *s)
 {
     head(w, 3, TKP_REC_NAME);
@@ -216,14 +247,7 @@ void capw_launch(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uin
                  uint32_t smem)
 {
     timed(w, 14, TKP_REC_LAUNCH, dt, thread, step);
-    u(w, name);
-    u(w, stream);
-    u(w, via);
-    for (int k = 0; k < 3; k++)
-        u(w, grid[k]);
-    for (int k = 0; k < 3; k++)
-        u(w, block[k]);
-    u(w, smem);
+    launch_cfg(w, name, stream, via, grid, block, smem);
 }
 
 void capw_graph_launch(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uint64_t graph,
@@ -331,4 +355,74 @@ void capw_marker(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uin
     timed(w, 6, TKP_REC_MARKER, dt, thread, step);
     u(w, kind);
     i(w, value);
+}
+
+/* ---- templates and runs ---- */
+
+void capw_tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t name, uint64_t stream,
+               uint32_t via, const uint32_t grid[3], const uint32_t block[3], uint32_t smem)
+{
+    head(w, 13, TKP_REC_TMPL);
+    u(w, id);
+    u(w, thread);
+    launch_cfg(w, name, stream, via, grid, block, smem);
+}
+
+void capw_launch_t(struct capw *w, int64_t dt, uint64_t step, uint32_t tmpl, int ntail,
+                   uint32_t call, uint32_t stack)
+{
+    head(w, 4 + (uint32_t)ntail, TKP_REC_LAUNCH_T);
+    i(w, dt);
+    u(w, step);
+    u(w, tmpl);
+    if (ntail > 0) u(w, call);
+    if (ntail > 1) u(w, stack);
+}
+
+void capw_lib_tmpl(struct capw *w, uint32_t id, uint32_t thread, const struct capw_lib *c)
+{
+    head(w, 19, TKP_REC_LIB_TMPL);
+    u(w, id);
+    u(w, thread);
+    u(w, c->lib);
+    u(w, c->op);
+    uint64_t shape[4] = {c->m, c->n, c->k, c->batch};
+    for (int k = 0; k < 4; k++)
+        u(w, shape[k]);
+    int32_t e[6] = {c->atype, c->btype, c->ctype, c->compute, c->transa, c->transb};
+    for (int k = 0; k < 6; k++)
+        i(w, e[k]);
+    u(w, c->stream);
+    u(w, c->a_ptr);
+    u(w, c->status);
+    u(w, c->flags);
+}
+
+void capw_lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, uint32_t tmpl,
+                     uint64_t host_ns)
+{
+    head(w, 6, TKP_REC_LIB_CALL_T);
+    i(w, dt);
+    u(w, step);
+    u(w, call);
+    u(w, tmpl);
+    u(w, host_ns);
+}
+
+void capw_run(struct capw *w, uint64_t step, uint64_t n, const uint8_t *const col[5],
+              const size_t len[5], int extra, int str_col)
+{
+    head(w, 8 + (uint32_t)extra, TKP_REC_RUN);
+    u(w, step);
+    u(w, n);
+    for (int k = 0; k < 5; k++) {
+        if (k == str_col) {
+            msgpack_pack_str_with_body(&w->pk, (const char *)col[k], len[k]);
+            continue;
+        }
+        msgpack_pack_bin(&w->pk, len[k]);
+        msgpack_pack_bin_body(&w->pk, col[k], len[k]);
+    }
+    for (int k = 0; k < extra; k++)
+        str(w, "x");
 }

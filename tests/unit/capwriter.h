@@ -6,6 +6,7 @@
 
 #include <msgpack.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct capw;
@@ -20,6 +21,8 @@ void capw_free(struct capw *w);
 void capw_bytes(struct capw *w, const void *p, size_t n);
 const uint8_t *capw_data(const struct capw *w, size_t *len);
 int capw_write_file(const struct capw *w, const char *path); /* 0 or -1 */
+/* The capture in a temporary file, rewound (deleted when closed). */
+FILE *capw_tmpfile(const struct capw *w);
 
 /* Starts a chunk: its payload begins with [0, seq, base_ns]. capw_chunk_open() starts one with
  * an empty payload (to test a missing CHUNK record). */
@@ -79,5 +82,27 @@ void capw_nvtx(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uint3
 void capw_loss(struct capw *w, uint32_t thread, uint64_t dropped_total);
 void capw_marker(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uint32_t kind,
                  int64_t value);
+
+/* Templates (version 2) and runs (version 3). */
+void capw_tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t name, uint64_t stream,
+               uint32_t via, const uint32_t grid[3], const uint32_t block[3], uint32_t smem);
+/* LAUNCH_T with ntail of its optional fields (0: none, 1: call, 2: call and stack). */
+void capw_launch_t(struct capw *w, int64_t dt, uint64_t step, uint32_t tmpl, int ntail,
+                   uint32_t call, uint32_t stack);
+struct capw_lib { /* the fields of a LIB_TMPL after tmpl and thread */
+    uint32_t lib;
+    uint64_t op, m, n, k, batch;
+    int32_t atype, btype, ctype, compute, transa, transb;
+    uint64_t stream, a_ptr;
+    uint32_t status, flags;
+};
+void capw_lib_tmpl(struct capw *w, uint32_t id, uint32_t thread, const struct capw_lib *c);
+void capw_lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, uint32_t tmpl,
+                     uint64_t host_ns);
+/* RUN [28, step, n, kinds, dts, tmpls, calls, host_ns] from the columns' bytes as they are,
+ * then `extra` elements (the string "x"); column `str_col` (0..4) written as a str instead of a
+ * bin, or -1. */
+void capw_run(struct capw *w, uint64_t step, uint64_t n, const uint8_t *const col[5],
+              const size_t len[5], int extra, int str_col);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capwriter.h"
+#include "capread.h"
 #include "err.h"
 #include "reader.h"
 
@@ -21,16 +21,8 @@ struct got { /* CHUNK, LAUNCH and LIB_CALL records */
 
 static void read_all(struct capw *w, struct got *g)
 {
-    size_t len;
-    const uint8_t *d = capw_data(w, &len);
-    FILE *f = tmpfile();
-    cr_assert(f);
-    cr_assert_eq(fwrite(d, 1, len, f), len);
-    rewind(f);
-    struct tkp_reader *r;
-    char why[256];
     memset(g, 0, sizeof(*g));
-    cr_assert_eq(tkp_reader_open_stream(f, &r, why, sizeof(why)), 0, "%s", why);
+    struct tkp_reader *r = capr_open(w);
     struct tkp_record rec;
     while ((g->end = tkp_reader_next(r, &rec)) == 1) {
         if (rec.type == TKP_REC_NAME || rec.type == TKP_REC_THREAD) continue; /* head() */
@@ -46,69 +38,21 @@ static void read_all(struct capw *w, struct got *g)
     tkp_reader_close(r);
 }
 
-/* [25, tmpl, thread, name, stream, via, gx, gy, gz, bx, by, bz, smem] */
 static void tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t name, uint64_t stream,
                  uint32_t gx)
 {
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 13);
-    msgpack_pack_int(pk, TKP_REC_TMPL);
-    msgpack_pack_uint32(pk, id);
-    msgpack_pack_uint32(pk, thread);
-    msgpack_pack_uint64(pk, name);
-    msgpack_pack_uint64(pk, stream);
-    msgpack_pack_uint32(pk, 1);
-    uint32_t dims[7] = {gx, 2, 3, 128, 1, 1, 4096};
-    for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, dims[i]);
+    const uint32_t grid[3] = {gx, 2, 3}, block[3] = {128, 1, 1};
+    capw_tmpl(w, id, thread, name, stream, 1, grid, block, 4096);
 }
 
-/* [13, dt, step, tmpl] [, call [, stack]] */
-static void launch_t(struct capw *w, int64_t dt, uint64_t step, uint32_t id, int ntail,
-                     uint32_t call, uint32_t stack)
-{
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 4 + ntail);
-    msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
-    msgpack_pack_int64(pk, dt);
-    msgpack_pack_uint64(pk, step);
-    msgpack_pack_uint32(pk, id);
-    if (ntail > 0) msgpack_pack_uint32(pk, call);
-    if (ntail > 1) msgpack_pack_uint32(pk, stack);
-}
+#define launch_t capw_launch_t
+#define lib_call_t capw_lib_call_t
 
-/* [27, tmpl, thread, lib, op, m, n, k, batch, atype, btype, ctype, compute, transa, transb,
- *  stream, a_ptr, status, flags] */
 static void lib_tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t op, uint64_t n)
 {
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 19);
-    msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
-    msgpack_pack_uint32(pk, id);
-    msgpack_pack_uint32(pk, thread);
-    msgpack_pack_uint32(pk, 2);
-    msgpack_pack_uint64(pk, op);
-    uint64_t shape[4] = {4096, n, 1024, 1};
-    for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, shape[i]);
-    int types[6] = {14, 14, 14, 68, 1, -1};
-    for (int i = 0; i < 6; i++) msgpack_pack_int(pk, types[i]);
-    msgpack_pack_uint64(pk, 0x7000);
-    msgpack_pack_uint64(pk, 0xdead0000ull);
-    msgpack_pack_uint32(pk, 0);
-    msgpack_pack_uint32(pk, 1);
-}
-
-/* [26, dt, step, call, tmpl, host_ns] */
-static void lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, uint32_t id,
-                       uint64_t host_ns)
-{
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 6);
-    msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
-    msgpack_pack_int64(pk, dt);
-    msgpack_pack_uint64(pk, step);
-    msgpack_pack_uint32(pk, call);
-    msgpack_pack_uint32(pk, id);
-    msgpack_pack_uint64(pk, host_ns);
+    const struct capw_lib c = {2, op, 4096, n, 1024, 1, 14, 14, 14, 68, 1, -1, 0x7000,
+                               0xdead0000ull, 0, 1};
+    capw_lib_tmpl(w, id, thread, &c);
 }
 
 static void head(struct capw *w)

@@ -409,9 +409,12 @@ static int column_fail(struct dec *d, const char *name, const uint8_t *p, const 
 {
     uint64_t v;
     for (uint32_t i = 0; i < n; i++)
-        if (!tkp_uvar(&p, end, &v))
+        if (!tkp_uvar(&p, end, &v)) { /* tkp_uvar leaves p at the varint's start */
+            const uint8_t *q = p;
+            while (q < end && *q & 0x80) q++;
             return fail(d, "record %u: column '%s' %s", i, name,
-                        p < end ? "has a varint above 64 bits" : "ends early");
+                        q < end ? "has a varint above 64 bits" : "ends early");
+        }
     return fail(d, "column '%s' has bytes after its %u values", name, n);
 }
 
@@ -436,7 +439,8 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
         if (tkp_mp_bin(d->c, &p[i], &len)) return bad_type(d, col[i], "a bin", TKP_MP_BIN);
         end[i] = p[i] + len;
     }
-    if (end[0] - p[0] != n) return fail(d, "kinds has %u bytes for %u records", len, n);
+    if (end[0] - p[0] != n)
+        return fail(d, "kinds has %u bytes for %u records", (uint32_t)(end[0] - p[0]), n);
     const uint8_t *kinds = p[0];
     uint64_t badkind = 0;
     uint32_t i = 0;

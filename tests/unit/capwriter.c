@@ -409,12 +409,13 @@ void capw_lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, u
     u(w, host_ns);
 }
 
-void capw_run(struct capw *w, uint64_t step, uint64_t n, const uint8_t *const col[5],
+void capw_run(struct capw *w, uint64_t step, uint64_t n, uint64_t call, const uint8_t *const col[5],
               const size_t len[5], int extra, int str_col)
 {
-    head(w, 8 + (uint32_t)extra, TKP_REC_RUN);
+    head(w, 9 + (uint32_t)extra, TKP_REC_RUN);
     u(w, step);
     u(w, n);
+    u(w, call);
     for (int k = 0; k < 5; k++) {
         if (k == str_col) {
             msgpack_pack_str_with_body(&w->pk, (const char *)col[k], len[k]);

@@ -99,10 +99,10 @@ struct capw_lib { /* the fields of a LIB_TMPL after tmpl and thread */
 void capw_lib_tmpl(struct capw *w, uint32_t id, uint32_t thread, const struct capw_lib *c);
 void capw_lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, uint32_t tmpl,
                      uint64_t host_ns);
-/* RUN [28, step, n, kinds, dts, tmpls, calls, host_ns] from the columns' bytes as they are,
+/* RUN [28, step, n, call, kinds, dts, tmpls, calls, host_ns] from the columns' bytes as they are,
  * then `extra` elements (the string "x"); column `str_col` (0..4) written as a str instead of a
  * bin, or -1. */
-void capw_run(struct capw *w, uint64_t step, uint64_t n, const uint8_t *const col[5],
+void capw_run(struct capw *w, uint64_t step, uint64_t n, uint64_t call, const uint8_t *const col[5],
               const size_t len[5], int extra, int str_col);
 
 #endif

@@ -71,7 +71,8 @@ static uint64_t zz(int64_t v)
 struct run {
     uint64_t step;
     uint32_t n;
-    int64_t call; /* the last library call's id in the run, 0 before the first */
+    int64_t call0; /* the RUN's `call`: the base of its calls column */
+    int64_t call;  /* the last library call's id in the run, call0 before the first */
     struct col c[5]; /* kinds, dts, tmpls, calls, host_ns */
 };
 
@@ -101,28 +102,31 @@ static void run_lib(struct run *u, int64_t dt, uint32_t id, uint32_t call, uint6
     u->n++;
 }
 
-/* RUN of the columns c, with `extra` elements after them and column str_col a str (or -1). */
-static void pack_run_ex(struct capw *w, uint64_t step, uint64_t n, const struct col c[5],
-                        int extra, int str_col)
+/* RUN of base call id `call` and the columns c, with `extra` elements after them and column
+ * str_col a str (or -1). */
+static void pack_run_ex(struct capw *w, uint64_t step, uint64_t n, uint64_t call,
+                        const struct col c[5], int extra, int str_col)
 {
     const uint8_t *p[5];
     size_t len[5];
     for (int i = 0; i < 5; i++) p[i] = c[i].p, len[i] = c[i].n;
-    capw_run(w, step, n, p, len, extra, str_col);
+    capw_run(w, step, n, call, p, len, extra, str_col);
 }
 
 static void pack_run(struct capw *w, uint64_t step, uint64_t n, const struct col c[5])
 {
-    pack_run_ex(w, step, n, c, 0, -1);
+    pack_run_ex(w, step, n, 0, c, 0, -1);
 }
 
-/* Emits the run (if it holds any record) and empties it for the next one, of step `step`. */
+/* Emits the run (if it holds any record) and empties it for the next one, of step `step`. The
+ * next run's base call id is this one's last library call (as the shim's writer's base is near
+ * its calls), so that runs after the first have bases other than 0. */
 static void run_end(struct capw *w, struct run *u, uint64_t next_step)
 {
-    if (u->n) pack_run(w, u->step, u->n, u->c);
+    if (u->n) pack_run_ex(w, u->step, u->n, (uint64_t)u->call0, u->c, 0, -1);
     for (int i = 0; i < 5; i++) u->c[i].n = 0;
     u->n = 0;
-    u->call = 0;
+    u->call0 = u->call;
     u->step = next_step;
 }
 
@@ -403,8 +407,8 @@ Test(runs, extra_elements_after_host_ns_are_skipped)
     lib_tmpl(w, 0, 3, 6, 8);
     run_launch(&u, 1, 0, 1);
     run_lib(&u, 1, 0, 1, 9);
-    pack_run_ex(w, u.step, u.n, u.c, 3, -1); /* elements of a later writer */
-    pack_run_ex(w, u.step, u.n, u.c, 8, -1); /* 16 elements: an array16 header */
+    pack_run_ex(w, u.step, u.n, 0, u.c, 3, -1); /* elements of a later writer */
+    pack_run_ex(w, u.step, u.n, 0, u.c, 8, -1); /* 16 elements: an array16 header */
     capw_marker(w, 1, 3, 2, 1, 5);
     capw_chunk_end(w);
     read_all(w, &g);
@@ -563,26 +567,24 @@ Test(runs, the_columns_the_bad_cases_change_are_good)
     capw_free(w);
 }
 
-/* Reasons that name the wrong thing. Both fail until decoder/record.c is fixed:
- * BUG 1 (run_open): "kinds has %u bytes" prints `len`, the length of the last column read
- *   (host_ns), not of kinds: "kinds has 0 bytes for 2 records" for a 3-byte kinds column.
- * BUG 2 (column_fail): tkp_uvar() leaves the cursor at the start of the varint it could not
- *   read, so a column that ends inside a varint is reported as "has a varint above 64 bits"
- *   instead of "ends early". */
+/* Reasons that once named the wrong thing (decoder/record.c):
+ * "kinds has %u bytes" printed the length of the last column read (host_ns), not of kinds;
+ * a column that ends inside a varint was reported as "has a varint above 64 bits" (tkp_uvar()
+ *   leaves the cursor at the varint's start) instead of "ends early". */
 static const struct bad_case bug_cases[] = {
-    {"BUG 1: kinds longer", 2, {B("\0\0\0"), B("\4\4"), B("\0\0"), B("\0\0"), B("")},
+    {"kinds longer", 2, {B("\0\0\0"), B("\4\4"), B("\0\0"), B("\0\0"), B("")},
      "kinds has 3 bytes for 2 records"},
-    {"BUG 2: dts ends inside a varint", 2,
+    {"dts ends inside a varint", 2,
      {B("\0\1"), B("\4\x80"), B("\0\0"), B("\0\0"), B("\5")},
      "record 1: column 'dts' ends early"},
 };
 
-Test(runs, BUG_1_kinds_length_in_the_reason)
+Test(runs, the_reason_gives_the_length_of_kinds)
 {
     bad_chunks(&bug_cases[0], 1);
 }
 
-Test(runs, BUG_2_a_column_ending_inside_a_varint_ends_early)
+Test(runs, a_column_ending_inside_a_varint_ends_early)
 {
     bad_chunks(&bug_cases[1], 1);
 }
@@ -593,7 +595,7 @@ Test(runs, a_column_that_is_not_a_bin)
         static const char *const name[5] = {"kinds", "dts", "tmpls", "calls", "host_ns"};
         static const struct col c[5] = {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0"), B("\5")};
         struct capw *w = good_first_chunk();
-        pack_run_ex(w, 1, 2, c, 0, k);
+        pack_run_ex(w, 1, 2, 0, c, 0, k);
         char want[64];
         snprintf(want, sizeof(want), "field '%s': expected a bin", name[k]);
         expect_bad_second_chunk(w, name[k], want);

@@ -191,9 +191,16 @@ elif case == "off":
     print("ok")
 
 elif case == "chunks":
-    # long enough that a 1 ms flush period makes many chunks however fast the machine is
-    cap = capture("--style", "hf", steps=120, TOKPROF_STACKS="sample:3", TOKPROF_FLUSH_MS=1)
-    recs = dump(cap, "--raw")
+    # Chunks come from the writer's 1 ms flush period, so their number depends on how long the
+    # program runs and how often the writer thread gets a core: 1000 steps make ~200 here, and
+    # a run that still made fewer than 5 (a starved writer) is repeated 4x longer.
+    for steps in (1000, 4000, 16000):
+        for f in glob.glob(os.path.join(work, "*.tokprof")):
+            os.unlink(f)
+        cap = capture("--style", "hf", steps=steps, TOKPROF_STACKS="sample:3", TOKPROF_FLUSH_MS=1)
+        recs = dump(cap, "--raw")
+        if sum(r["type"] == "chunk" for r in recs) >= 5:
+            break
     chunks, stacks, mods, used = 0, {}, [], 0
     for r in recs:
         if r["type"] == "chunk":

@@ -175,6 +175,9 @@ int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n);
 
 /* Percentile p (0..1) of a distribution: exact count rank, bucket midpoint (<= 1% error). */
 uint64_t tkp_dist_pct(const struct tkp_dist *d, double p);
+/* The histogram bucket of a duration: floor(ln ns / ln 1.02) + 1 (0 for 0, at most
+ * TKP_HIST_BUCKETS - 1), from a table instead of a log() per kernel. */
+uint32_t tkp_hist_bucket(uint64_t ns);
 /* Nearest-rank percentile of n sorted values (0 when n == 0). */
 uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p);
 /* Sorts n values in place (ascending). */

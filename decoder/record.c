@@ -581,23 +581,49 @@ static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8
 
 /* ---- columns (FORMAT.md, "Columns") ---- */
 
-/* The values of column [p, ...) of n varints (whole) against field f's limits: the prefix sums
- * of its zigzag deltas. */
-static int cols_values(const struct gpu_field *f, const uint8_t *p, uint32_t n)
+/* Whether the n values of a column of varints (whole, len bytes) are all within field f's
+ * limits: the prefix sums of its zigzag deltas. When every varint after the first is one byte
+ * (a field that moves by less than 64 from record to record: most do) they are read as bytes. */
+#define COLS_SUMS(next, ok)                                                                        \
+    do {                                                                                           \
+        for (uint32_t i = 0; i < m; i++) {                                                         \
+            v += (uint64_t)tkp_unzigzag(next);                                                     \
+            bad |= !(ok);                                                                          \
+        }                                                                                          \
+    } while (0)
+static int cols_values_ok(const struct gpu_field *f, const uint8_t *p, uint32_t len, uint32_t n)
 {
-    uint64_t v = 0, bad = 0;
-    if (f->kind == GF_U32)
-        for (uint32_t i = 0; i < n; i++) {
-            v += (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p));
-            bad |= v >> 32;
+    const uint8_t *end = p + len;
+    uint64_t v = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p)), bad = !gpu_value_ok(f->kind, v);
+    uint32_t m = n - 1; /* the values after the first */
+    int small = end - p == m;
+    if (small && !bad) {
+        /* one-byte deltas (|d| <= 64): the values lie within [v - down, v + up], sums that do
+         * not depend on each other (vectorised); only when those bounds are out are the values
+         * summed one by one */
+        uint32_t up = 0, down = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            uint32_t x = p[i];
+            up += x & 1 ? 0 : x >> 1;
+            down += x & 1 ? (x + 1) >> 1 : 0;
         }
-    else /* GF_THREAD */
-        for (uint32_t i = 0; i < n; i++) {
-            v += (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p));
-            bad |= (v >= TKP_THREADS_MAX) & (v != TKP_GPU_THREAD_NONE);
-        }
-    return bad ? 1 : 0;
+        if (f->kind == GF_U32 ? v >= down && v + up <= UINT32_MAX
+                              : (v >= down && v + up < TKP_THREADS_MAX) || (!up && !down))
+            return 1;
+    }
+    if (f->kind == GF_U32) {
+        if (small)
+            COLS_SUMS(p[i], v <= UINT32_MAX);
+        else
+            COLS_SUMS(tkp_uvar_ok(&p), v <= UINT32_MAX);
+    } else if (small) { /* GF_THREAD */
+        COLS_SUMS(p[i], gpu_value_ok(GF_THREAD, v));
+    } else {
+        COLS_SUMS(tkp_uvar_ok(&p), gpu_value_ok(GF_THREAD, v));
+    }
+    return !bad;
 }
+#undef COLS_SUMS
 
 /* COLS: [type, n, nfields, col_1 .. col_nfields], every column read to its end and every value
  * with a limit checked here, so that delivering its records needs no check. */
@@ -620,17 +646,19 @@ static int cols_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf 
         return fail(d, "%u columns, nfields says %u", d->nelem - 3, nf);
     const struct gpu_field *f = gpu_fields(type);
     const uint8_t *col[TKP_COLS_FIELDS];
+    uint32_t lens[TKP_COLS_FIELDS];
+    char cname[48]; /* a column's name, for a reason */
+#define CNAME(k) (snprintf(cname, sizeof cname, "%u (%s)", (k) + 1, (k) < known ? f[k].name : "extra"), cname)
     for (uint32_t k = 0; k < nf; k++) {
         const uint8_t *p;
         uint32_t len;
-        char cname[48];
-        snprintf(cname, sizeof cname, "%u (%s)", k + 1, k < known ? f[k].name : "extra");
-        if (tkp_mp_bin(d->c, &p, &len)) return bad_type(d, cname, "a bin", TKP_MP_BIN);
-        if (!tkp_varints_ok(p, p + len, n)) return column_fail(d, cname, p, p + len, n);
+        if (tkp_mp_bin(d->c, &p, &len)) return bad_type(d, CNAME(k), "a bin", TKP_MP_BIN);
+        if (!tkp_varints_ok(p, p + len, n)) return column_fail(d, CNAME(k), p, p + len, n);
         if (k >= known) continue;
         col[k] = p;
+        lens[k] = len;
         if (f[k].kind != GF_U32 && f[k].kind != GF_THREAD) continue; /* every 64-bit value is one */
-        if (!cols_values(&f[k], p, n)) continue;
+        if (cols_values_ok(&f[k], p, len, n)) continue;
         uint64_t v = 0; /* the first value out: the reason, as for a record of its own */
         for (uint32_t i = 0;; i++) {
             v += (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p));
@@ -641,9 +669,10 @@ static int cols_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf 
             }
         }
     }
+#undef CNAME
     d->used = nf;
     r->type = TKP_REC_COLS;
-    tkp_cols_begin(&b->cols, (uint32_t)type, n, col);
+    tkp_cols_begin(&b->cols, (uint32_t)type, n, col, lens);
     return 0;
 }
 

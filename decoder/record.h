@@ -67,6 +67,8 @@ struct tkp_cols {
     uint32_t i, n;     /* the batch: the next record to deliver, and how many it holds */
     uint32_t type;     /* enum tkp_rec: GPU_KERNEL or GPU_COPY */
     uint32_t nf;       /* fields decoded: the type's */
+    uint32_t small;    /* bit k: column k's varints after the first are one byte each */
+    int first;         /* the next batch is the first */
     uint64_t prev[TKP_COLS_FIELDS];
     const uint8_t *col[TKP_COLS_FIELDS];
     uint64_t bv[TKP_RUN_BATCH][TKP_COLS_FIELDS]; /* by record: its fields in payload order */
@@ -246,8 +248,10 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b);
 /* The fields of a type a COLS may hold (GPU_KERNEL, GPU_COPY): how many a record has at least,
  * 0 for any other type. */
 unsigned tkp_cols_fields(uint64_t type);
-/* Opens b->cols on n records of type with the columns of its known fields at col[]. */
-void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t *const *col);
+/* Opens b->cols on n records of type with the columns of its known fields at col[], len[]
+ * bytes long. */
+void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t *const *col,
+                    const uint32_t *len);
 
 /* "LAUNCH", "GRAPH", ... or NULL for an unknown type. */
 const char *tkp_record_type_name(uint64_t type);

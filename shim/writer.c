@@ -696,10 +696,23 @@ msgpack_packer *tkp_writer_packer(void)
     return &W.pk;
 }
 
+/* GPU kernel names are strings CUPTI owns, the same few again and again: a string at an
+ * address seen before is compared with the name it had (a strcmp, not a hash of it and a
+ * table probe) before name_id() is asked. */
 uint32_t tkp_writer_name(const char *s)
 {
+    static struct {
+        const char *p;
+        uint32_t id;
+    } seen[64];
     chunk_begin();
-    return name_id(s);
+    __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
+    if (c->p == s && c->id < W.nnames && !strcmp(W.name_str[c->id], s) &&
+        W.name_gen[c->id] == W.seq + 1)
+        return c->id; /* defined in this chunk already */
+    uint32_t id = name_id(s);
+    if (id < W.nnames && !strcmp(W.name_str[id], s)) c->p = s, c->id = id;
+    return id;
 }
 
 /* ---- metadata, losses, chunks ---------------------------------------------------------------- */

@@ -360,6 +360,7 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
         first = 0;
     }
     r->buf.run.left = r->buf.run.n = 0; /* a RUN checked here is opened again when delivered */
+    r->buf.cols.left = r->buf.cols.n = 0; /* and a COLS */
     if (first) return stop(r, TKP_ERR_RECORD, "empty payload");
     return 0;
 }
@@ -557,15 +558,40 @@ static void run_next(struct tkp_reader *r, struct tkp_record *rec)
     rec->tid = thread_get(r, rec->thread);
 }
 
+/* ---- columns (FORMAT.md "Columns") ----
+ * A COLS's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
+ * resolves them. */
+static void cols_next(struct tkp_reader *r, struct tkp_record *rec)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    struct tkp_cols *u = &b->cols;
+    if (u->i == u->n) tkp_record_cols_batch(b);
+    tkp_gpu_store(rec, u->type, u->bv[u->i++]);
+    rec->offset = r->chunk_off;
+    rec->pid = r->pid;
+    rec->host_ns = 0;
+    rec->gpu.name = u->type == TKP_REC_GPU_COPY
+                        ? (rec->gpu.kind == TKP_COPY_MEMSET ? "memset" : "memcpy")
+                        : name_get(r, rec->gpu.name_id);
+    rec->tid = rec->thread < r->threads_cap ? r->threads[rec->thread].os_tid : 0;
+}
+
 static int next_slow(struct tkp_reader *r, struct tkp_record *rec);
 
-/* The records of an open RUN first, without the frame of everything else (next_slow). */
+/* The records of an open RUN or COLS first, without the frame of everything else (next_slow). */
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
 {
-    if (__builtin_expect(!r->multi && !r->state && r->in_chunk && tkp_run_open(&r->buf.run), 1)) {
-        run_next(r, rec);
-        r->stats.records++;
-        return 1;
+    if (__builtin_expect(!r->multi && !r->state && r->in_chunk, 1)) {
+        if (__builtin_expect(tkp_run_open(&r->buf.run), 1)) {
+            run_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+        if (tkp_cols_open(&r->buf.cols)) {
+            cols_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
     }
     return next_slow(r, rec);
 }
@@ -582,6 +608,11 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
         }
         if (tkp_run_open(&r->buf.run)) { /* the records of a RUN (FORMAT.md "Runs") */
             run_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+        if (tkp_cols_open(&r->buf.cols)) { /* and of a COLS (FORMAT.md "Columns") */
+            cols_next(r, rec);
             r->stats.records++;
             return 1;
         }
@@ -603,7 +634,7 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
             resolve_tmpl(r, rec->type);
             continue;
         }
-        if (k == TKP_DECODE_RUN) continue; /* delivered above */
+        if (k == TKP_DECODE_RUN || k == TKP_DECODE_COLS) continue; /* delivered above */
         apply(r, rec);
         r->stats.records++;
         return 1;

@@ -15,6 +15,8 @@ struct dec {
     const char *rec; /* record type name, for messages */
     char *why;
     size_t whylen;
+    uint32_t nelem; /* elements after the type */
+    uint32_t used;  /* of them, read past the type's minimum (COLS: its columns) */
 };
 
 static int fail(struct dec *d, const char *fmt, ...)
@@ -216,6 +218,7 @@ static const char *const type_names[] = {
     [TKP_REC_LIB_CALL_T] = "LIB_CALL_T",
     [TKP_REC_LIB_TMPL] = "LIB_TMPL",
     [TKP_REC_RUN] = "RUN",
+    [TKP_REC_COLS] = "COLS",
 };
 
 const char *tkp_record_type_name(uint64_t type)
@@ -233,7 +236,7 @@ static const uint8_t min_fields[] = {
     [TKP_REC_LIB_CALL] = 21,    [TKP_REC_STACK] = 2,       [TKP_REC_MODULE] = 5,
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
     [TKP_REC_LAUNCH_T] = 3,     [TKP_REC_TMPL] = 12,       [TKP_REC_LIB_CALL_T] = 5,
-    [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 8,
+    [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 8,         [TKP_REC_COLS] = 3,
 };
 
 /* GPU records: graph and node are -1 when the work was not a graph node */
@@ -257,6 +260,59 @@ static int strf(struct dec *d, const char *field, char *dst, size_t cap)
     return 0;
 }
 
+/* ---- GPU_KERNEL and GPU_COPY: integer fields, from msgpack or from COLS columns ----
+ * Both sources give each field as a 64-bit value; the checks below are the only ones. */
+enum gpu_kind {
+    GF_U64,    /* any unsigned 64-bit value */
+    GF_U32,    /* below 2^32 */
+    GF_THREAD, /* below TKP_THREADS_MAX, or TKP_GPU_THREAD_NONE */
+    GF_ID,     /* graph, node: unsigned 64-bit, or -1 (TKP_GRAPH_UNKNOWN, all bits set) */
+};
+struct gpu_field {
+    const char *name;
+    uint8_t kind;
+};
+static const struct gpu_field kernel_fields[17] = {
+    {"start_ns", GF_U64}, {"end_ns", GF_U64},  {"name", GF_U64},  {"stream", GF_U32},
+    {"correlation", GF_U32}, {"thread", GF_THREAD}, {"step", GF_U64}, {"join", GF_U32},
+    {"index", GF_U32},    {"graph", GF_ID},    {"node", GF_ID},   {"grid", GF_U32},
+    {"grid", GF_U32},     {"grid", GF_U32},    {"block", GF_U32}, {"block", GF_U32},
+    {"block", GF_U32},
+};
+static const struct gpu_field copy_fields[13] = {
+    {"start_ns", GF_U64},    {"end_ns", GF_U64}, {"kind", GF_U32},       {"dir", GF_U32},
+    {"bytes", GF_U64},       {"stream", GF_U32}, {"correlation", GF_U32}, {"thread", GF_THREAD},
+    {"step", GF_U64},        {"join", GF_U32},   {"index", GF_U32},      {"graph", GF_ID},
+    {"node", GF_ID},
+};
+_Static_assert(sizeof(kernel_fields) / sizeof(*kernel_fields) == TKP_COLS_FIELDS, "COLS fields");
+
+unsigned tkp_cols_fields(uint64_t type)
+{
+    return type == TKP_REC_GPU_KERNEL ? 17 : type == TKP_REC_GPU_COPY ? 13 : 0;
+}
+
+static const struct gpu_field *gpu_fields(uint64_t type)
+{
+    return type == TKP_REC_GPU_KERNEL ? kernel_fields : copy_fields;
+}
+
+static inline int gpu_value_ok(unsigned kind, uint64_t v)
+{
+    if (kind == GF_U32) return v <= UINT32_MAX;
+    if (kind == GF_THREAD) return v < TKP_THREADS_MAX || v == TKP_GPU_THREAD_NONE;
+    return 1;
+}
+
+/* The reason value v of field f is refused (gpu_value_ok said it is); `at` prefixes it. */
+static int gpu_value_fail(struct dec *d, const char *at, const struct gpu_field *f, uint64_t v)
+{
+    if (v > UINT32_MAX)
+        return fail(d, "%sfield '%s': %llu does not fit 32 bits", at, f->name,
+                    (unsigned long long)v);
+    return fail(d, "%sthread index %u above the limit %u", at, (unsigned)v, TKP_THREADS_MAX - 1);
+}
+
 static int gpu_rec(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     if (r->type == TKP_REC_GPU_INFO) {
@@ -275,20 +331,15 @@ static int gpu_rec(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b
                u64f(d, "filtered", &x->gpu_info.filtered) ||
                u64f(d, "buffer_bytes_peak", &x->gpu_info.buffer_bytes_peak);
     }
-    int kernel = r->type == TKP_REC_GPU_KERNEL;
-    if (u64f(d, "start_ns", &r->gpu.start_ns) || u64f(d, "end_ns", &r->gpu.end_ns)) return 1;
-    if (kernel ? u64f(d, "name", &r->gpu.name_id)
-               : u32f(d, "kind", &r->gpu.kind) || u32f(d, "dir", &r->gpu.dir) ||
-                     u64f(d, "bytes", &r->gpu.bytes))
-        return 1;
-    if (u32f(d, "stream", &r->gpu.stream) || u32f(d, "correlation", &r->gpu.correlation) ||
-        u32f(d, "thread", &r->thread) || u64f(d, "step", &r->step) ||
-        u32f(d, "join", &r->gpu.join) || u32f(d, "index", &r->gpu.index) ||
-        idf(d, "graph", &r->gpu.graph) || idf(d, "node", &r->gpu.node))
-        return 1;
-    if (r->thread != TKP_GPU_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
-        return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
-    return kernel && (dim3(d, "grid", r->gpu.grid) || dim3(d, "block", r->gpu.block));
+    const struct gpu_field *f = gpu_fields(r->type);
+    unsigned nf = tkp_cols_fields(r->type);
+    uint64_t v[TKP_COLS_FIELDS];
+    for (unsigned i = 0; i < nf; i++) {
+        if (f[i].kind == GF_ID ? idf(d, f[i].name, &v[i]) : u64f(d, f[i].name, &v[i])) return 1;
+        if (!gpu_value_ok(f[i].kind, v[i])) return gpu_value_fail(d, "", &f[i], v[i]);
+    }
+    tkp_gpu_store(r, r->type, v);
+    return 0;
 }
 
 /* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
@@ -528,6 +579,103 @@ static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8
     return 0;
 }
 
+/* ---- columns (FORMAT.md, "Columns") ---- */
+
+/* Whether the n values of a column of varints (whole, len bytes) are all within field f's
+ * limits: the prefix sums of its zigzag deltas. When every varint after the first is one byte
+ * (a field that moves by less than 64 from record to record: most do) they are read as bytes. */
+#define COLS_SUMS(next, ok)                                                                        \
+    do {                                                                                           \
+        for (uint32_t i = 0; i < m; i++) {                                                         \
+            v += (uint64_t)tkp_unzigzag(next);                                                     \
+            bad |= !(ok);                                                                          \
+        }                                                                                          \
+    } while (0)
+static int cols_values_ok(const struct gpu_field *f, const uint8_t *p, uint32_t len, uint32_t n)
+{
+    const uint8_t *end = p + len;
+    uint64_t v = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p)), bad = !gpu_value_ok(f->kind, v);
+    uint32_t m = n - 1; /* the values after the first */
+    int small = end - p == m;
+    if (small && !bad) {
+        /* one-byte deltas (|d| <= 64): the values lie within [v - down, v + up], sums that do
+         * not depend on each other (vectorised); only when those bounds are out are the values
+         * summed one by one */
+        uint32_t up = 0, down = 0;
+        for (uint32_t i = 0; i < m; i++) {
+            uint32_t x = p[i];
+            up += x & 1 ? 0 : x >> 1;
+            down += x & 1 ? (x + 1) >> 1 : 0;
+        }
+        if (f->kind == GF_U32 ? v >= down && v + up <= UINT32_MAX
+                              : (v >= down && v + up < TKP_THREADS_MAX) || (!up && !down))
+            return 1;
+    }
+    if (f->kind == GF_U32) {
+        if (small)
+            COLS_SUMS(p[i], v <= UINT32_MAX);
+        else
+            COLS_SUMS(tkp_uvar_ok(&p), v <= UINT32_MAX);
+    } else if (small) { /* GF_THREAD */
+        COLS_SUMS(p[i], gpu_value_ok(GF_THREAD, v));
+    } else {
+        COLS_SUMS(tkp_uvar_ok(&p), gpu_value_ok(GF_THREAD, v));
+    }
+    return !bad;
+}
+#undef COLS_SUMS
+
+/* COLS: [type, n, nfields, col_1 .. col_nfields], every column read to its end and every value
+ * with a limit checked here, so that delivering its records needs no check. */
+static int cols_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    uint64_t type;
+    uint32_t n, nf;
+    if (u64f(d, "type", &type) || u32f(d, "n", &n) || u32f(d, "nfields", &nf))
+        return TKP_ERR_RECORD;
+    unsigned known = tkp_cols_fields(type);
+    const char *tname = tkp_record_type_name(type);
+    if (!known)
+        return fail(d, "records of type %llu%s%s%s, only GPU_KERNEL and GPU_COPY may be columns",
+                    (unsigned long long)type, tname ? " (" : "", tname ? tname : "",
+                    tname ? ")" : "");
+    if (nf < known) return fail(d, "%u fields for %s, expected at least %u", nf, tname, known);
+    if (n == 0 || n > TKP_COLS_MAX)
+        return fail(d, "%u records, expected 1 to %u", n, TKP_COLS_MAX);
+    if (d->nelem - 3 < nf)
+        return fail(d, "%u columns, nfields says %u", d->nelem - 3, nf);
+    const struct gpu_field *f = gpu_fields(type);
+    const uint8_t *col[TKP_COLS_FIELDS];
+    uint32_t lens[TKP_COLS_FIELDS];
+    char cname[48]; /* a column's name, for a reason */
+#define CNAME(k) (snprintf(cname, sizeof cname, "%u (%s)", (k) + 1, (k) < known ? f[k].name : "extra"), cname)
+    for (uint32_t k = 0; k < nf; k++) {
+        const uint8_t *p;
+        uint32_t len;
+        if (tkp_mp_bin(d->c, &p, &len)) return bad_type(d, CNAME(k), "a bin", TKP_MP_BIN);
+        if (!tkp_varints_ok(p, p + len, n)) return column_fail(d, CNAME(k), p, p + len, n);
+        if (k >= known) continue;
+        col[k] = p;
+        lens[k] = len;
+        if (f[k].kind != GF_U32 && f[k].kind != GF_THREAD) continue; /* every 64-bit value is one */
+        if (cols_values_ok(&f[k], p, len, n)) continue;
+        uint64_t v = 0; /* the first value out: the reason, as for a record of its own */
+        for (uint32_t i = 0;; i++) {
+            v += (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p));
+            if (!gpu_value_ok(f[k].kind, v)) {
+                char at[32];
+                snprintf(at, sizeof at, "record %u: ", i);
+                return gpu_value_fail(d, at, &f[k], v);
+            }
+        }
+    }
+#undef CNAME
+    d->used = nf;
+    r->type = TKP_REC_COLS;
+    tkp_cols_begin(&b->cols, (uint32_t)type, n, col, lens);
+    return 0;
+}
+
 /* STACK: [id, [pc, ...]] */
 static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
@@ -634,6 +782,8 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
         return tmpl_use(d, r, b);
     case TKP_REC_RUN:
         return run_open(d, r, b);
+    case TKP_REC_COLS:
+        return cols_open(d, r, b);
     }
     return TKP_ERR_RECORD;
 }
@@ -641,7 +791,7 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
                       size_t whylen)
 {
-    struct dec d = {c, "?", why, whylen};
+    struct dec d = {c, "?", why, whylen, 0, 0};
     uint32_t n;
     uint64_t type;
     const uint8_t *start = c->p;
@@ -662,9 +812,10 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     memset(r, 0, sizeof(*r));
     r->type = (enum tkp_rec)type;
     b->dt = 0;
+    d.nelem = n - 1;
     int err = body(&d, r, b);
     if (err) return err < 0 ? err : TKP_ERR_RECORD;
-    n -= 1 + min_fields[type];
+    n -= 1 + min_fields[type] + d.used;
     /* LAUNCH's optional trailing `call` (inside a library call, else 0) and `stack` (a sampled
      * call stack); anything else there is an extra field of a later writer, skipped */
     if (n && r->type == TKP_REC_LAUNCH && tkp_mp_peek(c) == TKP_MP_UINT) {
@@ -678,6 +829,7 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
     if (type == TKP_REC_RUN) return TKP_DECODE_RUN;
+    if (type == TKP_REC_COLS) return TKP_DECODE_COLS;
     return type == TKP_REC_TMPL || type == TKP_REC_LIB_TMPL ? TKP_DECODE_DEFINED : 1;
 }
 

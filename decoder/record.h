@@ -58,6 +58,67 @@ static inline int tkp_run_open(const struct tkp_run *u)
     return u->i < u->n || u->left;
 }
 
+/* A COLS being delivered (FORMAT.md "Columns"): cursors into the columns of the fields the
+ * reader knows (extra columns are not read), which its first pass has checked whole, each
+ * field's last value, and the batch decoded from them last: bv[field][record]. */
+#define TKP_COLS_FIELDS 17 /* GPU_KERNEL's; GPU_COPY has 13 */
+struct tkp_cols {
+    uint32_t left;     /* records not yet decoded into the batch */
+    uint32_t i, n;     /* the batch: the next record to deliver, and how many it holds */
+    uint32_t type;     /* enum tkp_rec: GPU_KERNEL or GPU_COPY */
+    uint32_t nf;       /* fields decoded: the type's */
+    uint32_t small;    /* bit k: column k's varints after the first are one byte each */
+    int first;         /* the next batch is the first */
+    uint64_t prev[TKP_COLS_FIELDS];
+    const uint8_t *col[TKP_COLS_FIELDS];
+    uint64_t bv[TKP_RUN_BATCH][TKP_COLS_FIELDS]; /* by record: its fields in payload order */
+};
+static inline int tkp_cols_open(const struct tkp_cols *u)
+{
+    return u->i < u->n || u->left;
+}
+
+/* r's type and fields become those of the GPU_KERNEL or GPU_COPY whose fields after the type
+ * are v[] (in payload order, checked): the one place that knows where each goes, for records
+ * read from msgpack and from COLS alike. The rest of r is left as it was. */
+static inline void tkp_gpu_store(struct tkp_record *r, uint64_t type, const uint64_t *v)
+{
+    r->type = (enum tkp_rec)type;
+    r->gpu.start_ns = v[0];
+    r->gpu.end_ns = v[1];
+    if (type == TKP_REC_GPU_KERNEL) {
+        r->gpu.name_id = v[2];
+        r->gpu.stream = (uint32_t)v[3];
+        r->gpu.correlation = (uint32_t)v[4];
+        r->thread = (uint32_t)v[5];
+        r->step = v[6];
+        r->gpu.join = (uint32_t)v[7];
+        r->gpu.index = (uint32_t)v[8];
+        r->gpu.graph = v[9];
+        r->gpu.node = v[10];
+        for (int i = 0; i < 3; i++) {
+            r->gpu.grid[i] = (uint32_t)v[11 + i];
+            r->gpu.block[i] = (uint32_t)v[14 + i];
+        }
+        r->gpu.kind = r->gpu.dir = 0;
+        r->gpu.bytes = 0;
+        return;
+    }
+    r->gpu.name_id = 0;
+    r->gpu.kind = (uint32_t)v[2];
+    r->gpu.dir = (uint32_t)v[3];
+    r->gpu.bytes = v[4];
+    r->gpu.stream = (uint32_t)v[5];
+    r->gpu.correlation = (uint32_t)v[6];
+    r->thread = (uint32_t)v[7];
+    r->step = v[8];
+    r->gpu.join = (uint32_t)v[9];
+    r->gpu.index = (uint32_t)v[10];
+    r->gpu.graph = v[11];
+    r->gpu.node = v[12];
+    for (int i = 0; i < 3; i++) r->gpu.grid[i] = r->gpu.block[i] = 0;
+}
+
 /* LEB128 (FORMAT.md "Runs"): at most 10 bytes and 64 bits. Returns 1 with *pp moved past the
  * value, or 0 when the column ends first or the value is longer. */
 static inline int tkp_uvar(const uint8_t **pp, const uint8_t *end, uint64_t *v)
@@ -161,6 +222,7 @@ struct tkp_decode_buf {
     struct tkp_lib_tmpl *ctmpl;
     uint32_t ctmpl_cap;
     struct tkp_run run;
+    struct tkp_cols cols;
     uint32_t tmpl_id; /* the template a TKP_DECODE_DEFINED record defined */
     uint64_t tmpl_ok[2][2]; /* launch / library-call ids below 128 checked defined in chunk... */
     uint32_t tmpl_ok_gen;   /* ... gen (a RUN's check) */
@@ -175,10 +237,21 @@ struct tkp_decode_buf {
 /* ... or 3 for a RUN: checked whole and opened in b->run, whose records tkp_record_run_next()
  * (record_fast.h) delivers one by one. */
 #define TKP_DECODE_RUN 3
+/* ... or 4 for a COLS: checked whole and opened in b->cols, whose records the reader delivers
+ * from the batches tkp_record_cols_batch() (record_fast.h) decodes. */
+#define TKP_DECODE_COLS 4
 int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
                       size_t whylen);
 
 void tkp_decode_buf_free(struct tkp_decode_buf *b);
+
+/* The fields of a type a COLS may hold (GPU_KERNEL, GPU_COPY): how many a record has at least,
+ * 0 for any other type. */
+unsigned tkp_cols_fields(uint64_t type);
+/* Opens b->cols on n records of type with the columns of its known fields at col[], len[]
+ * bytes long. */
+void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t *const *col,
+                    const uint32_t *len);
 
 /* "LAUNCH", "GRAPH", ... or NULL for an unknown type. */
 const char *tkp_record_type_name(uint64_t type);

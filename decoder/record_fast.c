@@ -264,11 +264,38 @@ static int run_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
     return TKP_DECODE_RUN;
 }
 
+/* A COLS's header, in the reader's second pass (checked whole by the first, as a RUN). */
+static int cols_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
+{
+    struct tkp_mp at = *c;
+    uint32_t n, len, k;
+    uint64_t type, nrec, nf;
+    const uint8_t *col[TKP_COLS_FIELDS], *p;
+    uint32_t lens[TKP_COLS_FIELDS];
+    if (tkp_mp_array(&at, &n) || n < 4 || tkp_mp_u64(&at, &type) || type != TKP_REC_COLS ||
+        tkp_mp_u64(&at, &type) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_COLS_MAX ||
+        tkp_mp_u64(&at, &nf))
+        return 0;
+    unsigned known = tkp_cols_fields(type);
+    if (!known || nf < known || nf > n - 4) return 0;
+    for (k = 0; k < nf; k++) {
+        if (tkp_mp_bin(&at, &p, &len)) return 0;
+        if (k < known) col[k] = p, lens[k] = len;
+    }
+    for (k = 4 + (uint32_t)nf; k < n; k++) /* elements after the columns */
+        if (tkp_mp_skip(&at)) return 0;
+    tkp_cols_begin(&b->cols, (uint32_t)type, (uint32_t)nrec, col, lens);
+    *c = at;
+    return TKP_DECODE_COLS;
+}
+
 int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     if (tmpl_fast(&c->p, c->end, r, b)) return 1;
-    if (tkp_mp_left(c) > 1 && c->p[1] == TKP_REC_RUN && (c->p[0] & 0xf0) == 0x90)
+    if (tkp_mp_left(c) > 1 && (c->p[0] & 0xf0) == 0x90 && c->p[1] == TKP_REC_RUN)
         return run_begin(c, b);
+    /* a COLS of GPU_KERNEL (21 elements) or GPU_COPY (17): an array16 */
+    if (tkp_mp_left(c) > 3 && c->p[0] == 0xdc && c->p[3] == TKP_REC_COLS) return cols_begin(c, b);
     const uint8_t *p = c->p, *end = c->end;
     uint32_t n, h;
     if (end - p < 4) return 0;
@@ -654,6 +681,61 @@ void tkp_record_run_batch(struct tkp_decode_buf *b)
     else
         run_batch(u, n, 0);
     u->left -= n;
+    u->i = 0;
+    u->n = n;
+}
+
+/* ---- columns ---- */
+
+void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t *const *col,
+                    const uint32_t *len)
+{
+    u->type = type;
+    u->nf = tkp_cols_fields(type);
+    u->left = n;
+    u->i = u->n = 0;
+    u->small = 0;
+    u->first = 1;
+    for (uint32_t k = 0; k < u->nf; k++) {
+        const uint8_t *q = col[k];
+        tkp_uvar_ok(&q);
+        u->col[k] = col[k];
+        u->prev[k] = 0;
+        u->small |= (uint32_t)(len[k] - (uint32_t)(q - col[k]) == n - 1) << k;
+    }
+}
+
+/* Column k's next n values into the batch: the running sum of its zigzag deltas; `small`: the
+ * column's varints after the first are one byte (a field that moves by less than 64). */
+INLINE void cols_column(struct tkp_cols *u, uint32_t k, uint32_t n, int small)
+{
+    const uint8_t *p = u->col[k];
+    uint64_t v = u->prev[k];
+    uint32_t i = 0;
+    if (u->first) {
+        v += (uint64_t)tkp_unzigzag(tkp_uvar_ok(&p));
+        u->bv[i++][k] = v;
+    }
+    for (; i < n; i++) {
+        v += (uint64_t)tkp_unzigzag(small ? *p++ : tkp_uvar_ok(&p));
+        u->bv[i][k] = v;
+    }
+    u->col[k] = p;
+    u->prev[k] = v;
+}
+
+void tkp_record_cols_batch(struct tkp_decode_buf *b)
+{
+    struct tkp_cols *u = &b->cols;
+    uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
+    for (uint32_t k = 0; k < u->nf; k++) {
+        if (u->small >> k & 1)
+            cols_column(u, k, n, 1);
+        else
+            cols_column(u, k, n, 0);
+    }
+    u->left -= n;
+    u->first = 0;
     u->i = 0;
     u->n = n;
 }

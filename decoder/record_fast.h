@@ -30,4 +30,8 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b);
  * was checked whole when it was opened. */
 void tkp_record_run_batch(struct tkp_decode_buf *b);
 
+/* Decodes the next batch of the COLS open in b->cols (b->cols.left > 0) into b->cols.bv. The
+ * COLS was checked whole when it was opened. */
+void tkp_record_cols_batch(struct tkp_decode_buf *b);
+
 #endif

@@ -95,6 +95,15 @@ static struct {
     int info_sent;
 } G = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
 
+/* The open COLS (writer-private; "columns", below). */
+#define COLS_FIELDS 17
+static struct {
+    int type; /* of the open COLS */
+    uint32_t n, nf;
+    uint64_t prev[COLS_FIELDS];
+    struct tkp_col c[COLS_FIELDS];
+} K;
+
 struct gbuf {
     struct gbuf *next;
     size_t valid;
@@ -431,6 +440,8 @@ void tkp_cupti_after_fork(void)
     /* CUPTI does not follow a fork: the child keeps tier 1 only, and says so. */
     atomic_store(&G.active, 0);
     atomic_store(&G.done_list, NULL);
+    K.n = 0; /* a COLS the parent's writer was filling */
+    for (int k = 0; k < COLS_FIELDS; k++) K.c[k].n = 0;
     G.info_sent = 0;
     if (G.loaded) {
         G.status = TKP_GPU_ERROR;
@@ -564,30 +575,94 @@ static int keep(uint32_t corr)
     return 1;
 }
 
-static void pack_join_fields(msgpack_packer *pk, uint32_t corr, uint64_t graph_node)
+/* thread, step, join, index, graph, node of a GPU record: v[0..5] */
+static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
 {
     const struct corr *c = corr_find(corr);
-    msgpack_pack_uint32(pk, corr);
     if (c) {
-        msgpack_pack_uint32(pk, c->thread);
-        msgpack_pack_uint32(pk, c->step);
-        msgpack_pack_uint32(pk, c->join_idx >> 28);
-        msgpack_pack_uint32(pk, c->join_idx & 0x0fffffffu);
+        v[0] = c->thread;
+        v[1] = c->step;
+        v[2] = c->join_idx >> 28;
+        v[3] = c->join_idx & 0x0fffffffu;
     } else {
         G.unjoined++;
-        msgpack_pack_uint32(pk, TKP_GPU_THREAD_NONE);
-        msgpack_pack_uint32(pk, 0);
-        msgpack_pack_uint32(pk, TKP_JOIN_NONE);
-        msgpack_pack_uint32(pk, 0);
+        v[0] = TKP_GPU_THREAD_NONE;
+        v[1] = 0;
+        v[2] = TKP_JOIN_NONE;
+        v[3] = 0;
     }
     uint32_t g;
     uint64_t n;
     if (graph_node && node_lookup(graph_node, &g, &n)) {
-        msgpack_pack_uint32(pk, g);
-        msgpack_pack_uint64(pk, n);
+        v[4] = g;
+        v[5] = n;
     } else {
-        msgpack_pack_int(pk, -1);
-        msgpack_pack_int(pk, -1);
+        v[4] = v[5] = UINT64_MAX; /* -1 */
+    }
+}
+
+/* ---- columns (FORMAT.md, "Columns") ----
+ * The GPU records of one writer cycle are written as COLS records: each field a column of
+ * zigzag deltas against the same field of the record before, so that start and end times take
+ * two bytes, the join and the dimensions (which repeat kernel after kernel) one. A COLS holds
+ * records of one type; a record of the other type ends it, and so does the end of
+ * tkp_cupti_encode, so GPU records keep their order and no COLS spans two chunks. NAME records
+ * of kernel names are written as the records are added, before the COLS that uses them. */
+/* (K, the open COLS, is declared with G above.) */
+
+static void cols_flush(void)
+{
+    if (!K.n) return;
+    msgpack_packer *pk = tkp_writer_packer();
+    msgpack_pack_array(pk, 4 + K.nf);
+    msgpack_pack_int(pk, TKP_REC_COLS);
+    msgpack_pack_int(pk, K.type);
+    msgpack_pack_uint32(pk, K.n);
+    msgpack_pack_uint32(pk, K.nf);
+    for (uint32_t k = 0; k < K.nf; k++) {
+        msgpack_pack_bin(pk, K.c[k].n);
+        msgpack_pack_bin_body(pk, K.c[k].p, K.c[k].n);
+        K.c[k].n = 0;
+    }
+    K.n = 0;
+}
+
+/* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
+ * caller writes it as a record of its own). */
+static int cols_add(int type, const uint64_t *v, uint32_t nf)
+{
+    if (K.n && (K.type != type || K.n == TKP_COLS_MAX)) cols_flush();
+    for (uint32_t k = 0; k < nf; k++)
+        if (tkp_col_room(&K.c[k])) {
+            cols_flush();
+            return 0;
+        }
+    if (!K.n) {
+        K.type = type;
+        K.nf = nf;
+        memset(K.prev, 0, sizeof K.prev);
+    }
+    for (uint32_t k = 0; k < nf; k++) {
+        tkp_col_put(&K.c[k], tkp_zigzag((int64_t)(v[k] - K.prev[k])));
+        K.prev[k] = v[k];
+    }
+    K.n++;
+    return 1;
+}
+
+/* The record as msgpack, after the open COLS (out of memory for columns). */
+static void pack_plain(int type, const uint64_t *v, uint32_t nf)
+{
+    cols_flush();
+    msgpack_packer *pk = tkp_writer_packer();
+    msgpack_pack_array(pk, 1 + nf);
+    msgpack_pack_int(pk, type);
+    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
+    for (uint32_t k = 0; k < nf; k++) {
+        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
+            msgpack_pack_int(pk, -1);
+        else
+            msgpack_pack_uint64(pk, v[k]);
     }
 }
 
@@ -617,20 +692,20 @@ static void encode_record(const CUpti_Activity *a)
     }
     if (!keep(corr)) return;
     G.records++;
+    uint64_t v[COLS_FIELDS];
+    v[0] = start;
+    v[1] = end;
     if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY || a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
         int set = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
         const CUpti_ActivityMemcpy6 *m = (const void *)a;
         const CUpti_ActivityMemset4 *s = (const void *)a;
-        msgpack_packer *pk = tkp_writer_packer();
-        msgpack_pack_array(pk, 14);
-        msgpack_pack_int(pk, TKP_REC_GPU_COPY);
-        msgpack_pack_uint64(pk, start);
-        msgpack_pack_uint64(pk, end);
-        msgpack_pack_int(pk, set ? TKP_COPY_MEMSET : TKP_COPY_MEMCPY);
-        msgpack_pack_int(pk, set ? TKP_DIR_DEFAULT : dir_of(m->copyKind));
-        msgpack_pack_uint64(pk, set ? s->bytes : m->bytes);
-        msgpack_pack_uint32(pk, set ? s->streamId : m->streamId);
-        pack_join_fields(pk, corr, gnode);
+        v[2] = set ? TKP_COPY_MEMSET : TKP_COPY_MEMCPY;
+        v[3] = (uint64_t)(set ? TKP_DIR_DEFAULT : dir_of(m->copyKind));
+        v[4] = set ? s->bytes : m->bytes;
+        v[5] = set ? s->streamId : m->streamId;
+        v[6] = corr;
+        join_fields(v + 7, corr, gnode);
+        if (!cols_add(TKP_REC_GPU_COPY, v, 13)) pack_plain(TKP_REC_GPU_COPY, v, 13);
         return;
     }
     const char *name;
@@ -639,16 +714,12 @@ static void encode_record(const CUpti_Activity *a)
     memcpy(&name, p + 104, sizeof name);
     memcpy(&stream, p + 48, 4);
     memcpy(dims, p + 52, sizeof dims);
-    uint32_t nm = tkp_writer_name(name ? name : "?");
-    msgpack_packer *pk = tkp_writer_packer();
-    msgpack_pack_array(pk, 18);
-    msgpack_pack_int(pk, TKP_REC_GPU_KERNEL);
-    msgpack_pack_uint64(pk, start);
-    msgpack_pack_uint64(pk, end);
-    msgpack_pack_uint32(pk, nm);
-    msgpack_pack_uint32(pk, stream);
-    pack_join_fields(pk, corr, gnode);
-    for (int i = 0; i < 6; i++) msgpack_pack_uint32(pk, (uint32_t)dims[i]);
+    v[2] = tkp_writer_name(name ? name : "?");
+    v[3] = stream;
+    v[4] = corr;
+    join_fields(v + 5, corr, gnode);
+    for (int i = 0; i < 6; i++) v[11 + i] = (uint32_t)dims[i];
+    if (!cols_add(TKP_REC_GPU_KERNEL, v, 17)) pack_plain(TKP_REC_GPU_KERNEL, v, 17);
 }
 
 static void emit_info(int final)
@@ -688,5 +759,6 @@ void tkp_cupti_encode(struct tkp_gpu_batch *b, int final)
         atomic_fetch_sub(&G.buf_bytes, BUF_SIZE);
     }
     b->head = NULL;
+    cols_flush(); /* before any other record, and within this chunk */
     if (G.status != TKP_GPU_OFF || G.reason[0] || final) emit_info(final);
 }

@@ -54,11 +54,6 @@ struct tmap {
     uint32_t slot_cap;
 };
 
-/* One column of the open RUN: at most TKP_RUN_MAX varints of 10 bytes. */
-struct runcol {
-    uint8_t *p;
-    uint32_t n, cap;
-};
 enum { RUN_KIND, RUN_DT, RUN_TMPL, RUN_CALL, RUN_HOST, RUN_COLS };
 
 static struct {
@@ -90,7 +85,7 @@ static struct {
     /* launch and library-call templates (FORMAT.md, "Templates") */
     struct tmap launch_tm, lib_tm;
     /* the open RUN (FORMAT.md, "Runs"): launches and library calls of one step as columns */
-    struct runcol run[RUN_COLS]; /* kinds, dts, tmpls, calls, host_ns */
+    struct tkp_col run[RUN_COLS]; /* kinds, dts, tmpls, calls, host_ns */
     uint32_t run_n, run_step; /* records; their step */
     uint32_t run_call0, run_call; /* the base of the calls column (set: run_based), the last call */
     int run_based;
@@ -328,37 +323,16 @@ static void run_flush(void)
     W.run_n = 0;
 }
 
-static void col_put(struct runcol *c, uint64_t v)
-{
-    while (v >= 0x80) {
-        c->p[c->n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    c->p[c->n++] = (uint8_t)v;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
 /* Room for one more record in every column; 0 when memory ran out (the caller writes the
  * record on its own, as LAUNCH_T / LIB_CALL_T). */
 static int run_room(uint32_t step)
 {
     if (W.run_n && (step != W.run_step || W.run_n == TKP_RUN_MAX)) run_flush();
-    for (int c = 0; c < RUN_COLS; c++) {
-        struct runcol *col = &W.run[c];
-        if (col->cap - col->n >= 10) continue;
-        uint32_t cap = col->cap ? col->cap * 2 : 4096;
-        uint8_t *p = realloc(col->p, cap);
-        if (!p) {
+    for (int c = 0; c < RUN_COLS; c++)
+        if (tkp_col_room(&W.run[c])) {
             run_flush();
             return 0;
         }
-        col->p = p;
-        col->cap = cap;
-    }
     if (!W.run_n) {
         W.run_step = step;
         W.run_call0 = W.run_call = 0;
@@ -372,19 +346,19 @@ static int run_room(uint32_t step)
 static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
 {
     W.run[RUN_KIND].p[W.run[RUN_KIND].n++] = (uint8_t)lib;
-    col_put(&W.run[RUN_DT], zigzag(next_dt(stamp)));
-    col_put(&W.run[RUN_TMPL], tmpl);
+    tkp_col_put(&W.run[RUN_DT], tkp_zigzag(next_dt(stamp)));
+    tkp_col_put(&W.run[RUN_TMPL], tmpl);
     if (call && !W.run_based) { /* the first call id of the run: the column counts from it */
         W.run_call0 = W.run_call = call - 1;
         W.run_based = 1;
     }
-    uint64_t d = zigzag((int64_t)call - ((int64_t)W.run_call + 1));
+    uint64_t d = tkp_zigzag((int64_t)call - ((int64_t)W.run_call + 1));
     if (lib) {
-        col_put(&W.run[RUN_CALL], d);
-        col_put(&W.run[RUN_HOST], host_ns);
+        tkp_col_put(&W.run[RUN_CALL], d);
+        tkp_col_put(&W.run[RUN_HOST], host_ns);
         W.run_call = call;
     } else {
-        col_put(&W.run[RUN_CALL], call ? d + 1 : 0);
+        tkp_col_put(&W.run[RUN_CALL], call ? d + 1 : 0);
     }
     W.run_n++;
 }
@@ -722,10 +696,23 @@ msgpack_packer *tkp_writer_packer(void)
     return &W.pk;
 }
 
+/* GPU kernel names are strings CUPTI owns, the same few again and again: a string at an
+ * address seen before is compared with the name it had (a strcmp, not a hash of it and a
+ * table probe) before name_id() is asked. */
 uint32_t tkp_writer_name(const char *s)
 {
+    static struct {
+        const char *p;
+        uint32_t id;
+    } seen[64];
     chunk_begin();
-    return name_id(s);
+    __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
+    if (c->p == s && c->id < W.nnames && !strcmp(W.name_str[c->id], s) &&
+        W.name_gen[c->id] == W.seq + 1)
+        return c->id; /* defined in this chunk already */
+    uint32_t id = name_id(s);
+    if (id < W.nnames && !strcmp(W.name_str[id], s)) c->p = s, c->id = id;
+    return id;
 }
 
 /* ---- metadata, losses, chunks ---------------------------------------------------------------- */

@@ -27,6 +27,8 @@
 #define TKP_TMPL_MAX 65536u
 /* Records in one RUN: a writer starts another past it; readers refuse more. */
 #define TKP_RUN_MAX 65536u
+/* Records in one COLS: likewise. */
+#define TKP_COLS_MAX 65536u
 
 /* Record types: the first element of every msgpack array in a chunk. */
 enum tkp_rec {
@@ -60,6 +62,9 @@ enum tkp_rec {
                                    compute, transa, transb, stream, a_ptr, status, flags] */
     TKP_REC_RUN = 28,          /* [28, step, n, call, kinds, dts, tmpls, calls, host_ns]: n LAUNCH_T
                                    / LIB_CALL_T of one step as columns (bins of LEB128 varints) */
+    TKP_REC_COLS = 29,         /* [29, type, n, nfields, col_1 .. col_nfields]: n records of an
+                                   all-integer type (GPU_KERNEL, GPU_COPY) as columns of
+                                   zigzag deltas (bins of LEB128 varints) */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

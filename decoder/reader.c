@@ -511,26 +511,13 @@ static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
     *resolved = name && mapped ? r->changes + 1 : 0;
 }
 
-/* The next batch of the open run, and whether every template it uses still has the name and
- * tid it resolved to (no NAME or THREAD record can come in the middle of a run). */
-static void run_batch(struct tkp_reader *r)
-{
-    struct tkp_decode_buf *b = &r->buf;
-    struct tkp_run *u = &b->run;
-    tkp_record_run_batch(b);
-    uint64_t now = r->changes + 1;
-    int ok = 1;
-    for (uint32_t i = 0; i < u->n; i++)
-        ok &= (u->bkind[i] ? b->ctmpl[u->btmpl[i]].resolved : b->ltmpl[u->btmpl[i]].resolved) == now;
-    u->resolved = ok;
-}
-
 static void run_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;
-    if (u->i == u->n) run_batch(r);
+    if (u->i == u->n) tkp_record_run_batch(b);
     uint32_t i = u->i++, id = u->btmpl[i];
+    uint64_t now = r->changes + 1; /* a template resolved since no NAME/THREAD changed a meaning */
     rec->offset = r->chunk_off;
     rec->pid = r->pid;
     rec->step = u->step;
@@ -542,7 +529,7 @@ static void run_next(struct tkp_reader *r, struct tkp_record *rec)
         rec->tid = t->tid;
         rec->launch = t->launch;
         rec->launch.call = u->bcall[i];
-        if (u->resolved) return;
+        if (t->resolved == now) return;
         rec->launch.name = name_get(r, rec->launch.name_id);
     } else {
         const struct tkp_lib_tmpl *t = &b->ctmpl[id];
@@ -552,7 +539,7 @@ static void run_next(struct tkp_reader *r, struct tkp_record *rec)
         rec->lib_call = t->lib;
         rec->lib_call.call = u->bcall[i];
         rec->lib_call.call_ns = u->bhost[i];
-        if (u->resolved) return;
+        if (t->resolved == now) return;
         rec->lib_call.op = name_get(r, rec->lib_call.op_id);
     }
     rec->tid = thread_get(r, rec->thread);

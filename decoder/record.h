@@ -33,7 +33,6 @@ struct tkp_run {
     uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
     uint32_t call; /* the last library call's id, the base of the calls column */
     int small;     /* every template id and call step one byte */
-    int resolved;  /* the reader's: the batch's templates have their name and tid */
     uint64_t step;
     const uint8_t *kind, *dt, *tmpl, *calls, *host;
     uint8_t bkind[TKP_RUN_BATCH];

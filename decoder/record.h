@@ -82,40 +82,29 @@ static inline int tkp_cols_open(const struct tkp_cols *u)
  * read from msgpack and from COLS alike. The rest of r is left as it was. */
 static inline void tkp_gpu_store(struct tkp_record *r, uint64_t type, const uint64_t *v)
 {
+    int kernel = type == TKP_REC_GPU_KERNEL;
+    /* kernels: name, then the shared fields; copies: kind, dir, bytes, then the same */
+    const uint64_t *t = v + (kernel ? 3 : 5); /* stream, correlation, thread, step, join, index,
+                                                 graph, node */
     r->type = (enum tkp_rec)type;
     r->gpu.start_ns = v[0];
     r->gpu.end_ns = v[1];
-    if (type == TKP_REC_GPU_KERNEL) {
-        r->gpu.name_id = v[2];
-        r->gpu.stream = (uint32_t)v[3];
-        r->gpu.correlation = (uint32_t)v[4];
-        r->thread = (uint32_t)v[5];
-        r->step = v[6];
-        r->gpu.join = (uint32_t)v[7];
-        r->gpu.index = (uint32_t)v[8];
-        r->gpu.graph = v[9];
-        r->gpu.node = v[10];
-        for (int i = 0; i < 3; i++) {
-            r->gpu.grid[i] = (uint32_t)v[11 + i];
-            r->gpu.block[i] = (uint32_t)v[14 + i];
-        }
-        r->gpu.kind = r->gpu.dir = 0;
-        r->gpu.bytes = 0;
-        return;
+    r->gpu.name_id = kernel ? v[2] : 0;
+    r->gpu.kind = kernel ? 0 : (uint32_t)v[2];
+    r->gpu.dir = kernel ? 0 : (uint32_t)v[3];
+    r->gpu.bytes = kernel ? 0 : v[4];
+    r->gpu.stream = (uint32_t)t[0];
+    r->gpu.correlation = (uint32_t)t[1];
+    r->thread = (uint32_t)t[2];
+    r->step = t[3];
+    r->gpu.join = (uint32_t)t[4];
+    r->gpu.index = (uint32_t)t[5];
+    r->gpu.graph = t[6];
+    r->gpu.node = t[7];
+    for (int i = 0; i < 3; i++) { /* kernels: gx, gy, gz, bx, by, bz after node */
+        r->gpu.grid[i] = kernel ? (uint32_t)t[8 + i] : 0;
+        r->gpu.block[i] = kernel ? (uint32_t)t[11 + i] : 0;
     }
-    r->gpu.name_id = 0;
-    r->gpu.kind = (uint32_t)v[2];
-    r->gpu.dir = (uint32_t)v[3];
-    r->gpu.bytes = v[4];
-    r->gpu.stream = (uint32_t)v[5];
-    r->gpu.correlation = (uint32_t)v[6];
-    r->thread = (uint32_t)v[7];
-    r->step = v[8];
-    r->gpu.join = (uint32_t)v[9];
-    r->gpu.index = (uint32_t)v[10];
-    r->gpu.graph = v[11];
-    r->gpu.node = v[12];
-    for (int i = 0; i < 3; i++) r->gpu.grid[i] = r->gpu.block[i] = 0;
 }
 
 /* LEB128 (FORMAT.md "Runs"): at most 10 bytes and 64 bits. Returns 1 with *pp moved past the

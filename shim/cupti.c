@@ -21,6 +21,7 @@
  * Buffers CUPTI hands back are pushed on a lock-free list and walked by the writer thread, never
  * in CUPTI's thread. Their total is capped (TOKPROF_GPU_BUFFER_MB): past it the request callback
  * declines and CUPTI counts drops, which we record. */
+#include "col.h"
 #include "cupti.h"
 
 #include <cupti.h>

@@ -41,34 +41,4 @@ void tkp_cupti_encode(struct tkp_gpu_batch *b, int final);
 msgpack_packer *tkp_writer_packer(void); /* opens a chunk when none is open */
 uint32_t tkp_writer_name(const char *s);
 
-/* A column of LEB128 varints being filled (FORMAT.md "Runs", "Columns"): the writer's RUN
- * columns and cupti.c's COLS columns. */
-struct tkp_col {
-    uint8_t *p;
-    uint32_t n, cap;
-};
-/* Room for one more varint (10 bytes); -1 when memory ran out (the column is as it was). */
-static inline int tkp_col_room(struct tkp_col *c)
-{
-    if (c->cap - c->n >= 10) return 0;
-    uint32_t cap = c->cap ? c->cap * 2 : 4096;
-    uint8_t *p = realloc(c->p, cap);
-    if (!p) return -1;
-    c->p = p;
-    c->cap = cap;
-    return 0;
-}
-static inline void tkp_col_put(struct tkp_col *c, uint64_t v)
-{
-    while (v >= 0x80) {
-        c->p[c->n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    c->p[c->n++] = (uint8_t)v;
-}
-static inline uint64_t tkp_zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
 #endif

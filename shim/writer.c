@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "col.h"
 #include "cupti.h"
 #include "graph.h"
 #include "flight.h"

@@ -5,6 +5,7 @@
 #define TKP_COL_H
 
 #include <stdint.h>
+#include <msgpack.h>
 #include <stdlib.h>
 
 struct tkp_col {
@@ -21,6 +22,22 @@ static inline int tkp_col_room(struct tkp_col *c)
     c->p = p;
     c->cap = cap;
     return 0;
+}
+/* The same for each of n columns; -1 when memory ran out for one. */
+static inline int tkp_cols_room(struct tkp_col *c, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (tkp_col_room(&c[k])) return -1;
+    return 0;
+}
+/* n columns as msgpack bins, each emptied for the next record. */
+static inline void tkp_cols_pack(msgpack_packer *pk, struct tkp_col *c, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        msgpack_pack_bin(pk, c[k].n);
+        msgpack_pack_bin_body(pk, c[k].p, c[k].n);
+        c[k].n = 0;
+    }
 }
 static inline void tkp_col_put(struct tkp_col *c, uint64_t v)
 {

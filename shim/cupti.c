@@ -620,11 +620,7 @@ static void cols_flush(void)
     msgpack_pack_int(pk, K.type);
     msgpack_pack_uint32(pk, K.n);
     msgpack_pack_uint32(pk, K.nf);
-    for (uint32_t k = 0; k < K.nf; k++) {
-        msgpack_pack_bin(pk, K.c[k].n);
-        msgpack_pack_bin_body(pk, K.c[k].p, K.c[k].n);
-        K.c[k].n = 0;
-    }
+    tkp_cols_pack(pk, K.c, K.nf);
     K.n = 0;
 }
 
@@ -633,11 +629,10 @@ static void cols_flush(void)
 static int cols_add(int type, const uint64_t *v, uint32_t nf)
 {
     if (K.n && (K.type != type || K.n == TKP_COLS_MAX)) cols_flush();
-    for (uint32_t k = 0; k < nf; k++)
-        if (tkp_col_room(&K.c[k])) {
-            cols_flush();
-            return 0;
-        }
+    if (tkp_cols_room(K.c, nf)) {
+        cols_flush();
+        return 0;
+    }
     if (!K.n) {
         K.type = type;
         K.nf = nf;

@@ -316,11 +316,7 @@ static void run_flush(void)
     msgpack_pack_uint32(pk, W.run_step);
     msgpack_pack_uint32(pk, W.run_n);
     msgpack_pack_uint32(pk, W.run_call0);
-    for (int c = 0; c < RUN_COLS; c++) {
-        msgpack_pack_bin(pk, W.run[c].n);
-        msgpack_pack_bin_body(pk, W.run[c].p, W.run[c].n);
-        W.run[c].n = 0;
-    }
+    tkp_cols_pack(pk, W.run, RUN_COLS);
     W.run_n = 0;
 }
 
@@ -329,11 +325,10 @@ static void run_flush(void)
 static int run_room(uint32_t step)
 {
     if (W.run_n && (step != W.run_step || W.run_n == TKP_RUN_MAX)) run_flush();
-    for (int c = 0; c < RUN_COLS; c++)
-        if (tkp_col_room(&W.run[c])) {
-            run_flush();
-            return 0;
-        }
+    if (tkp_cols_room(W.run, RUN_COLS)) {
+        run_flush();
+        return 0;
+    }
     if (!W.run_n) {
         W.run_step = step;
         W.run_call0 = W.run_call = 0;

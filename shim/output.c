@@ -29,6 +29,7 @@ static struct {
     uint64_t last_chunk;    /* bytes of the last chunk: the rotation guess for the next */
     uint32_t fseq;          /* seq of the next chunk in the current file */
     int rotate;             /* the next put starts file index+1 */
+    int last;               /* the exit's chunk comes next: it starts no new file */
     int failed;
     char path[PATH_MAX];
 } O = {.fd = -1};
@@ -237,6 +238,7 @@ int tkp_out_open(void)
     O.failed = 0;
     O.fseq = 0;
     O.rotate = 0;
+    O.last = 0;
     O.last_chunk = 0;
     if (tkp_prod.flight) {
         /* Nothing is written until a trigger: check now that a snapshot could be, so that a
@@ -258,6 +260,11 @@ int tkp_out_open(void)
     return 0;
 }
 
+void tkp_out_last_chunk(void)
+{
+    O.last = 1;
+}
+
 uint32_t tkp_out_chunk_begin(uint32_t gseq, int *first)
 {
     *first = 0;
@@ -265,7 +272,8 @@ uint32_t tkp_out_chunk_begin(uint32_t gseq, int *first)
     if (tkp_prod.flight) return O.fseq = gseq + 1;
     /* Rotate before a file would pass the cap, guessing this chunk is as big as the last; a file
      * always holds at least one chunk besides its header. */
-    if (tkp_prod.max_bytes && O.fseq > 0 && O.bytes + O.last_chunk > tkp_prod.max_bytes) {
+    if (tkp_prod.max_bytes && O.fseq > 0 && O.bytes + O.last_chunk > tkp_prod.max_bytes &&
+        !O.last) {
         O.rotate = 1;
         O.fseq = 0;
     }

@@ -42,6 +42,10 @@ int tkp_out_open(void);
  * is the first chunk of a file (the writer then puts META in it). `gseq` is the writer's own
  * chunk counter, increasing over the process lifetime. */
 uint32_t tkp_out_chunk_begin(uint32_t gseq, int *first);
+/* The exit's last chunk comes next (its records and GPU_INFO): it goes into the current file,
+ * passing TOKPROF_MAX_MB by one small chunk, rather than starting a file that would hold little
+ * but META and, under TOKPROF_KEEP, push out one that holds the run. */
+void tkp_out_last_chunk(void);
 /* A finished chunk: `frame` is its zstd frame of `zn` bytes, `raw` the payload size, `t_begin`
  * and `t_end` when it was opened and closed. The bytes are copied or written before return.
  * Returns 0, or -1 when the capture had to stop (one warning line was printed, tkp_state is -1). */

@@ -991,6 +991,7 @@ void tkp_writer_stop(void)
     W.running = 0;
     int d = tkp_tls.depth;
     tkp_tls.depth = 1;
+    tkp_out_last_chunk();
     cycle(1);
     tkp_tls.depth = d;
     tkp_out_close();

@@ -171,6 +171,36 @@ def t_run_errors():
     one_line_error(p, 2, ["cannot use shim '/nonexistent/lib.so'"])
 
 
+def t_gpu_late():
+    """GPU records that come long after their step (a CUPTI that hands its buffers over only at
+    exit) count in their launch's step exactly as records that come on time: the same steps,
+    busy time, idle split and latency, and nothing reported late."""
+    views = (("steps", "--json"), ("summary", "--json"), ("kernels", "--json"))
+    out = {}
+    for kind in ("gpu_ontime", "gpu_late"):
+        d = os.path.join(A.tmp, kind)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "cap.tokprof")
+        subprocess.run([A.mkcapture, kind, path], check=True)
+        for v in views:
+            p = tokprof(*v, path)
+            check(p.returncode == 0, f"{kind}: {' '.join(v)} exit {p.returncode}: {p.stderr!r}")
+            check("arrived" not in p.stderr, f"{kind}: {' '.join(v)} warns: {p.stderr!r}")
+            out[kind, v] = p.stdout.replace(d, "DIR")
+    steps = json.loads(out["gpu_ontime", views[0]])
+    rows = steps["steps"] if isinstance(steps, dict) else steps
+    tokens = [s for s in rows if s.get("kind", "token") == "token"]
+    check(len(tokens) == 60, f"{len(tokens)} token steps, expected 60")
+    check(all(s.get("gpu_kernels") == 5 for s in tokens), "every step has its 5 GPU kernels")
+    for v in views:
+        if out["gpu_ontime", v] != out["gpu_late", v]:
+            import difflib
+            sys.stdout.writelines(difflib.unified_diff(
+                out["gpu_ontime", v].splitlines(True), out["gpu_late", v].splitlines(True),
+                "on time", "late"))
+            fail(f"{' '.join(v)}: late GPU records change the figures")
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()

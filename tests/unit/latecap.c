@@ -1,0 +1,108 @@
+/* Captures with GPU records on time and late (mkcapture gpu_ontime / gpu_late): the same host
+ * and GPU records, written once as the shim writes them when CUPTI hands buffers over on its
+ * period (a step's GPU records in the chunk after the step) and once as a CUPTI that hands them
+ * over only at exit (every GPU record in the last chunk, long after every step's watermark).
+ * A GPU record belongs to its launch's step however late it comes: the decoder's figures of the
+ * two must be identical (tests/unit/cli_test.py gpu_late). */
+#include "latecap.h"
+
+#include "tokprof/format.h"
+
+#define STEPS 60
+#define PERIOD_NS 100000000ull /* 100 ms a step: 6 s in all, three times the 2 s watermark */
+#define T0 1000000000ull
+
+static uint64_t step_t(unsigned s)
+{
+    return T0 + (uint64_t)s * PERIOD_NS;
+}
+
+static void gpu_info(struct capw *w)
+{
+    msgpack_packer *pk = capw_pk(w);
+    msgpack_pack_array(pk, 11);
+    msgpack_pack_uint64(pk, TKP_REC_GPU_INFO);
+    msgpack_pack_uint64(pk, 0); /* status: on */
+    msgpack_pack_str_with_body(pk, "always", 6);
+    msgpack_pack_str_with_body(pk, "", 0);
+    msgpack_pack_str_with_body(pk, "monotonic", 9);
+    for (int i = 0; i < 6; i++) msgpack_pack_uint64(pk, 0);
+}
+
+static void gpu_kernel(struct capw *w, uint64_t start, uint64_t end, uint64_t name,
+                       uint64_t corr, unsigned step, unsigned join, unsigned index, int node)
+{
+    msgpack_packer *pk = capw_pk(w);
+    msgpack_pack_array(pk, 18);
+    msgpack_pack_uint64(pk, TKP_REC_GPU_KERNEL);
+    msgpack_pack_uint64(pk, start);
+    msgpack_pack_uint64(pk, end);
+    msgpack_pack_uint64(pk, name);
+    msgpack_pack_uint64(pk, 13); /* CUPTI stream id */
+    msgpack_pack_uint64(pk, corr);
+    msgpack_pack_uint64(pk, 0); /* thread */
+    msgpack_pack_uint64(pk, step);
+    msgpack_pack_uint64(pk, join);
+    msgpack_pack_uint64(pk, index);
+    if (node < 0) {
+        msgpack_pack_int64(pk, -1);
+        msgpack_pack_int64(pk, -1);
+    } else {
+        msgpack_pack_uint64(pk, 7);
+        msgpack_pack_uint64(pk, (uint64_t)node);
+    }
+    const uint64_t dims[6] = {4, 1, 1, 128, 1, 1};
+    for (int i = 0; i < 6; i++) msgpack_pack_uint64(pk, dims[i]);
+}
+
+/* Step s's GPU work: three eager kernels (the second starts while the host still waits: a host
+ * wait gap; the third after its launch: a launch gap) and the two nodes of graph 7. */
+static void gpu_records(struct capw *w, unsigned s)
+{
+    uint64_t t = step_t(s);
+    gpu_kernel(w, t + 6000, t + 9000, 1, 10 * s + 1, s, TKP_JOIN_LAUNCH, 0, -1);
+    gpu_kernel(w, t + 9500, t + 12000, 2, 10 * s + 2, s, TKP_JOIN_LAUNCH, 1, -1);
+    gpu_kernel(w, t + 40000, t + 41000 + 100 * s, 3, 10 * s + 3, s, TKP_JOIN_LAUNCH, 2, -1);
+    gpu_kernel(w, t + 42000, t + 44000, 4, 10 * s + 4, s, TKP_JOIN_GRAPH_LAUNCH, 0, 0);
+    gpu_kernel(w, t + 43000, t + 45000, 1, 10 * s + 4, s, TKP_JOIN_GRAPH_LAUNCH, 0, 1);
+}
+
+void latecap_build(struct capw *w, int late)
+{
+    const uint32_t g[3] = {4, 1, 1}, b[3] = {128, 1, 1};
+    const struct capw_node nodes[2] = {
+        {.node = 0, .type = TKP_NODE_KERNEL, .name = 4, .grid = {4, 1, 1}, .block = {128, 1, 1}},
+        {.node = 1, .type = TKP_NODE_KERNEL, .name = 1, .grid = {4, 1, 1}, .block = {128, 1, 1}},
+    };
+    for (unsigned s = 0; s <= STEPS; s++) {
+        uint64_t t = step_t(s);
+        capw_chunk_begin(w, t);
+        capw_name(w, 1, "gemv_kernel");
+        capw_name(w, 2, "rms_norm_kernel");
+        capw_name(w, 3, "flash_fwd_kernel");
+        capw_name(w, 4, "graph_gemm_kernel");
+        capw_thread(w, 0, 7001);
+        if (s == 0) {
+            capw_meta(w, "latecap", 77);
+            gpu_info(w);
+        }
+        if (s > 0 && !late) gpu_records(w, s - 1); /* CUPTI's buffer of the step before */
+        if (s == STEPS) {
+            if (late)
+                for (unsigned k = 0; k < STEPS; k++) gpu_records(w, k);
+            capw_chunk_end(w);
+            break;
+        }
+        capw_graph(w, 7, 2, nodes);
+        capw_launch(w, 1000, 0, s, 1, 0, TKP_VIA_RUNTIME, g, b, 0);  /* t + 1000 */
+        capw_launch(w, 1000, 0, s, 2, 0, TKP_VIA_RUNTIME, g, b, 0);  /* t + 2000 */
+        capw_launch(w, 36000, 0, s, 3, 0, TKP_VIA_RUNTIME, g, b, 0); /* t + 38000 */
+        capw_graph_launch(w, 2000, 0, s, 7, 0, TKP_VIA_GRAPH_RT);   /* t + 40000 */
+        capw_copy(w, 6000, 0, s, TKP_COPY_MEMCPY, TKP_DIR_DTOH, 4, 0,
+                  TKP_COPY_ASYNC | TKP_COPY_PINNED);                 /* t + 46000 */
+        capw_sync(w, 100, 0, s, TKP_SYNC_STREAM, 0, 4000);          /* t + 46100 */
+        capw_step(w, s, 0, TKP_STEP_TOKEN, t + 1000, t + 46000, t + 50100, TKP_CLOSE_STREAM_SYNC,
+                  3, 1, 1);
+        capw_chunk_end(w);
+    }
+}

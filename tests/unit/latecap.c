@@ -17,42 +17,15 @@ static uint64_t step_t(unsigned s)
     return T0 + (uint64_t)s * PERIOD_NS;
 }
 
-static void gpu_info(struct capw *w)
-{
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 11);
-    msgpack_pack_uint64(pk, TKP_REC_GPU_INFO);
-    msgpack_pack_uint64(pk, 0); /* status: on */
-    msgpack_pack_str_with_body(pk, "always", 6);
-    msgpack_pack_str_with_body(pk, "", 0);
-    msgpack_pack_str_with_body(pk, "monotonic", 9);
-    for (int i = 0; i < 6; i++) msgpack_pack_uint64(pk, 0);
-}
-
 static void gpu_kernel(struct capw *w, uint64_t start, uint64_t end, uint64_t name,
                        uint64_t corr, unsigned step, unsigned join, unsigned index, int node)
 {
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 18);
-    msgpack_pack_uint64(pk, TKP_REC_GPU_KERNEL);
-    msgpack_pack_uint64(pk, start);
-    msgpack_pack_uint64(pk, end);
-    msgpack_pack_uint64(pk, name);
-    msgpack_pack_uint64(pk, 13); /* CUPTI stream id */
-    msgpack_pack_uint64(pk, corr);
-    msgpack_pack_uint64(pk, 0); /* thread */
-    msgpack_pack_uint64(pk, step);
-    msgpack_pack_uint64(pk, join);
-    msgpack_pack_uint64(pk, index);
-    if (node < 0) {
-        msgpack_pack_int64(pk, -1);
-        msgpack_pack_int64(pk, -1);
-    } else {
-        msgpack_pack_uint64(pk, 7);
-        msgpack_pack_uint64(pk, (uint64_t)node);
-    }
-    const uint64_t dims[6] = {4, 1, 1, 128, 1, 1};
-    for (int i = 0; i < 6; i++) msgpack_pack_uint64(pk, dims[i]);
+    const struct capw_gpu_kernel k = {
+        .start_ns = start, .end_ns = end, .name = name, .stream = 13, .correlation = corr,
+        .step = step, .join = join, .index = index,
+        .graph = node < 0 ? UINT64_MAX : 7, .node = node < 0 ? UINT64_MAX : (uint64_t)node,
+        .grid = {4, 1, 1}, .block = {128, 1, 1}};
+    capw_gpu_kernel(w, &k);
 }
 
 /* Step s's GPU work: three eager kernels (the second starts while the host still waits: a host
@@ -84,7 +57,7 @@ void latecap_build(struct capw *w, int late)
         capw_thread(w, 0, 7001);
         if (s == 0) {
             capw_meta(w, "latecap", 77);
-            gpu_info(w);
+            capw_gpu_info(w, 0, "always", "", 0);
         }
         if (s > 0 && !late) gpu_records(w, s - 1); /* CUPTI's buffer of the step before */
         if (s == STEPS) {

@@ -201,6 +201,34 @@ def t_gpu_late():
             fail(f"{' '.join(v)}: late GPU records change the figures")
 
 
+def t_moe_grouped():
+    """Grouped expert kernels beside cuBLAS calls that are not experts (router, shared expert):
+    tokprof moe reports no expert, says the load is not observable, and gives the grouped
+    kernels' GPU time per step exactly (latecap.c: 2 per step, 1000 + 100 * step ns each) and its
+    trend; heatmap --kind expert refuses in one line."""
+    path = capture("moe_grouped")
+    p = tokprof("moe", "--json", path)
+    check(p.returncode == 0, f"moe exit {p.returncode}: {p.stderr!r}")
+    d = json.loads(p.stdout)
+    check(d["threads"] == [], f"experts reported on grouped kernels: {d['threads']}")
+    fu = d["fused"]
+    check(fu["per_expert_observable"] is False, "per_expert_observable")
+    check(len(fu["kernels"]) == 1 and "GroupedGemm" in fu["kernels"][0], f"kernels {fu['kernels']}")
+    steps = fu["threads"][0]["steps"]
+    check([s["step"] for s in steps] == list(range(40)), "40 steps")
+    for s in steps:
+        want = [2, 2, 2 * (1000 + 100 * s["step"])]
+        check([s["launches"], s["kernels"], s["gpu_ns"]] == want, f"step {s}: want {want}")
+    tr = fu["threads"][0]["trend"]
+    check(tr["first_quarter_mean_ns"] == 2 * (1000 + 100 * 4.5), f"trend {tr}")
+    check(tr["last_quarter_mean_ns"] == 2 * (1000 + 100 * 34.5), f"trend {tr}")
+    p = tokprof("moe", path)
+    check("not observable from the host" in p.stdout and "GroupedGemmKernel" in p.stdout.split("\n")[0],
+          f"text view: {p.stdout[:300]!r}")
+    p = tokprof("heatmap", "-o", os.path.join(A.tmp, "e.svg"), "--kind", "expert", path)
+    one_line_error(p, 2, ["fused kernels", "not observable"])
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()

@@ -79,3 +79,58 @@ void latecap_build(struct capw *w, int late)
         capw_chunk_end(w);
     }
 }
+
+/* An MoE whose expert GEMMs are one grouped kernel per layer (as torch._grouped_mm launches
+ * them), beside cuBLAS calls that are not experts: the router and a shared expert, whose weights
+ * alternate between two tensors of one shape from step to step (as a caching allocator or a
+ * double-buffered weight can make them), which per-expert GEMM detection alone would take for
+ * two experts. 40 steps, 2 layers; the grouped kernel's GPU time grows by 100 ns a step. */
+void moecap_build(struct capw *w)
+{
+    const uint32_t g[3] = {64, 1, 1}, b[3] = {128, 1, 1};
+    for (unsigned s = 0; s < 40; s++) {
+        uint64_t t = step_t(s);
+        capw_chunk_begin(w, t);
+        capw_name(w, 1, "void cutlass::device_kernel<at::cuda::detail::GroupedGemmKernel<bf16>>");
+        capw_name(w, 2, "nvjet_tst_128x8_64x8_2x1_v_bz_TNT");
+        capw_name(w, 3, "cublasLtMatmul");
+        capw_thread(w, 0, 7001);
+        if (s == 0) {
+            capw_meta(w, "moecap", 78);
+            capw_gpu_info(w, 0, "always", "", 0);
+        }
+        for (unsigned l = 0; l < 2; l++) {
+            /* the router (every step one weight) and the shared expert (alternating weights) */
+            uint64_t tok = s ? 4 : 16; /* a prefill of 16 tokens, then decode steps of 4 */
+            const struct capw_lib router = {TKP_LIB_CUBLASLT, 3, 8, tok, 256, 1, 14, 14, 14, 68, 1,
+                                            0, 0, 0x10000ull + l * 0x1000, 0, 0};
+            const struct capw_lib shared = {TKP_LIB_CUBLASLT, 3, 512, tok, 128, 1, 14, 14, 14, 68,
+                                            1, 0, 0, 0x80000ull + l * 0x100000 + (s % 2) * 0x40000,
+                                            0, 0};
+            capw_lib_tmpl(w, 2 * l, 0, &router);
+            capw_lib_tmpl(w, 2 * l + 1, 0, &shared);
+            capw_lib_call_t(w, l ? 3800 : 1000, s, 4 * l + 1, 2 * l, 500); /* t + 1000, 11000 */
+            capw_launch(w, 100, 0, s, 2, 0, TKP_VIA_DRIVER, g, b, 0);
+            capw_launch(w, 1000, 0, s, 1, 0, TKP_VIA_DRIVER, g, b, 0); /* the grouped GEMM */
+            capw_lib_call_t(w, 1000, s, 4 * l + 2, 2 * l + 1, 500);
+            capw_launch(w, 100, 0, s, 2, 0, TKP_VIA_DRIVER, g, b, 0);
+        }
+        const struct capw_lib lm_head = {TKP_LIB_CUBLASLT, 3, 1000, s ? 4 : 16, 128, 1, 14, 14, 14,
+                                         68, 1, 0, 0, 0x900000ull, 0, 0};
+        capw_lib_tmpl(w, 4, 0, &lm_head);
+        capw_lib_call_t(w, 900, s, 9, 4, 500); /* t + 15000 */
+        capw_copy(w, 1000, 0, s, TKP_COPY_MEMCPY, TKP_DIR_DTOH, 16, 0, TKP_COPY_PINNED);
+        capw_step(w, s, 0, TKP_STEP_TOKEN, t + 1000, t + 16000, t + 20000, TKP_CLOSE_STREAM_SYNC,
+                  6, 0, 1);
+        for (unsigned k = 0; k < 6; k++) {
+            uint64_t st = t + 3000 + 2000 * k, du = k % 3 == 1 ? 1000 + 100 * s : 300;
+            const struct capw_gpu_kernel gk = {
+                .start_ns = st, .end_ns = st + du, .name = k % 3 == 1 ? 1 : 2, .stream = 13,
+                .correlation = 100 * s + k, .step = s, .join = TKP_JOIN_LAUNCH, .index = k,
+                .graph = UINT64_MAX, .node = UINT64_MAX, .grid = {64, 1, 1},
+                .block = {128, 1, 1}};
+            capw_gpu_kernel(w, &gk);
+        }
+        capw_chunk_end(w);
+    }
+}

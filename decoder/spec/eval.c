@@ -106,6 +106,12 @@ static struct tkp_val sattr(const struct tkp_sstep *s, int a)
     return UNK;
 }
 
+struct tkp_val tkp_attr_value(const struct tkp_eval *E, int attr, int is_r)
+{
+    if (is_r) return E->r ? rattr(E->r, attr) : UNK;
+    return E->s ? sattr(E->s, attr) : UNK;
+}
+
 static int truth(struct tkp_val v)
 {
     if (v.t == VT_BOOL || v.t == VT_NUM) return v.n != 0;
@@ -244,6 +250,7 @@ static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct 
     struct tkp_tstate *t = &E->ts[x->slot];
     if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
     struct tkp_val out = t->prev_set ? t->prev : UNK;
+    t->prev_first = !t->prev_set;
     if (E->update) {
         t->prev = v;
         t->prev_set = 1;

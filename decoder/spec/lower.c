@@ -299,6 +299,9 @@ static int plan_slot(struct lw *L, int node)
     p->node = node;
     p->gpu = x->gpu;
     p->value = count ? -1 : x->a;
+    /* a streamed slot has no prefilter: -1, not node 0 (the spec's first node, which may be a
+     * quantifier the compiler rewrote away) */
+    p->pre = (struct tkp_conj){0, -1, 0};
     int va = x->a, vb = x->b;
     if (count) conjuncts(L, va, cj, &k);
     conjuncts(L, vb, cj, &k);

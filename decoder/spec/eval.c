@@ -378,7 +378,9 @@ static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
         const struct tkp_assert *a = &sp->as[i];
         if (a->fast < 0) continue;
         uint64_t marks = 0, gmarks = 0; /* a guard's operators change only past the warm-up */
-        int noop = 1, v = probe(E, &sp->code->prog[a->body_prog], &noop, &marks), g = 1;
+        const struct tkp_prog *body = &sp->code->prog[a->body_prog];
+        /* a body that is not Boolean has no temporal operator (lower.c): open, 2 */
+        int noop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
         if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &noop, &gmarks);
         if (!noop || gmarks || g == 2 || (g == 1 && v != 1)) continue; /* TKP_FAST_RUN */
         r->fast |= (uint64_t)(g == 1 ? TKP_FAST_PASS : TKP_FAST_QUIET) << (2 * a->fast);

@@ -427,9 +427,13 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
         if ((w->body_prog = root(L, a->body)) < 0) goto out;
         w->when_prog = a->when >= 0 ? root(L, a->when) : -1;
         if (a->when >= 0 && w->when_prog < 0) goto out;
+        /* shape verdicts: a Boolean formula and guard; or a Boolean guard over a body without
+         * temporal operators (nothing to advance where the guard is false), whose shapes that
+         * fail the guard need no more than their shape */
         w->fast = -1;
-        if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && c->prog[w->body_prog].boolean &&
-            (w->when_prog < 0 || c->prog[w->when_prog].boolean))
+        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean;
+        if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
+            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal)))
             w->fast = nfast++;
         if (b >= 0 && (root(L, sp->n[b].a) < 0 || root(L, sp->n[b].b) < 0)) goto out;
     }

@@ -182,6 +182,14 @@ if {v["observed"] for v in violations(out)} != {4} or \
     failures.append(f"merged captures: want each process's counts as alone ({alone}), got "
                     f"{both} {[v['observed'] for v in violations(out)]}")
 
+# issue 19's cost item: a guarded record-level assertion over a numeric field decides its guard
+# on the record's shape (before: every record was decoded in full and run)
+rc, out, err = check(os.path.join(src, "pass", "records.tks"), None, "--explain")
+sect = out.split("every_d2h_bytes (line", 1)[-1].split("\n\n", 1)[0]
+if "shape decides its guard: only the records it selects are decoded" not in sect:
+    failures.append(f"records.tks --explain: every_d2h_bytes must have its guard decided by "
+                    f"shape:\n{out}")
+
 rc, out, err = check(os.path.join(src, "pass", "slo.tks"), None, "--explain")
 if rc != 0 or "state:" not in out or "total:" not in out or "program:" not in out or \
         "streamed" not in out or "atom 0:" not in out:

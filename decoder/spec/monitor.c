@@ -115,6 +115,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     for (int j = 0; j < m->nrec_host; j++) {
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
         m->rec_skip[j] = a->skip;
+        m->rec_warm |= a->skip > 0;
         if (a->fast < 0) m->rec_slow = 1;
         else m->rec_low |= 1ull << (2 * a->fast);
     }
@@ -513,22 +514,37 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 
 /* A record its shape e decides: record-level passes and marks, the streamed counts of atoms. */
 static void shape_record(struct tkp_mon *m, struct thr *h, struct open *o,
-                         const struct tkp_shape *e, uint64_t token, uint64_t step)
+                         struct tkp_shape *e, uint64_t token, uint64_t step)
 {
     if (e->marks[0]) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0]);
     }
-    for (uint64_t b = e->pass; b; b &= b - 1) {
-        int j = __builtin_ctzll(b);
-        m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
-    }
+    if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
+    else
+        for (uint64_t b = e->pass; b; b &= b - 1) {
+            int j = __builtin_ctzll(b);
+            m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
+        }
     for (uint64_t b = e->counts; b; b &= b - 1)
         o->fold[m->stream[__builtin_ctzll(b)]].cnt++;
 }
 
 static int host_full(struct tkp_mon *m, struct thr *h, struct open *o, const struct tkp_record *r,
                      uint32_t pos);
+
+/* The passes shape_record counted per shape, into the assertions' evaluated counts. */
+static void pass_counts(struct tkp_mon *m)
+{
+    struct tkp_shapes *t = m->shapes;
+    for (size_t i = 0; i < t->cap; i++) {
+        struct tkp_shape *e = &t->v[i];
+        if (!e->used || !e->npass) continue;
+        for (uint64_t b = e->pass; b; b &= b - 1)
+            m->res[m->rec_host[__builtin_ctzll(b)]].evaluated += e->npass;
+        e->npass = 0;
+    }
+}
 
 /* A host record: to the record-level assertions, the streamed aggregates, maybe the buffer.
  * Most records are decided by their shape: they are decoded no further than that. */
@@ -636,7 +652,10 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
         /* a kept raw launch inside the current library call decodes with it, now */
         for (int i = 0; i < OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
-        decode(h, r, m->next_id, &h->lib);
+        /* what a launch inside the call reads of it (decode_shape, decode_rest) */
+        h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
+        h->lib.m = r->lib_call.m, h->lib.n = r->lib_call.n;
+        h->lib.k = r->lib_call.k, h->lib.batch = r->lib_call.batch;
         h->call = r->lib_call.call;
         /* unbatched, executed GEMMs carry the token dimension (n) */
         if (r->lib_call.batch <= 1 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) && r->lib_call.n) {
@@ -700,6 +719,7 @@ int tkp_mon_finish(struct tkp_mon *m)
         while (h->npend)
             if ((rc = pend_pop(m, h))) return rc;
     }
+    pass_counts(m);
     tkp_runs_finalize(m);
     const struct tkp_spec *sp = m->sp;
     struct tkp_eval E = {.sp = sp, .runs = m->runs, .base = m->base, .figures = m->figures,

@@ -93,6 +93,7 @@ struct tkp_mon {
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
+    int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
 };
 
 /* What a step-level violation's witness draws from. */

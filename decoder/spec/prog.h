@@ -156,6 +156,8 @@ struct tkp_shape {
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */
     int want;
     uint64_t pass, counts;
+    uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
+                       added to their evaluated counts at the end */
 };
 
 struct tkp_shapes {

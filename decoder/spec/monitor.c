@@ -81,8 +81,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     m->run_top = calloc((size_t)nr, sizeof(*m->run_top));
     m->run_ntop = calloc((size_t)nr, sizeof(int));
     if (!m->res || !m->run_node || !m->run_owner || !m->aggs || !m->runs || !m->fold ||
-        !m->run_acc || !m->run_unk || !m->run_vals || !m->run_nvals || !m->run_capvals || !m->run_top ||
-        !m->run_ntop || tkp_shapes_new(&m->shapes))
+        !m->run_acc || !m->run_unk || !m->run_vals || !m->run_nvals || !m->run_capvals ||
+        !m->run_top || !m->run_ntop || tkp_shapes_new(&m->shapes))
         return TKP_ERR_NOMEM;
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
@@ -326,7 +326,8 @@ static int gpu_close(struct tkp_mon *m, struct thr *h, struct tkp_sstep *s,
     /* a step that put work on the GPU and got no GPU record (GPU time off, or not joined) has
      * unknown GPU aggregates: "no slow kernel" must not pass because nothing was timed */
     if (!g->n && s->work)
-        for (int j = 0; j < m->ngpu_slots; j++) m->aggs[m->gpu_slots[j]] = (struct tkp_val){VT_UNK, 0, NULL};
+        for (int j = 0; j < m->ngpu_slots; j++)
+            m->aggs[m->gpu_slots[j]] = (struct tkp_val){VT_UNK, 0, NULL};
     struct wctx W = {NULL, g, first, last, NULL};
     rc = eval_steps(m, h, s, 1, &W);
     g->n = 0;
@@ -764,6 +765,7 @@ const char *tkp_why_str(int why)
     default: return "a value it reads is unknown";
     }
 }
+
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m) { return m->runs; }
 const struct tkp_mon_stats *tkp_mon_stats(const struct tkp_mon *m) { return &m->st; }
 

@@ -544,10 +544,12 @@ void tkp_report_explain(FILE *f, const struct tkp_spec *sp)
                                                 : "when the step closes (its STEP record); it sees no record")
                                       : "at the end of the run");
         if (a->level == LV_RECORD && a->fast >= 0)
-            fprintf(f, "  shapes: %s\n", c->prog[a->body_prog].boolean
-                    ? "a record's shape decides its verdict where it can; the program runs on the rest"
-                    : "a record's shape decides its guard: only the records it selects are decoded "
-                      "and run");
+            fprintf(f, "  shapes: %s\n",
+                    c->prog[a->body_prog].boolean
+                        ? "a record's shape decides its verdict where it can; the program runs on "
+                          "the rest"
+                        : "a record's shape decides its guard: only the records it selects are "
+                          "decoded and run");
         fprintf(f, "  state: %zu bytes per thread%s%s; %zu bytes per check (run aggregates, kept "
                    "violations)\n", a->state_bytes,
                 a->gpu && a->level != LV_RECORD ? ", plus one step summary per step awaiting GPU records" : "",

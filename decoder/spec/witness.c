@@ -377,7 +377,8 @@ void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struc
         return;
     }
     if (t < 0) {
-        if (!R->inconclusive++) note_unknown(m, E, as, s ? (int)s->thread : r ? (int)r->thread : -1);
+        if (!R->inconclusive++)
+            note_unknown(m, E, as, s ? (int)s->thread : r ? (int)r->thread : -1);
         return;
     }
     R->violations++;

@@ -6,8 +6,7 @@
 
 #include "err.h"
 
-/* Room for `more` bytes; 0, or -1 after marking the table out of memory. */
-static int reserve(struct tkp_abuf *b, size_t more, int *oom)
+int tkp_abuf_grow(struct tkp_abuf *b, size_t more, int *oom)
 {
     if (b->len + more <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 256;
@@ -21,6 +20,12 @@ static int reserve(struct tkp_abuf *b, size_t more, int *oom)
     b->p = p;
     b->cap = cap;
     return 0;
+}
+
+/* Room for `more` bytes; 0, or -1 after marking the table out of memory. */
+static int reserve(struct tkp_abuf *b, size_t more, int *oom)
+{
+    return b->len + more <= b->cap ? 0 : tkp_abuf_grow(b, more, oom);
 }
 
 static void put(struct tkp_abuf *b, const void *v, size_t n, int *oom)
@@ -73,7 +78,7 @@ void tkp_atab_free(struct tkp_atab *t)
 
 /* The validity bit of row c->n. The bitmap exists only once a null was appended: rows before
  * it are all valid. */
-static void valid(struct tkp_acol *c, int ok)
+void tkp_acol_valid(struct tkp_acol *c, int ok)
 {
     if (!ok && !c->valid.p) {
         size_t bytes = c->n / 8 + 1;
@@ -84,29 +89,16 @@ static void valid(struct tkp_acol *c, int ok)
     if (c->valid.p) {
         size_t byte = c->n / 8;
         if (byte >= c->valid.len) {
+            /* the bytes past the rows are zero (null), so appends only ever set bits */
             if (reserve(&c->valid, byte + 1 - c->valid.len, c->oom)) return;
-            memset(c->valid.p + c->valid.len, 0, byte + 1 - c->valid.len);
-            c->valid.len = byte + 1;
+            memset(c->valid.p + c->valid.len, 0, c->valid.cap - c->valid.len);
+            c->valid.len = c->valid.cap;
         }
         if (ok) c->valid.p[byte] |= (uint8_t)(1u << (c->n % 8));
         else c->valid.p[byte] &= (uint8_t)~(1u << (c->n % 8));
     }
     if (!ok) c->nulls++;
     c->n++;
-}
-
-void tkp_acol_i64(struct tkp_acol *c, int64_t v)
-{
-    put(&c->data, &v, sizeof(v), c->oom);
-    if (c->valid.p) valid(c, 1);
-    else c->n++;
-}
-
-void tkp_acol_u64(struct tkp_acol *c, uint64_t v)
-{
-    put(&c->data, &v, sizeof(v), c->oom);
-    if (c->valid.p) valid(c, 1);
-    else c->n++;
 }
 
 void tkp_acol_str(struct tkp_acol *c, const char *s)
@@ -118,14 +110,7 @@ void tkp_acol_str(struct tkp_acol *c, const char *s)
     put(&c->chars, s, strlen(s), c->oom);
     int32_t end = (int32_t)c->chars.len;
     put(&c->offs, &end, sizeof(end), c->oom);
-    valid(c, 1);
-}
-
-void tkp_acol_dict(struct tkp_acol *c, int32_t idx)
-{
-    put(&c->data, &idx, sizeof(idx), c->oom);
-    if (c->valid.p) valid(c, 1);
-    else c->n++;
+    tkp_acol_valid(c, 1);
 }
 
 void tkp_acol_null(struct tkp_acol *c)
@@ -137,7 +122,7 @@ void tkp_acol_null(struct tkp_acol *c)
     } else {
         put(&c->data, zero, c->kind == TKP_A_DICT ? 4 : 8, c->oom);
     }
-    valid(c, 0);
+    tkp_acol_valid(c, 0);
 }
 
 int32_t tkp_acol_dict_add(struct tkp_acol *c, const char *s)

@@ -51,11 +51,12 @@ int tkp_atab_init(struct tkp_atab *t, size_t ncols);
 void tkp_atab_col(struct tkp_atab *t, size_t i, const char *name, int kind, int nullable);
 void tkp_atab_free(struct tkp_atab *t); /* what export did not take */
 
-/* Appends one value (the column's kind decides which call applies). */
-void tkp_acol_i64(struct tkp_acol *c, int64_t v);
-void tkp_acol_u64(struct tkp_acol *c, uint64_t v);
+/* Appends one value (the column's kind decides which call applies). The fixed-size ones are
+ * inline: a records table calls them for every record and column. */
+static inline void tkp_acol_i64(struct tkp_acol *c, int64_t v);
+static inline void tkp_acol_u64(struct tkp_acol *c, uint64_t v);
+static inline void tkp_acol_dict(struct tkp_acol *c, int32_t idx); /* from tkp_acol_dict_add */
 void tkp_acol_str(struct tkp_acol *c, const char *s); /* NULL: null */
-void tkp_acol_dict(struct tkp_acol *c, int32_t idx);  /* an index tkp_acol_dict_add returned */
 void tkp_acol_null(struct tkp_acol *c);
 /* Adds s to a DICT column's dictionary; returns its index (the caller dedups). */
 int32_t tkp_acol_dict_add(struct tkp_acol *c, const char *s);
@@ -63,5 +64,41 @@ int32_t tkp_acol_dict_add(struct tkp_acol *c, const char *s);
 /* Moves the columns into *out (a struct array of t->nrows rows) and *schema. Returns 0, or
  * TKP_ERR_NOMEM (nothing exported, t freed). */
 int tkp_atab_export(struct tkp_atab *t, struct ArrowArray *out, struct ArrowSchema *schema);
+
+/* ---- internal: the inline appends' slow paths (arrow.c) ---- */
+int tkp_abuf_grow(struct tkp_abuf *b, size_t more, int *oom); /* 0, or -1 with *oom set */
+void tkp_acol_valid(struct tkp_acol *c, int ok);               /* the next row's validity */
+
+static inline void tkp_acol_put(struct tkp_acol *c, const void *v, size_t n)
+{
+    struct tkp_abuf *b = &c->data;
+    if (b->len + n > b->cap && tkp_abuf_grow(b, n, c->oom)) return;
+    __builtin_memcpy(b->p + b->len, v, n);
+    b->len += n;
+    /* most columns never see a null: no bitmap then */
+    if (!c->valid.p) {
+        c->n++;
+    } else if ((c->n >> 3) < c->valid.len) {
+        c->valid.p[c->n >> 3] |= (uint8_t)(1u << (c->n & 7));
+        c->n++;
+    } else {
+        tkp_acol_valid(c, 1);
+    }
+}
+
+static inline void tkp_acol_i64(struct tkp_acol *c, int64_t v)
+{
+    tkp_acol_put(c, &v, 8);
+}
+
+static inline void tkp_acol_u64(struct tkp_acol *c, uint64_t v)
+{
+    tkp_acol_put(c, &v, 8);
+}
+
+static inline void tkp_acol_dict(struct tkp_acol *c, int32_t idx)
+{
+    tkp_acol_put(c, &idx, 4);
+}
 
 #endif

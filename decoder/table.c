@@ -267,13 +267,16 @@ static void dims(struct rowv *row, const uint32_t g[3], const uint32_t b[3])
     SET(TKP_DEC_COL_BLOCK_Z, b[2]);
 }
 
-static void row_of(const struct tkp_record *r, struct rowv *row)
+/* full: any column but type, pid and host_ns is asked for (else the switch is skipped: a light
+ * table costs what the reader costs) */
+static void row_of(const struct tkp_record *r, struct rowv *row, int full)
 {
     row->have = 1u << TKP_DEC_COL_TYPE | 1u << TKP_DEC_COL_PID;
     row->name = NULL;
     row->name_lives = 1;
     SET(TKP_DEC_COL_PID, r->pid);
     if (tkp_record_has_time(r->type)) SET(TKP_DEC_COL_HOST_NS, r->host_ns);
+    if (!full) return;
     switch (r->type) {
     case TKP_REC_LAUNCH:
         row->name = r->launch.name;
@@ -345,6 +348,8 @@ int tkp_table_records(struct tkp_reader *r, uint64_t types, uint64_t columns, st
     struct rowv row;
     if (!columns) columns = ~0ull;
     if (!types) types = ~0ull;
+    int full = (columns & ~(1ull << TKP_DEC_COL_TYPE | 1ull << TKP_DEC_COL_PID |
+                            1ull << TKP_DEC_COL_HOST_NS)) != 0;
     for (int k = 0; k < TKP_DEC_COL_COUNT; k++)
         if (columns >> k & 1) sel[nsel++] = k;
     if ((err = tkp_atab_init(t, (size_t)nsel))) return err;
@@ -366,7 +371,7 @@ int tkp_table_records(struct tkp_reader *r, uint64_t types, uint64_t columns, st
     }
     while (tkp_reader_next(r, &rec) == 1) {
         if ((unsigned)rec.type >= 64 || !(types >> rec.type & 1)) continue;
-        row_of(&rec, &row);
+        row_of(&rec, &row, full);
         for (int i = 0; i < nsel; i++) {
             int k = sel[i];
             struct tkp_acol *c = &t->cols[i];

@@ -25,10 +25,13 @@ import ctypes
 import json
 import os
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Union
 
 from . import _native
 from ._native import TokprofError
+
+if TYPE_CHECKING:  # pyarrow is imported when a table is first asked for
+    import pyarrow
 
 __all__ = ["open", "Capture", "CheckResult", "check", "step", "step_begin", "step_end",
            "TokprofError", "RECORD_COLUMNS", "RECORD_TYPES", "__version__"]
@@ -50,7 +53,7 @@ RECORD_TYPES: List[str] = ["chunk", "name", "meta", "thread", "launch", "graph_l
                            "gpu_info"]
 
 
-def _table(rows: List[Dict[str, Any]]):
+def _table(rows: List[Dict[str, Any]]) -> "pyarrow.Table":
     import pyarrow as pa
 
     return pa.Table.from_pylist(rows)
@@ -91,30 +94,30 @@ class Capture:
             raise TokprofError(why, code)
         return json.loads(out)
 
-    def steps(self, classes: Optional[PathLike] = None):
+    def steps(self, classes: Optional[PathLike] = None) -> "pyarrow.Table":
         """One row per step (segment) of every thread: ``pyarrow.Table`` with the columns and
         values of ``tokprof steps --json`` (thread, tid, seg, step, kind, tokens, ..., and the
         GPU columns span_ns, busy_ns, idle_ns, top_class... when the capture has GPU records).
         ``classes``: a file of extra ``CLASS REGEX`` lines, as ``--classes``."""
         return _native.steps(self.paths, os.fspath(classes) if classes else None)
 
-    def step_classes(self, classes: Optional[PathLike] = None):
+    def step_classes(self, classes: Optional[PathLike] = None) -> "pyarrow.Table":
         """GPU kernel time per step and kernel class: one row per (step, class) with time in
         it (thread, tid, pid, seg, step, class, gpu_ns)."""
         return _native.steps(self.paths, os.fspath(classes) if classes else None, which=1)
 
-    def kernels(self, by: str = "name"):
+    def kernels(self, by: str = "name") -> "pyarrow.Table":
         """GPU time per kernel name (``by="name"``) or class (``by="class"``): the rows of
         ``tokprof kernels --json`` (count, total_ns, mean_ns, p50_ns, p99_ns, share...)."""
         argv = ["kernels", "--json"] + (["--by", by] if by != "name" else [])
         return _table(self._cli(*argv)["rows"])
 
-    def calls(self):
+    def calls(self) -> "pyarrow.Table":
         """cuBLAS/cuBLASLt/cuDNN calls grouped by shape: the ``shapes`` of
         ``tokprof gemm --json`` (op, m, n, k, batch, types, calls, flops, host_ns, gpu_ns...)."""
         return _table(self._cli("gemm", "--json")["shapes"])
 
-    def moe(self):
+    def moe(self) -> "pyarrow.Table":
         """Mixture-of-experts routing: one row per (thread, step, layer, expert) with the
         tokens routed to it, from ``tokprof moe --json`` (steps of fused-expert kernels, whose
         per-expert load is not observable, have no layer/expert rows)."""
@@ -129,7 +132,7 @@ class Capture:
         return _table(rows)
 
     def records(self, types: Optional[Sequence[str]] = None,
-                columns: Optional[Sequence[str]] = None):
+                columns: Optional[Sequence[str]] = None) -> "pyarrow.Table":
         """The records themselves, one row each in timeline order: ``pyarrow.Table``.
         ``types``: record type words (:data:`RECORD_TYPES`, e.g. ``["launch", "gpu_kernel"]``),
         all when None. ``columns``: of :data:`RECORD_COLUMNS`, all when None; memory is

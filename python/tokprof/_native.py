@@ -112,7 +112,11 @@ def probe(paths: Sequence[str]) -> None:
 
 def _import(call, *args):
     """Runs a table call and imports its result into pyarrow (no copy of the columns)."""
-    import pyarrow as pa
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise ImportError("tokprof's tables need pyarrow: pip install pyarrow "
+                          "(or tokprof[arrow])") from None
 
     arr = _ArrowArray()
     sch = _ArrowSchema()

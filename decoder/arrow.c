@@ -113,7 +113,7 @@ void tkp_acol_str(struct tkp_acol *c, const char *s)
     tkp_acol_valid(c, 1);
 }
 
-void tkp_acol_null(struct tkp_acol *c)
+void tkp_acol_null_slow(struct tkp_acol *c)
 {
     static const uint8_t zero[8];
     if (c->kind == TKP_A_STR) {

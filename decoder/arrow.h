@@ -57,7 +57,7 @@ static inline void tkp_acol_i64(struct tkp_acol *c, int64_t v);
 static inline void tkp_acol_u64(struct tkp_acol *c, uint64_t v);
 static inline void tkp_acol_dict(struct tkp_acol *c, int32_t idx); /* from tkp_acol_dict_add */
 void tkp_acol_str(struct tkp_acol *c, const char *s); /* NULL: null */
-void tkp_acol_null(struct tkp_acol *c);
+static inline void tkp_acol_null(struct tkp_acol *c);
 /* Adds s to a DICT column's dictionary; returns its index (the caller dedups). */
 int32_t tkp_acol_dict_add(struct tkp_acol *c, const char *s);
 
@@ -68,6 +68,7 @@ int tkp_atab_export(struct tkp_atab *t, struct ArrowArray *out, struct ArrowSche
 /* ---- internal: the inline appends' slow paths (arrow.c) ---- */
 int tkp_abuf_grow(struct tkp_abuf *b, size_t more, int *oom); /* 0, or -1 with *oom set */
 void tkp_acol_valid(struct tkp_acol *c, int ok);               /* the next row's validity */
+void tkp_acol_null_slow(struct tkp_acol *c);
 
 static inline void tkp_acol_put(struct tkp_acol *c, const void *v, size_t n)
 {
@@ -99,6 +100,24 @@ static inline void tkp_acol_u64(struct tkp_acol *c, uint64_t v)
 static inline void tkp_acol_dict(struct tkp_acol *c, int32_t idx)
 {
     tkp_acol_put(c, &idx, 4);
+}
+
+/* A wide records table is mostly nulls (a launch has no GPU times, no GEMM shape): the common
+ * case, a fixed-width column whose bitmap and buffer have room, stays inline. */
+static inline void tkp_acol_null(struct tkp_acol *c)
+{
+    struct tkp_abuf *b = &c->data;
+    size_t w = c->kind == TKP_A_DICT ? 4 : 8;
+    if (c->kind == TKP_A_STR || !c->valid.p || (c->n >> 3) >= c->valid.len ||
+        b->len + w > b->cap) {
+        tkp_acol_null_slow(c);
+        return;
+    }
+    __builtin_memset(b->p + b->len, 0, w);
+    b->len += w;
+    c->valid.p[c->n >> 3] &= (uint8_t)~(1u << (c->n & 7));
+    c->nulls++;
+    c->n++;
 }
 
 #endif

@@ -22,10 +22,10 @@
 
 #include <zstd.h>
 
-#include "classes.h"
-#include "cmd.h"
-#include "model.h"
-#include "reader.h"
+#include "model/classes.h"
+#include "cmd/cmd.h"
+#include "model/model.h"
+#include "capture/reader.h"
 
 static void quiet(struct tkp_ctx *ctx, const char *fmt, ...)
 {

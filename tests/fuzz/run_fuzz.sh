@@ -17,8 +17,8 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
 "$CC" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null ||
     { echo "run_fuzz: $CC cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)" >&2; exit 77; }
 
-# the decoder library's sources, as decoder/CMakeLists.txt lists them
-srcs=$(sed -n '/^add_library(tokprof_decoder/,/^)/p' decoder/CMakeLists.txt | grep '\.c$' | sed 's|^ *|decoder/|')
+# the decoder library's sources: every folder's, all but main.c
+srcs=$(find decoder -mindepth 2 -name '*.c' | sort)
 zstd=$(find /usr/lib /usr/local/lib -name libzstd.a 2>/dev/null | head -1)
 msgpack=$(find /usr/lib /usr/local/lib \( -name libmsgpackc.a -o -name libmsgpack-c.a \) 2>/dev/null | head -1)
 stdcxx=$(gcc -print-file-name=libstdc++.a)

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec/ast.h"
-#include "spec/report.h"
+#include "check/ast.h"
+#include "check/results.h"
+#include "check/parse.h"
+#include "check/compile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,0 +1,27 @@
+/* tokprof decoder: arrays that grow by doubling, for the tables the decoder builds. */
+#ifndef TKP_GROW_H
+#define TKP_GROW_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+
+/* Grows *p (an array of *cap elements of sz bytes) to hold at least n; the capacity doubles from
+ * 16. Returns 0, or TKP_ERR_NOMEM with *p and *cap unchanged. */
+static inline int tkp_grow(void **p, size_t *cap, size_t n, size_t sz)
+{
+    if (n <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < n)
+        c *= 2;
+    if (c > SIZE_MAX / sz) return TKP_ERR_NOMEM;
+    void *q = realloc(*p, c * sz);
+    if (!q) return TKP_ERR_NOMEM;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+#define TKP_GROW(p, cap, n) tkp_grow((void **)&(p), &(cap), (n), sizeof(*(p)))
+
+#endif

@@ -1,0 +1,71 @@
+/* tokprof check: the streaming monitor. Feed it every record the reader delivers, then finish;
+ * it keeps per thread the open steps' records, a constant-size state per assertion and, while
+ * GPU time is awaited, a constant-size summary per step (see docs/SPEC.md "Evaluation"). */
+#ifndef TKP_CHECK_MONITOR_H
+#define TKP_CHECK_MONITOR_H
+
+#include <stdint.h>
+
+#include "check/trace.h"
+#include "capture/reader.h"
+
+#define TKP_WIT_MAX 64 /* witness records kept per violation */
+
+struct tkp_witem {
+    char role[16]; /* "match", "first", "last", "longest", "gap", "this", "step_top", "near_miss" */
+    struct tkp_srec r;      /* "step_top", a step's "near_miss": r.step/token/thread/host_ns */
+    uint64_t gap_ns, gap_start; /* role "gap": the hole before r */
+    uint32_t before_id_valid;
+    struct tkp_srec before; /* role "gap": the kernel that ended the gap's start */
+    double value;           /* role "step_top": the step's value */
+    /* role "near_miss": a point where the operand of `once` (node) held, sat of nconj
+     * conjuncts; fail is the first conjunct that did not (-1: all held, but the point lies
+     * outside the window), with observed/bound/margin when that conjunct is a numeric bound
+     * (for a point outside the window: its distance against the window, in unit) */
+    int node, fail, sat, nconj, is_step, unit, has_margin;
+    double observed, bound, margin;
+    int64_t distance; /* points (or ns) before the violation */
+};
+
+struct tkp_viol {
+    int as;
+    int inconclusive;
+    uint32_t thread, tid;
+    uint64_t step, token, rec_id;
+    uint64_t host_start, host_end, gpu_start, gpu_end;
+    int has_gpu, has_val;
+    double observed, bound, margin;
+    int nw;
+    uint64_t matched; /* count witnesses: how many records matched in all */
+    char note[200];
+    struct tkp_witem w[TKP_WIT_MAX];
+};
+
+struct tkp_ares {
+    uint64_t evaluated, violations, inconclusive;
+    int has_worst;
+    double worst_obs, worst_bound, worst_margin;
+    struct tkp_viol *first, *worst; /* witness-count entries each */
+    int nfirst, nworst;
+    char unknown_note[160];
+};
+
+struct tkp_mon;
+
+int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out);
+/* baseline run aggregate values (by run slot) and JSON figures (by node); either NULL */
+void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const double *figures);
+int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
+int tkp_mon_finish(struct tkp_mon *m);
+const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
+/* run aggregate values after finish, by run slot (for a baseline pass) */
+const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m);
+struct tkp_mon_stats {
+    uint64_t records, steps, gpu_records, late, unclosed, pending_peak, buffered_peak, threads;
+    uint64_t state_bytes; /* the assertions' state per thread (tkp_assert.state_bytes) */
+    uint64_t shapes;      /* distinct record shapes whose atoms were computed (prog.h) */
+};
+const struct tkp_mon_stats *tkp_mon_stats(const struct tkp_mon *m);
+void tkp_mon_free(struct tkp_mon *m);
+
+#endif

@@ -18,6 +18,7 @@ enum tkp_err {
     TKP_ERR_NOSHIM = -10,     /* libtokprof.so not found (tokprof run) */
     TKP_ERR_EXEC = -11,       /* the command could not be run (tokprof run) */
     TKP_ERR_VIOLATION = -12,  /* a check found a violation (exit 1) */
+    TKP_ERR_SPEC = -13,       /* a spec (tokprof check) cannot be parsed, compiled or run */
 };
 
 /* A static, lowercase phrase for a tkp_err code (never NULL). */

@@ -14,10 +14,6 @@
 
 #include "base/err.h"
 
-/* Spec errors exit 2 like capture errors; they reuse a capture-side code until err.h gets its own
- * (the message in ctx->why is what users see). */
-#define TKP_ERR_SPEC TKP_ERR_RECORD
-
 enum tkp_tok {
     TK_EOF, TK_ID, TK_NUM, TK_STR, TK_REGEX, TK_PUNCT, TK_ERR,
 };

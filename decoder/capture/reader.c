@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "base/hash.h"
 #include "base/err.h"
 #include "capture/record.h"
 #include "capture/record_fast.h"
@@ -205,19 +206,11 @@ static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
 
 /* ---- names and threads ---- */
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
 static struct name_slot *name_find(struct tkp_reader *r, uint64_t id)
 {
     if (!r->names_cap) return NULL;
     size_t mask = r->names_cap - 1;
-    for (size_t i = mix(id) & mask;; i = (i + 1) & mask) {
+    for (size_t i = tkp_hash_u64(id) & mask;; i = (i + 1) & mask) {
         struct name_slot *s = &r->names[i];
         if (!s->chunk || s->id == id) return s;
     }

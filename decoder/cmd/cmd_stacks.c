@@ -12,6 +12,7 @@
 
 #include "model/classes.h"
 #include "cmd/cmd.h"
+#include "base/hash.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "views/flame.h"
@@ -33,9 +34,7 @@ struct map {
 
 static size_t slot_of(const struct map *m, uint64_t a, uint64_t b)
 {
-    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b + 0x632BE59BD9B4E019ull + (a << 6));
-    h ^= h >> 29;
-    size_t i = (size_t)(h * 0xBF58476D1CE4E5B9ull >> 20) & (m->cap - 1);
+    size_t i = (size_t)tkp_hash_pair(a, b) & (m->cap - 1);
     while (m->v[i] && (m->k1[i] != a || m->k2[i] != b)) i = (i + 1) & (m->cap - 1);
     return i;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/err.h"
 #include "capture/reader.h"
 #include "tokprof/format.h"
@@ -238,19 +239,9 @@ struct gpujoin {
     struct vec pend;
 };
 
-static uint64_t hmix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
 static size_t so_slot(const struct sordinal *t, size_t cap, uint32_t thread, uint64_t step)
 {
-    size_t j = hmix(((uint64_t)thread << 40) ^ step) & (cap - 1);
+    size_t j = tkp_hash_pair(thread, step) & (cap - 1);
     while (t[j].used && (t[j].thread != thread || t[j].step != step))
         j = (j + 1) & (cap - 1);
     return j;
@@ -525,7 +516,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 static struct wt *w_find(const struct moectx *e, uint64_t ptr)
 {
     if (!e->wcap) return NULL;
-    for (size_t j = hmix(ptr) & (e->wcap - 1);; j = (j + 1) & (e->wcap - 1)) {
+    for (size_t j = tkp_hash_u64(ptr) & (e->wcap - 1);; j = (j + 1) & (e->wcap - 1)) {
         if (e->w[j].ptr == ptr) return &e->w[j];
         if (!e->w[j].ptr) return NULL;
     }
@@ -541,7 +532,7 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
         if (!t) return NULL;
         for (size_t i = 0; i < e->wcap; i++) {
             if (!e->w[i].ptr) continue;
-            size_t j = hmix(e->w[i].ptr) & (cap - 1);
+            size_t j = tkp_hash_u64(e->w[i].ptr) & (cap - 1);
             while (t[j].ptr)
                 j = (j + 1) & (cap - 1);
             t[j] = e->w[i];
@@ -561,7 +552,7 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
         }
         e->cl[e->ncl++] = (struct wclass){c->m, c->k, c->atype, 0, 0};
     }
-    size_t j = hmix(c->a_ptr) & (e->wcap - 1);
+    size_t j = tkp_hash_u64(c->a_ptr) & (e->wcap - 1);
     while (e->w[j].ptr)
         j = (j + 1) & (e->wcap - 1);
     e->w[j] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, 0, k, 0};

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/mp.h"
@@ -206,20 +207,12 @@ uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p)
 
 /* ---- names ---- */
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
 static int rehash(struct tkp_model *m, size_t cap)
 {
     size_t *h = calloc(cap, sizeof(*h));
     if (!h) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < m->nnames; i++) {
-        size_t j = mix(m->names[i].name_id) & (cap - 1);
+        size_t j = tkp_hash_u64(m->names[i].name_id) & (cap - 1);
         while (h[j])
             j = (j + 1) & (cap - 1);
         h[j] = i + 1;
@@ -260,7 +253,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
 {
     if ((m->nnames + 1) * 2 > m->hash_cap && rehash(m, m->hash_cap ? m->hash_cap * 2 : 256))
         return TKP_ERR_NOMEM;
-    size_t j = mix(id) & (m->hash_cap - 1);
+    size_t j = tkp_hash_u64(id) & (m->hash_cap - 1);
     while (m->name_hash[j]) {
         if (m->names[m->name_hash[j] - 1].name_id == id) {
             *slot = (uint32_t)(m->name_hash[j] - 1);
@@ -422,7 +415,7 @@ static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
 /* The graph's slot in m->graph_hash (open addressing: index + 1, 0 empty). */
 static size_t graph_pos(const struct tkp_model *m, uint64_t graph)
 {
-    size_t j = mix(graph) & (m->graph_hash_cap - 1);
+    size_t j = tkp_hash_u64(graph) & (m->graph_hash_cap - 1);
     while (m->graph_hash[j] && m->graphs[m->graph_hash[j] - 1].graph != graph)
         j = (j + 1) & (m->graph_hash_cap - 1);
     return j;
@@ -711,7 +704,7 @@ static __attribute__((noinline)) int weights_grow(struct tkp_model *m)
     if (!w) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < m->wcap; i++) {
         if (!m->w[i].a) continue;
-        size_t j = mix(m->w[i].a) & (cap - 1);
+        size_t j = tkp_hash_u64(m->w[i].a) & (cap - 1);
         while (w[j].a)
             j = (j + 1) & (cap - 1);
         w[j] = m->w[i];
@@ -726,7 +719,7 @@ static __attribute__((noinline)) int weights_grow(struct tkp_model *m)
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    size_t j = mix(ptr) & (m->wcap - 1);
+    size_t j = tkp_hash_u64(ptr) & (m->wcap - 1);
     while (m->w[j].a && m->w[j].a != ptr)
         j = (j + 1) & (m->wcap - 1);
     struct tkp_mweight *w = &m->w[j];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/classes.h"
+#include "base/hash.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
@@ -17,13 +18,6 @@ struct tkp_fgraph {
     uint32_t fused; /* its kernel nodes that are fused expert kernels */
 };
 
-static uint64_t key_mix(uint32_t thread, uint64_t step)
-{
-    uint64_t z = step * 0x9e3779b97f4a7c15ull ^ ((uint64_t)thread << 32 | thread);
-    z ^= z >> 29;
-    return z * 0xbf58476d1ce4e5b9ull;
-}
-
 /* The step's row, created on first use. NULL: out of memory. */
 static struct tkp_fused_step *step_row(struct tkp_fused *f, uint32_t thread, uint64_t step)
 {
@@ -32,14 +26,14 @@ static struct tkp_fused_step *step_row(struct tkp_fused *f, uint32_t thread, uin
         size_t *h = calloc(cap, sizeof(*h));
         if (!h) return NULL;
         for (size_t i = 0; i < f->nsteps; i++) {
-            size_t j = key_mix(f->steps[i].thread, f->steps[i].step) & (cap - 1);
+            size_t j = tkp_hash_pair(f->steps[i].thread, f->steps[i].step) & (cap - 1);
             while (h[j]) j = (j + 1) & (cap - 1);
             h[j] = i + 1;
         }
         free(f->hash);
         f->hash = h, f->hcap = cap;
     }
-    size_t j = key_mix(thread, step) & (f->hcap - 1);
+    size_t j = tkp_hash_pair(thread, step) & (f->hcap - 1);
     for (; f->hash[j]; j = (j + 1) & (f->hcap - 1)) {
         struct tkp_fused_step *s = &f->steps[f->hash[j] - 1];
         if (s->thread == thread && s->step == step) return s;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
 #include "base/err.h"
 
 #define WIDTH 1200.0
@@ -72,8 +73,7 @@ static void xml(FILE *f, const char *s, size_t max)
 /* a warm colour derived from the name, stable across runs */
 static void color(const char *s, unsigned *r, unsigned *g, unsigned *b)
 {
-    uint32_t h = 2166136261u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    uint32_t h = tkp_hash_str(s);
     *r = 205 + h % 50;
     *g = (h >> 8) % 230;
     *b = (h >> 16) % 55;

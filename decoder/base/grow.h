@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 
@@ -23,5 +24,20 @@ static inline int tkp_grow(void **p, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 #define TKP_GROW(p, cap, n) tkp_grow((void **)&(p), &(cap), (n), sizeof(*(p)))
+
+/* An array that code fills one element at a time: tkp_array_push() makes room (tkp_grow) and
+ * returns the new element, zeroed, or NULL when out of memory (the array unchanged). p is owned:
+ * free(a.p) when done. */
+struct tkp_array {
+    void *p;
+    size_t n, cap;
+};
+static inline void *tkp_array_push(struct tkp_array *a, size_t size)
+{
+    if (tkp_grow(&a->p, &a->cap, a->n + 1, size)) return NULL;
+    char *e = (char *)a->p + a->n++ * size;
+    memset(e, 0, size);
+    return e;
+}
 
 #endif

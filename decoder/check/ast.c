@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "check/ast.h"
+#include "base/grow.h"
 
 static const struct {
     const char *name;
@@ -56,12 +57,9 @@ int tkp_bound_cmp(const struct tkp_spec *sp, int n)
 
 int tkp_spec_grow(void **p, int *cap, int n, size_t size)
 {
-    if (n < *cap) return 0;
-    int c = *cap ? 2 * *cap : 16;
-    void *q = realloc(*p, (size_t)c * size);
-    if (!q) return -1;
-    *p = q;
-    *cap = c;
+    size_t c = (size_t)*cap;
+    if (tkp_grow(p, &c, (size_t)n + 1, size)) return -1;
+    *cap = (int)c;
     return 0;
 }
 

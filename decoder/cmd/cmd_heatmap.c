@@ -25,6 +25,7 @@
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "model/libcalls.h"
+#include "model/moe.h"
 #include "model/model.h"
 #include "model/moe_fused.h"
 #include "capture/multireader.h"

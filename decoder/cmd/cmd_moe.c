@@ -27,6 +27,7 @@
 #include "capture/reader.h"
 #include "model/classes.h"
 #include "model/libcalls.h"
+#include "model/moe.h"
 #include "model/moe_fused.h"
 
 static void imbalance(const uint64_t *l, uint32_t n, double *maxmean, double *cv)

@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "model/model.h"
+#include "model/norms.h"
 #include "capture/reader.h"
 
 struct opts {

@@ -60,8 +60,10 @@
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "base/json.h"
+#include "base/sort.h"
 #include "model/analysis.h"
 #include "model/model.h"
+#include "model/norms.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 

@@ -49,6 +49,7 @@
 #include <stdint.h>
 
 #include "model/classes.h"
+#include "model/hist.h"
 
 struct tkp_reader;
 struct tkp_record;
@@ -56,7 +57,6 @@ struct tkp_record;
 #define TKP_MODEL_LATE_FLUSHES 10        /* the watermark window, in flush periods: see above */
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
 #define TKP_MODEL_AWAIT_MAX 4096         /* open steps past which none awaits late GPU records */
-#define TKP_HIST_BUCKETS 1600           /* 1.02^1600 ns > 5e13 ns: every real duration */
 #define TKP_MSTEP_OPEN 2                /* a step whose STEP record never came (cut capture) */
 #define TKP_MODEL_GRAPHS_MAX 65536      /* graph topologies kept; later ones count as unknown */
 #define TKP_MODEL_GRAPH_NODES_MAX (16u << 20) /* their nodes, all together (64 MiB of slots) */
@@ -96,12 +96,6 @@ struct tkp_mstep {
     uint64_t gemm_max_n, gemm_max_m, gemm_last_n, gemm_last_m, gemm_last_ns;
     uint64_t launch_gap_ns, wait_ns;
     int lib_only; /* only LIB_CALL records so far: not a step of the table (dropped at finish) */
-};
-
-/* Durations of one kernel name or class. */
-struct tkp_dist {
-    uint64_t count, total_ns, min_ns, max_ns;
-    uint32_t *hist; /* TKP_HIST_BUCKETS, allocated on first duration */
 };
 
 struct tkp_mname {
@@ -176,16 +170,6 @@ int tkp_model_launch_ns(const struct tkp_model *m, uint32_t thread, uint64_t seg
 /* 1 when the capture has GPU records; else 0 and `why` gets the reason ("TOKPROF_GPU=off", ...). */
 int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n);
 
-/* Percentile p (0..1) of a distribution: exact count rank, bucket midpoint (<= 1% error). */
-uint64_t tkp_dist_pct(const struct tkp_dist *d, double p);
-/* The histogram bucket of a duration: floor(ln ns / ln 1.02) + 1 (0 for 0, at most
- * TKP_HIST_BUCKETS - 1), from a table instead of a log() per kernel. */
-uint32_t tkp_hist_bucket(uint64_t ns);
-/* Nearest-rank percentile of n sorted values (0 when n == 0). */
-uint64_t tkp_pct_sorted(const uint64_t *v, size_t n, double p);
-/* Sorts n values in place (ascending). */
-void tkp_sort_u64(uint64_t *v, size_t n);
-
 /* Step figures helpers: host duration (end - begin, 0 when open), GPU span, idle. */
 uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s);
 uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
@@ -193,20 +177,6 @@ uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
 /* "token", "outside" or "open". */
 const char *tkp_mstep_kind_str(int kind);
-
-/* Medians over the token steps (GPU figures over the token steps that have kernels): what
- * "normal" is, for anomaly flags and for explaining the worst steps. */
-struct tkp_norms {
-    size_t token_steps, gpu_steps;
-    uint64_t host_p50, busy_p50, span_p50, idle_p50;
-    uint64_t hostonly_p50; /* host duration not covered by the GPU span */
-    uint64_t *class_p50;   /* per class id; owned, tkp_norms_free() */
-};
-#define TKP_ANOMALY_FACTOR 3 /* a step is flagged past 3x the median (host duration or busy) */
-int tkp_model_norms(const struct tkp_model *m, struct tkp_norms *nr); /* 0 or NOMEM */
-void tkp_norms_free(struct tkp_norms *nr);
-/* NULL for a normal step, else "host", "gpu" or "host,gpu": which figure passed 3x its median. */
-const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep *s);
 
 /* META config.flush_ms of a META record, 0 when absent: how often the shim hands over GPU
  * records, which bounds how late they can arrive after their step. */

@@ -59,6 +59,18 @@ struct tkp_meta {
  * chunk's THREAD record gave (0 when the chunk did not map it; counted in tkp_reader_stats).
  * Strings are NUL-terminated; they and `nodes` are valid until the next tkp_reader_next() call,
  * except name strings, which live until tkp_reader_close(). */
+/* The decoded struct of a fixed-layout record type (records.def). */
+#define TKP_CTYPE_u32 uint32_t
+#define TKP_CTYPE_u64 uint64_t
+#define TKP_CTYPE_i64 int64_t
+#define TKP_STRUCT_F(kind, name, wire) TKP_CTYPE_##kind name;
+#define TKP_STRUCT_X(ctype, name) ctype name;
+#define TKP_STRUCT_R(T, member, head, fields, extra)                                              \
+    struct {                                                                                       \
+        fields extra                                                                               \
+    } member;
+#include "tokprof/records.def"
+
 struct tkp_record {
     enum tkp_rec type;
     uint64_t offset; /* file offset of the chunk this record came from */
@@ -105,37 +117,12 @@ struct tkp_record {
             uint32_t nnodes;
             const struct tkp_graph_node *nodes;
         } graph;
-        struct {
-            uint32_t kind, dir, flags;
-            uint64_t bytes, stream;
-        } copy;
-        struct {
-            uint32_t kind;
-            uint64_t handle, wait_ns;
-        } sync;
-        struct {
-            uint64_t event, stream;
-        } event_record;
-        struct {
-            uint64_t stream, event;
-        } stream_wait;
-        struct {
-            uint32_t kind, closed_by;
-            uint64_t begin_ns, mark_ns, end_ns, launches, graph_launches, copies;
-        } step_rec; /* STEP (its index is `step` above) */
-        struct {
-            uint32_t kind;
-            uint64_t name_id;
-            const char *name;
-            uint64_t range_id;
-        } nvtx;
+        /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP (step_rec), NVTX, MARKER: one struct each,
+         * generated from include/tokprof/records.def (its fields in wire order) */
+        TKP_RECORDS_FIXED(TKP_STRUCT_R, TKP_STRUCT_F, TKP_STRUCT_X)
         struct {
             uint64_t dropped;
         } loss; /* cumulative for the thread */
-        struct {
-            uint32_t kind;
-            int64_t value;
-        } marker;
         struct {
             uint32_t call, lib, status, flags; /* enum tkp_lib, TKP_LIBF_* */
             uint64_t op_id;

@@ -710,6 +710,18 @@ static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     return 0;
 }
 
+/* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
+ * field with its wire name in the reason a malformed one gets. */
+#define DEC_HEAD_HOST head(d, r, b)
+#define DEC_HEAD_STEP u64f(d, "step", &r->step) || threadf(d, &r->thread)
+#define DEC_F(kind, name, wire) || kind##f(d, wire, &x_->name)
+#define DEC_X(ctype, name)
+#define DEC_R(T, member, head, fields, extra)                                                      \
+    case TKP_REC_##T: {                                                                            \
+        __typeof__(r->member) *x_ = &r->member;                                                    \
+        return DEC_HEAD_##head fields;                                                             \
+    }
+
 static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     uint32_t tid;
@@ -746,38 +758,13 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_GRAPH:
         if (u64f(d, "graph", &r->graph.graph)) return TKP_ERR_RECORD;
         return graph_nodes(d, r, b);
-    case TKP_REC_COPY:
-        return head(d, r, b) || u32f(d, "kind", &r->copy.kind) || u32f(d, "dir", &r->copy.dir) ||
-               u64f(d, "bytes", &r->copy.bytes) || u64f(d, "stream", &r->copy.stream) ||
-               u32f(d, "flags", &r->copy.flags);
-    case TKP_REC_SYNC:
-        return head(d, r, b) || u32f(d, "kind", &r->sync.kind) ||
-               u64f(d, "handle", &r->sync.handle) || u64f(d, "wait_ns", &r->sync.wait_ns);
-    case TKP_REC_EVENT_RECORD:
-        return head(d, r, b) || u64f(d, "event", &r->event_record.event) ||
-               u64f(d, "stream", &r->event_record.stream);
-    case TKP_REC_STREAM_WAIT:
-        return head(d, r, b) || u64f(d, "stream", &r->stream_wait.stream) ||
-               u64f(d, "event", &r->stream_wait.event);
-    case TKP_REC_STEP:
-        return u64f(d, "step", &r->step) || threadf(d, &r->thread) ||
-               u32f(d, "kind", &r->step_rec.kind) || u64f(d, "begin_ns", &r->step_rec.begin_ns) ||
-               u64f(d, "mark_ns", &r->step_rec.mark_ns) || u64f(d, "end_ns", &r->step_rec.end_ns) ||
-               u32f(d, "closed_by", &r->step_rec.closed_by) ||
-               u64f(d, "launches", &r->step_rec.launches) ||
-               u64f(d, "graph_launches", &r->step_rec.graph_launches) ||
-               u64f(d, "copies", &r->step_rec.copies);
-    case TKP_REC_NVTX:
-        return head(d, r, b) || u32f(d, "kind", &r->nvtx.kind) ||
-               u64f(d, "name", &r->nvtx.name_id) || u64f(d, "range_id", &r->nvtx.range_id);
+    /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER */
+        TKP_RECORDS_FIXED(DEC_R, DEC_F, DEC_X)
     case TKP_REC_LOSS: /* thread TKP_THREAD_NONE: threads that never got a ring */
         if (u32f(d, "thread", &r->thread)) return TKP_ERR_RECORD;
         if (r->thread != TKP_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
             return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
         return u64f(d, "dropped_total", &r->loss.dropped);
-    case TKP_REC_MARKER:
-        return head(d, r, b) || u32f(d, "kind", &r->marker.kind) ||
-               i64f(d, "value", &r->marker.value);
     case TKP_REC_LIB_CALL:
         return lib_call(d, r, b);
     case TKP_REC_STACK:

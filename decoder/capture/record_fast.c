@@ -169,12 +169,36 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
     } while (0)
 
 /* Elements after the type that this path reads (FORMAT.md); 0: a type it declines. */
+#define HEADN_HOST 3 /* dt, thread, step */
+#define HEADN_STEP 2 /* step, thread */
+#define NF_F(kind, name, wire) +1
+#define NF_X(ctype, name)
+#define NF_R(T, member, head, fields, extra) [TKP_REC_##T] = HEADN_##head fields,
 static const uint8_t fields[] = {
-    [TKP_REC_LAUNCH] = 13, [TKP_REC_GRAPH_LAUNCH] = 6, [TKP_REC_COPY] = 8,
-    [TKP_REC_SYNC] = 6,    [TKP_REC_EVENT_RECORD] = 5, [TKP_REC_STREAM_WAIT] = 5,
-    [TKP_REC_STEP] = 10,   [TKP_REC_NVTX] = 6,         [TKP_REC_MARKER] = 5,
-    [TKP_REC_LIB_CALL] = 21, [TKP_REC_LAUNCH_T] = 3, /* LIB_CALL_T: tmpl_fast() only */
+    [TKP_REC_LAUNCH] = 13, [TKP_REC_GRAPH_LAUNCH] = 6, [TKP_REC_LIB_CALL] = 21,
+    [TKP_REC_LAUNCH_T] = 3, /* LIB_CALL_T: tmpl_fast() only */
+    TKP_RECORDS_FIXED(NF_R, NF_F, NF_X) /* the fixed-layout types (records.def) */
 };
+
+/* The fast decode of a fixed-layout record (records.def): the same checks as the general
+ * decoder, in the same order. */
+#define FAST_HEAD_HOST HEAD()
+#define FAST_HEAD_STEP                                                                             \
+    do {                                                                                           \
+        U64(r->step);                                                                              \
+        THREAD(r->thread);                                                                         \
+    } while (0)
+#define FAST_u32 U32
+#define FAST_u64 U64
+#define FAST_i64 I64
+#define FAST_F(kind, name, wire) FAST_##kind(x_->name);
+#define FAST_X(ctype, name) x_->name = 0;
+#define FAST_R(T, member, head, fields, extra)                                                     \
+    case TKP_REC_##T: {                                                                            \
+        __typeof__(r->member) *x_ = &r->member;                                                    \
+        FAST_HEAD_##head;                                                                          \
+        fields extra break;                                                                        \
+    }
 
 /* The optional `call` of a launch: an unsigned int is it (anything else is declined here). */
 #define IS_UINT(x) ((x) <= 0x7f || ((x) >= 0xcc && (x) <= 0xcf))
@@ -401,54 +425,8 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         U64(r->graph_launch.stream);
         U32(r->graph_launch.via);
         break;
-    case TKP_REC_COPY:
-        HEAD();
-        U32(r->copy.kind);
-        U32(r->copy.dir);
-        U64(r->copy.bytes);
-        U64(r->copy.stream);
-        U32(r->copy.flags);
-        break;
-    case TKP_REC_SYNC:
-        HEAD();
-        U32(r->sync.kind);
-        U64(r->sync.handle);
-        U64(r->sync.wait_ns);
-        break;
-    case TKP_REC_EVENT_RECORD:
-        HEAD();
-        U64(r->event_record.event);
-        U64(r->event_record.stream);
-        break;
-    case TKP_REC_STREAM_WAIT:
-        HEAD();
-        U64(r->stream_wait.stream);
-        U64(r->stream_wait.event);
-        break;
-    case TKP_REC_STEP:
-        U64(r->step);
-        THREAD(r->thread);
-        U32(r->step_rec.kind);
-        U64(r->step_rec.begin_ns);
-        U64(r->step_rec.mark_ns);
-        U64(r->step_rec.end_ns);
-        U32(r->step_rec.closed_by);
-        U64(r->step_rec.launches);
-        U64(r->step_rec.graph_launches);
-        U64(r->step_rec.copies);
-        break;
-    case TKP_REC_NVTX:
-        HEAD();
-        U32(r->nvtx.kind);
-        U64(r->nvtx.name_id);
-        r->nvtx.name = NULL;
-        U64(r->nvtx.range_id);
-        break;
-    case TKP_REC_MARKER:
-        HEAD();
-        U32(r->marker.kind);
-        I64(r->marker.value);
-        break;
+    /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER */
+        TKP_RECORDS_FIXED(FAST_R, FAST_F, FAST_X)
     default:
         return 0;
     }
@@ -503,6 +481,20 @@ _Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry pe
         CK(len_thread);                                                                            \
         CK(len_u64);                                                                               \
     } while (0)
+
+/* The checking pass over a fixed-layout record (records.def). */
+#define CK_HEAD_HOST CK_HEAD()
+#define CK_HEAD_STEP                                                                               \
+    do {                                                                                           \
+        CK(len_u64);                                                                               \
+        CK(len_thread);                                                                            \
+    } while (0)
+#define CK_F(kind, name, wire) CK(len_##kind);
+#define CK_X(ctype, name)
+#define CK_R(T, member, head, fields, extra)                                                       \
+    case TKP_REC_##T:                                                                              \
+        CK_HEAD_##head;                                                                            \
+        fields break;
 
 /* The template id of a LAUNCH_T (with a stack): defined earlier in this chunk, else declined. */
 #define CK_LTMPL()                                                                                 \
@@ -579,49 +571,7 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
         CK(len_u64);
         CK(len_u32);
         break;
-    case TKP_REC_COPY: /* kind, dir, bytes, stream, flags */
-        CK_HEAD();
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u64);
-        CK(len_u64);
-        CK(len_u32);
-        break;
-    case TKP_REC_SYNC: /* kind, handle, wait_ns */
-        CK_HEAD();
-        CK(len_u32);
-        CK(len_u64);
-        CK(len_u64);
-        break;
-    case TKP_REC_EVENT_RECORD:
-    case TKP_REC_STREAM_WAIT:
-        CK_HEAD();
-        CK(len_u64);
-        CK(len_u64);
-        break;
-    case TKP_REC_STEP: /* step, thread, kind, begin, mark, end, closed_by, 3 counts */
-        CK(len_u64);
-        CK(len_thread);
-        CK(len_u32);
-        CK(len_u64);
-        CK(len_u64);
-        CK(len_u64);
-        CK(len_u32);
-        CK(len_u64);
-        CK(len_u64);
-        CK(len_u64);
-        break;
-    case TKP_REC_NVTX: /* kind, name, range_id */
-        CK_HEAD();
-        CK(len_u32);
-        CK(len_u64);
-        CK(len_u64);
-        break;
-    case TKP_REC_MARKER: /* kind, value */
-        CK_HEAD();
-        CK(len_u32);
-        CK(len_i64);
-        break;
+        TKP_RECORDS_FIXED(CK_R, CK_F, CK_X)
     default:
         return -1;
     }

@@ -74,7 +74,7 @@ struct tkp_node {
     int temporal;       /* the subtree holds a temporal operator (no short circuit above it) */
 };
 
-struct tkp_class {
+struct tkp_spec_class {
     char *name;
     int expr;
     int gpu;
@@ -108,7 +108,7 @@ struct tkp_assert {
 struct tkp_spec {
     struct tkp_node *n;
     int nn, capn;
-    struct tkp_class *cls;
+    struct tkp_spec_class *cls;
     int ncls;
     struct tkp_const *cst;
     int ncst;

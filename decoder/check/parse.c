@@ -596,7 +596,7 @@ static int decl(struct parser *P)
             sp->cst[sp->ncst++] = (struct tkp_const){name, e};
         } else {
             if (grow((void **)&sp->cls, sp->ncls, sizeof(*sp->cls))) goto oom;
-            sp->cls[sp->ncls++] = (struct tkp_class){name, e, 0};
+            sp->cls[sp->ncls++] = (struct tkp_spec_class){name, e, 0};
         }
         return 0;
     }

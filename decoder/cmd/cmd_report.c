@@ -7,6 +7,7 @@
  * accumulator, and with --spec one more pass runs the spec monitor (report_spec.c). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +15,10 @@
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "capture/reader.h"
-#include "cmd/report_check.h"
+#include "check/compile.h"
+#include "check/monitor.h"
+#include "check/parse.h"
+#include "check/results.h"
 #include "views/heatmap.h"
 #include "views/svg.h"
 #include "base/sort.h"
@@ -126,6 +130,76 @@ static int figures(FILE *f, const struct tkp_model *m, int gpu)
     return err;
 }
 
+/* ---- the spec section: `tokprof check`'s table, run in the same process ---- */
+
+static int spec_load(struct tkp_ctx *ctx, const char *path, struct tkp_spec **sp)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    int c;
+    while (m && (c = fgetc(f)) != EOF && len < (16u << 20))
+        fputc(c, m);
+    fclose(f);
+    if (!m) return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+    fclose(m);
+    struct tkp_spec_err e;
+    *sp = NULL;
+    int rc = tkp_spec_parse(text, path, sp, &e);
+    if (!rc) rc = tkp_spec_compile(*sp, &e);
+    if (!rc) return 0;
+    tkp_spec_free(*sp);
+    *sp = NULL;
+    if (rc == TKP_ERR_NOMEM) return tkp_cmd_fail(ctx, rc, "out of memory");
+    return tkp_cmd_fail(ctx, rc, "%s:%u:%u: %s (try 'tokprof check')", path, e.line, e.col, e.msg);
+}
+
+/* Loads and compiles SPEC, checks CAPTURE against it in one streaming pass and renders the
+ * result table of `tokprof check` into *text (malloc'd, caller frees). *violated is 1 when an
+ * error-severity assertion failed. Returns 0 or a tkp_err with ctx->why set. */
+static int report_spec(struct tkp_ctx *ctx, const char *spec, const char *capture, char **text,
+                    int *violated)
+{
+    struct tkp_spec *sp;
+    struct tkp_mon *mon;
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    int rc = spec_load(ctx, spec, &sp);
+    if (rc) return rc;
+    if (tkp_mon_new(sp, &mon)) {
+        tkp_spec_free(sp);
+        return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+    }
+    if ((rc = tkp_cmd_open(ctx, capture, &r))) {
+        tkp_mon_free(mon);
+        tkp_spec_free(sp);
+        return rc;
+    }
+    while ((rc = tkp_reader_next(r, &rec)) == 1)
+        if ((rc = tkp_mon_feed(mon, &rec)) < 0) break;
+    if (rc != TKP_ERR_NOMEM) rc = tkp_mon_finish(mon);
+    *violated = rc == TKP_ERR_VIOLATION || rc == 1;
+    if (rc == TKP_ERR_NOMEM) {
+        tkp_cmd_fail(ctx, rc, "out of memory");
+    } else {
+        size_t len = 0;
+        FILE *m = open_memstream(text, &len);
+        if (m) {
+            tkp_report_table(m, sp, mon); /* names live until the reader closes */
+            fclose(m);
+            rc = 0;
+        } else {
+            rc = tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+        }
+    }
+    tkp_reader_close(r);
+    tkp_mon_free(mon);
+    tkp_spec_free(sp);
+    return rc;
+}
+
 static int write_report(FILE *f, const char *path, const struct tkp_model *m,
                         const struct tkp_analysis *an, const char *spec_text)
 {
@@ -202,7 +276,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_model_opts mo = {.from = 0, .to = -1};
     memset(&an, 0, sizeof(an));
     /* the spec first, in its own pass: a bad spec fails before any work */
-    if (spec && (err = tkp_report_spec(ctx, spec, path, &spec_text, &violated))) return err;
+    if (spec && (err = report_spec(ctx, spec, path, &spec_text, &violated))) return err;
     if ((err = tkp_cmd_classes(ctx, classes, &cl))) goto done;
     mo.classes = cl;
     tkp_model_init(&m, &mo);

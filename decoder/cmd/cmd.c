@@ -52,23 +52,42 @@ int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
     return 0;
 }
 
-int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
-                              int *json, const char **classes)
+int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                  const char **path)
 {
     int err;
-    *path = NULL, *json = 0, *classes = NULL;
+    *path = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            *json = 1;
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
-            *classes = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, path, argv[i])))
+        const char *a = argv[i];
+        const struct tkp_opt *o = NULL;
+        for (size_t k = 0; !o && k < n; k++)
+            if (!strcmp(a, opts[k].name)) o = &opts[k];
+        if (o && o->kind == 'f') {
+            *(int *)o->dst = 1;
+        } else if (o && o->kind == 's') {
+            if (!(*(const char **)o->dst = argv[++i]))
+                return o->needs ? tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", o->needs)
+                                : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
+        } else if (o) {
+            if ((err = tkp_cmd_num(ctx, a, argv[++i], o->max, o->dst))) return err;
+        } else if (a[0] == '-' && a[1]) {
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
+        } else if ((err = tkp_cmd_input(ctx, path, a))) {
             return err;
+        }
     }
     if (!*path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     return 0;
+}
+
+int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
+                              int *json, const char **classes)
+{
+    const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL},
+                                   /* as these commands always said */
+                                   {"--classes", 's', classes, 0, "unknown option '--classes'"}};
+    *json = 0, *classes = NULL;
+    return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
 }
 
 int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r)

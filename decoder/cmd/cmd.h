@@ -56,6 +56,21 @@ int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **
  * error naming opt ("--from: 'x' is not a number"). */
 int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out);
 
+/* One option of a command for tkp_cmd_parse(): its name and where its value goes. */
+struct tkp_opt {
+    const char *name;  /* "--json" */
+    char kind;         /* 'f': a flag, *(int *)dst = 1; 's': a string, *(const char **)dst;
+                        * 'u': a decimal number up to max, *(uint64_t *)dst (an int64_t works) */
+    void *dst;
+    uint64_t max;      /* 'u' */
+    const char *needs; /* 's': the message when the value is missing; NULL: "NAME needs a value" */
+};
+/* The one option parser of the commands: argv[1..argc) by the n options of opts, every other
+ * argument a capture (tkp_cmd_input; *path gets the first). Returns 0, or TKP_ERR_USAGE with
+ * the reason in ctx->why (a value missing or not a number, an unknown option, no capture). */
+int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                  const char **path);
+
 /* The arguments of a command whose only options are --json and --classes FILE, followed by
  * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or
  * TKP_ERR_USAGE with the reason in ctx->why (an unknown option, no capture). */

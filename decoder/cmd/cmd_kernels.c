@@ -39,38 +39,27 @@ struct row {
 
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
-    uint64_t v = 0;
-    int err;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = argv[i + 1];
-        if (!strcmp(a, "--json")) o->json = 1;
-        else if (!strcmp(a, "--csv")) o->csv = 1;
-        else if (!strcmp(a, "--by")) {
-            i++;
-            if (!val || (strcmp(val, "name") && strcmp(val, "class")))
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--by name or --by class");
-            o->by_class = !strcmp(val, "class");
-        } else if (!strcmp(a, "--classes") || !strcmp(a, "--class") || !strcmp(a, "--name")) {
-            if (!val) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
-            i++;
-            if (!strcmp(a, "--classes")) o->classes = val;
-            else if (!strcmp(a, "--class")) o->cls = val;
-            else o->name_re = val;
-        } else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--thread") ||
-                   !strcmp(a, "--top")) {
-            if ((err = tkp_cmd_num(ctx, a, argv[++i], INT64_MAX, &v))) return err;
-            if (!strcmp(a, "--from")) o->from = (int64_t)v;
-            else if (!strcmp(a, "--to")) o->to = (int64_t)v;
-            else if (!strcmp(a, "--top")) o->top = v;
-            else if (v > UINT32_MAX) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--thread: bad tid");
-            else o->tid = (uint32_t)v;
-        } else if (a[0] == '-' && a[1]) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        } else if (tkp_cmd_input(ctx, &o->path, a)) {
-            return TKP_ERR_USAGE;
-        }
-    }
-    if (!o->path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    uint64_t tid = o->tid;
+    const char *by = NULL;
+    const struct tkp_opt opts[] = {
+        {"--json", 'f', &o->json, 0, NULL},
+        {"--csv", 'f', &o->csv, 0, NULL},
+        {"--by", 's', &by, 0, "--by name or --by class"},
+        {"--classes", 's', &o->classes, 0, NULL},
+        {"--class", 's', &o->cls, 0, NULL},
+        {"--name", 's', &o->name_re, 0, NULL},
+        {"--from", 'u', &o->from, INT64_MAX, NULL},
+        {"--to", 'u', &o->to, INT64_MAX, NULL},
+        {"--thread", 'u', &tid, INT64_MAX, NULL},
+        {"--top", 'u', &o->top, INT64_MAX, NULL},
+    };
+    int err = tkp_cmd_parse(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), &o->path);
+    if (err) return err;
+    if (tid > UINT32_MAX) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--thread: bad tid");
+    o->tid = (uint32_t)tid;
+    if (by && strcmp(by, "name") && strcmp(by, "class"))
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--by name or --by class");
+    o->by_class = by && !strcmp(by, "class");
     if (o->json && o->csv) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--json or --csv, not both");
     return 0;
 }

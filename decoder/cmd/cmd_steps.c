@@ -33,28 +33,18 @@ struct opts {
 
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
-    uint64_t v = 0;
-    int err;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) o->json = 1;
-        else if (!strcmp(a, "--csv")) o->csv = 1;
-        else if (!strcmp(a, "--classes")) {
-            if (!(o->classes = argv[++i]))
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--classes needs a file");
-        } else if (!strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "--thread")) {
-            uint64_t max = !strcmp(a, "--thread") ? UINT32_MAX : INT64_MAX;
-            if ((err = tkp_cmd_num(ctx, a, argv[++i], max, &v))) return err;
-            if (!strcmp(a, "--from")) o->from = (int64_t)v;
-            else if (!strcmp(a, "--to")) o->to = (int64_t)v;
-            else o->tid = (uint32_t)v;
-        } else if (a[0] == '-' && a[1]) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        } else if (tkp_cmd_input(ctx, &o->path, a)) {
-            return TKP_ERR_USAGE;
-        }
-    }
-    if (!o->path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    uint64_t tid = o->tid;
+    const struct tkp_opt opts[] = {
+        {"--json", 'f', &o->json, 0, NULL},
+        {"--csv", 'f', &o->csv, 0, NULL},
+        {"--classes", 's', &o->classes, 0, "--classes needs a file"},
+        {"--from", 'u', &o->from, INT64_MAX, NULL},
+        {"--to", 'u', &o->to, INT64_MAX, NULL},
+        {"--thread", 'u', &tid, UINT32_MAX, NULL},
+    };
+    int err = tkp_cmd_parse(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), &o->path);
+    o->tid = (uint32_t)tid;
+    if (err) return err;
     if (o->json && o->csv) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--json or --csv, not both");
     return 0;
 }

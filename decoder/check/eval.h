@@ -20,6 +20,9 @@ size_t tkp_shapes_count(const struct tkp_shapes *t);
 struct tkp_val tkp_eval(struct tkp_eval *E, int node);
 /* A Boolean verdict: 1 true, 0 false, -1 unknown. */
 int tkp_eval_bool(struct tkp_eval *E, int node);
+/* The value of attribute attr (enum tkp_attr) of E's record (is_r) or step; unknown when none
+ * is bound. */
+struct tkp_val tkp_attr_value(const struct tkp_eval *E, int attr, int is_r);
 /* r.kind as a word. */
 const char *tkp_rkind_str(uint32_t k);
 const char *tkp_phase_str(int ph);

@@ -21,6 +21,7 @@ struct open {
     int used;
     uint64_t seg;
     uint64_t len, launches;      /* host records; LAUNCH and GRAPH_LAUNCH among them */
+    uint64_t work;               /* launches, copies and memsets among them */
     struct tkp_srec first, last; /* the first host record; the latest (records decode into it) */
     int last_lazy;               /* last holds only its shape: the record is last_raw */
     uint64_t last_id;
@@ -49,6 +50,8 @@ struct thr {
     uint32_t tid;
     uint64_t pid;
     uint32_t call; /* the thread's latest LIB_CALL */
+    uint64_t setup[8]; /* the latest set-up segments (STEP of another kind), for GPU records */
+    uint32_t nsetup;   /* set-up segments closed in all (setup[] holds the last 8) */
     struct tkp_srec lib;
     struct pend *pend;
     uint32_t npend, pend_head, pend_cap;
@@ -63,6 +66,7 @@ struct tkp_mon {
     struct tkp_val *aggs;       /* the step aggregates of the step being judged */
     struct tkp_val *runs;       /* run aggregates (finalised at the end) */
     double *run_acc;            /* per run slot: sum, count, min, max (4 each) */
+    uint8_t *run_unk;           /* per run slot: a judged step's selection or value was unknown */
     double **run_vals;          /* pNN: every value (8 B per step) */
     uint64_t *run_nvals, *run_capvals;
     struct tkp_witem **run_top; /* the top-k steps per run slot */
@@ -87,6 +91,7 @@ struct tkp_mon {
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
+    int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
 };
 
 /* What a step-level violation's witness draws from. */
@@ -95,5 +100,25 @@ struct wctx {
     const struct tkp_srec *first, *last;
     const struct tkp_fold *fold;         /* streamed aggregates (their kept records), by slot */
 };
+
+/* Segment seg of thread h closed as a set-up segment: it has no token. */
+static inline int tkp_is_setup(const struct thr *h, uint64_t seg)
+{
+    for (uint32_t i = 0; i < h->nsetup && i < 8; i++)
+        if (h->setup[i] == seg) return 1;
+    return 0;
+}
+
+/* No GPU record will come for thread t (-1: for any thread): its GPU_INFO said so, none came.
+ * Inline: the monitor and the witnesses ask it, and witness.c must not call into monitor.c. */
+static inline int tkp_gpu_off(const struct tkp_mon *m, int t)
+{
+    if (t < 0) return m->ngpu_off && !m->st.gpu_records;
+    const struct thr *h = &m->t[t];
+    if (h->gpu_seen) return 0;
+    for (int i = 0; i < m->ngpu_off; i++)
+        if (m->gpu_off[i] == h->pid) return 1;
+    return 0;
+}
 
 #endif

@@ -13,6 +13,8 @@ void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struc
                const struct tkp_srec *r, const struct wctx *W);
 /* the top steps of a violated run assertion's aggregates */
 void tkp_run_witness(struct tkp_mon *m, int as);
+/* the kept record-level violations of segment seg of thread t, which closed as set-up */
+void tkp_setup_mark(struct tkp_mon *m, uint32_t t, uint64_t seg);
 
 /* Counts an evaluation of assertion as and judges it when it did not pass (t != 1). */
 static inline void tkp_verdict(struct tkp_mon *m, struct tkp_eval *E, int as, int t,

@@ -4,7 +4,7 @@
 Usage: outputs_stable.py --tokprof TOKPROF --data DIR --spec DIR [--update]
 
 For every capture DIR/NAME.tokprof it runs `dump --raw`, `summary --json` and `check --json`
-with every spec of SPEC/{pass,fail,styles}/ (fail/baseline.tks with --baseline vllm.tokprof), from
+with every spec of SPEC/{pass,fail,inconclusive,styles}/ (fail/baseline.tks with --baseline vllm.tokprof), from
 DIR with relative paths, and compares stdout, stderr and the exit status with DIR/NAME.expected.xz (xz-compressed: the
 dumps are large and repetitive).
 The expected files were written by the binary of commit 45becb7 (before the decoder was put
@@ -24,7 +24,7 @@ import sys
 def commands(spec_dir):
     yield ["dump", "--raw"]
     yield ["summary", "--json"]
-    for sub in ("pass", "fail", "styles"):
+    for sub in ("pass", "fail", "inconclusive", "styles"):
         for spec in sorted(glob.glob(os.path.join(spec_dir, sub, "*.tks"))):
             rel = f"{sub}/{os.path.basename(spec)}"
             extra = ["--baseline", "vllm.tokprof"] if rel == "fail/baseline.tks" else []

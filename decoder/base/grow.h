@@ -25,6 +25,16 @@ static inline int tkp_grow(void **p, size_t *cap, size_t n, size_t sz)
 }
 #define TKP_GROW(p, cap, n) tkp_grow((void **)&(p), &(cap), (n), sizeof(*(p)))
 
+/* The same for a table indexed by a small id (a thread index): the elements it adds are zeroed,
+ * so that *cap is also how many entries exist. */
+static inline int tkp_grow_zeroed(void **p, size_t *cap, size_t n, size_t sz)
+{
+    size_t old = *cap;
+    if (tkp_grow(p, cap, n, sz)) return TKP_ERR_NOMEM;
+    memset((char *)*p + old * sz, 0, (*cap - old) * sz);
+    return 0;
+}
+
 /* An array that code fills one element at a time: tkp_array_push() makes room (tkp_grow) and
  * returns the new element, zeroed, or NULL when out of memory (the array unchanged). p is owned:
  * free(a.p) when done. */

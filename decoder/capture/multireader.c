@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 struct mfile {
     struct tkp_reader *done; /* its reader once read to the end, released (its names live on) */
@@ -292,14 +293,10 @@ static int renumber(struct tkp_mreader *m, struct mgroup *g, uint32_t *t)
 {
     if (*t == TKP_THREAD_NONE) return 0;
     if (*t >= g->tcap) {
-        uint32_t cap = g->tcap ? g->tcap : 16;
-        while (cap <= *t)
-            cap *= 2;
-        uint32_t *p = realloc(g->tmap, cap * sizeof(*p));
-        if (!p) return stop(m, TKP_ERR_NOMEM, "out of memory");
-        memset(p + g->tcap, 0, (cap - g->tcap) * sizeof(*p));
-        g->tmap = p;
-        g->tcap = cap;
+        size_t cap = g->tcap;
+        if (tkp_grow_zeroed((void **)&g->tmap, &cap, (size_t)*t + 1, sizeof(*g->tmap)))
+            return stop(m, TKP_ERR_NOMEM, "out of memory");
+        g->tcap = (uint32_t)cap;
     }
     if (!g->tmap[*t]) {
         if (m->nthreads + 1 >= TKP_THREADS_MAX)

@@ -16,6 +16,7 @@
 
 #include "base/hash.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "capture/record.h"
 #include "capture/record_fast.h"
 
@@ -294,14 +295,10 @@ static const char *name_get(struct tkp_reader *r, uint64_t id)
 static void thread_define(struct tkp_reader *r, uint32_t t, uint32_t os_tid)
 {
     if (t >= r->threads_cap) { /* t < TKP_THREADS_MAX, checked by the decoder */
-        uint32_t cap = r->threads_cap ? r->threads_cap : 16;
-        while (cap <= t)
-            cap *= 2;
-        struct thread_slot *p = realloc(r->threads, cap * sizeof(*p));
-        if (!p) return; /* uses will count as missing: degraded, not wrong */
-        memset(p + r->threads_cap, 0, (cap - r->threads_cap) * sizeof(*p));
-        r->threads = p;
-        r->threads_cap = cap;
+        size_t cap = r->threads_cap;
+        if (tkp_grow_zeroed((void **)&r->threads, &cap, (size_t)t + 1, sizeof(*r->threads)))
+            return; /* uses will count as missing: degraded, not wrong */
+        r->threads_cap = (uint32_t)cap;
     }
     r->changes += r->threads[t].chunk == r->nchunk + 1 && r->threads[t].os_tid != os_tid;
     r->threads[t].os_tid = os_tid;

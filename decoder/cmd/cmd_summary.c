@@ -59,6 +59,7 @@
 
 #include "cmd/cmd.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/json.h"
 #include "base/sort.h"
 #include "model/analysis.h"
@@ -117,14 +118,10 @@ struct summary {
 static int thread_at(struct summary *s, uint32_t t, struct thread_sum **out)
 {
     if (t >= s->nthreads) { /* t < TKP_THREADS_MAX: the reader checked */
-        uint32_t n = s->nthreads ? s->nthreads : 16;
-        while (n <= t)
-            n *= 2;
-        struct thread_sum *p = realloc(s->threads, n * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        memset(p + s->nthreads, 0, (n - s->nthreads) * sizeof(*p));
-        s->threads = p;
-        s->nthreads = n;
+        size_t cap = s->nthreads;
+        if (tkp_grow_zeroed((void **)&s->threads, &cap, (size_t)t + 1, sizeof(*s->threads)))
+            return TKP_ERR_NOMEM;
+        s->nthreads = (uint32_t)cap;
     }
     *out = &s->threads[t];
     return 0;

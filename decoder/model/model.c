@@ -147,14 +147,10 @@ static int thread_at(struct tkp_model *m, uint32_t t, struct tkp_mthread **out)
 {
     if (t >= TKP_THREADS_MAX) return 1;
     if (t >= m->nthreads) {
-        uint32_t n = m->nthreads ? m->nthreads : 8;
-        while (n <= t)
-            n *= 2;
-        struct tkp_mthread *p = realloc(m->threads, n * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        memset(p + m->nthreads, 0, (n - m->nthreads) * sizeof(*p));
-        m->threads = p;
-        m->nthreads = n;
+        size_t cap = m->nthreads;
+        if (tkp_grow_zeroed((void **)&m->threads, &cap, (size_t)t + 1, sizeof(*m->threads)))
+            return TKP_ERR_NOMEM;
+        m->nthreads = (uint32_t)cap;
     }
     *out = &m->threads[t];
     return 0;

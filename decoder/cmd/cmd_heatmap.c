@@ -248,16 +248,11 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     const char *path = NULL, *out = NULL, *kind = "class", *classes = NULL;
     char why[256];
     int err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kind") && i + 1 < argc) kind = argv[++i];
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
-            return err;
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    /* an option without its value reads as unknown, as this command always said */
+    const struct tkp_opt opts[] = {{"--kind", 's', &kind, 0, "unknown option '--kind'"},
+                                   {"-o", 's', &out, 0, "unknown option '-o'"},
+                                   {"--classes", 's', &classes, 0, "unknown option '--classes'"}};
+    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 3, &path))) return err;
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.svg needed");
     if (strcmp(kind, "class") && strcmp(kind, "position") && strcmp(kind, "expert"))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--kind class, position or expert, not '%s'", kind);

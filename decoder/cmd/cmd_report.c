@@ -256,16 +256,11 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *path = NULL, *out = NULL, *spec = NULL, *classes = NULL;
     int err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--spec") && i + 1 < argc) spec = argv[++i];
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
-            return err;
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    /* an option without its value reads as unknown, as this command always said */
+    const struct tkp_opt opts[] = {{"-o", 's', &out, 0, "unknown option '-o'"},
+                                   {"--spec", 's', &spec, 0, "unknown option '--spec'"},
+                                   {"--classes", 's', &classes, 0, "unknown option '--classes'"}};
+    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 3, &path))) return err;
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.html needed");
     char *spec_text = NULL;
     int violated = 0;

@@ -40,6 +40,9 @@ static struct thr *thread_new(struct tkp_mon *m, uint32_t t)
         while (n <= t) n *= 2;
         struct thr *p = realloc(m->t, n * sizeof(*p));
         if (!p) return NULL;
+        /* cur caches a pointer into its thread's own open[]: it moved with the table */
+        for (uint32_t i = 0; i < m->nt; i++)
+            p[i].cur = NULL;
         memset(p + m->nt, 0, (n - m->nt) * sizeof(*p));
         m->t = p;
         m->nt = n;

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "err.h"
+#include "cmd/cmd.h"
+#include "base/err.h"
 #include "tokprof/tokprof.h"
 
 static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run,

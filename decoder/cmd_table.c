@@ -76,14 +76,21 @@ static int write_rows(struct tkp_ctx *ctx, const struct opts *o, const struct tk
     int ncols, err = tkp_tab_groups(ctx->inputs, ctx->ninputs, &g, ctx->why, sizeof(ctx->why));
     if (err) return err;
     size_t skipped = 0;
+    if (!g.ngroups) { /* nothing to write: the error is the (first) reason, on one line */
+        char *nl = g.bad ? strchr(g.bad, '\n') : NULL;
+        size_t more = 0;
+        for (char *q = nl; q && (q = strchr(q + 1, '\n'));)
+            more++;
+        if (nl) *nl = '\0';
+        if (more) err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s (and %zu more unreadable)", g.bad, more);
+        else err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s", g.bad ? g.bad : "no capture among the inputs");
+        tkp_tab_groups_free(&g);
+        return err;
+    }
     for (char *line = g.bad, *nl; line && *line; line = nl + 1, skipped++) {
         nl = strchr(line, '\n');
         *nl = '\0';
         ctx->warn(ctx, "%s: skipped", line);
-    }
-    if (!g.ngroups) {
-        tkp_tab_groups_free(&g);
-        return tkp_cmd_fail(ctx, TKP_ERR_IO, "no readable capture among the inputs");
     }
     const struct tkp_tab_col *cols = tkp_tab_cols(o->table, &ncols);
     if ((err = tkp_tab_out_new(cols, ncols, o->fmt, o->z, o->level, sink_file, f, &outs[o->table]))) {

@@ -39,6 +39,9 @@ enum tkp_tab_id { TKP_TAB_STEPS, TKP_TAB_STEP_CLASSES, TKP_TAB_KERNELS, TKP_TAB_
                   TKP_TAB_COUNT };
 
 #define TKP_TAB_LABELS_MAX 16
+/* steps.cause is given for the slow token steps: flagged (over 3x the median: model.h) or at or
+ * above this percentile of the capture's token step host durations */
+#define TKP_TAB_SLOW_PCT 0.99
 #define TKP_TAB_IDENT_COLS 9 /* host .. ingest_batch */
 
 struct tkp_tab_ident {

@@ -200,7 +200,17 @@ static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct 
     struct tkp_norms nr;
     char why[256];
     int err = 0, gpu = tkp_model_gpu(m, why, sizeof(why));
-    if (tkp_model_norms(m, &nr)) return TKP_ERR_NOMEM;
+    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h)), slow;
+    size_t nh = 0;
+    if (!h || tkp_model_norms(m, &nr)) {
+        free(h);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->nsteps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
+    tkp_sort_u64(h, nh);
+    slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
+    free(h);
     const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
     for (size_t i = 0; !err && i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
@@ -236,7 +246,8 @@ static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct 
         tkp_tab_u64(o, span - s->busy_ns);
         tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
         tkp_tab_str(o, anom);
-        tkp_tab_str(o, anom ? tkp_mstep_cause(m, &nr, gpu, s, &by) : "");
+        int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= slow);
+        tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &nr, gpu, s, &by) : "");
         err = tkp_tab_row_end(o);
     }
     tkp_norms_free(&nr);

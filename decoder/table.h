@@ -22,8 +22,10 @@
  * capture has no META). No NULLs: unknown numbers are 0, an unknown token index -1, unknown
  * words "".
  *
- * Memory: the step model's (model.h: O(steps x classes) of one capture) plus, for calls and moe,
- * the library-call model (libcalls.h: O(library calls) of one capture). */
+ * Memory: the step model's (model.h: O(steps x classes) of one capture), the distinct rows of
+ * kernels and calls (calls streamed: table_calls.h) and GEMM weights; for moe, when the capture
+ * may hold per-expert GEMMs (table_rows.c: the hint), a second pass with the library-call model
+ * (libcalls.h: O(library calls) of one capture). */
 #ifndef TKP_TABLE_H
 #define TKP_TABLE_H
 

@@ -16,6 +16,7 @@
 #include "multireader.h"
 #include "reader.h"
 #include "table.h"
+#include "table_calls.h"
 #include "tokprof/tokprof.h"
 
 #define HOUR_NS 3600000000000ull
@@ -92,12 +93,21 @@ struct pass {
     char hostbuf[256];
     uint64_t pid;
     struct map cls_of;  /* name id -> class + 1 */
+    uint64_t last_name, last_step; /* the previous kernel's name id and (thread, seg) key, */
+    int last_cls;                  /* its class and row: GPU records come by step, and a */
+    size_t last_row;               /* step's kernels repeat a few names */
     struct map sc_at;   /* (thread, seg) -> index + 1 of its kernels-per-class row */
     uint32_t *sc;       /* [index * ncls + class] */
     size_t nsc, capsc;
     struct map hn_at;   /* hash(hour, name id) -> hn index + 1 */
     struct hname *hn;
     size_t nhn, caphn;
+    struct tkp_tcalls *calls; /* NULL: the calls table is not wanted */
+    struct gstep *gs;         /* per thread: its current step's GEMMs (moe_hint) */
+    size_t ngs;
+    struct map weights;       /* the GEMMs' distinct A operands (weights) */
+    uint64_t max_count;       /* the most GEMMs a step called */
+    int moe_hint;
 };
 
 static uint64_t epoch(const struct pass *p, uint64_t mono)
@@ -108,10 +118,15 @@ static uint64_t epoch(const struct pass *p, uint64_t mono)
 static int kernel_class(struct pass *p, const struct tkp_record *r, int *cls)
 {
     int err = 0;
+    if (p->last_cls >= 0 && r->gpu.name_id == p->last_name) {
+        *cls = p->last_cls;
+        return 0;
+    }
     size_t *s = map_at(&p->cls_of, r->gpu.name_id, 1, &err);
     if (err) return err;
     if (!*s) *s = (size_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
-    *cls = (int)*s - 1;
+    *cls = p->last_cls = (int)*s - 1;
+    p->last_name = r->gpu.name_id;
     return 0;
 }
 
@@ -119,16 +134,19 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
 {
     int cls, err;
     if ((err = kernel_class(p, r, &cls))) return err;
-    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE) {
-        size_t *s = map_at(&p->sc_at, (uint64_t)r->thread << 40 ^ r->step, 1, &err);
+    uint64_t key = (uint64_t)r->thread << 40 ^ r->step;
+    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE && (!p->last_row || key != p->last_step)) {
+        size_t *s = map_at(&p->sc_at, key, 1, &err);
         if (err) return err;
         if (!*s) {
             if (TKP_GROW(p->sc, p->capsc, (p->nsc + 1) * (size_t)p->ncls)) return TKP_ERR_NOMEM;
             memset(p->sc + p->nsc * (size_t)p->ncls, 0, (size_t)p->ncls * sizeof(*p->sc));
             *s = ++p->nsc;
         }
-        p->sc[(*s - 1) * (size_t)p->ncls + (size_t)cls]++;
+        p->last_row = *s, p->last_step = key;
     }
+    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE)
+        p->sc[(p->last_row - 1) * (size_t)p->ncls + (size_t)cls]++;
     if (!p->want_k || r->gpu.end_ns < r->gpu.start_ns) return 0;
     uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS, ns = r->gpu.end_ns - r->gpu.start_ns;
     size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
@@ -155,6 +173,58 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
+/* Whether the capture may hold per-expert GEMMs, so that the moe table's second pass (the
+ * whole library-call model, O(calls)) is worth running: some step of a thread calls a number of
+ * executed unbatched GEMMs (more than one) other than its previous step did (experts absent in
+ * one step, present in another), or one of its GEMMs but the last (lm_head) sees fewer tokens
+ * (n) than another (an expert's share of the batch), or the capture has more distinct weights
+ * (operand A) than any step called GEMMs (experts that are not called in every step). A dense
+ * model's steps call each weight once with the same n: no second pass; a false hint only costs
+ * that pass. */
+struct gstep {
+    uint64_t seg, count, prev_count, max_n, min_n, last_n;
+    int used;
+};
+
+static void gstep_close(struct pass *p, struct gstep *g)
+{
+    if (g->count > 1 && g->prev_count > 1 && g->count != g->prev_count) p->moe_hint = 1;
+    if (g->count > 1 && g->min_n < g->max_n) p->moe_hint = 1;
+    if (g->count) g->prev_count = g->count;
+    if (g->count > p->max_count) p->max_count = g->count;
+}
+
+static int on_gemm(struct pass *p, const struct tkp_record *r)
+{
+    const typeof(r->lib_call) *l = &r->lib_call;
+    if (p->moe_hint || l->status || (l->flags & TKP_LIBF_CAPTURED) || !l->n || l->batch > 1 ||
+        r->thread >= TKP_THREADS_MAX)
+        return 0;
+    if (r->thread >= p->ngs) {
+        size_t n = p->ngs ? p->ngs * 2 : 4;
+        while (n <= r->thread)
+            n *= 2;
+        struct gstep *q = realloc(p->gs, n * sizeof(*q));
+        if (!q) return TKP_ERR_NOMEM;
+        memset(q + p->ngs, 0, (n - p->ngs) * sizeof(*q));
+        p->gs = q, p->ngs = n;
+    }
+    int err = 0;
+    size_t *w = l->a_ptr ? map_at(&p->weights, l->a_ptr, 1, &err) : NULL;
+    if (err) return err;
+    if (w) *w = 1;
+    struct gstep *g = &p->gs[r->thread];
+    if (!g->used || g->seg != r->step) {
+        if (g->used) gstep_close(p, g);
+        *g = (struct gstep){r->step, 0, g->prev_count, 0, UINT64_MAX, 0, 1};
+    }
+    if (g->count && g->last_n < g->min_n) g->min_n = g->last_n; /* that one was not the last */
+    if (l->n > g->max_n) g->max_n = l->n;
+    g->last_n = l->n;
+    g->count++;
+    return 0;
+}
+
 static int on_record(struct pass *p, const struct tkp_record *r)
 {
     if (r->type == TKP_REC_META && !p->has_meta) {
@@ -164,6 +234,13 @@ static int on_record(struct pass *p, const struct tkp_record *r)
         snprintf(p->hostbuf, sizeof(p->hostbuf), "%s", r->meta.hostname ? r->meta.hostname : "");
         if (!p->rt0) p->mono0 = 0; /* no clock pair: times stay monotonic */
     }
+    if (p->calls && (r->type == TKP_REC_LIB_CALL || r->type == TKP_REC_LAUNCH ||
+                     r->type == TKP_REC_GPU_KERNEL)) {
+        uint64_t hour = r->type == TKP_REC_LIB_CALL ? epoch(p, r->host_ns) / HOUR_NS * HOUR_NS : 0;
+        int err = tkp_tcalls_add(p->calls, r, hour);
+        if (err) return err;
+    }
+    if (r->type == TKP_REC_LIB_CALL) return on_gemm(p, r);
     if (r->type == TKP_REC_GPU_KERNEL && (p->want_sc || p->want_k)) return on_kernel(p, r);
     return 0;
 }
@@ -308,47 +385,16 @@ static int rows_kernels(struct tkp_tab_out *o, const struct emit *e, struct pass
 
 /* ---- pass 2: library calls ---- */
 
-struct hcall { /* a call and its hour */
-    uint64_t hour;
-    const struct tkp_call *c;
-};
-
-static int cmp_call(const void *a, const void *b)
+static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tcalls *tc)
 {
-    const struct hcall *hx = a, *hy = b;
-    const struct tkp_call *x = hx->c, *y = hy->c;
-    if (hx->hour != hy->hour) return hx->hour < hy->hour ? -1 : 1;
-    if (x->lib != y->lib) return x->lib < y->lib ? -1 : 1;
-    int s = strcmp(x->op ? x->op : "", y->op ? y->op : "");
-    if (s) return s;
-    const uint64_t dx[] = {x->m, x->n, x->k, x->batch}, dy[] = {y->m, y->n, y->k, y->batch};
-    for (int i = 0; i < 4; i++)
-        if (dx[i] != dy[i]) return dx[i] < dy[i] ? -1 : 1;
-    const int32_t tx[] = {x->atype, x->btype, x->ctype, x->compute, x->transa, x->transb},
-                  ty[] = {y->atype, y->btype, y->ctype, y->compute, y->transa, y->transb};
-    for (int i = 0; i < 6; i++)
-        if (tx[i] != ty[i]) return tx[i] < ty[i] ? -1 : 1;
-    return 0;
-}
-
-static int rows_calls(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm)
-{
-    struct hcall *v = malloc((lm->ncalls + 1) * sizeof(*v));
-    if (!v) return TKP_ERR_NOMEM;
-    for (uint32_t i = 0; i < lm->ncalls; i++)
-        v[i].c = &lm->calls[i], v[i].hour = epoch(e->p, lm->calls[i].host_ns) / HOUR_NS * HOUR_NS;
-    qsort(v, lm->ncalls, sizeof(*v), cmp_call);
+    size_t n;
+    const struct tkp_tcall *v = tkp_tcalls_rows(tc, &n);
     int err = 0;
-    for (uint32_t i = 0, j; !err && i < lm->ncalls; i = j) {
-        uint64_t n = 0, flops = 0, host = 0, gpu = 0;
-        for (j = i; j < lm->ncalls && !cmp_call(&v[i], &v[j]); j++) {
-            n++, host += v[j].c->call_ns, gpu += v[j].c->gpu_ns;
-            if (tkp_call_executed(v[j].c)) flops += (uint64_t)tkp_call_flops(v[j].c);
-        }
-        const struct tkp_call *c = v[i].c;
-        char b[6][24];
+    for (size_t i = 0; !err && i < n; i++) {
+        const struct tkp_tcall *c = &v[i];
+        char b[7][24];
         ident(o, e, 0);
-        tkp_tab_u64(o, v[i].hour);
+        tkp_tab_u64(o, c->hour_ns);
         tkp_tab_str(o, tkp_lib_str(c->lib, b[0]));
         tkp_tab_str(o, c->op);
         tkp_tab_u64(o, c->m);
@@ -360,14 +406,13 @@ static int rows_calls(struct tkp_tab_out *o, const struct emit *e, const struct 
         tkp_tab_str(o, tkp_dtype_str(c->ctype, b[3]));
         tkp_tab_str(o, tkp_compute_str(c->compute, b[4]));
         tkp_tab_str(o, tkp_trans_str(c->transa, b[5]));
-        tkp_tab_str(o, tkp_trans_str(c->transb, b[0]));
-        tkp_tab_u64(o, n);
-        tkp_tab_u64(o, flops);
-        tkp_tab_u64(o, host);
-        tkp_tab_u64(o, gpu);
+        tkp_tab_str(o, tkp_trans_str(c->transb, b[6]));
+        tkp_tab_u64(o, c->calls);
+        tkp_tab_u64(o, c->flops);
+        tkp_tab_u64(o, c->host_ns);
+        tkp_tab_u64(o, c->gpu_ns);
         err = tkp_tab_row_end(o);
     }
-    free(v);
     return err;
 }
 
@@ -451,6 +496,9 @@ static void note_torn(const struct tkp_reader *r, const char *const *files,
 static void pass_free(struct pass *p)
 {
     map_free(&p->cls_of), map_free(&p->sc_at), map_free(&p->hn_at);
+    tkp_tcalls_free(p->calls);
+    free(p->gs);
+    map_free(&p->weights);
     free(p->sc);
     for (size_t i = 0; i < p->nhn; i++)
         free(p->hn[i].name), free(p->hn[i].d.hist);
@@ -461,7 +509,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
                     const struct tkp_tab_ident *id, struct tkp_tab_out *const *outs,
                     struct tkp_tab_info *info, char *why, size_t whylen)
 {
-    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl)};
+    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl), .last_cls = -1};
     struct tkp_model m;
     struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1};
     struct tkp_acc *a = NULL;
@@ -477,7 +525,12 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     p.want_steps = outs[TKP_TAB_STEPS] != NULL;
     p.want_sc = outs[TKP_TAB_STEP_CLASSES] != NULL;
     p.want_k = outs[TKP_TAB_KERNELS] != NULL;
-    if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) return err;
+    if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
+        return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) {
+        tkp_tcalls_free(p.calls);
+        return err;
+    }
     tkp_model_init(&m, &mo);
     if ((err = tkp_acc_bind(&m, &a))) goto nomem;
     while ((k = tkp_reader_next(r, &rec)) == 1)
@@ -498,18 +551,18 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     if (!err && outs[TKP_TAB_STEP_CLASSES])
         err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, tok);
     if (!err && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
-    if (!err && (outs[TKP_TAB_CALLS] || outs[TKP_TAB_MOE])) {
+    if (!err && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
+    for (size_t t = 0; t < p.ngs; t++)
+        if (p.gs[t].used) gstep_close(&p, &p.gs[t]);
+    if (p.max_count > 1 && p.weights.n > p.max_count) p.moe_hint = 1;
+    if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
         struct tkp_libmodel lm = {0};
-        if (!(err = tkp_reader_open_many(files, n, &r, why, whylen))) {
-            err = tkp_libmodel_load(r, &lm);
-            if (err == TKP_ERR_NOMEM) goto nomem;
-            err = 0; /* a torn tail: pass 1 noted it; the calls up to there stand */
-            if (outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, &lm);
-            if (!err && outs[TKP_TAB_MOE]) err = rows_moe(outs[TKP_TAB_MOE], &e, &lm, &m);
-            tkp_libmodel_free(&lm);
-        } else {
-            goto out;
-        }
+        if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) goto out;
+        err = tkp_libmodel_load(r, &lm);
+        if (err == TKP_ERR_NOMEM) goto nomem;
+        /* a torn tail: pass 1 noted it; the calls up to there stand */
+        err = rows_moe(outs[TKP_TAB_MOE], &e, &lm, &m);
+        tkp_libmodel_free(&lm);
     }
     for (int t = 0; t < TKP_TAB_COUNT; t++)
         info->rows[t] = outs[t] ? tkp_tab_rows(outs[t]) - rows0[t] : 0;

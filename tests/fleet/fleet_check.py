@@ -16,7 +16,8 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
            restarted after the shard is back; a kill right after the server stored rows (the
            state file's `done` line lost, and a torn last line); the HTTP server stopped while
            ingest runs and started again: final row counts exact, no duplicates
-  hostile  a torn capture (rows up to its last whole chunk, a warning), every capture of the
+  hostile  a torn capture (rows up to its last whole chunk, a warning), a rotated capture (one
+           capture_id, however its files are read), every capture of the
            fuzz corpus (exit 0, 1 or 2, never a crash; errors on one line), labels with tabs,
            newlines, quotes and backslashes round-trip through TSV, JSON and Native; a
            malformed --label, an unreadable capture among good ones, a server error
@@ -463,6 +464,24 @@ def case_hostile():
     if p.returncode != 1 or junk.encode() not in p.stderr or \
             p.stdout.count(b"\n") - 1 != steps_rows(c):
         fail(f"unreadable input: exit {p.returncode}, {p.stderr!r}")
+    # a rotated capture (TOKPROF_MAX_MB): one capture_id, on its files read together or alone,
+    # and as many steps rows as `tokprof steps` of the directory
+    rot = os.path.join(work, "rot")
+    os.makedirs(rot)
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=rot,
+               TOKPROF_MAX_MB="0.25", TOKPROF_FLUSH_MS="20", TOKPROF_GPU="off")
+    subprocess.run([MINILLM, "--steps", "10000", "--graphs"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    files = sorted(glob.glob(os.path.join(rot, "*.tokprof")))
+    if len(files) < 3:
+        fail(f"rotation: want 3 or more files, got {files}")
+    out = tkp("table", "steps", "--compress", "none", rot).stdout.decode().splitlines()
+    ids = {l.split("\t")[4] for l in out[1:]}
+    alone = {tkp("table", "steps", "--compress", "none", f).stdout.decode().splitlines()[1]
+             .split("\t")[4] for f in files}
+    if len(ids) != 1 or alone != ids or len(out) - 1 != steps_rows(rot):
+        fail(f"rotated capture: capture_ids {ids} together, {alone} alone; {len(out) - 1} rows, "
+             f"tokprof steps says {steps_rows(rot)}")
     # a server error's text is shown (no such database), exit 2; no server: it waits (tested
     # in restart)
     def body(servers):

@@ -12,8 +12,9 @@
  *   host        META hostname, unless --label host=... gives one ("" when neither)
  *   model       --label model=... ("" when not given)
  *   label_keys, label_values   the other --label pairs, in command-line order
- *   capture_id  FNV-1a 64 of (META hostname, pid, start_realtime_ns): the same for a capture and
- *               its rotated files and on every reading, so a second ingest is recognisable
+ *   capture_id  FNV-1a 64 of (META hostname, pid, start_realtime_ns) (and, for a flight-recorder
+ *               snapshot, the seq of its first recorder chunk): the same for a capture and its
+ *               rotated files and on every reading, so a second ingest is recognisable
  *   pid         META pid (0 when the capture has no META)
  *   tid         the OS thread of the row (0 for per-capture rows: kernels, calls)
  *   version     tokprof's version that made the row

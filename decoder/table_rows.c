@@ -88,7 +88,8 @@ struct pass {
     const struct tkp_classes *cl;
     int ncls, want_steps, want_sc, want_k;
     uint64_t rt0, mono0; /* META clock pair */
-    int has_meta;
+    int has_meta, is_snap;
+    uint64_t snap; /* a snapshot's first recorder chunk seq (capture_id) */
     const char *host; /* META hostname, copied */
     char hostbuf[256];
     uint64_t pid;
@@ -227,6 +228,7 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
 
 static int on_record(struct pass *p, const struct tkp_record *r)
 {
+    if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0) p->snap = r->chunk.seq;
     if (r->type == TKP_REC_META && !p->has_meta) {
         p->has_meta = 1;
         p->rt0 = r->meta.start_realtime_ns, p->mono0 = r->meta.start_monotonic_ns;
@@ -456,25 +458,36 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static uint64_t capture_id(const char *host, uint64_t pid, uint64_t rt0)
+/* A snapshot (snap: the seq of its first recorder chunk, the process's chunk count then) is a
+ * capture of its own; a streamed capture and its rotated files have snap 0. */
+static uint64_t capture_id(const char *host, uint64_t pid, uint64_t rt0, uint64_t snap)
 {
     uint64_t h = fnv(0xcbf29ce484222325ull, host, strlen(host) + 1);
     h = fnv(h, &pid, sizeof(pid));
-    return fnv(h, &rt0, sizeof(rt0));
+    h = fnv(h, &rt0, sizeof(rt0));
+    return snap ? fnv(h, &snap, sizeof(snap)) : h;
 }
 
 int tkp_tab_capture_id(const char *path, uint64_t *id)
 {
     struct tkp_reader *r;
     struct tkp_record rec;
-    int err = tkp_reader_open(path, &r, NULL, 0), k = 0;
-    while (!err && (k = tkp_reader_next(r, &rec)) == 1 && rec.type != TKP_REC_META)
-        if (rec.type == TKP_REC_CHUNK && rec.chunk.seq > 0) k = 0; /* META is in the first chunk */
-    if (!err && k == 1)
-        *id = capture_id(rec.meta.hostname ? rec.meta.hostname : "", rec.meta.pid,
-                         rec.meta.start_realtime_ns);
-    else if (!err)
-        *id = capture_id("", 0, 0);
+    char host[256] = "";
+    uint64_t pid = 0, rt0 = 0, snap = 0;
+    int err = tkp_reader_open(path, &r, NULL, 0), k = 0, meta = 0;
+    int is_snap = !err && (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT);
+    /* META is in the first chunk; a snapshot's first recorder chunk follows it */
+    while (!err && (k = tkp_reader_next(r, &rec)) == 1) {
+        if (rec.type == TKP_REC_META && !meta) {
+            meta = 1, pid = rec.meta.pid, rt0 = rec.meta.start_realtime_ns;
+            snprintf(host, sizeof(host), "%s", rec.meta.hostname ? rec.meta.hostname : "");
+        }
+        if (rec.type == TKP_REC_CHUNK && rec.chunk.seq > 0) {
+            snap = is_snap ? rec.chunk.seq : 0;
+            break;
+        }
+    }
+    if (!err) *id = capture_id(host, pid, rt0, snap);
     tkp_reader_close(r);
     return err;
 }
@@ -531,6 +544,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
         tkp_tcalls_free(p.calls);
         return err;
     }
+    p.is_snap = (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT) != 0;
     tkp_model_init(&m, &mo);
     if ((err = tkp_acc_bind(&m, &a))) goto nomem;
     while ((k = tkp_reader_next(r, &rec)) == 1)
@@ -541,7 +555,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     if ((err = tkp_model_finish(&m))) goto nomem;
     snprintf(info->host, sizeof(info->host), "%s", id->host ? id->host : p.hostbuf);
     info->pid = p.pid;
-    info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0);
+    info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
     struct emit e = {id, &p, info->capture_id};
     if (!(tok = malloc((m.nsteps + 1) * sizeof(*tok))) ||
         !(src = malloc((m.nsteps + 1) * sizeof(*src))))

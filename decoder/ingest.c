@@ -273,7 +273,7 @@ static int all_done(struct state *st, uint64_t cid)
     return 1;
 }
 
-/* One capture: its tables not yet done. *pending = 1 when it is not ready yet. */
+/* One capture: its tables not yet done. ++*pending when it is not ready yet. */
 static int capture(struct tkp_ingest *in, struct state *st, const char *const *files, size_t n,
                    int *pending, char *why, size_t wl)
 {
@@ -281,7 +281,7 @@ static int capture(struct tkp_ingest *in, struct state *st, const char *const *f
     if (tkp_tab_capture_id(files[0], &cid)) return 0; /* listed as a capture a moment ago */
     if (all_done(st, cid)) return 0;
     if (!settled(in, files, n)) {
-        *pending = 1;
+        ++*pending;
         return 0;
     }
     struct membuf body[TKP_TAB_COUNT] = {0};
@@ -354,10 +354,14 @@ static int round_(struct tkp_ingest *in, struct state *st, int *pending, int las
 int tkp_ingest_run(struct tkp_ingest *in, char *why, size_t whylen)
 {
     struct state st;
-    int err = state_open(&st, in->state, why, whylen), pending = 0;
+    int err = state_open(&st, in->state, why, whylen), pending = 0, said = 0;
     while (!err) {
         err = round_(in, &st, &pending, !in->watch, why, whylen);
         if (err || !in->watch) break;
+        if (pending != said && pending) /* once per change, not every poll */
+            say(in, 0, "waiting for %d capture%s in %s to be unchanged for %.1f s", pending,
+                pending > 1 ? "s" : "", in->watch, in->settle_s);
+        said = pending;
         if (!pending && in->exit_when_idle) {
             err = round_(in, &st, &pending, 1, why, whylen);
             break;

@@ -161,14 +161,18 @@ const struct tkp_cmd tkp_cmd_table = {
         "  steps         one row per step: thread, step, token index, phase, tokens, start and\n"
         "                end (epoch ns), host duration, gap before, inter-token latency, launches,\n"
         "                graph launches, copies, GPU kernels, span, busy, idle, top class, and\n"
-        "                for a slow step (over 3x the median) the anomaly and its cause\n"
+        "                for a slow token step (over 3x the median, or at or above the capture's\n"
+        "                p99 host duration) its cause\n"
         "  step_classes  one row per (step, kernel class): kernels, GPU ns, tokens\n"
         "  kernels       per capture, hour and kernel name: class, count, total, p50, p99, max\n"
         "  calls         per capture, hour and library op and shape: calls, FLOPs, host, GPU ns\n"
         "  moe           one row per (step, MoE layer, expert): routed tokens, expert GPU ns\n"
+        "                (per-expert GEMMs only: tokprof moe; a second pass when the first saw\n"
+        "                a hint of them)\n"
         "Every row starts with the identity columns: host (META hostname, or --label host=),\n"
         "model (--label model=), label_keys/label_values (other --label pairs), capture_id\n"
-        "(the same for a capture's rotated files and on every run), pid, tid, version,\n"
+        "(the same for a capture's rotated files and on every run; a snapshot has its own),\n"
+        "pid, tid (0 in kernels and calls), version,\n"
         "ingest_batch. Times are epoch ns. No NULLs: unknown is 0, -1 (token index) or ''.\n"
         "docs/FLEET.md has every column, the schema and the queries.\n"
         "\n"
@@ -186,8 +190,8 @@ const struct tkp_cmd tkp_cmd_table = {
         "\n"
         "example: load the steps of a directory of captures into ClickHouse\n"
         "  tokprof table --ddl clickhouse | clickhouse-client --multiquery\n"
-        "  tokprof table steps --label model=llama3-8b /var/tokprof/ | clickhouse-client\n"
-        "    --query \"INSERT INTO tokprof.steps ($(tokprof table steps --columns)) FORMAT\n"
-        "    TSVWithNames\"   (with --compress none; or send it gzip'd over HTTP: FLEET.md)\n",
+        "  tokprof table steps --compress none --label model=llama3-8b /var/tokprof/ |\n"
+        "    clickhouse-client --insert_distributed_sync=1 --query \\\n"
+        "    \"INSERT INTO tokprof.steps ($(tokprof table steps --columns)) FORMAT TSVWithNames\"\n",
     .run = run,
 };

@@ -159,6 +159,13 @@ class Server:
         self.proc = subprocess.Popen([SERVER, f"--config-file={self.dir}/config.xml"],
                                      cwd=self.dir, stdout=open(f"{self.dir}/stdout", "ab"),
                                      stderr=subprocess.STDOUT, start_new_session=True)
+        # the server must not outlive the test, even one killed by ctest's timeout (no
+        # finally then): a watchdog stops it once this process is gone
+        pid = self.proc.pid
+        self.watchdog = subprocess.Popen(
+            ["sh", "-c", f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+             f"kill {pid} 2>/dev/null; sleep 30; kill -9 {pid} 2>/dev/null"],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -172,6 +179,10 @@ class Server:
         fail(f"clickhouse-server {self.dir} did not answer in 120 s")
 
     def stop(self):
+        if getattr(self, "watchdog", None):
+            self.watchdog.kill()
+            self.watchdog.wait()
+            self.watchdog = None
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -572,5 +583,7 @@ json.dump(out, sys.stdout)
 """
 
 if __name__ == "__main__":
+    # a SIGTERM (ctest stopping the test) still runs the finally that stops the servers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "hostile": case_hostile,
      "chdb": case_chdb}[case]()

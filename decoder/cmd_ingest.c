@@ -29,8 +29,13 @@ static int seconds(struct tkp_ctx *ctx, const char *opt, const char *v, double *
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     struct tkp_tab_ident id = {0};
-    struct tkp_ingest in = {.db = "tokprof", .state = "tokprof-ingest.state", .settle_s = 5,
-                            .poll_s = 1, .id = &id, .say = say, .arg = ctx};
+    struct tkp_ingest in = {.db = "tokprof",
+                            .state = "tokprof-ingest.state",
+                            .settle_s = 5,
+                            .poll_s = 1,
+                            .id = &id,
+                            .say = say,
+                            .arg = ctx};
     const char *url = NULL, *classes = NULL, *first = NULL;
     struct tkp_classes *cl;
     int err;
@@ -41,26 +46,37 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                     !strcmp(a, "--settle") || !strcmp(a, "--poll");
         if (takes && !argv[i + 1]) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
         const char *v = takes ? argv[++i] : NULL;
-        if (!strcmp(a, "--url")) url = v;
-        else if (!strcmp(a, "--watch")) in.watch = v;
-        else if (!strcmp(a, "--state")) in.state = v;
-        else if (!strcmp(a, "--database")) in.db = v;
-        else if (!strcmp(a, "--classes")) classes = v;
+        if (!strcmp(a, "--url"))
+            url = v;
+        else if (!strcmp(a, "--watch"))
+            in.watch = v;
+        else if (!strcmp(a, "--state"))
+            in.state = v;
+        else if (!strcmp(a, "--database"))
+            in.db = v;
+        else if (!strcmp(a, "--classes"))
+            classes = v;
         else if (!strcmp(a, "--label")) {
             if ((err = tkp_tab_label(&id, argv[i], ctx->why, sizeof(ctx->why)))) return err;
         } else if (!strcmp(a, "--settle")) {
             if ((err = seconds(ctx, a, v, &in.settle_s))) return err;
         } else if (!strcmp(a, "--poll")) {
             if ((err = seconds(ctx, a, v, &in.poll_s))) return err;
-        } else if (!strcmp(a, "--exit-when-idle")) in.exit_when_idle = 1;
-        else if (a[0] == '-' && a[1]) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        else if ((err = tkp_cmd_input(ctx, &first, a))) return err;
+        } else if (!strcmp(a, "--exit-when-idle"))
+            in.exit_when_idle = 1;
+        else if (a[0] == '-' && a[1])
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
+        else if ((err = tkp_cmd_input(ctx, &first, a)))
+            return err;
     }
     if (!url) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--url http://HOST:PORT is required");
-    if (!first && !in.watch) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture given (or --watch DIR)");
+    if (!first && !in.watch)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture given (or --watch DIR)");
     for (const char *p = in.db; *p; p++)
-        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--database '%s': letters, digits and _ only", in.db);
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              (*p >= '0' && *p <= '9')))
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--database '%s': letters, digits and _ only",
+                                in.db);
     if ((err = tkp_url_parse(url, &in.url, ctx->why, sizeof(ctx->why)))) return err;
     if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
     in.cl = cl;

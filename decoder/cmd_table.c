@@ -29,34 +29,48 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
         if (takes) i++;
         if (!strcmp(a, "--format")) {
             if ((o->fmt = tkp_tab_fmt_parse(val)) < 0)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--format: '%s' is not tsv, json or native", val);
+                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--format: '%s' is not tsv, json or native",
+                                    val);
         } else if (!strcmp(a, "--compress")) {
             if ((o->z = tkp_tab_z_parse(val)) < 0)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--compress: '%s' is not zstd, gzip or none", val);
+                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                                    "--compress: '%s' is not zstd, gzip or none", val);
         } else if (!strcmp(a, "--level")) {
             if ((err = tkp_cmd_num(ctx, a, val, 19, &v))) return err;
             o->level = (int)v;
         } else if (!strcmp(a, "--label")) {
             if ((err = tkp_tab_label(&o->id, argv[i], ctx->why, sizeof(ctx->why)))) return err;
-        } else if (!strcmp(a, "--ddl")) o->ddl = val;
-        else if (!strcmp(a, "--database")) o->db = val;
-        else if (!strcmp(a, "--cluster")) o->cluster = val;
-        else if (!strcmp(a, "--classes")) o->classes = val;
-        else if (!strcmp(a, "-o")) o->out = val;
-        else if (!strcmp(a, "--columns")) o->columns = 1;
-        else if (a[0] == '-' && a[1]) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
+        } else if (!strcmp(a, "--ddl"))
+            o->ddl = val;
+        else if (!strcmp(a, "--database"))
+            o->db = val;
+        else if (!strcmp(a, "--cluster"))
+            o->cluster = val;
+        else if (!strcmp(a, "--classes"))
+            o->classes = val;
+        else if (!strcmp(a, "-o"))
+            o->out = val;
+        else if (!strcmp(a, "--columns"))
+            o->columns = 1;
+        else if (a[0] == '-' && a[1])
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
         else if (o->table < 0 && !o->ddl) {
             if ((o->table = tkp_tab_find(a)) < 0)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
-                                    "'%s' is not a table (steps, step_classes, kernels, calls, moe)", a);
-        } else if ((err = tkp_cmd_input(ctx, &first, a))) return err;
+                return tkp_cmd_fail(
+                    ctx, TKP_ERR_USAGE,
+                    "'%s' is not a table (steps, step_classes, kernels, calls, moe)", a);
+        } else if ((err = tkp_cmd_input(ctx, &first, a)))
+            return err;
     }
     if (o->ddl) {
         if (strcmp(o->ddl, "clickhouse"))
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--ddl: '%s' is not a known store (clickhouse)", o->ddl);
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--ddl: '%s' is not a known store (clickhouse)",
+                                o->ddl);
         return 0;
     }
-    if (o->table < 0) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "which table? (steps, step_classes, kernels, calls, moe)");
+    if (o->table < 0)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                            "which table? (steps, step_classes, kernels, calls, moe)");
     if (!o->columns && !first) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture given");
     return 0;
 }
@@ -82,8 +96,11 @@ static int write_rows(struct tkp_ctx *ctx, const struct opts *o, const struct tk
         for (char *q = nl; q && (q = strchr(q + 1, '\n'));)
             more++;
         if (nl) *nl = '\0';
-        if (more) err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s (and %zu more unreadable)", g.bad, more);
-        else err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s", g.bad ? g.bad : "no capture among the inputs");
+        if (more)
+            err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s (and %zu more unreadable)", g.bad, more);
+        else
+            err =
+                tkp_cmd_fail(ctx, TKP_ERR_IO, "%s", g.bad ? g.bad : "no capture among the inputs");
         tkp_tab_groups_free(&g);
         return err;
     }
@@ -93,15 +110,16 @@ static int write_rows(struct tkp_ctx *ctx, const struct opts *o, const struct tk
         ctx->warn(ctx, "%s: skipped", line);
     }
     const struct tkp_tab_col *cols = tkp_tab_cols(o->table, &ncols);
-    if ((err = tkp_tab_out_new(cols, ncols, o->fmt, o->z, o->level, sink_file, f, &outs[o->table]))) {
+    if ((err =
+             tkp_tab_out_new(cols, ncols, o->fmt, o->z, o->level, sink_file, f, &outs[o->table]))) {
         tkp_tab_groups_free(&g);
         return tkp_cmd_fail(ctx, err, "out of memory");
     }
     for (size_t i = 0; !err && i < g.ngroups; i++) {
         struct tkp_tab_info info;
         const char *const *files = (const char *const *)g.files + g.first[i];
-        err = tkp_tab_capture(files, g.first[i + 1] - g.first[i], cl, &o->id, outs, &info,
-                              ctx->why, sizeof(ctx->why));
+        err = tkp_tab_capture(files, g.first[i + 1] - g.first[i], cl, &o->id, outs, &info, ctx->why,
+                              sizeof(ctx->why));
         if (!err && info.torn) ctx->warn(ctx, "%s: decoded up to there", info.torn_why);
         if (err && err != TKP_ERR_NOMEM && err != TKP_ERR_IO) { /* it changed since it was listed */
             ctx->warn(ctx, "%s: skipped", ctx->why);
@@ -113,8 +131,9 @@ static int write_rows(struct tkp_ctx *ctx, const struct opts *o, const struct tk
     tkp_tab_out_free(outs[o->table]);
     tkp_tab_groups_free(&g);
     if (!err && skipped)
-        err = tkp_cmd_fail(ctx, TKP_ERR_VIOLATION, "%zu input%s could not be read (rows of the others written)",
-                           skipped, skipped > 1 ? "s" : "");
+        err = tkp_cmd_fail(ctx, TKP_ERR_VIOLATION,
+                           "%zu input%s could not be read (rows of the others written)", skipped,
+                           skipped > 1 ? "s" : "");
     return err;
 }
 
@@ -134,7 +153,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         return 0;
     }
     FILE *f = ctx->out;
-    if (o.out && !(f = fopen(o.out, "wb"))) return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot create", o.out);
+    if (o.out && !(f = fopen(o.out, "wb")))
+        return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot create", o.out);
     if (!o.out && o.z != TKP_Z_NONE && isatty(fileno(f))) {
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
                             "compressed output to a terminal: redirect it, or --compress none");
@@ -159,7 +179,8 @@ const struct tkp_cmd tkp_cmd_table = {
         "Rows of one table for every capture given (a directory stands for its *.tokprof files;\n"
         "a process's rotated files are one capture), for a column store. TABLE is:\n"
         "  steps         one row per step: thread, step, token index, phase, tokens, start and\n"
-        "                end (epoch ns), host duration, gap before, inter-token latency, launches,\n"
+        "                end (epoch ns), host duration, gap before, inter-token latency, "
+        "launches,\n"
         "                graph launches, copies, GPU kernels, span, busy, idle, top class, and\n"
         "                for a slow token step (over 3x the median, or at or above the capture's\n"
         "                p99 host duration) its cause\n"
@@ -192,6 +213,7 @@ const struct tkp_cmd tkp_cmd_table = {
         "  tokprof table --ddl clickhouse | clickhouse-client --multiquery\n"
         "  tokprof table steps --compress none --label model=llama3-8b /var/tokprof/ |\n"
         "    clickhouse-client --insert_distributed_sync=1 --query \\\n"
-        "    \"INSERT INTO tokprof.steps ($(tokprof table steps --columns)) FORMAT TSVWithNames\"\n",
+        "    \"INSERT INTO tokprof.steps ($(tokprof table steps --columns)) FORMAT "
+        "TSVWithNames\"\n",
     .run = run,
 };

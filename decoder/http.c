@@ -73,8 +73,10 @@ static int dial(const struct tkp_url *u, int *fd, char *why, size_t whylen)
         struct timeval tv = {TKP_HTTP_TIMEOUT_S, 0};
         setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (!connect(s, a->ai_addr, a->ai_addrlen)) *fd = s;
-        else e = errno, close(s);
+        if (!connect(s, a->ai_addr, a->ai_addrlen))
+            *fd = s;
+        else
+            e = errno, close(s);
     }
     freeaddrinfo(ai);
     if (*fd < 0) return tkp_why(why, whylen, TKP_ERR_IO, "%s", strerror(e ? e : ECONNREFUSED));
@@ -156,7 +158,8 @@ int tkp_http_post(const struct tkp_url *u, const char *path_query, const char *h
     b[len] = '\0';
     char *sep = strstr(b, "\r\n\r\n");
     if (!err && (!sep || sscanf(b, "HTTP/1.%*d %d", status) != 1))
-        err = tkp_why(why, whylen, TKP_ERR_IO, "%s", len ? "not an HTTP reply" : "connection closed without a reply");
+        err = tkp_why(why, whylen, TKP_ERR_IO, "%s",
+                      len ? "not an HTTP reply" : "connection closed without a reply");
     if (err) {
         free(b);
         return err;

@@ -14,7 +14,6 @@
 #include "err.h"
 #include "grow.h"
 
-
 struct entry {
     uint64_t cid, rows;
     int table, done;
@@ -108,7 +107,8 @@ static int state_open(struct state *s, const char *path, char *why, size_t wl)
     if (!fstat(s->fd, &st) && st.st_size > 0) {
         char c = '\n';
         int r = open(path, O_RDONLY | O_CLOEXEC);
-        if (r >= 0 && pread(r, &c, 1, st.st_size - 1) == 1 && c != '\n' && write(s->fd, "\n", 1) != 1)
+        if (r >= 0 && pread(r, &c, 1, st.st_size - 1) == 1 && c != '\n' &&
+            write(s->fd, "\n", 1) != 1)
             c = '\n';
         if (r >= 0) close(r);
     }
@@ -178,8 +178,9 @@ static int server_rows(struct tkp_ingest *in, uint64_t cid, int table, uint64_t 
 {
     char sql[256], q[768], wait[256];
     unsigned ms = 500;
-    snprintf(sql, sizeof(sql), "SELECT count() FROM %s.%s WHERE capture_id = %llu AND ingest_batch = 1",
-             in->db, tkp_tab_name(table), (unsigned long long)cid);
+    snprintf(sql, sizeof(sql),
+             "SELECT count() FROM %s.%s WHERE capture_id = %llu AND ingest_batch = 1", in->db,
+             tkp_tab_name(table), (unsigned long long)cid);
     strcpy(q, "/?query=");
     tkp_url_encode(sql, q + 8, sizeof(q) - 8);
     for (;;) {
@@ -233,8 +234,8 @@ static int insert(struct tkp_ingest *in, struct state *st, uint64_t cid, int tab
         if (!pending && (err = record(st, cid, table, rows, 0, why, wl))) break;
         pending = 1;
         char *r = NULL;
-        k = request(in, q, "Content-Encoding: gzip\r\n", body->p, body->len, &r, wait,
-                    sizeof(wait), why, wl);
+        k = request(in, q, "Content-Encoding: gzip\r\n", body->p, body->len, &r, wait, sizeof(wait),
+                    why, wl);
         free(r);
         if (k == OK) break;
         if (k < 0) {
@@ -314,8 +315,10 @@ static int capture(struct tkp_ingest *in, struct state *st, const char *const *f
             break;
         }
         struct entry *e = find(st, cid, t);
-        if (!info.rows[t]) err = record(st, cid, t, 0, 1, why, wl);
-        else err = insert(in, st, cid, t, info.rows[t], &body[t], e != NULL, why, wl);
+        if (!info.rows[t])
+            err = record(st, cid, t, 0, 1, why, wl);
+        else
+            err = insert(in, st, cid, t, info.rows[t], &body[t], e != NULL, why, wl);
         if (!err) in->rows += info.rows[t];
     }
     if (!err) in->captures++;
@@ -338,8 +341,8 @@ static int round_(struct tkp_ingest *in, struct state *st, int *pending, int las
     if (err) return err;
     *pending = 0;
     for (size_t i = 0; !err && i < g.ngroups; i++)
-        err = capture(in, st, (const char *const *)g.files + g.first[i], g.first[i + 1] - g.first[i],
-                      pending, why, wl);
+        err = capture(in, st, (const char *const *)g.files + g.first[i],
+                      g.first[i + 1] - g.first[i], pending, why, wl);
     /* unreadable inputs: once, at the end (while watching, a file being created is one) */
     for (char *line = g.bad, *nl; !err && last && line && *line; line = nl + 1) {
         nl = strchr(line, '\n');

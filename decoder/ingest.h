@@ -38,14 +38,14 @@
 
 struct tkp_ingest {
     struct tkp_url url;
-    const char *db;       /* database of the Distributed tables */
-    const char *state;    /* the state file */
+    const char *db;            /* database of the Distributed tables */
+    const char *state;         /* the state file */
     const char *const *inputs; /* captures or directories */
     size_t ninputs;
-    const char *watch;    /* a directory to follow, NULL: ingest the inputs once */
-    double settle_s;      /* see above */
-    int exit_when_idle;   /* with watch: stop after a round with nothing left to do */
-    double poll_s;        /* with watch: time between rounds */
+    const char *watch;  /* a directory to follow, NULL: ingest the inputs once */
+    double settle_s;    /* see above */
+    int exit_when_idle; /* with watch: stop after a round with nothing left to do */
+    double poll_s;      /* with watch: time between rounds */
     const struct tkp_classes *cl;
     const struct tkp_tab_ident *id;
     /* says what happens (one line, no newline): waits, skipped inputs; warn = 1 for problems */

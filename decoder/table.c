@@ -12,47 +12,89 @@
 #include "multireader.h"
 #include "reader.h"
 
+/* clang-format off */
 #define IDENT                                                                                     \
     {"host", TKP_COL_STR}, {"model", TKP_COL_STR}, {"label_keys", TKP_COL_STRS},                  \
-        {"label_values", TKP_COL_STRS}, {"capture_id", TKP_COL_U64}, {"pid", TKP_COL_U64},        \
-        {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
+    {"label_values", TKP_COL_STRS}, {"capture_id", TKP_COL_U64}, {"pid", TKP_COL_U64},            \
+    {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
+/* clang-format on */
 
 static const struct tkp_tab_col steps[] = {
     IDENT,
-    {"thread", TKP_COL_U64},      {"seg", TKP_COL_U64},         {"step", TKP_COL_I64},
-    {"kind", TKP_COL_STR},        {"phase", TKP_COL_STR},       {"tokens", TKP_COL_U64},
-    {"start_ns", TKP_COL_U64},    {"end_ns", TKP_COL_U64},      {"host_ns", TKP_COL_U64},
-    {"gap_before_ns", TKP_COL_I64}, {"itl_ns", TKP_COL_U64},    {"launches", TKP_COL_U64},
-    {"graph_launches", TKP_COL_U64}, {"copies", TKP_COL_U64},   {"gpu_kernels", TKP_COL_U64},
-    {"gpu_span_ns", TKP_COL_U64}, {"busy_ns", TKP_COL_U64},     {"idle_ns", TKP_COL_U64},
-    {"top_class", TKP_COL_STR},   {"anomaly", TKP_COL_STR},     {"cause", TKP_COL_STR},
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"kind", TKP_COL_STR},
+    {"phase", TKP_COL_STR},
+    {"tokens", TKP_COL_U64},
+    {"start_ns", TKP_COL_U64},
+    {"end_ns", TKP_COL_U64},
+    {"host_ns", TKP_COL_U64},
+    {"gap_before_ns", TKP_COL_I64},
+    {"itl_ns", TKP_COL_U64},
+    {"launches", TKP_COL_U64},
+    {"graph_launches", TKP_COL_U64},
+    {"copies", TKP_COL_U64},
+    {"gpu_kernels", TKP_COL_U64},
+    {"gpu_span_ns", TKP_COL_U64},
+    {"busy_ns", TKP_COL_U64},
+    {"idle_ns", TKP_COL_U64},
+    {"top_class", TKP_COL_STR},
+    {"anomaly", TKP_COL_STR},
+    {"cause", TKP_COL_STR},
 };
 static const struct tkp_tab_col step_classes[] = {
     IDENT,
-    {"thread", TKP_COL_U64}, {"seg", TKP_COL_U64},    {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64}, {"class", TKP_COL_STR}, {"kernels", TKP_COL_U64},
-    {"gpu_ns", TKP_COL_U64}, {"tokens", TKP_COL_U64},
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"start_ns", TKP_COL_U64},
+    {"class", TKP_COL_STR},
+    {"kernels", TKP_COL_U64},
+    {"gpu_ns", TKP_COL_U64},
+    {"tokens", TKP_COL_U64},
 };
 static const struct tkp_tab_col kernels[] = {
     IDENT,
-    {"hour_ns", TKP_COL_U64}, {"name", TKP_COL_STR},   {"class", TKP_COL_STR},
-    {"count", TKP_COL_U64},   {"total_ns", TKP_COL_U64}, {"p50_ns", TKP_COL_U64},
-    {"p99_ns", TKP_COL_U64},  {"max_ns", TKP_COL_U64},
+    {"hour_ns", TKP_COL_U64},
+    {"name", TKP_COL_STR},
+    {"class", TKP_COL_STR},
+    {"count", TKP_COL_U64},
+    {"total_ns", TKP_COL_U64},
+    {"p50_ns", TKP_COL_U64},
+    {"p99_ns", TKP_COL_U64},
+    {"max_ns", TKP_COL_U64},
 };
 static const struct tkp_tab_col calls[] = {
     IDENT,
-    {"hour_ns", TKP_COL_U64}, {"lib", TKP_COL_STR},    {"op", TKP_COL_STR},
-    {"m", TKP_COL_U64},       {"n", TKP_COL_U64},      {"k", TKP_COL_U64},
-    {"batch", TKP_COL_U64},   {"atype", TKP_COL_STR},  {"btype", TKP_COL_STR},
-    {"ctype", TKP_COL_STR},   {"compute", TKP_COL_STR}, {"transa", TKP_COL_STR},
-    {"transb", TKP_COL_STR},  {"calls", TKP_COL_U64},  {"flops", TKP_COL_U64},
-    {"host_ns", TKP_COL_U64}, {"gpu_ns", TKP_COL_U64},
+    {"hour_ns", TKP_COL_U64},
+    {"lib", TKP_COL_STR},
+    {"op", TKP_COL_STR},
+    {"m", TKP_COL_U64},
+    {"n", TKP_COL_U64},
+    {"k", TKP_COL_U64},
+    {"batch", TKP_COL_U64},
+    {"atype", TKP_COL_STR},
+    {"btype", TKP_COL_STR},
+    {"ctype", TKP_COL_STR},
+    {"compute", TKP_COL_STR},
+    {"transa", TKP_COL_STR},
+    {"transb", TKP_COL_STR},
+    {"calls", TKP_COL_U64},
+    {"flops", TKP_COL_U64},
+    {"host_ns", TKP_COL_U64},
+    {"gpu_ns", TKP_COL_U64},
 };
 static const struct tkp_tab_col moe[] = {
     IDENT,
-    {"thread", TKP_COL_U64}, {"seg", TKP_COL_U64},    {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64}, {"layer", TKP_COL_U64}, {"expert", TKP_COL_U64},
-    {"tokens", TKP_COL_U64}, {"expert_gpu_ns", TKP_COL_U64},
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"start_ns", TKP_COL_U64},
+    {"layer", TKP_COL_U64},
+    {"expert", TKP_COL_U64},
+    {"tokens", TKP_COL_U64},
+    {"expert_gpu_ns", TKP_COL_U64},
 };
 
 static const struct {
@@ -62,7 +104,10 @@ static const struct {
     const char *time_col; /* epoch ns the day partition is taken from */
     const char *order;    /* the MergeTree sorting key: for the queries of docs/FLEET.md */
 } tabs[TKP_TAB_COUNT] = {
-#define T(n, t, o) {#n, n, (int)(sizeof(n) / sizeof(*n)), t, o}
+#define T(n, t, o)                                                                                 \
+    {                                                                                              \
+#n, n, (int)(sizeof(n) / sizeof(*n)), t, o                                                 \
+    }
     T(steps, "start_ns", "host, model, capture_id, thread, seg"),
     T(step_classes, "start_ns", "host, class, capture_id, thread, seg"),
     T(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
@@ -138,11 +183,13 @@ void tkp_tab_ddl_clickhouse(FILE *f, const char *db, const char *cluster)
         for (int c = 0; c < tabs[t].ncols; c++)
             fprintf(f, "%s %s", tabs[t].cols[c].name, tkp_tab_type_name(tabs[t].cols[c].type)),
                 fputs(", ", f);
-        fprintf(f, "day Date DEFAULT toDate(toDateTime(intDiv(%s, 1000000000)))) "
-                   "ENGINE = MergeTree PARTITION BY day ORDER BY (%s);\n",
+        fprintf(f,
+                "day Date DEFAULT toDate(toDateTime(intDiv(%s, 1000000000)))) "
+                "ENGINE = MergeTree PARTITION BY day ORDER BY (%s);\n",
                 tabs[t].time_col, tabs[t].order);
-        fprintf(f, "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local "
-                   "ENGINE = Distributed(%s, %s, %s_local, cityHash64(host));\n",
+        fprintf(f,
+                "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local "
+                "ENGINE = Distributed(%s, %s, %s_local, cityHash64(host));\n",
                 db, tabs[t].name, db, tabs[t].name, cluster, db, tabs[t].name);
     }
 }
@@ -203,7 +250,7 @@ int tkp_tab_groups(const char *const *inputs, size_t n, struct tkp_tab_groups *g
     memset(g, 0, sizeof(*g));
     for (size_t i = 0; !err && i < n; i++)
         err = !stat(inputs[i], &st) && S_ISDIR(st.st_mode) ? add_dir(g, &cap, inputs[i])
-                                                            : add_file(g, &cap, inputs[i]);
+                                                           : add_file(g, &cap, inputs[i]);
     if (err == TKP_ERR_USAGE)
         return tkp_why(why, whylen, err, "more than %d capture files", TKP_INPUTS_MAX);
     if (err) return tkp_why(why, whylen, err, "out of memory");

@@ -38,8 +38,14 @@
 
 struct tkp_classes;
 
-enum tkp_tab_id { TKP_TAB_STEPS, TKP_TAB_STEP_CLASSES, TKP_TAB_KERNELS, TKP_TAB_CALLS, TKP_TAB_MOE,
-                  TKP_TAB_COUNT };
+enum tkp_tab_id {
+    TKP_TAB_STEPS,
+    TKP_TAB_STEP_CLASSES,
+    TKP_TAB_KERNELS,
+    TKP_TAB_CALLS,
+    TKP_TAB_MOE,
+    TKP_TAB_COUNT
+};
 
 #define TKP_TAB_LABELS_MAX 16
 /* steps.cause is given for the slow token steps: flagged (over 3x the median: model.h) or at or
@@ -48,10 +54,10 @@ enum tkp_tab_id { TKP_TAB_STEPS, TKP_TAB_STEP_CLASSES, TKP_TAB_KERNELS, TKP_TAB_
 #define TKP_TAB_IDENT_COLS 9 /* host .. ingest_batch */
 
 struct tkp_tab_ident {
-    const char *host, *model;                  /* from --label; NULL: not given */
+    const char *host, *model; /* from --label; NULL: not given */
     const char *keys[TKP_TAB_LABELS_MAX], *values[TKP_TAB_LABELS_MAX]; /* the other labels */
     size_t nlabels;
-    uint64_t batch;                            /* ingest_batch */
+    uint64_t batch; /* ingest_batch */
 };
 
 /* Parses one --label KEY=VALUE into id (host and model go to their own columns). KEY is
@@ -73,12 +79,12 @@ void tkp_tab_print_columns(FILE *f, int table);
 void tkp_tab_ddl_clickhouse(FILE *f, const char *db, const char *cluster);
 
 struct tkp_tab_info {
-    char host[256];         /* the host column's value */
+    char host[256]; /* the host column's value */
     uint64_t capture_id, pid;
     uint64_t rows[TKP_TAB_COUNT];
-    size_t nfiles;          /* files read */
-    int torn;               /* a file stopped at a torn or bad chunk (decoded up to there) */
-    char torn_why[256];     /* "PATH: torn tail at byte N (...)" */
+    size_t nfiles;      /* files read */
+    int torn;           /* a file stopped at a torn or bad chunk (decoded up to there) */
+    char torn_why[256]; /* "PATH: torn tail at byte N (...)" */
 };
 
 /* Reads one capture (files[0..n): one process's files, or a snapshot) and writes the rows of

@@ -65,7 +65,12 @@ static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
 static uint64_t hash(const struct tkp_tcall *a)
 {
     uint64_t h = 0xcbf29ce484222325ull;
-    const uint64_t v[] = {a->hour_ns, a->lib, a->m, a->n, a->k, a->batch,
+    const uint64_t v[] = {a->hour_ns,
+                          a->lib,
+                          a->m,
+                          a->n,
+                          a->k,
+                          a->batch,
                           (uint64_t)(uint32_t)a->atype << 32 | (uint32_t)a->btype,
                           (uint64_t)(uint32_t)a->ctype << 32 | (uint32_t)a->compute,
                           (uint64_t)(uint32_t)a->transa << 32 | (uint32_t)a->transb};
@@ -134,9 +139,12 @@ static struct wthread *thread_at(struct tkp_tcalls *c, uint32_t t)
 static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour)
 {
     const typeof(r->lib_call) *l = &r->lib_call;
-    struct tkp_tcall key = {hour, l->lib, (char *)(l->op ? l->op : ""), l->m, l->n, l->k,
-                            l->batch, l->atype, l->btype, l->ctype, l->compute, l->transa,
-                            l->transb, 0, 0, 0, 0};
+    struct tkp_tcall key = {hour,      l->lib,     (char *)(l->op ? l->op : ""),
+                            l->m,      l->n,       l->k,
+                            l->batch,  l->atype,   l->btype,
+                            l->ctype,  l->compute, l->transa,
+                            l->transb, 0,          0,
+                            0,         0};
     long i = row_of(c, &key);
     struct wthread *w = thread_at(c, r->thread);
     if (i < 0 || !w) return TKP_ERR_NOMEM;
@@ -185,10 +193,15 @@ static void on_kernel(struct tkp_tcalls *c, const struct tkp_record *r)
 int tkp_tcalls_add(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour_ns)
 {
     switch (r->type) {
-    case TKP_REC_LIB_CALL: return on_call(c, r, hour_ns);
-    case TKP_REC_LAUNCH: return on_launch(c, r);
-    case TKP_REC_GPU_KERNEL: on_kernel(c, r); return 0;
-    default: return 0;
+    case TKP_REC_LIB_CALL:
+        return on_call(c, r, hour_ns);
+    case TKP_REC_LAUNCH:
+        return on_launch(c, r);
+    case TKP_REC_GPU_KERNEL:
+        on_kernel(c, r);
+        return 0;
+    default:
+        return 0;
     }
 }
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TKP_TCALLS_STEPS 256 /* steps per thread whose launches are kept */
+#define TKP_TCALLS_STEPS 256  /* steps per thread whose launches are kept */
 #define TKP_TCALLS_CALLS 4096 /* calls per thread whose rows are kept */
 
 struct tkp_record;

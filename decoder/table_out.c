@@ -25,10 +25,10 @@ struct tkp_tab_out {
     tkp_tab_sink_fn *sink;
     void *arg;
     uint64_t rows;
-    struct buf stage;         /* text, or a Native block being serialised */
-    struct buf *colb;         /* Native: per column values */
-    struct buf *offs;         /* Native: per array column, its rows' end offsets */
-    uint64_t *nelem;          /* Native: per array column, elements so far in the block */
+    struct buf stage; /* text, or a Native block being serialised */
+    struct buf *colb; /* Native: per column values */
+    struct buf *offs; /* Native: per array column, its rows' end offsets */
+    uint64_t *nelem;  /* Native: per array column, elements so far in the block */
     size_t block_rows;
     ZSTD_CStream *zs;
     z_stream gz;
@@ -83,8 +83,10 @@ int tkp_tab_fmt_parse(const char *s)
 
 int tkp_tab_z_parse(const char *s)
 {
-    return !strcmp(s, "zstd") ? TKP_Z_ZSTD : !strcmp(s, "gzip") ? TKP_Z_GZIP
-                                         : !strcmp(s, "none") ? TKP_Z_NONE : -1;
+    return !strcmp(s, "zstd")   ? TKP_Z_ZSTD
+           : !strcmp(s, "gzip") ? TKP_Z_GZIP
+           : !strcmp(s, "none") ? TKP_Z_NONE
+                                : -1;
 }
 
 int tkp_tab_out_new(const struct tkp_tab_col *cols, int ncols, int fmt, int z, int level,
@@ -235,15 +237,19 @@ static void num_text(struct tkp_tab_out *o, uint64_t v, int neg)
 void tkp_tab_u64(struct tkp_tab_out *o, uint64_t v)
 {
     if (!next_col(o, TKP_COL_U64)) return;
-    if (o->fmt == TKP_FMT_NATIVE) put(o, &o->colb[o->col - 1], &v, 8); /* x86-64: little end */
-    else num_text(o, v, 0);
+    if (o->fmt == TKP_FMT_NATIVE)
+        put(o, &o->colb[o->col - 1], &v, 8); /* x86-64: little end */
+    else
+        num_text(o, v, 0);
 }
 
 void tkp_tab_i64(struct tkp_tab_out *o, int64_t v)
 {
     if (!next_col(o, TKP_COL_I64)) return;
-    if (o->fmt == TKP_FMT_NATIVE) put(o, &o->colb[o->col - 1], &v, 8);
-    else num_text(o, v < 0 ? -(uint64_t)v : (uint64_t)v, v < 0);
+    if (o->fmt == TKP_FMT_NATIVE)
+        put(o, &o->colb[o->col - 1], &v, 8);
+    else
+        num_text(o, v < 0 ? -(uint64_t)v : (uint64_t)v, v < 0);
 }
 
 /* TSV escaping (quoted: inside an array, ' is escaped too); plain runs are copied whole. */
@@ -256,13 +262,27 @@ static void tsv_str(struct tkp_tab_out *o, const char *s, int quoted)
         if (!*s) return;
         const char *e = NULL;
         switch (*s++) {
-        case '\\': e = "\\\\"; break;
-        case '\t': e = "\\t"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        case '\b': e = "\\b"; break;
-        case '\f': e = "\\f"; break;
-        default: e = "\\'"; break;
+        case '\\':
+            e = "\\\\";
+            break;
+        case '\t':
+            e = "\\t";
+            break;
+        case '\n':
+            e = "\\n";
+            break;
+        case '\r':
+            e = "\\r";
+            break;
+        case '\b':
+            e = "\\b";
+            break;
+        case '\f':
+            e = "\\f";
+            break;
+        default:
+            e = "\\'";
+            break;
         }
         put(o, &o->stage, e, 2);
     }
@@ -291,9 +311,12 @@ void tkp_tab_str(struct tkp_tab_out *o, const char *s)
 {
     if (!next_col(o, TKP_COL_STR)) return;
     if (!s) s = "";
-    if (o->fmt == TKP_FMT_NATIVE) native_str(o, &o->colb[o->col - 1], s);
-    else if (o->fmt == TKP_FMT_JSON) json_str(o, s);
-    else tsv_str(o, s, 0);
+    if (o->fmt == TKP_FMT_NATIVE)
+        native_str(o, &o->colb[o->col - 1], s);
+    else if (o->fmt == TKP_FMT_JSON)
+        json_str(o, s);
+    else
+        tsv_str(o, s, 0);
 }
 
 void tkp_tab_strs(struct tkp_tab_out *o, const char *const *v, size_t n)
@@ -362,7 +385,9 @@ uint64_t tkp_tab_rows(const struct tkp_tab_out *o)
 int tkp_tab_out_finish(struct tkp_tab_out *o)
 {
     if (!o->started) header(o);
-    if (o->fmt == TKP_FMT_NATIVE) native_block(o);
-    else flush_stage(o);
+    if (o->fmt == TKP_FMT_NATIVE)
+        native_block(o);
+    else
+        flush_stage(o);
     return emit(o, NULL, 0, 1);
 }

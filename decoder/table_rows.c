@@ -89,25 +89,25 @@ struct pass {
     int ncls, want_steps, want_sc, want_k;
     uint64_t rt0, mono0; /* META clock pair */
     int has_meta, is_snap;
-    uint64_t snap; /* a snapshot's first recorder chunk seq (capture_id) */
+    uint64_t snap;    /* a snapshot's first recorder chunk seq (capture_id) */
     const char *host; /* META hostname, copied */
     char hostbuf[256];
     uint64_t pid;
-    struct map cls_of;  /* name id -> class + 1 */
+    struct map cls_of;             /* name id -> class + 1 */
     uint64_t last_name, last_step; /* the previous kernel's name id and (thread, seg) key, */
     int last_cls;                  /* its class and row: GPU records come by step, and a */
     size_t last_row;               /* step's kernels repeat a few names */
-    struct map sc_at;   /* (thread, seg) -> index + 1 of its kernels-per-class row */
-    uint32_t *sc;       /* [index * ncls + class] */
+    struct map sc_at;              /* (thread, seg) -> index + 1 of its kernels-per-class row */
+    uint32_t *sc;                  /* [index * ncls + class] */
     size_t nsc, capsc;
-    struct map hn_at;   /* hash(hour, name id) -> hn index + 1 */
+    struct map hn_at; /* hash(hour, name id) -> hn index + 1 */
     struct hname *hn;
     size_t nhn, caphn;
     struct tkp_tcalls *calls; /* NULL: the calls table is not wanted */
     struct gstep *gs;         /* per thread: its current step's GEMMs (moe_hint) */
     size_t ngs;
-    struct map weights;       /* the GEMMs' distinct A operands (weights) */
-    uint64_t max_count;       /* the most GEMMs a step called */
+    struct map weights; /* the GEMMs' distinct A operands (weights) */
+    uint64_t max_count; /* the most GEMMs a step called */
     int moe_hint;
 };
 
@@ -149,7 +149,8 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
     if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE)
         p->sc[(p->last_row - 1) * (size_t)p->ncls + (size_t)cls]++;
     if (!p->want_k || r->gpu.end_ns < r->gpu.start_ns) return 0;
-    uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS, ns = r->gpu.end_ns - r->gpu.start_ns;
+    uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS,
+             ns = r->gpu.end_ns - r->gpu.start_ns;
     size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
     if (err) return err;
     size_t i = *s ? *s - 1 : p->nhn;
@@ -228,7 +229,8 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
 
 static int on_record(struct pass *p, const struct tkp_record *r)
 {
-    if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0) p->snap = r->chunk.seq;
+    if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0)
+        p->snap = r->chunk.seq;
     if (r->type == TKP_REC_META && !p->has_meta) {
         p->has_meta = 1;
         p->rt0 = r->meta.start_realtime_ns, p->mono0 = r->meta.start_monotonic_ns;
@@ -580,7 +582,8 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     }
     for (int t = 0; t < TKP_TAB_COUNT; t++)
         info->rows[t] = outs[t] ? tkp_tab_rows(outs[t]) - rows0[t] : 0;
-    if (err) tkp_why(why, whylen, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : tkp_strerror(err));
+    if (err)
+        tkp_why(why, whylen, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : tkp_strerror(err));
     goto out;
 nomem:
     err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");

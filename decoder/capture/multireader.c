@@ -478,3 +478,16 @@ int tkp_reader_is_merged(const struct tkp_reader *r)
     struct tkp_mreader *m = tkp_reader_impl(r, &merged_ops);
     return m && m->ngroups > 1;
 }
+
+size_t tkp_reader_ngroups(const struct tkp_reader *r)
+{
+    struct tkp_mreader *m = tkp_reader_impl(r, &merged_ops);
+    return m ? m->ngroups : 1;
+}
+
+void tkp_reader_group(const struct tkp_reader *r, size_t g, size_t *first, size_t *n)
+{
+    struct tkp_mreader *m = tkp_reader_impl(r, &merged_ops);
+    *first = m ? m->groups[g].first : 0;
+    *n = m ? m->groups[g].nfiles : 1;
+}

@@ -56,5 +56,9 @@ const struct tkp_reader_err *tkp_reader_file(const struct tkp_reader *r, size_t 
                                              const struct tkp_reader_stats **stats);
 /* 1 when r merges several groups (records then carry a renumbered `thread`). */
 int tkp_reader_is_merged(const struct tkp_reader *r);
+/* The groups (processes) behind r: 1 for a plain reader. Group g < that count is the files
+ * [*first, *first + *n) of tkp_reader_file()'s numbering (a process's rotated files in order). */
+size_t tkp_reader_ngroups(const struct tkp_reader *r);
+void tkp_reader_group(const struct tkp_reader *r, size_t g, size_t *first, size_t *n);
 
 #endif

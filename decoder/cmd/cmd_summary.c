@@ -242,29 +242,6 @@ static int insight_itl(const struct tkp_model *m, struct insight *in)
     return 0;
 }
 
-/* Why step s was slow: the figure that grew most over its median (see the top comment). */
-static const char *explain(const struct tkp_model *m, const struct insight *in,
-                           const struct tkp_mstep *s, int64_t *by)
-{
-    const char *why = "none";
-    int64_t best = 0;
-    if (!in->gpu || !s->gpu_kernels) {
-        *by = (int64_t)tkp_mstep_host_ns(s) - (int64_t)in->nr.host_p50;
-        return *by > 0 ? "host" : "none";
-    }
-    uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);
-    int64_t d = (int64_t)(span - s->busy_ns) - (int64_t)in->nr.idle_p50;
-    if (d > best) best = d, why = "GPU idle";
-    d = (int64_t)(host > span ? host - span : 0) - (int64_t)in->nr.hostonly_p50;
-    if (d > best) best = d, why = "host";
-    for (int c = 0; c < m->nclasses; c++) {
-        d = (int64_t)s->class_ns[c] - (int64_t)in->nr.class_p50[c];
-        if (d > best) best = d, why = tkp_classes_name(m->opts.classes, c);
-    }
-    *by = best;
-    return why;
-}
-
 static int insight_make(const struct tkp_model *m, struct insight *in)
 {
     struct tkp_acc *acc = in->acc;
@@ -292,7 +269,8 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
         }
     }
     for (size_t w = 0; w < in->nworst; w++)
-        in->cause[w] = explain(m, in, &m->steps[in->worst[w]], &in->cause_ns[w]);
+        in->cause[w] =
+            tkp_mstep_cause(m, &in->nr, in->gpu, &m->steps[in->worst[w]], &in->cause_ns[w]);
     in->idle_share = span ? (double)idle / (double)span : 0;
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;

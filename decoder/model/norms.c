@@ -61,3 +61,25 @@ const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep
     int gpu = s->gpu_kernels && nr->busy_p50 && s->busy_ns > TKP_ANOMALY_FACTOR * nr->busy_p50;
     return host && gpu ? "host,gpu" : host ? "host" : gpu ? "gpu" : NULL;
 }
+
+const char *tkp_mstep_cause(const struct tkp_model *m, const struct tkp_norms *nr, int gpu,
+                            const struct tkp_mstep *s, int64_t *by)
+{
+    const char *why = "none";
+    int64_t best = 0;
+    if (!gpu || !s->gpu_kernels) {
+        *by = (int64_t)tkp_mstep_host_ns(s) - (int64_t)nr->host_p50;
+        return *by > 0 ? "host" : "none";
+    }
+    uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);
+    int64_t d = (int64_t)(span - s->busy_ns) - (int64_t)nr->idle_p50;
+    if (d > best) best = d, why = "GPU idle";
+    d = (int64_t)(host > span ? host - span : 0) - (int64_t)nr->hostonly_p50;
+    if (d > best) best = d, why = "host";
+    for (int c = 0; c < m->nclasses; c++) {
+        d = (int64_t)s->class_ns[c] - (int64_t)nr->class_p50[c];
+        if (d > best) best = d, why = tkp_classes_name(m->opts.classes, c);
+    }
+    *by = best;
+    return why;
+}

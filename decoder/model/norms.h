@@ -22,4 +22,11 @@ void tkp_norms_free(struct tkp_norms *nr);
 /* NULL for a normal step, else "host", "gpu" or "host,gpu": which figure passed 3x its median. */
 const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep *s);
 
+/* Why step s was slow: the figure that grew most over its median across token steps — a kernel
+ * class's GPU time (its name), "GPU idle" (idle inside the span) or "host" (host duration not
+ * covered by the span); "none" when nothing grew; "host" or "none" without GPU records (gpu 0)
+ * or kernels. *by gets the growth in ns. (summary's worst steps, table steps' cause.) */
+const char *tkp_mstep_cause(const struct tkp_model *m, const struct tkp_norms *nr, int gpu,
+                            const struct tkp_mstep *s, int64_t *by);
+
 #endif

@@ -27,7 +27,7 @@ if [ ! -x "$bin" ] || [ -n "$(find decoder include "tests/fuzz/fuzz_$TARGET.c" -
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 -g -O1 -D_GNU_SOURCE -DTKP_LIBFUZZER -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -Iinclude -Idecoder "tests/fuzz/fuzz_$TARGET.c" $srcs "$zstd" "$msgpack" "$stdcxx" -lm \
+        -Iinclude -Idecoder "tests/fuzz/fuzz_$TARGET.c" $srcs "$zstd" "$msgpack" "$stdcxx" -lm -lz \
         -o "$bin"
 fi
 [ "${1:-}" = "--build-only" ] && exit 0

@@ -4,9 +4,10 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium clang libclang-rt-14-dev)
+      libcriterion-dev binutils chromium clang libclang-rt-14-dev libcap2-bin)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
-# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them)
+# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); libcap2-bin: setcap, for
+# the secure-execution test (tests/security, security_secure)
 
 missing=()
 for p in "${PKGS[@]}"; do

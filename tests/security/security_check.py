@@ -23,10 +23,11 @@ usage: security_check.py CASE BUILD_DIR WORKDIR SECPROBE EVILCUPTI
   budget    the default disk bounds: a capture with nothing set records them in META (256 MB
             files, 4 kept, floor 1024 MB or 5 %); with only TOKPROF_MAX_MB=0.25 a long run
             rotates and keeps the default 4 newest files, each under the cap plus one chunk
-  floor     a filesystem near full: an 8 MB tmpfs mounted for the test, TOKPROF_MIN_FREE_MB=6,
-            a run that would write ~4 MB: one warning, the program's output and exit
-            unchanged, at least 6 MB still free after the run, the capture decodes whole and
-            ends with the LOSS record that says it stopped. Needs root to mount: else skipped
+  floor     a filesystem near full: an 8 MB tmpfs mounted for the test, TOKPROF_MIN_FREE_MB=7,
+            a run that would write ~2 MB: one warning, the program runs to its end (exit 0),
+            at least 7 MB still free after the run, the capture decodes whole and
+            ends with the LOSS record that says it stopped; in flight mode a trigger under the
+            floor writes no snapshot, with one warning. Needs root to mount: else skipped
 """
 import glob, json, os, shutil, stat, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -341,8 +342,8 @@ elif case == "floor":
     if r.returncode:
         skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
     try:
-        floor_mb = 6  # 2 MB to write; the run makes ~4 MB (1.66 MB per 5000 hf steps)
-        steps = 12000
+        floor_mb = 7  # 1 MB to write; the run makes ~2 MB (1.66 MB per 5000 hf steps)
+        steps = 6000
         args = [MINILLM, "--steps", str(steps), "--style", "hf"]
         p = subprocess.run(args, env=env(TOKPROF_OUT=mnt, TOKPROF_MIN_FREE_MB=floor_mb,
                                          TOKPROF_FLUSH_MS=20), capture_output=True, text=True,
@@ -368,6 +369,18 @@ elif case == "floor":
         if recs[-1]["type"] != "loss":
             fail(f"the capture ends with {recs[-1]}, not the LOSS that says it stopped")
         print(f"{lines[0]}\n{sizes}, {free / 1048576:.1f} MB still free; ends with {recs[-1]}")
+        # flight mode under the floor: the trigger is taken, no snapshot is written
+        out = os.path.join(mnt, "flight")
+        os.mkdir(out, 0o700)
+        p = subprocess.run([PROG, "trigger", "low"],
+                           env=env(TOKPROF_OUT=out, TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=20,
+                                   TOKPROF_FLIGHT_AFTER_S=0.2, TOKPROF_MIN_FREE_MB=1000),
+                           capture_output=True, text=True, timeout=120)
+        lines = p.stderr.strip().splitlines()
+        if p.returncode or "found" not in p.stdout or os.listdir(out) or len(lines) != 1 or \
+                "no snapshot is written while it lasts" not in lines[0]:
+            fail(f"flight: exit {p.returncode}, {p.stdout!r}, files {os.listdir(out)}, {lines}")
+        print(f"flight: {lines[0]}")
     finally:
         subprocess.run(["umount", "-l", mnt])
 else:

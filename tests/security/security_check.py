@@ -368,6 +368,13 @@ elif case == "floor":
             fail(f"capture: exit {rc}, {err!r}")
         if recs[-1]["type"] != "loss":
             fail(f"the capture ends with {recs[-1]}, not the LOSS that says it stopped")
+        try:  # that LOSS is of thread 4294967295: summary once looped on it forever
+            q = subprocess.run([TKP, "summary", "--json", caps[0]], capture_output=True, text=True,
+                               timeout=60)
+        except subprocess.TimeoutExpired:
+            fail("tokprof summary of the stopped capture did not end")
+        if q.returncode or json.loads(q.stdout).get("dropped") != 0:
+            fail(f"summary: exit {q.returncode}, {q.stdout[:200]!r} {q.stderr!r}")
         print(f"{lines[0]}\n{sizes}, {free / 1048576:.1f} MB still free; ends with {recs[-1]}")
         # flight mode under the floor: the trigger is taken, no snapshot is written
         out = os.path.join(mnt, "flight")

@@ -5,13 +5,14 @@ set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
       libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev zlib1g-dev
-      clickhouse-server clickhouse-client)
+      clickhouse-server clickhouse-client libcap2-bin)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
 # for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
 # (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
 # and the chdb venv below; zlib1g-dev: gzip tables (libz.a, linked statically);
 # clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
-# service is not used)
+# service is not used); libcap2-bin: setcap, for the
+# secure-execution test (tests/security, security_secure)
 
 missing=()
 for p in "${PKGS[@]}"; do

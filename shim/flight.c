@@ -53,6 +53,7 @@ static struct {
     int have_last;
     uint64_t last_ns;
     unsigned triggers, suppressed;
+    unsigned skipped; /* triggers taken while free space was under the floor */
     /* what META says about the snapshot being started */
     int building_meta, meta_kind;
     char meta_why[96];
@@ -170,17 +171,14 @@ static int snapshot_fail(void)
 
 static int snapshot_begin(int kind, uint64_t at_ns, const char *why)
 {
-    char stem[PATH_MAX - 32];
-    tkp_out_stem(stem, sizeof stem);
-    unsigned k = F.index++;
-    snprintf(F.path, sizeof F.path, "%s.snap%u.tokprof", stem, k);
-    F.fd = tkp_out_create(F.path, TKP_FILE_SNAPSHOT);
-    if (F.fd < 0) return snapshot_fail();
-    if (tkp_prod.keep && k >= tkp_prod.keep) {
-        char old[PATH_MAX];
-        snprintf(old, sizeof old, "%s.snap%u.tokprof", stem, k - tkp_prod.keep);
-        unlink(old);
+    /* Under the free-space floor no snapshot is written; the ring goes on, so the next trigger
+     * after space is freed has its before-window. */
+    if (tkp_out_low_space(0, "no snapshot is written while it lasts")) {
+        F.skipped++;
+        return 0;
     }
+    F.fd = tkp_out_create(TKP_OUT_SNAPSHOT, F.index++, TKP_FILE_SNAPSHOT, F.path, sizeof F.path);
+    if (F.fd < 0) return snapshot_fail();
     F.seq = 0;
     F.meta_kind = kind;
     F.meta_at = at_ns;
@@ -206,9 +204,14 @@ int tkp_flight_put(const void *frame, size_t zn, uint32_t raw, uint32_t seq, uin
 {
     if (F.fd >= 0) {
         /* The chunk that holds the trigger is usually still open when the trigger is taken: it
-         * arrives here, after the snapshot began, with everything up to AFTER_S after it. */
-        if (write_chunk(frame, (uint32_t)zn, raw, seq)) return snapshot_fail();
-        if (t_end >= F.until_ns) snapshot_end();
+         * arrives here, after the snapshot began, with everything up to AFTER_S after it. The
+         * floor cuts the after-window short; what was written decodes. */
+        if (tkp_out_low_space(zn, "the snapshot ends here"))
+            snapshot_end();
+        else if (write_chunk(frame, (uint32_t)zn, raw, seq))
+            return snapshot_fail();
+        else if (t_end >= F.until_ns)
+            snapshot_end();
     }
     evict(t_end, zn);
     if (push(frame, zn, raw, seq, t_begin, t_end)) F.evicted++; /* out of memory: the ring is shorter */
@@ -250,7 +253,7 @@ void tkp_flight_after_fork(void)
     F.q = NULL;
     F.cap = F.head = F.n = 0;
     F.bytes = F.bytes_peak = F.evicted = 0;
-    F.index = F.triggers = F.suppressed = 0;
+    F.index = F.triggers = F.suppressed = F.skipped = 0;
     F.have_last = 0;
 }
 
@@ -281,7 +284,7 @@ void tkp_flight_meta_pack(msgpack_packer *pk)
     if (!F.building_meta) return;
     msgpack_pack_str(pk, 8);
     msgpack_pack_str_body(pk, "snapshot", 8);
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     kv_u64(pk, "index", F.index - 1);
     kv_str(pk, "trigger", tkp_trigger_name(F.meta_kind));
     kv_str(pk, "why", F.meta_why);
@@ -290,6 +293,7 @@ void tkp_flight_meta_pack(msgpack_packer *pk)
     kv_u64(pk, "after_ns", tkp_prod.after_ns);
     kv_u64(pk, "triggers", F.triggers);
     kv_u64(pk, "suppressed", F.suppressed);
+    kv_u64(pk, "skipped_low_space", F.skipped);
     kv_u64(pk, "evicted_chunks", F.evicted);
     kv_u64(pk, "flight_bytes", F.bytes);
     kv_u64(pk, "flight_bytes_peak", F.bytes_peak);

@@ -75,6 +75,12 @@ static int start_slow(void)
         if (atomic_load(&tkp_state) == 2) atomic_fetch_add(&tkp_ringless_drops, 1);
         return 0;
     }
+    /* A setuid / setgid / file-capability process: its environment is not to be trusted, and
+     * the shim is a guest with its privileges. Before any variable is read (config.c). */
+    if (tkp_secure_exec()) {
+        atomic_store(&tkp_state, -1);
+        return 0;
+    }
     tkp_config_load();
     if (tkp_cfg.disabled) {
         atomic_store(&tkp_state, -1);

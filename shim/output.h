@@ -14,10 +14,18 @@
 
 #include "shim.h"
 
+/* The disk bounds a process gets when nothing is set (docs/OPERATIONS.md argues them). */
+#define TKP_DEFAULT_MAX_MB 256
+#define TKP_DEFAULT_KEEP 4
+#define TKP_DEFAULT_MIN_FREE_MB 1024
+#define TKP_DEFAULT_MIN_FREE_PCT 5
+
 struct tkp_prod_config {
     int flight;              /* TOKPROF_MODE=flight */
     uint64_t max_bytes;      /* TOKPROF_MAX_MB: stream files rotate before this; 0 no cap */
     unsigned keep;           /* TOKPROF_KEEP: newest files kept per process; 0 all */
+    uint64_t min_free_bytes; /* TOKPROF_MIN_FREE_MB: stop writing under this much free space */
+    unsigned min_free_pct;   /* TOKPROF_MIN_FREE_PCT: ... or under this % of the filesystem */
     uint64_t flight_bytes;   /* TOKPROF_FLIGHT_MB: compressed chunks the flight ring may hold */
     uint64_t before_ns;      /* TOKPROF_FLIGHT_BEFORE_S */
     uint64_t after_ns;       /* TOKPROF_FLIGHT_AFTER_S */
@@ -35,8 +43,10 @@ extern struct tkp_prod_config tkp_prod;
 void tkp_prod_config_load(void);
 
 /* ---- files (output.c) ---------------------------------------------------------------------- */
-/* Creates TOKPROF_OUT when missing (the last component only, mode 0700) and, in stream mode, the
- * first capture file. Returns 0, or -1 after one warning line (capture off). */
+/* Opens and checks TOKPROF_OUT (output.c's comment: not a symbolic link, ours or root's with
+ * the sticky bit, not writable by others without the sticky bit), creating it when missing (the
+ * last component only, mode 0700), and, in stream mode, creates the first capture file. Returns
+ * 0, or -1 after one warning line (capture off). */
 int tkp_out_open(void);
 /* A chunk is beginning: returns the seq its CHUNK record must carry. *first is set to 1 when it
  * is the first chunk of a file (the writer then puts META in it). `gseq` is the writer's own
@@ -61,9 +71,18 @@ void tkp_out_after_fork(void);
 const char *tkp_out_path(void);
 
 /* Shared helpers for flight.c. */
-/* Opens `path` for a new capture (0600, O_TRUNC) and writes the file header with `flags`.
- * Returns the fd, or -1 with errno set. */
-int tkp_out_create(const char *path, unsigned flags);
+enum tkp_out_kind { TKP_OUT_STREAM = 0, TKP_OUT_SNAPSHOT = 1 };
+/* Creates capture file `index` of `kind` in the output directory, "<program>.<pid>[.K |
+ * .snapK].tokprof", mode 0600, and writes the file header with `flags`. Never opens an existing
+ * name (O_EXCL | O_NOFOLLOW): a taken one gets ".alt<N>" before ".tokprof". Under TOKPROF_KEEP,
+ * removes this process's file `index - keep` of the same kind. The path (for messages) goes into
+ * `path`, also on failure. Returns the fd, or -1 with errno set. */
+int tkp_out_create(int kind, unsigned index, unsigned flags, char *path, size_t cap);
+/* 1 when the output filesystem's free space less `need` bytes is under the floor
+ * (TOKPROF_MIN_FREE_MB, or TOKPROF_MIN_FREE_PCT of its size, whichever is larger); the first time,
+ * one warning line ending "<what>, the program is unaffected". One fstatvfs: writer thread,
+ * chunk rate, never a launch. 0 when it cannot tell (the write will say). */
+int tkp_out_low_space(uint64_t need, const char *what);
 /* write(2) of all n bytes: EINTR retried; RLIMIT_FSIZE's SIGXFSZ never reaches the program (the
  * signal is blocked around the write and consumed if the write raised it). 0, or -1 with errno. */
 int tkp_out_write(int fd, const void *buf, size_t n);
@@ -72,8 +91,6 @@ void tkp_out_chunk_header(unsigned char hdr[16], uint32_t zn, uint32_t raw, uint
 /* Stops the capture after a failed write of `path`: one warning line (the first failure only),
  * tkp_state -1. */
 void tkp_out_fail(const char *path, int err);
-/* "<out>/<program>.<pid>" into buf. */
-void tkp_out_stem(char *buf, size_t cap);
 
 /* ---- META extras (writer.c's emit_meta asks) ---------------------------------------------- */
 /* Top-level META keys added by the output side (the snapshot description): how many, and the

@@ -67,6 +67,11 @@ struct tkp_config {
 extern struct tkp_config tkp_cfg;
 /* Reads TOKPROF_* once; a bad value gets one warning line and the default. */
 void tkp_config_load(void);
+/* 1 in a secure-execution process (AT_SECURE: setuid, setgid, file capabilities): the shim then
+ * reads no variable and records nothing (config.c says why). */
+int tkp_secure_exec(void);
+/* getenv for TOKPROF_* variables: secure_getenv(3), NULL in a secure-execution process. */
+const char *tkp_env(const char *name);
 
 /* ---- per-thread rings (ring.c) ------------------------------------------------------------ */
 /* One fixed-size event. Field use per type is in ring.c's comment. */

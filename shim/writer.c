@@ -822,8 +822,12 @@ static void emit_meta(void)
     pack_kv_int("cuda_driver_version", driver_version());
     pack_devices();
     pack_str("config");
-    msgpack_pack_map(&W.pk, 7);
+    msgpack_pack_map(&W.pk, 11);
     pack_kv_str("mode", tkp_prod.flight ? "flight" : "stream");
+    pack_kv_int("max_bytes", (int64_t)tkp_prod.max_bytes); /* the disk bounds: OPERATIONS.md */
+    pack_kv_int("keep", tkp_prod.keep);
+    pack_kv_int("min_free_bytes", (int64_t)tkp_prod.min_free_bytes);
+    pack_kv_int("min_free_pct", tkp_prod.min_free_pct);
     pack_kv_str("stacks", tkp_stacks_desc());
     pack_kv_str("step", step_mode_name());
     pack_kv_int("buffer_mb", tkp_cfg.buffer_mb);
@@ -852,7 +856,9 @@ void *tkp_writer_meta_payload(size_t *len)
     return p;
 }
 
-static void emit_losses(void)
+/* `stop`: the capture ends with this chunk (free space under the floor): the LOSS of threads
+ * without a ring is written even when zero, with a trailing 1 that says so (FORMAT.md, LOSS). */
+static void emit_losses(int stop)
 {
     uint32_t n = tkp_rings_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -868,12 +874,13 @@ static void emit_losses(void)
         msgpack_pack_uint64(&W.pk, dropped);
     }
     uint64_t ringless = atomic_load(&tkp_ringless_drops);
-    if (ringless) {
+    if (ringless || stop) {
         chunk_begin();
-        msgpack_pack_array(&W.pk, 3);
+        msgpack_pack_array(&W.pk, stop ? 4 : 3);
         msgpack_pack_int(&W.pk, TKP_REC_LOSS);
         msgpack_pack_uint32(&W.pk, UINT32_MAX); /* threads that got no ring */
         msgpack_pack_uint64(&W.pk, ringless);
+        if (stop) msgpack_pack_uint32(&W.pk, 1);
     }
 }
 
@@ -891,8 +898,15 @@ static void flush_chunk(void)
     uint64_t since = W.last_flush_ns;
     W.last_flush_ns = tkp_now_ns();
     if (!W.chunk_open || W.failed) return;
+    /* Under the free-space floor (output.c, stream mode): recording stops now, what the rings
+     * hold is drained into this chunk, which is the capture's last. */
+    int stop = !tkp_prod.flight && tkp_out_low_space(W.sb.size, "capture stopped");
+    if (stop) {
+        atomic_store(&tkp_state, -1);
+        tkp_rings_drain(encode, NULL);
+    }
     run_flush();
-    emit_losses();
+    emit_losses(stop);
     size_t raw = W.sb.size;
     size_t bound = ZSTD_compressBound(raw);
     if (bound > W.zcap) {
@@ -909,6 +923,7 @@ static void flush_chunk(void)
     }
     /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
     if (zn && tkp_out_chunk_put(W.zbuf, zn, (uint32_t)raw, since, W.last_flush_ns)) W.failed = 1;
+    if (stop) W.failed = 1; /* nothing more is written */
     W.seq++;
     W.chunk_open = 0;
     msgpack_sbuffer_clear(&W.sb);

@@ -113,6 +113,7 @@ struct summary {
     uint64_t steps, outside_steps, launches, graph_launches, copies, syncs;
     struct thread_sum *threads; /* by capture-local thread index */
     uint32_t nthreads;
+    uint64_t ringless; /* LOSS of threads that never got a ring (thread TKP_THREAD_NONE) */
 };
 
 static int thread_at(struct summary *s, uint32_t t, struct thread_sum **out)
@@ -178,6 +179,10 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
         t->mapped = 1;
         break;
     case TKP_REC_LOSS:
+        if (r->thread == TKP_THREAD_NONE) { /* no thread entry: thread_at would never end */
+            s->ringless = r->loss.dropped;     /* cumulative, like a thread's */
+            break;
+        }
         if (thread_at(s, r->thread, &t)) return TKP_ERR_NOMEM;
         t->lost = 1;
         t->dropped = r->loss.dropped;
@@ -217,6 +222,7 @@ static void totals(const struct summary *s, uint64_t *threads, uint64_t *dropped
         *threads += s->threads[i].mapped;
         *dropped += s->threads[i].dropped;
     }
+    *dropped += s->ringless;
 }
 
 static int insight_itl(const struct tkp_model *m, struct insight *in)

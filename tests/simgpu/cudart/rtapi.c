@@ -5,13 +5,6 @@
 
 #include "rt.h"
 
-#define INIT_OR_RETURN()                                                                          \
-    do {                                                                                          \
-        cudaError_t e_ = rt_init();                                                               \
-        if (e_ != cudaSuccess)                                                                    \
-            return rt_set(e_);                                                                    \
-    } while (0)
-
 /* Forward: a runtime export that is one driver call. */
 #define FWD(expr)                                                                                 \
     do {                                                                                          \

@@ -7,13 +7,6 @@
 
 #include "rt.h"
 
-#define INIT_OR_RETURN()                                                                          \
-    do {                                                                                          \
-        cudaError_t e_ = rt_init();                                                               \
-        if (e_ != cudaSuccess)                                                                    \
-            return rt_set(e_);                                                                    \
-    } while (0)
-
 static void *driver_proc(const char *name, int ptsz)
 {
     void *p = NULL;

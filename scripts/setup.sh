@@ -3,10 +3,10 @@
 # Idempotent: installs only what is missing; says precisely what it cannot fix.
 set -euo pipefail
 
-PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
+PKGS=(build-essential cmake pkg-config python3 python3-venv libzstd-dev zstd libmsgpack-dev libunwind-dev
       libcriterion-dev binutils chromium clang libclang-rt-14-dev)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
-# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them)
+# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv: the torch venv
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -36,5 +36,25 @@ fi
 if [ -x "$CUDA_HOME/bin/nvcc" ]; then
     v=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 13 ] || { echo "setup: nvcc $v found, tokprof needs CUDA 13" >&2; exit 1; }
+fi
+
+# The cached venv of real clients for tests/realstack and simgpu_exports (tests/realstack/README.md):
+# unmodified PyTorch (CUDA 13 wheels), transformers and Triton, pinned, outside the checkout so
+# every worktree and build shares it. It is never modified after creation: the tests point its
+# NVIDIA runtime libraries at simgpu's fakes through a symlinked overlay of their own. The marker
+# file is written last, so a half-made venv (an interrupted pip) is made again. About 5.6 GB; the
+# tests skip with one line where it is absent. TOKPROF_SKIP_TORCH=1 skips it.
+TORCH_REQS="torch==2.15.0 transformers==5.24.0"
+VENV=${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}
+if [ -z "${TOKPROF_SKIP_TORCH:-}" ] && [ "$(cat "$VENV/.tokprof-complete" 2>/dev/null)" != "$TORCH_REQS" ]; then
+    echo "setup: creating $VENV ($TORCH_REQS)" >&2
+    start=$SECONDS
+    rm -rf "$VENV"
+    mkdir -p "$(dirname "$VENV")"
+    python3 -m venv "$VENV"
+    # shellcheck disable=SC2086  # the requirements are words
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check $TORCH_REQS
+    echo "$TORCH_REQS" > "$VENV/.tokprof-complete"
+    echo "setup: $VENV made in $((SECONDS - start)) s, $(du -sh "$VENV" | cut -f1)" >&2
 fi
 exit 0

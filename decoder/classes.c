@@ -50,7 +50,8 @@ static const struct builtin_rule builtin[] = {
     {TKP_CLASS_EMBEDDING, "embed|get_rows"},
     {TKP_CLASS_KVCACHE, "cache"},
     {TKP_CLASS_SAMPLING, "top_k|logits"},
-    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|cast|convert"},
+    /* not "nocast": ATen's elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>> is no copy */
+    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|(^|[^o])cast|convert"},
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(*builtin))
 

@@ -12,7 +12,8 @@ Checks, for every process that executed work (P of them; one truth log and one c
      name, on its thread, in order (launches, graph replays expanded into their nodes);
   3. GPU records join every kernel and copy (tests/e2e/gpu_compare.py: exact times, the launch
      and step each belongs to, no drops, nothing unjoined);
-  4. token steps = the loop's tokens: 1 prefill + N decode steps per process (TOKPROF_STEP=auto);
+  4. token steps = the loop's tokens: 1 prefill + N decode steps per process (TOKPROF_STEP=auto,
+     or --step: the torch.compile tests use the loops' NVTX ranges, README.md says why);
   5. no kernel class is "other" but for the names that say nothing of their family (sort, scan,
      histogram, softmax: AMBIGUOUS below; tests/realstack/README.md).
 The work directory keeps both runs' truth logs, the captures and their dumps."""
@@ -155,6 +156,8 @@ def main():
             env["TOKPROF_OUT"] = d
             if a.step:
                 env["TOKPROF_STEP"] = a.step
+            if a.step and a.step.startswith("nvtx:"):
+                env["NVTX_INJECTION64_PATH"] = a.shim  # NVTX3 reaches a tool only this way
         runs[name] = run_workload(python, [a.mode, "--steps", str(a.steps)], env, d, a.timeout)
         print(f"{name}: exit {runs[name][0]}, stdout {runs[name][1].strip()!r}")
     errors = []

@@ -3,14 +3,17 @@
 unmodified PyTorch / transformers / Triton. Device code never runs on simgpu, so no control flow
 reads a device value: the loops run a fixed number of decode steps.
 
-    workload.py eager|graph|compile|compile-ro|moe|server [--steps N]
+    workload.py eager|graph|compile|compile-ro|moe|server [--steps N] [--time FILE]
 
 Each decode step ends as a server's does: the sampled tokens are copied to the host (`.tolist()`:
 a DtoH copy + a stream sync). stdout is one line per run (the mode and the step count) and must
-be the same with and without the shim."""
+be the same with and without the shim. --time appends the decode loop's wall time and tokens/s
+to FILE as one JSON line (docs/BENCH.md), never to stdout."""
 import argparse
+import json
 import os
 import sys
+import time
 
 import torch
 
@@ -33,18 +36,30 @@ def moe():
     return Qwen2MoeForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
 
 
+LOOP_START = [0.0]  # when the decode loop began (after prefill), for --time
+
+
+def step_range(name):
+    """An NVTX range around each prefill and decode step, as a server marks its steps (tokprof's
+    TOKPROF_STEP=nvtx:^(prefill|decode)$ uses them; they cost nothing without a tool)."""
+    return torch.cuda.nvtx.range(name)
+
+
 def eager_loop(model, steps, batch=1, prompt=8):
     """Prefill + `steps` greedy decode steps with the KV cache (DynamicCache)."""
-    ids = torch.arange(prompt, device="cuda").repeat(batch, 1)
-    out = model(input_ids=ids, use_cache=True)
-    cache = out.past_key_values
-    tok = out.logits[:, -1].argmax(-1, keepdim=True)
-    tok.tolist()
-    for _ in range(steps):
-        out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+    with step_range("prefill"):
+        ids = torch.arange(prompt, device="cuda").repeat(batch, 1)
+        out = model(input_ids=ids, use_cache=True)
         cache = out.past_key_values
         tok = out.logits[:, -1].argmax(-1, keepdim=True)
-        tok.tolist()  # the token to the host, as a server does every step
+        tok.tolist()
+    LOOP_START[0] = time.perf_counter()
+    for _ in range(steps):
+        with step_range("decode"):
+            out = model(input_ids=tok, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            tok = out.logits[:, -1].argmax(-1, keepdim=True)
+            tok.tolist()  # the token to the host, as a server does every step
     return steps
 
 
@@ -62,9 +77,10 @@ def static_step_fn(model, batch, max_len):
 def graph_loop(model, steps, prompt=8):
     """Static cache; the decode step captured once into a torch.cuda.CUDAGraph and replayed."""
     cache, step = static_step_fn(model, 1, prompt + steps + 8)
-    ids = torch.arange(prompt, device="cuda").unsqueeze(0)
-    tok = step(ids, torch.arange(prompt, device="cuda"))
-    tok.tolist()
+    with step_range("prefill"):
+        ids = torch.arange(prompt, device="cuda").unsqueeze(0)
+        tok = step(ids, torch.arange(prompt, device="cuda"))
+        tok.tolist()
     static_tok, static_pos = tok.clone(), torch.tensor([prompt], device="cuda")
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -75,25 +91,28 @@ def graph_loop(model, steps, prompt=8):
     with torch.cuda.graph(g):
         static_out = step(static_tok, static_pos)
     for i in range(steps):
-        static_pos.fill_(prompt + i)
-        g.replay()
-        static_tok.copy_(static_out)
-        static_out.tolist()
+        with step_range("decode"):
+            static_pos.fill_(prompt + i)
+            g.replay()
+            static_tok.copy_(static_out)
+            static_out.tolist()
     return steps
 
 
 def compile_loop(model, steps, mode, prompt=8):
     """torch.compile of the decode step (static cache, so shapes do not change)."""
     cache, step = static_step_fn(model, 1, prompt + steps + 8)
-    ids = torch.arange(prompt, device="cuda").unsqueeze(0)
-    tok = step(ids, torch.arange(prompt, device="cuda"))
-    tok.tolist()
+    with step_range("prefill"):
+        ids = torch.arange(prompt, device="cuda").unsqueeze(0)
+        tok = step(ids, torch.arange(prompt, device="cuda"))
+        tok.tolist()
     cstep = torch.compile(step, mode=mode, fullgraph=True)
     pos = torch.tensor([prompt], device="cuda")
     for i in range(steps):
-        pos.fill_(prompt + i)
-        tok = cstep(tok, pos).clone()
-        tok.tolist()
+        with step_range("decode"):  # the first one compiles
+            pos.fill_(prompt + i)
+            tok = cstep(tok, pos).clone()
+            tok.tolist()
     return steps
 
 
@@ -102,6 +121,7 @@ def main():
     ap.add_argument("mode", choices=["eager", "graph", "compile", "compile-ro", "moe", "server"])
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
+    ap.add_argument("--time", help="append the decode loop's tokens/s to this file (JSON line)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     with torch.inference_mode():
@@ -116,6 +136,10 @@ def main():
         else:
             return server(a)
     torch.cuda.synchronize()
+    if a.time and LOOP_START[0]:
+        dt = time.perf_counter() - LOOP_START[0]
+        with open(a.time, "a") as f:
+            f.write(json.dumps({"mode": a.mode, "decode_steps": n, "decode_s": dt, "tokens_per_s": n / dt}) + "\n")
     print(f"{a.mode}: {n} decode steps")
     return 0
 

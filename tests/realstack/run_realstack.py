@@ -15,7 +15,8 @@ Checks, for every process that executed work (P of them; one truth log and one c
   4. token steps = the loop's tokens: 1 prefill + N decode steps per process (TOKPROF_STEP=auto,
      or --step: the torch.compile tests use the loops' NVTX ranges, README.md says why);
   5. no kernel class is "other" but for the names that say nothing of their family (sort, scan,
-     histogram, softmax: AMBIGUOUS below; tests/realstack/README.md).
+     histogram, softmax: AMBIGUOUS below; tests/realstack/README.md);
+  6. `tokprof summary` reads it without a warning (GPU records arrived with their steps).
 The work directory keeps both runs' truth logs, the captures and their dumps."""
 import argparse
 import collections
@@ -109,6 +110,11 @@ def check_process(truth_path, cap, tokprof, work, want_steps, errors):
         errors.append(f"tokprof kernels: exit {k.returncode}: {k.stderr.strip()}")
     if others:
         errors.append(f"pid {pid}: {len(others)} kernel names classed 'other', e.g. {others[:3]}")
+    # 6: GPU records arrive with their step (the fake CUPTI honours the shim's flush period)
+    sm = subprocess.run([tokprof, "summary", cap], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        timeout=300)
+    if sm.returncode != 0 or "long after" in sm.stderr:
+        errors.append(f"pid {pid}: tokprof summary: exit {sm.returncode}: {sm.stderr.strip()}")
     print(f"pid {pid}: {nkernels} kernels, {len(steps)} token steps, {gpu_line(g.stdout)}")
 
 

@@ -10,6 +10,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from preload import asan_host  # noqa: E402  (tests/preload.py)
+
 
 def child(fake_dir, launch):
     cu = ctypes.CDLL(os.path.join(fake_dir, "libcuda.so.1"))
@@ -26,6 +29,7 @@ def child(fake_dir, launch):
 
 def spawn(fake_dir, log, launch):
     env = dict(os.environ, SIMGPU_LOG=log)
+    env = asan_host(env)
     p = subprocess.run([sys.executable, __file__, fake_dir, "launch" if launch else "idle"], env=env)
     assert p.returncode == 0
     return p

@@ -11,6 +11,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from preload import asan_host  # noqa: E402  (tests/preload.py)
+
+
 # library, a function the fake does not simulate, its library's "not supported" status
 CALLS = [("libcuda.so.1", "cuGraphicsUnregisterResource", 801),
          ("libcudart.so.13", "cudaGraphicsUnregisterResource", 801),
@@ -41,6 +45,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "unimpl.log")
         env = dict(os.environ, SIMGPU_UNIMPL_LOG=log, LD_LIBRARY_PATH=fake_dir)
+        env = asan_host(env)
         p = subprocess.run([sys.executable, __file__, fake_dir, "child"], env=env, capture_output=True, text=True)
         lines = open(log).read().split() if os.path.exists(log) else []
     ok = p.returncode == 0

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_live.h"
 #include "err.h"
 #include "reader.h"
 #include "spec/ast.h"
@@ -145,6 +146,8 @@ static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     int json = 0, explain = 0;
     const char *base = NULL, *spec = NULL, *cap = NULL;
+    for (int i = 1; i < argc; i++) /* live captures: cmd_check_follow.c */
+        if (!strcmp(argv[i], "--follow")) return tkp_cmd_check_follow(argc, argv, ctx);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--explain")) explain = 1;
@@ -219,6 +222,7 @@ const struct tkp_cmd tkp_cmd_check = {
     "check a capture against a spec of temporal assertions",
     "usage: tokprof check [--json] [--baseline FILE] SPEC CAPTURE\n"
     "       tokprof check --explain SPEC [CAPTURE]\n"
+    "       tokprof check --follow [--json] [--exit-on-violation] SPEC DIR|CAPTURE\n"
     "\n"
     "Checks the assertions of SPEC (docs/SPEC.md) over CAPTURE in one streaming pass and prints\n"
     "one line per assertion (evaluated, violations, worst value against its bound) and, for\n"
@@ -228,6 +232,12 @@ const struct tkp_cmd tkp_cmd_check = {
     "  --baseline FILE  values for baseline(...): a capture (its run aggregates) or a JSON\n"
     "                   object of figures {\"p50_step\": \"12.5ms\", ...}\n"
     "  --explain        print the compiled monitors and their state sizes\n"
+    "  --follow         check captures still being written (DIR: every process's capture in\n"
+    "                   it, new ones included): each violation is printed as soon as its step\n"
+    "                   closes (--json: one JSON line each), until every process has ended or\n"
+    "                   Ctrl-C; step and record assertions only (run-level ones are refused:\n"
+    "                   their state grows with the run)\n"
+    "  --exit-on-violation  with --follow: exit 1 at the first error-severity violation\n"
     "\n"
     "Exit status: 0 every error-severity assertion holds, 1 one is violated, 2 the spec or the\n"
     "capture cannot be read.\n"

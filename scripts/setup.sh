@@ -4,9 +4,12 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium clang libclang-rt-14-dev)
+      libcriterion-dev binutils chromium clang libclang-rt-14-dev libncurses-dev tmux curl
+      python3-venv)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
-# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them)
+# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); libncurses-dev: tokprof
+# top's screen; tmux, curl, python3-venv: the live tests (a real terminal, scrapes of tokprof
+# serve, prometheus_client's parser from PyPI in a venv)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -310,6 +310,11 @@ def case_run():
         s = got["s"]
         cnt = sample(s, "tokprof_token_step_duration_seconds_count", pid)
         check(cnt <= n1, f"serve counts {cnt} token steps, the file holds {n1}")
+        buckets = sorted((float(lab["le"]), v) for fam, typ, sname, lab, v in s
+                         if sname == "tokprof_token_step_duration_seconds_bucket" and lab.get("pid") == str(pid))
+        check(buckets and buckets[-1][0] == float("inf") and buckets[-1][1] == cnt and
+              all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
+              f"histogram buckets not cumulative up to +Inf = count {cnt}: {buckets}")
         check(sample(s, "tokprof_token_steps_total", pid, env="ci") == cnt,
               "tokprof_token_steps_total (with --label env=ci) differs from the histogram's count")
         for fam, typ, sname, lab, val in s:
@@ -338,6 +343,8 @@ def case_run():
              step=0.2)
     log("top --once during the run:\n" + frame.get("out", ""))
     check(frame.get("running"), "minillm had ended when top --once was taken")
+    check(stop1.poll() == 1 and mini.poll() is None,
+          f"check --follow --exit-on-violation has not exited 1 ({stop1.poll()}) while minillm runs")
 
     out, _ = mini.communicate(timeout=300)
     log(out.strip())
@@ -377,6 +384,9 @@ def case_run():
     s = prom_parse(scrape(port))
     serve.send_signal(signal.SIGINT)
     serve.wait(timeout=60)
+    final = sample(s, "tokprof_token_step_duration_seconds_count", pid)
+    check(final == file_token_steps(path), f"at the end serve counts {final} token steps, the capture "
+          f"{file_token_steps(path)}")
     cls = {lab["class"]: v for fam, typ, sname, lab, v in s
            if sname == "tokprof_gpu_class_seconds_total" and lab.get("pid") == str(pid)}
     busy = sample(s, "tokprof_gpu_busy_seconds_total", pid)
@@ -395,18 +405,24 @@ def case_run():
 # ---- rotate and fork ---------------------------------------------------------------------------
 
 def count_follow(spec, d, proc):
-    """check --follow over d while proc runs: {assertion: violations printed}, exit status."""
+    """check --follow over d while proc runs: {assertion: violations printed}, distinct ones, the
+    exit status, stderr, and the share of violations printed while proc still ran."""
     f = subprocess.Popen([tk(), "check", "--follow", "--json", spec, d], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    out, err = f.communicate(timeout=300)
+    lines = Lines(f, watch=proc)
+    err = f.stderr.read()
+    f.wait(timeout=300)
+    lines.t.join(timeout=60)
     proc.wait(timeout=300)
     seen = {}
     keys = set()
-    for line in out.splitlines():
+    got = lines.snapshot()
+    live = sum(1 for x in got if x[1]) / len(got) if got else 0
+    for _, _, line in got:
         o = json.loads(line)
         seen[o["assertion"]] = seen.get(o["assertion"], 0) + 1
         keys.add((o["assertion"], o["pid"], o["tid"], o["step"], o["host_start_ns"]))
-    return seen, len(keys), f.returncode, err
+    return seen, len(keys), f.returncode, err, live
 
 
 def case_rotate():
@@ -421,9 +437,12 @@ def case_rotate():
                             env=sim_env(d, TOKPROF_FLUSH_MS=20, TOKPROF_MAX_MB=0.02,
                                         SIMGPU_SLOW=f"{SLOW_KERNEL}:200:2000"))
     wait_for(lambda: any(f.endswith(".tokprof") for f in os.listdir(d)), 60, "the first capture file")
-    seen, distinct, rc, err = count_follow(spec, d, mini)
+    seen, distinct, rc, err, live = count_follow(spec, d, mini)
     files = sorted(f for f in os.listdir(d) if f.endswith(".tokprof"))
-    log(f"rotate: {len(files)} files; follow saw {seen} ({distinct} distinct), exit {rc}")
+    log(f"rotate: {len(files)} files; follow saw {seen} ({distinct} distinct), exit {rc}, "
+        f"{live * 100:.0f} % of them while minillm ran")
+    # the follower moves on to each next file as it appears, not once the writer has ended
+    check(live >= 0.5, f"only {live * 100:.0f} % of the violations came while minillm ran")
     check(len(files) >= 3, f"the capture rotated only into {files}")
     want = offline_violations(spec, d)
     check(rc == 1, f"check --follow on the rotating capture: exit {rc}\n{err}")
@@ -441,7 +460,7 @@ def case_fork():
     prog = subprocess.Popen([os.path.join(A.build, "tests", "shim", "shim_forker")], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=sim_env(d, TOKPROF_FLUSH_MS=20))
     wait_for(lambda: any(f.endswith(".tokprof") for f in os.listdir(d)), 60, "the parent's capture")
-    seen, distinct, rc, err = count_follow(spec, d, prog)
+    seen, distinct, rc, err, live = count_follow(spec, d, prog)
     files = sorted(f for f in os.listdir(d) if f.endswith(".tokprof"))
     want = offline_violations(spec, d)
     log(f"fork: files {files}; follow saw {seen} ({distinct} distinct), offline {want}")
@@ -476,7 +495,8 @@ def case_days():
         time.sleep(0.05)
     mini.wait(timeout=600)
     # top has read everything once its peak stops moving with the files: sample it at the end
-    samples.append((nfiles(), samples[-1][1] if samples else None, hwm_kb(top.pid)))
+    last_f = next((x[1] for x in reversed(samples) if x[1]), None)  # its last peak before it exited
+    samples.append((nfiles(), last_f, hwm_kb(top.pid)))
     top.send_signal(signal.SIGINT)
     top.wait(timeout=60)
     if f.poll() is None:
@@ -484,7 +504,7 @@ def case_days():
         fail("check --follow did not end within 900 s")
     n = nfiles()
     start = next((x for x in samples if x[0] >= 50 and x[1] and x[2]), None)
-    end = samples[-1] if samples else None
+    end = next((x for x in reversed(samples) if x[1] and x[2]), None)
     log(f"days: {n} files ({n - 1} rotations); peak RSS (VmHWM) kB: at {start and start[0]} files "
         f"check --follow {start and start[1]}, top {start and start[2]}; at {end and end[0]} files "
         f"check --follow {end and end[1]}, top {end and end[2]}")

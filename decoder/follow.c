@@ -35,6 +35,7 @@ struct fproc {
     int final;        /* the file was known complete before the current read */
     int named;        /* stem resolved (or known not to exist) */
     unsigned long long start_ticks; /* the writer's /proc start time at first look, 0 unknown */
+    uint64_t far_ms;        /* when files beyond the next were last looked for */
     int pending;            /* pend holds a record to deliver before reading on */
     struct tkp_record pend; /* the META read ahead so that the file's first CHUNK has a pid */
 };
@@ -182,13 +183,13 @@ static char *rotated_path(const struct fproc *p, unsigned index)
     return s;
 }
 
-/* The index of p's next file on disk (the lowest above p->index among the next few: TOKPROF_KEEP
- * may have deleted some if we fell far behind), 0 when none. */
-static unsigned next_index(const struct fproc *p)
+/* The index of p's next file on disk (the lowest above p->index among the next `ahead`:
+ * TOKPROF_KEEP may have deleted some if we fell far behind), 0 when none. */
+static unsigned next_index(const struct fproc *p, unsigned ahead)
 {
     struct stat st;
     if (!p->stem) return 0;
-    for (unsigned k = p->index + 1; k <= p->index + 64; k++) {
+    for (unsigned k = p->index + 1; k <= p->index + ahead; k++) {
         char *s = rotated_path(p, k);
         int there = s && !stat(s, &st);
         free(s);
@@ -596,7 +597,12 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
         int bad = k < 0 && k != TKP_ERR_TORN;
         if (!p->final && !bad) {
             /* look for the signs of a complete file first, then read to the end once more */
-            p->final = next_index(p) || writer_gone(f, p);
+            /* at every end of data one stat and one read of /proc; further files (the next
+             * deleted by TOKPROF_KEEP: we fell that far behind) once a second */
+            uint64_t t = now_ms();
+            unsigned ahead = t - p->far_ms >= 1000 ? 64 : 1;
+            if (ahead > 1) p->far_ms = t;
+            p->final = next_index(p, ahead) || writer_gone(f, p);
             tkp_reader_retry(p->r);
             f->st.retries++;
             if (p->final) continue;
@@ -608,7 +614,7 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
         else if (e)
             warnf(f, "%s: bad chunk at byte %llu (%s): the rest of this file is skipped", p->path,
                   (unsigned long long)e->offset, e->msg);
-        unsigned nx = next_index(p);
+        unsigned nx = next_index(p, 64);
         if (nx) {
             char *np = rotated_path(p, nx);
             if (!np) return TKP_ERR_NOMEM;

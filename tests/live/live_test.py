@@ -272,7 +272,8 @@ def case_run():
         f.write("// the slowed steps take ~25 ms; clean ones ~2 ms (more under ASan)\n"
                 "assert step_deadline [step]: s.dur <= 12ms;\n")
     port = free_port()
-    serve = subprocess.Popen([tk(), "serve", "--prometheus", f"127.0.0.1:{port}", "--label", "env=ci", d],
+    serve = subprocess.Popen([tk(), "serve", "--prometheus", f"127.0.0.1:{port}", "--label", "env=ci",
+                              "--spec", spec, d],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: scrape(port) != "" or serve.poll() is not None, 60, "serve to listen")
     # norm kernels (9 per step) take 2000x their time from step ~5: ~25 ms per step, ~30 s in all
@@ -400,6 +401,12 @@ def case_run():
           f"serve's class counters add up to {kern}, tokprof steps' busy time is {want}")
     check(busy is not None and abs(busy - want) <= 0.01 * want, f"serve's busy {busy}, steps' {want}")
     check(max(cls, key=cls.get) == SLOW_CLASS, f"serve's top class is not {SLOW_CLASS}: {cls}")
+    # serve --spec: the same violations as check --follow's
+    sv = sample(s, "tokprof_spec_violations_total", pid, assertion="step_deadline", severity="error")
+    ok = sample(s, "tokprof_spec_ok", pid, assertion="step_deadline")
+    log(f"serve --spec: {sv} violations of step_deadline, check --follow printed {len(viol)}")
+    check(sv == len(viol) and sv > 0 and ok == 0, f"serve --spec counts {sv} violations (ok {ok}), "
+          f"check --follow printed {len(viol)}")
 
 
 # ---- rotate and fork ---------------------------------------------------------------------------

@@ -32,7 +32,8 @@ static void print_text(FILE *o, uint64_t pid, const struct tkp_spec *sp, const s
         fprintf(o, "    %-9s step %llu", w->role, (unsigned long long)w->r.step);
         if (w->r.host_ns) fprintf(o, " host %.6f s", (double)w->r.host_ns / 1e9);
         if (w->r.gpu_end)
-            fprintf(o, " gpu %.6f..%.6f s", (double)w->r.gpu_start / 1e9, (double)w->r.gpu_end / 1e9);
+            fprintf(o, " gpu %.6f..%.6f s", (double)w->r.gpu_start / 1e9,
+                    (double)w->r.gpu_end / 1e9);
         if (w->r.name) fprintf(o, " %s", w->r.name);
         fputc('\n', o);
     }
@@ -43,8 +44,9 @@ static void print_json(FILE *o, uint64_t pid, const struct tkp_spec *sp, const s
     const struct tkp_assert *a = &sp->as[v->as];
     fputs("{\"assertion\":", o);
     tkp_json_str(o, a->id);
-    fprintf(o, ",\"severity\":\"%s\",\"pid\":%llu,\"tid\":%u,\"step\":%llu,\"token\":%llu,"
-               "\"host_start_ns\":%llu,\"host_end_ns\":%llu",
+    fprintf(o,
+            ",\"severity\":\"%s\",\"pid\":%llu,\"tid\":%u,\"step\":%llu,\"token\":%llu,"
+            "\"host_start_ns\":%llu,\"host_end_ns\":%llu",
             a->warn ? "warn" : "error", (unsigned long long)pid, v->tid,
             (unsigned long long)v->step, (unsigned long long)v->token,
             (unsigned long long)v->host_start, (unsigned long long)v->host_end);
@@ -71,17 +73,21 @@ static void on_viol(void *arg, uint64_t pid, const struct tkp_spec *sp, int as,
 {
     struct cf *c = arg;
     const struct tkp_assert *a = &sp->as[as];
-    if (v && c->json) print_json(c->ctx->out, pid, sp, v);
-    else if (v) print_text(c->ctx->out, pid, sp, v);
+    if (v && c->json)
+        print_json(c->ctx->out, pid, sp, v);
+    else if (v)
+        print_text(c->ctx->out, pid, sp, v);
     else if (c->json) {
         fputs("{\"assertion\":", c->ctx->out);
         tkp_json_str(c->ctx->out, a->id);
         fprintf(c->ctx->out, ",\"severity\":\"%s\",\"pid\":%llu,\"unreported\":%llu}\n",
                 a->warn ? "warn" : "error", (unsigned long long)pid, (unsigned long long)n);
     } else {
-        fprintf(c->ctx->out, "violation: %s (%s) pid %llu: %llu more at the same record, not kept "
-                "in full (%d are)\n", a->id, a->warn ? "warn" : "error", (unsigned long long)pid,
-                (unsigned long long)n, TKP_LIVE_WITNESS);
+        fprintf(c->ctx->out,
+                "violation: %s (%s) pid %llu: %llu more at the same record, not kept "
+                "in full (%d are)\n",
+                a->id, a->warn ? "warn" : "error", (unsigned long long)pid, (unsigned long long)n,
+                TKP_LIVE_WITNESS);
     }
     fflush(c->ctx->out); /* as soon as it is known: a pipe reader sees it now */
     if (!a->warn) {
@@ -95,14 +101,20 @@ int tkp_cmd_check_follow(int argc, char **argv, struct tkp_ctx *ctx)
     struct cf c = {.ctx = ctx};
     const char *spec = NULL, *path = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--follow")) continue;
-        else if (!strcmp(argv[i], "--json")) c.json = 1;
-        else if (!strcmp(argv[i], "--exit-on-violation")) c.exit_on = 1;
+        if (!strcmp(argv[i], "--follow"))
+            continue;
+        else if (!strcmp(argv[i], "--json"))
+            c.json = 1;
+        else if (!strcmp(argv[i], "--exit-on-violation"))
+            c.exit_on = 1;
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s' with --follow", argv[i]);
-        else if (!spec) spec = argv[i];
-        else if (!path) path = argv[i];
-        else return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments");
+        else if (!spec)
+            spec = argv[i];
+        else if (!path)
+            path = argv[i];
+        else
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments");
     }
     if (!spec || !path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected SPEC and DIR|CAPTURE");
     struct tkp_spec *sp = NULL;
@@ -121,9 +133,10 @@ int tkp_cmd_check_follow(int argc, char **argv, struct tkp_ctx *ctx)
         ;
     if (rc < 0) goto out;
     rc = 0;
-    if (c.errors) rc = tkp_cmd_fail(ctx, TKP_ERR_VIOLATION, "%llu error-severity violation%s%s",
-                                    (unsigned long long)c.errors, c.errors == 1 ? "" : "s",
-                                    c.exit_on ? " (stopped at the first)" : "");
+    if (c.errors)
+        rc = tkp_cmd_fail(ctx, TKP_ERR_VIOLATION, "%llu error-severity violation%s%s",
+                          (unsigned long long)c.errors, c.errors == 1 ? "" : "s",
+                          c.exit_on ? " (stopped at the first)" : "");
 out:
     tkp_live_mons_free(ms);
     tkp_follow_close(f);

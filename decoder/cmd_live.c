@@ -49,8 +49,10 @@ int tkp_live_pump(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_live *l,
         int k = tkp_follow_next(f, &rec, wait_ms);
         const char *w;
         while ((w = tkp_follow_warning(f)))
-            if (last_warn) snprintf(last_warn, wl, "%s", w);
-            else ctx->warn(ctx, "%s", w);
+            if (last_warn)
+                snprintf(last_warn, wl, "%s", w);
+            else
+                ctx->warn(ctx, "%s", w);
         if (k == TKP_FOLLOW_RECORD) {
             if (l && (rc = tkp_live_add(l, &rec))) break;
             if (ms && (rc = tkp_live_mons_feed(ms, &rec))) break;

@@ -161,11 +161,15 @@ int tkp_live_load_spec(struct tkp_ctx *ctx, const char *path, struct tkp_spec **
     int rc = tkp_spec_parse(text, path, sp, &e); /* the spec owns text from here */
     if (!rc) rc = tkp_spec_compile(*sp, &e);
     if (rc == TKP_ERR_NOMEM) return tkp_cmd_fail(ctx, rc, "out of memory");
-    if (rc) return tkp_cmd_fail(ctx, TKP_ERR_SPEC, "%s:%u:%u: %s (tokprof check --explain %s "
-                                "shows more)", path, e.line, e.col, e.msg, path);
+    if (rc)
+        return tkp_cmd_fail(ctx, TKP_ERR_SPEC,
+                            "%s:%u:%u: %s (tokprof check --explain %s "
+                            "shows more)",
+                            path, e.line, e.col, e.msg, path);
     for (int a = 0; a < (*sp)->nas; a++)
         if ((*sp)->as[a].level == LV_RUN)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s:%u: assertion '%s' is over the whole run: "
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                                "%s:%u: assertion '%s' is over the whole run: "
                                 "a live follow checks step and record assertions only (run "
                                 "percentiles would keep every step; check the capture afterwards)",
                                 path, (*sp)->as[a].line, (*sp)->as[a].id);
@@ -178,7 +182,6 @@ int tkp_live_load_spec(struct tkp_ctx *ctx, const char *path, struct tkp_spec **
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: baseline(...) is not available live", path);
     return 0;
 }
-
 
 int tkp_live_spec_nas(const struct tkp_spec *sp)
 {

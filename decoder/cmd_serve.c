@@ -34,8 +34,10 @@ static int parse_addr(const char *s, struct sockaddr_in *a)
     long port = strtol(colon + 1, &end, 10);
     if (*end || port < 0 || port > 65535 || end == colon + 1) return -1;
     a->sin_port = htons((uint16_t)port);
-    if (!host[0]) a->sin_addr.s_addr = htonl(INADDR_ANY);
-    else if (inet_pton(AF_INET, host, &a->sin_addr) != 1) return -1;
+    if (!host[0])
+        a->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+        return -1;
     return 0;
 }
 
@@ -95,12 +97,15 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
     size_t ll = 0;
     uint64_t keep_s = SERVE_KEEP_ENDED_S;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--prometheus") && i + 1 < argc) addr = argv[++i];
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
-        else if (!strcmp(argv[i], "--spec") && i + 1 < argc) specpath = argv[++i];
+        if (!strcmp(argv[i], "--prometheus") && i + 1 < argc)
+            addr = argv[++i];
+        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
+            classes = argv[++i];
+        else if (!strcmp(argv[i], "--spec") && i + 1 < argc)
+            specpath = argv[++i];
         else if (!strcmp(argv[i], "--keep-ended")) {
-            int rc = tkp_cmd_num(ctx, "--keep-ended", i + 1 < argc ? argv[++i] : NULL, 86400,
-                                 &keep_s);
+            int rc =
+                tkp_cmd_num(ctx, "--keep-ended", i + 1 < argc ? argv[++i] : NULL, 86400, &keep_s);
             if (rc) return rc;
         } else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
             const char *kv = argv[++i], *eq = strchr(kv, '=');
@@ -110,9 +115,11 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
                 ok = kv[k] == '_' || (kv[k] >= 'a' && kv[k] <= 'z') ||
                      (kv[k] >= 'A' && kv[k] <= 'Z') || (kv[k] >= '0' && kv[k] <= '9');
             if (!ok || (kl == 3 && !memcmp(kv, "pid", 3)) || (kl == 7 && !memcmp(kv, "program", 7)))
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--label: expected NAME=VALUE with a "
+                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                                    "--label: expected NAME=VALUE with a "
                                     "label name [a-zA-Z_][a-zA-Z0-9_]* other than pid and "
-                                    "program, got '%s'", kv);
+                                    "program, got '%s'",
+                                    kv);
             char val[256];
             tkp_prom_escape(val, sizeof(val), eq + 1);
             int w = snprintf(labels + ll, sizeof(labels) - ll, "%s%.*s=\"%s\"", ll ? "," : "",
@@ -122,8 +129,10 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
             ll += (size_t)w;
         } else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
+        else if (!path)
+            path = argv[i];
+        else
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
     }
     struct sockaddr_in sa;
     if (!addr) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected --prometheus ADDR:PORT");

@@ -16,7 +16,6 @@
 #include "live_view.h"
 #include "reader.h"
 
-
 static int interactive(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_live *l,
                        const struct tkp_classes *cl, struct tkp_live_view *v, unsigned interval)
 {
@@ -30,18 +29,25 @@ static int interactive(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_liv
     int rc = 0;
     uint64_t next = 0;
     while (!tkp_live_stop) {
-        if (!v->paused && (rc = tkp_live_pump(ctx, f, l, NULL, 50, interval / 2, warn, sizeof(warn))) < 0)
+        if (!v->paused &&
+            (rc = tkp_live_pump(ctx, f, l, NULL, 50, interval / 2, warn, sizeof(warn))) < 0)
             break;
         rc = 0;
         int ch, redraw = 0;
         while ((ch = getch()) != ERR) {
             redraw = 1;
-            if (ch == 'q' || ch == 'Q') tkp_live_stop = 1;
-            else if (ch == 'c') v->show_classes = 1, v->show_kernels = 0;
-            else if (ch == 'k') v->show_kernels = 1, v->show_classes = 0;
-            else if (ch == 'p' || ch == ' ') v->paused = !v->paused;
-            else if ((ch == '+' || ch == '=') && v->window_s < 60) v->window_s = v->window_s < 5 ? v->window_s + 1 : v->window_s + 5;
-            else if (ch == '-' && v->window_s > 1) v->window_s = v->window_s <= 5 ? v->window_s - 1 : v->window_s - 5;
+            if (ch == 'q' || ch == 'Q')
+                tkp_live_stop = 1;
+            else if (ch == 'c')
+                v->show_classes = 1, v->show_kernels = 0;
+            else if (ch == 'k')
+                v->show_kernels = 1, v->show_classes = 0;
+            else if (ch == 'p' || ch == ' ')
+                v->paused = !v->paused;
+            else if ((ch == '+' || ch == '=') && v->window_s < 60)
+                v->window_s = v->window_s < 5 ? v->window_s + 1 : v->window_s + 5;
+            else if (ch == '-' && v->window_s > 1)
+                v->window_s = v->window_s <= 5 ? v->window_s - 1 : v->window_s - 5;
         }
         if (tkp_live_stop) break;
         uint64_t now = tkp_live_ms();
@@ -62,9 +68,11 @@ static int interactive(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_liv
         fclose(m);
         erase();
         int y = 0;
-        for (char *line = buf, *nl; line && *line && y < LINES - 2; line = nl ? nl + 1 : NULL, y++) {
+        for (char *line = buf, *nl; line && *line && y < LINES - 2;
+             line = nl ? nl + 1 : NULL, y++) {
             nl = strchr(line, '\n');
-            mvaddnstr(y, 0, line, (int)(nl ? nl - line : (long)strlen(line)) < COLS ? (int)(nl ? nl - line : (long)strlen(line)) : COLS);
+            int len = (int)(nl ? nl - line : (long)strlen(line));
+            mvaddnstr(y, 0, line, len < COLS ? len : COLS); /* cut at the screen's edge */
         }
         free(buf);
         if (warn[0]) mvaddnstr(LINES - 2, 0, warn, COLS);
@@ -84,16 +92,20 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
     const char *path = NULL, *classes = NULL;
     for (int i = 1; i < argc; i++) {
         int rc = 0;
-        if (!strcmp(argv[i], "--once")) once = 1;
+        if (!strcmp(argv[i], "--once"))
+            once = 1;
         else if (!strcmp(argv[i], "--window"))
             rc = tkp_cmd_num(ctx, "--window", i + 1 < argc ? argv[++i] : NULL, 60, &window);
         else if (!strcmp(argv[i], "--interval"))
             rc = tkp_cmd_num(ctx, "--interval", i + 1 < argc ? argv[++i] : NULL, 60000, &interval);
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
+        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
+            classes = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
+        else if (!path)
+            path = argv[i];
+        else
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
         if (rc) return rc;
     }
     if (!path) path = getenv("TOKPROF_OUT") ? getenv("TOKPROF_OUT") : "tokprof-out";
@@ -110,8 +122,8 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
         rc = tkp_cmd_fail(ctx, rc, "out of memory");
         goto out;
     }
-    struct tkp_live_view v = {.source = path, .window_s = (unsigned)window, .show_classes = 1,
-                              .name_width = 100};
+    struct tkp_live_view v = {
+        .source = path, .window_s = (unsigned)window, .show_classes = 1, .name_width = 100};
     tkp_live_signals();
     if (once || !isatty(STDOUT_FILENO)) {
         /* one frame of everything already written; without a terminal, one per interval */

@@ -26,17 +26,17 @@
 #define WARN_LEN 320
 
 struct fproc {
-    char *path;       /* the file being read (owned) */
-    char *stem;       /* "<dir>/<program>.<pid>" once the file's name is known to rotate, else NULL */
-    unsigned index;   /* rotation index of path */
+    char *path;     /* the file being read (owned) */
+    char *stem;     /* "<dir>/<program>.<pid>" once the file's name is known to rotate, else NULL */
+    unsigned index; /* rotation index of path */
     struct tkp_reader *r;
-    uint64_t pid;     /* META pid (0: not read yet) */
-    int remote;       /* META hostname is not ours: liveness unknown */
-    int final;        /* the file was known complete before the current read */
-    int named;        /* stem resolved (or known not to exist) */
+    uint64_t pid;                   /* META pid (0: not read yet) */
+    int remote;                     /* META hostname is not ours: liveness unknown */
+    int final;                      /* the file was known complete before the current read */
+    int named;                      /* stem resolved (or known not to exist) */
     unsigned long long start_ticks; /* the writer's /proc start time at first look, 0 unknown */
-    uint64_t far_ms;        /* when files beyond the next were last looked for */
-    int pending;            /* pend holds a record to deliver before reading on */
+    uint64_t far_ms;                /* when files beyond the next were last looked for */
+    int pending;                    /* pend holds a record to deliver before reading on */
     struct tkp_record pend; /* the META read ahead so that the file's first CHUNK has a pid */
 };
 
@@ -61,15 +61,15 @@ struct tkp_follow {
     uint64_t gen; /* bumped whenever a reader closes: its pointers may come back as others */
     struct tkp_graph_node *nodes; /* a GRAPH record's nodes, names interned */
     size_t nodes_cap;
-    char *dir;    /* the directory followed, NULL for a single capture */
-    char *wdir;   /* the directory inotify watches */
-    int ino;      /* inotify fd, -1 */
-    int dirty;    /* a directory event since the last scan */
+    char *dir;  /* the directory followed, NULL for a single capture */
+    char *wdir; /* the directory inotify watches */
+    int ino;    /* inotify fd, -1 */
+    int dirty;  /* a directory event since the last scan */
     struct fproc *p;
     size_t np, rr, batch;
     char **known; /* directory mode: the file names of the last scan, sorted */
     size_t nknown;
-    int seen;     /* a process was followed at some point */
+    int seen; /* a process was followed at some point */
     uint64_t last_poll_ms;
     char warn[WARN_KEEP][WARN_LEN];
     size_t whead, nwarn;
@@ -178,8 +178,10 @@ static char *rotated_path(const struct fproc *p, unsigned index)
     size_t n = strlen(p->stem) + 32;
     char *s = malloc(n);
     if (!s) return NULL;
-    if (index) snprintf(s, n, "%s.%u.tokprof", p->stem, index);
-    else snprintf(s, n, "%s.tokprof", p->stem);
+    if (index)
+        snprintf(s, n, "%s.%u.tokprof", p->stem, index);
+    else
+        snprintf(s, n, "%s.tokprof", p->stem);
     return s;
 }
 
@@ -343,8 +345,7 @@ static int by_str(const void *a, const void *b)
 
 static int is_known(struct tkp_follow *f, const char *name)
 {
-    return f->nknown &&
-           bsearch(&name, f->known, f->nknown, sizeof(*f->known), by_str) != NULL;
+    return f->nknown && bsearch(&name, f->known, f->nknown, sizeof(*f->known), by_str) != NULL;
 }
 
 /* 1 when `name` (in f->dir) is a rotated file of a followed process */
@@ -410,8 +411,10 @@ static int scan(struct tkp_follow *f)
             names = q;
             cap = c;
         }
-        if (!(names[n] = strdup(de->d_name))) err = TKP_ERR_NOMEM;
-        else n++;
+        if (!(names[n] = strdup(de->d_name)))
+            err = TKP_ERR_NOMEM;
+        else
+            n++;
     }
     closedir(d);
     if (!err && n && !(fresh = malloc(n * sizeof(*fresh)))) err = TKP_ERR_NOMEM;
@@ -455,8 +458,9 @@ int tkp_follow_open(const char *path, const struct tkp_follow_opts *opts, struct
         int complete;
         int c = looks_capture(path, &complete);
         if (c < 0) return tkp_why(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
-        if (!c) return tkp_why(why, wl, TKP_ERR_NOT_CAPTURE, "%s: not a tokprof capture (bad magic)",
-                               path);
+        if (!c)
+            return tkp_why(why, wl, TKP_ERR_NOT_CAPTURE, "%s: not a tokprof capture (bad magic)",
+                           path);
     }
     struct tkp_follow *f = calloc(1, sizeof(*f));
     if (!f) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
@@ -470,15 +474,17 @@ int tkp_follow_open(const char *path, const struct tkp_follow_opts *opts, struct
     } else {
         const char *slash = strrchr(path, '/');
         f->wdir = slash ? strndup(path, (size_t)(slash - path + 1)) : strdup(".");
-        if (!f->wdir) err = TKP_ERR_NOMEM;
-        else err = add_proc(f, path);
+        if (!f->wdir)
+            err = TKP_ERR_NOMEM;
+        else
+            err = add_proc(f, path);
     }
     if (!err && !f->o.no_inotify) {
         f->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         /* a directory watch sees its files' writes as well as new files */
-        if (f->ino >= 0 &&
-            inotify_add_watch(f->ino, f->wdir,
-                              IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE) < 0) {
+        if (f->ino >= 0 && inotify_add_watch(f->ino, f->wdir,
+                                             IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE |
+                                                 IN_DELETE) < 0) {
             close(f->ino);
             f->ino = -1; /* too many watches, a file system without inotify: poll */
         }

@@ -57,14 +57,15 @@
 enum tkp_follow_status {
     TKP_FOLLOW_IDLE = 0,   /* nothing new within the timeout */
     TKP_FOLLOW_RECORD = 1, /* *rec holds a record */
-    TKP_FOLLOW_EXITED = 2, /* process rec->pid ended and its last whole chunk was read (only pid set) */
-    TKP_FOLLOW_END = 3,    /* until_exit: every process followed has ended */
+    TKP_FOLLOW_EXITED =
+        2, /* process rec->pid ended and its last whole chunk was read (only pid set) */
+    TKP_FOLLOW_END = 3, /* until_exit: every process followed has ended */
 };
 
 struct tkp_follow_opts {
     unsigned poll_ms; /* 0: TKP_FOLLOW_POLL_MS */
-    int until_exit;   /* report TKP_FOLLOW_END once every process seen ended (else follow forever) */
-    int no_inotify;   /* poll only (tests of the fallback) */
+    int until_exit; /* report TKP_FOLLOW_END once every process seen ended (else follow forever) */
+    int no_inotify; /* poll only (tests of the fallback) */
 };
 
 struct tkp_follow_stats {

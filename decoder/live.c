@@ -8,9 +8,8 @@
 #include "model.h"
 #include "reader.h"
 
-const double tkp_live_hist_le[TKP_LIVE_HIST - 1] = {0.0005, 0.001, 0.002, 0.005, 0.01,
-                                                     0.02,   0.05,  0.1,   0.2,   0.5,
-                                                     1,      2,     5,     10};
+const double tkp_live_hist_le[TKP_LIVE_HIST - 1] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                                    0.1,    0.2,   0.5,   1,     2,    5,    10};
 
 struct lstep {
     uint64_t seg;
@@ -227,8 +226,10 @@ static void add_kernel(struct tkp_live *l, struct tkp_live_proc *p, const struct
     b->busy_ns += busy;
     b->kernel_ns += d;
     b->cls_ns[cls] += d;
-    if (n) n->ns[slot] += d;
-    else if (r->type == TKP_REC_GPU_KERNEL) p->other_ns[slot] += d;
+    if (n)
+        n->ns[slot] += d;
+    else if (r->type == TKP_REC_GPU_KERNEL)
+        p->other_ns[slot] += d;
 }
 
 static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
@@ -237,9 +238,12 @@ static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
     p->c.steps++;
     if (r->step_rec.kind != TKP_STEP_TOKEN) return;
     uint64_t tok;
-    if (t && t->cur_seg == r->step && t->cur_tok) tok = t->cur_tok;
-    else if (p->has_shapes) tok = t && t->last_seqs ? t->last_seqs : 0;
-    else tok = 1;
+    if (t && t->cur_seg == r->step && t->cur_tok)
+        tok = t->cur_tok;
+    else if (p->has_shapes)
+        tok = t && t->last_seqs ? t->last_seqs : 0;
+    else
+        tok = 1;
     uint64_t b = r->step_rec.begin_ns, e = r->step_rec.end_ns, d = e > b ? e - b : 0;
     p->c.token_steps++;
     p->c.tokens += tok;
@@ -371,7 +375,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     if (window_s < 1) window_s = 1;
     if (window_s > TKP_LIVE_SECONDS - 4) window_s = TKP_LIVE_SECONDS - 4;
     w->window_s = window_s;
-    uint64_t now = p->c.now_ns, from = now > window_s * 1000000000ull ? now - window_s * 1000000000ull : 0;
+    uint64_t now = p->c.now_ns,
+             from = now > window_s * 1000000000ull ? now - window_s * 1000000000ull : 0;
     uint64_t itl[TKP_LIVE_RING], *itls = NULL;
     size_t nitl = 0, cap = 0;
     uint64_t first_end = UINT64_MAX, last_end = 0, tokens = 0, first_tok = 0;
@@ -387,7 +392,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
             if (s->end < first_end) first_end = s->end, first_tok = s->tokens;
             if (s->end > last_end) last_end = s->end;
             if (s->itl) {
-                if (thread != TKP_LIVE_ALL) itl[nitl++] = s->itl;
+                if (thread != TKP_LIVE_ALL)
+                    itl[nitl++] = s->itl;
                 else {
                     if (nitl == cap) {
                         size_t c = cap ? cap * 2 : 1024;
@@ -441,8 +447,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
         w->launch_idle_share = (double)in_idle / (double)dur;
         w->host_idle_share = (double)out_idle / (double)dur;
         w->verdict = (double)idle <= 0.30 * (double)dur ? "gpu-bound"
-                     : in_idle >= out_idle             ? "launch-bound"
-                                                       : "host-bound";
+                     : in_idle >= out_idle              ? "launch-bound"
+                                                        : "host-bound";
     }
     /* classes and kernels over the window's buckets; the history over the last seconds */
     uint64_t nowsec = now / 1000000000ull + 1;
@@ -465,7 +471,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
         top_insert(&w->nnames, w->name_ns, w->names, sizeof(char *), &name, ns);
     }
     for (int k = 0; k < TKP_LIVE_SPARK; k++) {
-        uint64_t sec = nowsec >= (uint64_t)(TKP_LIVE_SPARK - 1 - k) ? nowsec - (TKP_LIVE_SPARK - 1 - k) : 0;
+        uint64_t sec =
+            nowsec >= (uint64_t)(TKP_LIVE_SPARK - 1 - k) ? nowsec - (TKP_LIVE_SPARK - 1 - k) : 0;
         const struct lbucket *b = &p->b[sec % TKP_LIVE_SECONDS];
         w->spark[k] = b->sec == sec ? (double)b->tokens : 0;
     }

@@ -48,13 +48,13 @@
 
 struct tkp_record;
 
-#define TKP_LIVE_RING 1024     /* recent steps kept per thread */
-#define TKP_LIVE_THREADS 256   /* threads per process followed (capture-local indices below) */
-#define TKP_LIVE_SECONDS 64    /* one-second buckets kept: windows up to 60 s */
-#define TKP_LIVE_NAMES 512     /* kernel names tracked per process */
-#define TKP_LIVE_HIST 15       /* token-step duration histogram buckets, +Inf included */
-#define TKP_LIVE_TOP 5         /* classes and kernels a window lists */
-#define TKP_LIVE_SPARK 30      /* seconds of tokens/s history */
+#define TKP_LIVE_RING 1024   /* recent steps kept per thread */
+#define TKP_LIVE_THREADS 256 /* threads per process followed (capture-local indices below) */
+#define TKP_LIVE_SECONDS 64  /* one-second buckets kept: windows up to 60 s */
+#define TKP_LIVE_NAMES 512   /* kernel names tracked per process */
+#define TKP_LIVE_HIST 15     /* token-step duration histogram buckets, +Inf included */
+#define TKP_LIVE_TOP 5       /* classes and kernels a window lists */
+#define TKP_LIVE_SPARK 30    /* seconds of tokens/s history */
 #define TKP_LIVE_ALL UINT32_MAX
 
 /* The histogram's upper bounds in seconds; the last bucket is +Inf. */
@@ -66,19 +66,19 @@ struct tkp_live_proc; /* internal */
 struct tkp_lcount {
     uint64_t pid;
     char program[64];
-    int ended;        /* the follow reader reported its end */
-    int has_gpu;      /* GPU records seen */
+    int ended;   /* the follow reader reported its end */
+    int has_gpu; /* GPU records seen */
     uint64_t tokens, token_steps, steps, launches, dropped, gpu_dropped, kernels;
     uint64_t busy_ns; /* GPU busy (see above) */
     uint64_t cls_ns[TKP_CLASSES_MAX];
     uint64_t hist[TKP_LIVE_HIST]; /* token-step durations, per bucket (not cumulative) */
     uint64_t dur_sum_ns;
-    uint64_t now_ns;  /* the newest capture time seen */
+    uint64_t now_ns; /* the newest capture time seen */
 };
 
 struct tkp_lwin {
     unsigned window_s;
-    uint64_t steps;            /* token steps ending in the window (in the ring) */
+    uint64_t steps; /* token steps ending in the window (in the ring) */
     double tok_s, steps_s;
     uint64_t itl_p50, itl_p99; /* ns */
     int has_gpu;
@@ -94,7 +94,7 @@ struct tkp_lwin {
     int has_worst;
     uint32_t worst_tid;
     uint64_t worst_seg, worst_ns, worst_busy_ns;
-    int worst_cls; /* its top class, -1 none */
+    int worst_cls;                /* its top class, -1 none */
     double spark[TKP_LIVE_SPARK]; /* tokens/s per second, oldest first (all threads) */
 };
 

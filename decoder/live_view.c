@@ -5,10 +5,14 @@
 
 static void dur(char *b, size_t n, uint64_t ns)
 {
-    if (!ns) snprintf(b, n, "-");
-    else if (ns < 1000000) snprintf(b, n, "%.0fus", (double)ns / 1e3);
-    else if (ns < 1000000000) snprintf(b, n, "%.2fms", (double)ns / 1e6);
-    else snprintf(b, n, "%.2fs", (double)ns / 1e9);
+    if (!ns)
+        snprintf(b, n, "-");
+    else if (ns < 1000000)
+        snprintf(b, n, "%.0fus", (double)ns / 1e3);
+    else if (ns < 1000000000)
+        snprintf(b, n, "%.2fms", (double)ns / 1e6);
+    else
+        snprintf(b, n, "%.2fs", (double)ns / 1e9);
 }
 
 /* An ASCII sparkline of v (scaled to its max): a terminal without UTF-8 shows it too. */
@@ -28,8 +32,10 @@ static void row(FILE *f, const char *who, const struct tkp_lwin *w)
     char p50[16], p99[16], busy[8];
     dur(p50, sizeof(p50), w->itl_p50);
     dur(p99, sizeof(p99), w->itl_p99);
-    if (w->has_gpu) snprintf(busy, sizeof(busy), "%3.0f%%", w->busy_share * 100);
-    else snprintf(busy, sizeof(busy), "-");
+    if (w->has_gpu)
+        snprintf(busy, sizeof(busy), "%3.0f%%", w->busy_share * 100);
+    else
+        snprintf(busy, sizeof(busy), "-");
     fprintf(f, "%-24s %9.1f %8.1f %9s %9s %5s  %s\n", who, w->tok_s, w->steps_s, p50, p99, busy,
             w->verdict);
 }
@@ -39,8 +45,8 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
 {
     fprintf(f, "tokprof top  %s  window %us%s\n", v->source, v->window_s,
             v->paused ? "  [paused]" : "");
-    fprintf(f, "%-24s %9s %8s %9s %9s %5s  %s\n", "PROCESS / THREAD", "TOK/S", "STEPS/S",
-            "ITL p50", "ITL p99", "GPU", "VERDICT");
+    fprintf(f, "%-24s %9s %8s %9s %9s %5s  %s\n", "PROCESS / THREAD", "TOK/S", "STEPS/S", "ITL p50",
+            "ITL p99", "GPU", "VERDICT");
     size_t np = tkp_live_nprocs(l);
     if (!np) fprintf(f, "(no process yet)\n");
     for (size_t i = 0; i < np; i++) {
@@ -60,8 +66,9 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
             row(f, who, &tw);
         }
         spark(sp, w.spark, TKP_LIVE_SPARK);
-        fprintf(f, "  tokens/s, last %ds: [%s]  tokens %llu  steps %llu  launches %llu  dropped "
-                   "%llu\n",
+        fprintf(f,
+                "  tokens/s, last %ds: [%s]  tokens %llu  steps %llu  launches %llu  dropped "
+                "%llu\n",
                 TKP_LIVE_SPARK, sp, (unsigned long long)c->tokens,
                 (unsigned long long)c->token_steps, (unsigned long long)c->launches,
                 (unsigned long long)c->dropped);
@@ -95,8 +102,8 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
                                 : w.worst_busy_ns * 2 < w.worst_ns
                                     ? "host (GPU mostly idle)"
                                     : tkp_classes_name(cl, w.worst_cls);
-            fprintf(f, "  worst step: tid %u step %llu  %s (GPU busy %s), cause: %s\n",
-                    w.worst_tid, (unsigned long long)w.worst_seg, d, b, cause);
+            fprintf(f, "  worst step: tid %u step %llu  %s (GPU busy %s), cause: %s\n", w.worst_tid,
+                    (unsigned long long)w.worst_seg, d, b, cause);
         }
     }
 }

@@ -8,9 +8,12 @@ void tkp_prom_escape(char *out, size_t cap, const char *v)
 {
     size_t n = 0;
     for (; *v && n + 3 < cap; v++) {
-        if (*v == '\\' || *v == '"') out[n++] = '\\', out[n++] = *v;
-        else if (*v == '\n') out[n++] = '\\', out[n++] = 'n';
-        else out[n++] = *v;
+        if (*v == '\\' || *v == '"')
+            out[n++] = '\\', out[n++] = *v;
+        else if (*v == '\n')
+            out[n++] = '\\', out[n++] = 'n';
+        else
+            out[n++] = *v;
     }
     out[n] = 0;
 }

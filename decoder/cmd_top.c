@@ -108,7 +108,8 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
         if (rc) return rc;
     }
-    if (!path) path = getenv("TOKPROF_OUT") ? getenv("TOKPROF_OUT") : "tokprof-out";
+    if (!path) /* where the shim writes by default */
+        path = getenv("TOKPROF_OUT") && *getenv("TOKPROF_OUT") ? getenv("TOKPROF_OUT") : ".";
     if (!window) window = 1;
     if (interval < 100) interval = 100;
     struct tkp_classes *cl = NULL;
@@ -154,8 +155,9 @@ const struct tkp_cmd tkp_cmd_top = {
     "usage: tokprof top [--once] [--window S] [--interval MS] [--classes FILE] [DIR|CAPTURE]\n"
     "\n"
     "Follows the captures of running processes as the shim writes them (DIR: every process's\n"
-    "capture in it, new ones included; default $TOKPROF_OUT or tokprof-out) and shows per process\n"
-    "and thread, over the last S seconds (default 10): tokens/s, steps/s, inter-token latency\n"
+    "capture in it, new ones included; by default $TOKPROF_OUT, else the current directory, as\n"
+    "for the shim) and shows per process and thread, over the last S seconds (default 10):\n"
+    "tokens/s, steps/s, inter-token latency\n"
     "p50/p99, a tokens/s history, GPU busy share and idle split, the verdict (gpu-bound,\n"
     "launch-bound, host-bound), the top kernel classes or kernels by GPU time, the worst recent\n"
     "step and its cause, and dropped records. Figures lag the program by one flush period\n"

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
       libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev zlib1g-dev
-      clickhouse-server clickhouse-client libcap2-bin)
+      clickhouse-server clickhouse-client libcap2-bin libncurses-dev tmux curl)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
 # for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
 # (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
@@ -13,6 +13,8 @@ PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev l
 # clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
 # service is not used); libcap2-bin: setcap, for the
 # secure-execution test (tests/security, security_secure)
+# libncurses-dev: tokprof top's screen; tmux, curl: the live tests (a real terminal, scrapes of
+# tokprof serve; prometheus_client's parser from PyPI in a venv)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -177,6 +177,18 @@ void tkp_reader_close(struct tkp_reader *r)
     free(r);
 }
 
+int tkp_reader_retry(struct tkp_reader *r)
+{
+    if (r->ops || !r->f || r->in_chunk) return r->state < 0 ? r->state : 0;
+    if (r->state < 0 && r->state != TKP_ERR_TORN) return r->state;
+    /* r->off only moves past a chunk once it is whole and valid: seek back to it */
+    clearerr(r->f);
+    if (fseeko(r->f, (off_t)r->off, SEEK_SET)) return r->state < 0 ? r->state : 0;
+    r->state = 0;
+    memset(&r->err, 0, sizeof(r->err));
+    return 0;
+}
+
 const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r)
 {
     if (r->ops) return r->ops->error(r->impl);

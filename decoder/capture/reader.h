@@ -186,6 +186,12 @@ const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);
 uint32_t tkp_reader_flags(const struct tkp_reader *r); /* TKP_FILE_STREAM | TKP_FILE_SNAPSHOT */
 void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
 
+/* For a file that may still grow (follow.h): after tkp_reader_next() returned 0 or TKP_ERR_TORN at
+ * the end of what was written, forgets that end, so that the next call reads again from the first
+ * chunk not yet delivered (a torn chunk is read again whole). Returns 0, or the error of a bad
+ * chunk, which is not retried (as for a merged reader or stdin, nothing is then done). */
+int tkp_reader_retry(struct tkp_reader *r);
+
 /* Several captures or directories merged into one reader: multireader.h. */
 
 /* 1 for the record types whose host_ns comes from a dt field (inline: every consumer asks it of

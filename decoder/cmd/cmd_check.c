@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_live.h"
+#include "cmd/cmd_check_follow.h"
 #include "base/err.h"
 #include "capture/reader.h"
 #include "check/ast.h"
@@ -167,6 +169,8 @@ static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     int json = 0, explain = 0, inc = 0; /* --inconclusive: 0 exit 3, 1 pass, 2 fail */
     const char *base = NULL, *spec = NULL, *cap = NULL;
+    for (int i = 1; i < argc; i++) /* live captures: cmd_check_follow.c */
+        if (!strcmp(argv[i], "--follow")) return tkp_cmd_check_follow(argc, argv, ctx);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--explain")) explain = 1;
@@ -243,6 +247,7 @@ const struct tkp_cmd tkp_cmd_check = {
     "check a capture against a spec of temporal assertions",
     "usage: tokprof check [--json] [--baseline FILE] [--inconclusive=pass|fail] SPEC CAPTURE\n"
     "       tokprof check --explain SPEC [CAPTURE]\n"
+    "       tokprof check --follow [--json] [--exit-on-violation] SPEC DIR|CAPTURE\n"
     "\n"
     "Checks the assertions of SPEC (docs/SPEC.md) over CAPTURE in one streaming pass and prints\n"
     "one line per assertion (evaluated, violations, worst value against its bound) and, for\n"
@@ -255,6 +260,12 @@ const struct tkp_cmd tkp_cmd_check = {
     "  --inconclusive=pass|fail\n"
     "                   count an inconclusive assertion as a pass (exit 0, the behaviour\n"
     "                   before exit status 3) or as a violation (exit 1)\n"
+    "  --follow         check captures still being written (DIR: every process's capture in\n"
+    "                   it, new ones included): each violation is printed as soon as its step\n"
+    "                   closes (--json: one JSON line each), until every process has ended or\n"
+    "                   Ctrl-C; step and record assertions only (run-level ones are refused:\n"
+    "                   their state grows with the run)\n"
+    "  --exit-on-violation  with --follow: exit 1 at the first error-severity violation\n"
     "\n"
     "Exit status: 0 every error-severity assertion holds, 1 one is violated, 2 the spec or the\n"
     "capture cannot be read, 3 none is violated but one is inconclusive: a value it reads is\n"

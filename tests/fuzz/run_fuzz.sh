@@ -16,13 +16,14 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
 "$CC" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null ||
     { echo "run_fuzz: $CC cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)" >&2; exit 77; }
 
-# the decoder library's sources: every folder's, all but main.c
-srcs=$(find decoder -mindepth 2 -name '*.c' | sort)
+# the decoder library's sources: every folder's, all but main.c and the curses screen of top
+srcs=$(find decoder -mindepth 2 -name '*.c' ! -name cmd_top.c | sort)
 zstd=$(find /usr/lib /usr/local/lib -name libzstd.a 2>/dev/null | head -1)
 msgpack=$(find /usr/lib /usr/local/lib \( -name libmsgpackc.a -o -name libmsgpack-c.a \) 2>/dev/null | head -1)
 stdcxx=$(gcc -print-file-name=libstdc++.a)
 TARGET=${FUZZ_TARGET:-reader} # fuzz_$TARGET.c, corpus/$TARGET/
 bin="$OUT/fuzz_$TARGET"
+mkdir -p "$OUT"
 if [ ! -x "$bin" ] || [ -n "$(find decoder include "tests/fuzz/fuzz_$TARGET.c" -newer "$bin" -name '*.[ch]' | head -1)" ]; then
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 -g -O1 -D_GNU_SOURCE -DTKP_LIBFUZZER -fno-omit-frame-pointer \

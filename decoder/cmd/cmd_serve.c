@@ -1,0 +1,254 @@
+/* tokprof serve --prometheus ADDR:PORT DIR: a sidecar that follows the captures of running
+ * processes and exposes their live figures on /metrics (prom.h). Its own process, reading the
+ * files: the server it watches never waits for it. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/cmd_live.h"
+#include "cmd/cmd_live_spec.h"
+#include "base/err.h"
+#include "capture/follow.h"
+#include "model/live.h"
+#include "views/prom.h"
+
+#define SERVE_LABELS_MAX 16
+#define SERVE_KEEP_ENDED_S 300 /* an ended process's series stay this long, then go */
+
+static int parse_addr(const char *s, struct sockaddr_in *a)
+{
+    char host[64];
+    const char *colon = strrchr(s, ':');
+    memset(a, 0, sizeof(*a));
+    a->sin_family = AF_INET;
+    if (!colon || (size_t)(colon - s) >= sizeof(host)) return -1;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    if (*end || port < 0 || port > 65535 || end == colon + 1) return -1;
+    a->sin_port = htons((uint16_t)port);
+    if (!host[0])
+        a->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+        return -1;
+    return 0;
+}
+
+/* Answers one request on fd: GET /metrics, else 404. */
+static void answer(int fd, const struct tkp_live *l, const struct tkp_classes *cl,
+                   const char *labels, const struct tkp_prom_spec *spec)
+{
+    char req[2048];
+    size_t n = 0;
+    struct timeval tv = {1, 0}; /* a client that sends nothing does not hold the sidecar */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    while (n < sizeof(req) - 1) {
+        ssize_t k = read(fd, req + n, sizeof(req) - 1 - n);
+        if (k <= 0) break;
+        n += (size_t)k;
+        req[n] = 0;
+        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n")) break;
+    }
+    req[n] = 0;
+    char *body = NULL;
+    size_t len = 0;
+    const char *status = "200 OK", *type = "text/plain; version=0.0.4; charset=utf-8";
+    FILE *m = open_memstream(&body, &len);
+    if (!m) return;
+    if (!strncmp(req, "GET /metrics ", 13) || !strncmp(req, "GET /metrics?", 13)) {
+        tkp_prom_write(m, l, cl, labels, spec);
+    } else if (!strncmp(req, "GET / ", 6)) {
+        fputs("tokprof serve: metrics on /metrics\n", m);
+    } else {
+        status = "404 Not Found";
+        fputs("not found: try /metrics\n", m);
+    }
+    fclose(m);
+    char hdr[256];
+    int h = snprintf(hdr, sizeof(hdr),
+                     "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: "
+                     "close\r\n\r\n",
+                     status, type, len);
+    if (write(fd, hdr, (size_t)h) == h)
+        for (size_t off = 0; off < len;) {
+            ssize_t k = write(fd, body + off, len - off);
+            if (k <= 0) break;
+            off += (size_t)k;
+        }
+    free(body);
+}
+
+struct ended {
+    uint64_t pid, at_ms;
+};
+
+static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
+{
+    const char *addr = NULL, *path = NULL, *classes = NULL, *specpath = NULL;
+    char labels[1024] = "";
+    size_t ll = 0;
+    uint64_t keep_s = SERVE_KEEP_ENDED_S;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--prometheus") && i + 1 < argc)
+            addr = argv[++i];
+        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
+            classes = argv[++i];
+        else if (!strcmp(argv[i], "--spec") && i + 1 < argc)
+            specpath = argv[++i];
+        else if (!strcmp(argv[i], "--keep-ended")) {
+            int rc =
+                tkp_cmd_num(ctx, "--keep-ended", i + 1 < argc ? argv[++i] : NULL, 86400, &keep_s);
+            if (rc) return rc;
+        } else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
+            const char *kv = argv[++i], *eq = strchr(kv, '=');
+            size_t kl = eq ? (size_t)(eq - kv) : 0;
+            int ok = kl > 0 && (kv[0] < '0' || kv[0] > '9');
+            for (size_t k = 0; ok && k < kl; k++)
+                ok = kv[k] == '_' || (kv[k] >= 'a' && kv[k] <= 'z') ||
+                     (kv[k] >= 'A' && kv[k] <= 'Z') || (kv[k] >= '0' && kv[k] <= '9');
+            if (!ok || (kl == 3 && !memcmp(kv, "pid", 3)) || (kl == 7 && !memcmp(kv, "program", 7)))
+                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                                    "--label: expected NAME=VALUE with a "
+                                    "label name [a-zA-Z_][a-zA-Z0-9_]* other than pid and "
+                                    "program, got '%s'",
+                                    kv);
+            char val[256];
+            tkp_prom_escape(val, sizeof(val), eq + 1);
+            int w = snprintf(labels + ll, sizeof(labels) - ll, "%s%.*s=\"%s\"", ll ? "," : "",
+                             (int)kl, kv, val);
+            if (w < 0 || (size_t)w >= sizeof(labels) - ll)
+                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--label: too many labels");
+            ll += (size_t)w;
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
+    }
+    struct sockaddr_in sa;
+    if (!addr) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected --prometheus ADDR:PORT");
+    if (parse_addr(addr, &sa))
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--prometheus: expected IPv4:PORT, got '%s'", addr);
+    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected DIR or CAPTURE");
+    struct tkp_classes *cl = NULL;
+    struct tkp_follow *f = NULL;
+    struct tkp_live *l = NULL;
+    struct tkp_spec *sp = NULL;
+    struct tkp_live_mons *ms = NULL;
+    struct ended *ended = NULL;
+    size_t nended = 0;
+    int s = -1, rc = tkp_cmd_classes(ctx, classes, &cl);
+    if (rc) goto out;
+    if (specpath && (rc = tkp_live_load_spec(ctx, specpath, &sp))) goto out;
+    struct tkp_follow_opts fo = {0};
+    if ((rc = tkp_follow_open(path, &fo, &f, ctx->why, sizeof(ctx->why)))) goto out;
+    if (tkp_live_new(cl, &l) || (sp && tkp_live_mons_new(sp, NULL, NULL, &ms))) {
+        rc = tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    if (s >= 0) setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 16)) {
+        rc = tkp_cmd_fail(ctx, TKP_ERR_IO, "--prometheus %s: %s", addr, strerror(errno));
+        goto out;
+    }
+    const char **ids = NULL;
+    int *warn = NULL;
+    struct tkp_prom_spec ps = {0};
+    if (sp) {
+        int nas = tkp_live_spec_nas(sp);
+        ids = calloc((size_t)nas + 1, sizeof(*ids));
+        warn = calloc((size_t)nas + 1, sizeof(*warn));
+        if (!ids || !warn) {
+            free(ids);
+            free(warn);
+            rc = tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        for (int a = 0; a < nas; a++)
+            ids[a] = tkp_live_spec_id(sp, a, &warn[a]);
+        ps = (struct tkp_prom_spec){nas, ids, warn, tkp_live_mons_violations, ms};
+    }
+    tkp_live_signals();
+    while (!tkp_live_stop) {
+        /* records first (waiting on the files at most 100 ms, reading at most 200 ms), then any
+         * scraper waiting: a scrape is answered within ~300 ms */
+        if ((rc = tkp_live_pump(ctx, f, l, ms, 100, 200, NULL, 0)) < 0) break;
+        rc = 0;
+        uint64_t now = tkp_live_ms();
+        for (size_t i = 0; i < tkp_live_nprocs(l); i++) {
+            const struct tkp_lcount *c = tkp_live_proc(l, i);
+            if (!c->ended) continue;
+            size_t k = 0;
+            while (k < nended && ended[k].pid != c->pid)
+                k++;
+            if (k == nended) {
+                struct ended *q = realloc(ended, (nended + 1) * sizeof(*q));
+                if (!q) continue;
+                ended = q;
+                ended[nended++] = (struct ended){c->pid, now};
+            } else if (now - ended[k].at_ms >= keep_s * 1000) {
+                uint64_t pid = c->pid;
+                tkp_live_forget(l, pid);
+                tkp_live_mons_forget(ms, pid);
+                ended[k] = ended[--nended];
+                i--;
+            }
+        }
+        struct pollfd pf = {.fd = s, .events = POLLIN};
+        while (!tkp_live_stop && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
+            int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+            if (c < 0) break;
+            answer(c, l, cl, labels, sp ? &ps : NULL);
+            close(c);
+        }
+    }
+    free(ids);
+    free(warn);
+out:
+    if (s >= 0) close(s);
+    free(ended);
+    tkp_live_mons_free(ms);
+    tkp_live_free(l);
+    tkp_follow_close(f);
+    tkp_live_spec_free(sp);
+    tkp_classes_free(cl);
+    return rc < 0 ? rc : 0;
+}
+
+const struct tkp_cmd tkp_cmd_serve = {
+    "serve",
+    "expose running processes' live figures as Prometheus metrics",
+    "usage: tokprof serve --prometheus ADDR:PORT [--spec SPEC] [--label NAME=VALUE]...\n"
+    "                     [--classes FILE] [--keep-ended S] DIR|CAPTURE\n"
+    "\n"
+    "A sidecar: follows the captures of running processes (DIR: every process's capture in it,\n"
+    "new ones included) and answers GET /metrics in the Prometheus text format: a histogram of\n"
+    "token-step durations; tokens, steps, launches, GPU kernels and dropped records as counters;\n"
+    "GPU busy seconds and GPU seconds per kernel class as counters; with --spec, each\n"
+    "assertion's violations and whether it holds so far. Every series is labelled by program,\n"
+    "pid and the --label pairs; kernel names are never labels (bounded cardinality). It runs in\n"
+    "its own process and only reads the files: the server never waits for it. An ended\n"
+    "process's series stay --keep-ended seconds (default 300), then go.\n"
+    "\n"
+    "  --prometheus ADDR:PORT  where to listen, e.g. 127.0.0.1:9464 (:9464 for every address)\n"
+    "  --spec SPEC             step and record assertions (docs/SPEC.md) checked per process\n"
+    "  --label NAME=VALUE      a label added to every series (repeatable)\n"
+    "\n"
+    "A Grafana dashboard for these metrics: docs/grafana-tokprof.json.\n"
+    "\n"
+    "example:\n"
+    "  tokprof serve --prometheus 127.0.0.1:9464 --label cluster=a tokprof-out/\n",
+    serve_run,
+};

@@ -1,0 +1,217 @@
+/* The follow reader (decoder/follow.h) on captures written piece by piece: whole chunks only, a
+ * partly written chunk waited on and read once complete, the move to a rotated file, names that
+ * outlive a rotation, the end once the writer is gone, a torn tail of a dead writer, the polling
+ * fallback. The "writer" is a child process that only waits: its pid is the captures' META pid. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "capwriter.h"
+#include "base/err.h"
+#include "capture/follow.h"
+
+static const uint32_t one[3] = {1, 1, 1};
+static char dir[64];
+static pid_t writer, writer_pid;
+
+static void setup(void)
+{
+    strcpy(dir, "/tmp/tkp_follow_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    writer_pid = writer = fork();
+    cr_assert_geq(writer, 0);
+    if (!writer) {
+        pause(); /* the writer's process: alive until the test kills it */
+        _exit(0);
+    }
+}
+
+static void end_writer(void)
+{
+    if (writer > 0) {
+        kill(writer, SIGKILL);
+        waitpid(writer, NULL, 0);
+        writer = 0;
+    }
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    end_writer();
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void pstr(msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str(pk, strlen(s));
+    msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* META with this host's name (capw_meta's is a test host's, whose writers cannot be checked) */
+static void meta_here(struct capw *w, uint64_t pid)
+{
+    char host[256] = "";
+    gethostname(host, sizeof(host) - 1);
+    msgpack_packer *pk = capw_pk(w);
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint64(pk, TKP_REC_META);
+    msgpack_pack_map(pk, 3);
+    pstr(pk, "program");
+    pstr(pk, "prog");
+    pstr(pk, "pid");
+    msgpack_pack_uint64(pk, pid);
+    pstr(pk, "hostname");
+    pstr(pk, host);
+}
+
+/* A capture of `chunks` chunks, each: META, THREAD, NAME 3 = kernel, `per` launches. */
+static struct capw *capture(int chunks, int per, const char *kernel)
+{
+    struct capw *w = capw_new();
+    for (int c = 0; c < chunks; c++) {
+        capw_chunk_begin(w, 1000000 * (uint64_t)(c + 1));
+        meta_here(w, (uint64_t)writer_pid);
+        capw_thread(w, 0, 77);
+        capw_name(w, 3, kernel);
+        for (int i = 0; i < per; i++)
+            capw_launch(w, 10, 0, (uint64_t)c, 3, 0, 1, one, one, 0);
+        capw_chunk_end(w);
+    }
+    return w;
+}
+
+static void put(const char *path, const uint8_t *p, size_t n, const char *mode)
+{
+    FILE *f = fopen(path, mode);
+    cr_assert(f);
+    cr_assert_eq(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* Launches delivered until the reader has nothing more within timeout_ms; *status gets the
+ * last status (IDLE, EXITED or END). */
+static int launches(struct tkp_follow *f, int timeout_ms, int *status, const char **name)
+{
+    struct tkp_record rec;
+    int n = 0, k;
+    while ((k = tkp_follow_next(f, &rec, timeout_ms)) == TKP_FOLLOW_RECORD) {
+        if (rec.type != TKP_REC_LAUNCH) continue;
+        cr_assert_eq(rec.pid, (uint64_t)writer_pid);
+        if (name) *name = rec.launch.name;
+        n++;
+    }
+    *status = k;
+    return n;
+}
+
+static void partial_chunk(int no_inotify)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/prog.%d.tokprof", dir, (int)writer);
+    struct capw *w = capture(2, 5, "k");
+    size_t len;
+    const uint8_t *d = capw_data(w, &len);
+    size_t cut = len - 9; /* the second chunk's last 9 bytes are not written yet */
+    put(path, d, cut, "wb");
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20, .no_inotify = no_inotify};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(path, &o, &f, why, sizeof(why)), 0, "%s", why);
+    int st;
+    cr_assert_eq(launches(f, 100, &st, NULL), 5, "only the first, whole chunk");
+    cr_assert_eq(st, TKP_FOLLOW_IDLE);
+    put(path, d + cut, len - cut, "ab");
+    cr_assert_eq(launches(f, 5000, &st, NULL), 5, "the second chunk once it is whole");
+    cr_assert_eq(st, TKP_FOLLOW_IDLE, "the writer still runs: no end yet");
+    end_writer();
+    struct tkp_record rec;
+    int k = tkp_follow_next(f, &rec, 5000);
+    cr_assert_eq(k, TKP_FOLLOW_EXITED);
+    cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_END);
+    cr_assert_null(tkp_follow_warning(f), "a clean end has no warning");
+    tkp_follow_close(f);
+    capw_free(w);
+}
+
+Test(follow, partial_chunk_inotify, .init = setup, .fini = teardown)
+{
+    partial_chunk(0);
+}
+
+Test(follow, partial_chunk_polling, .init = setup, .fini = teardown)
+{
+    partial_chunk(1);
+}
+
+Test(follow, rotation_keeps_names, .init = setup, .fini = teardown)
+{
+    char p0[128], p1[128];
+    snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
+    snprintf(p1, sizeof(p1), "%s/prog.%d.1.tokprof", dir, (int)writer);
+    struct capw *a = capture(1, 3, "kernel_a"), *b = capture(1, 4, "kernel_b");
+    size_t la, lb;
+    const uint8_t *da = capw_data(a, &la), *db = capw_data(b, &lb);
+    put(p0, da, la, "wb");
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    int st;
+    const char *n0 = NULL, *n1 = NULL;
+    cr_assert_eq(launches(f, 100, &st, &n0), 3);
+    put(p1, db, lb, "wb"); /* the writer rotated: file 0 is complete */
+    cr_assert_eq(launches(f, 5000, &st, &n1), 4, "the rotated file, read on");
+    /* file 0's reader is closed: its strings are freed, and file 1's reader may get the same
+     * addresses for its own; a name handed out before stays what it was */
+    cr_assert_str_eq(n1, "kernel_b");
+    cr_assert_str_eq(n0, "kernel_a", "a name from the first file changed after the rotation");
+    cr_assert_eq(tkp_follow_stats(f)->rotations, 1);
+    cr_assert_eq(tkp_follow_nprocs(f), 1, "the rotated file is not a process of its own");
+    end_writer();
+    struct tkp_record rec;
+    cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_EXITED);
+    cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_END);
+    tkp_follow_close(f);
+    capw_free(a);
+    capw_free(b);
+}
+
+Test(follow, torn_tail_of_dead_writer, .init = setup, .fini = teardown)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/prog.%d.tokprof", dir, (int)writer);
+    struct capw *w = capture(3, 2, "k");
+    size_t len;
+    const uint8_t *d = capw_data(w, &len);
+    put(path, d, len - 5, "wb");
+    end_writer(); /* died mid-chunk */
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(path, &o, &f, why, sizeof(why)), 0, "%s", why);
+    int st;
+    cr_assert_eq(launches(f, 5000, &st, NULL), 4, "the two whole chunks");
+    cr_assert_eq(st, TKP_FOLLOW_EXITED);
+    const char *wn = tkp_follow_warning(f);
+    cr_assert(wn && strstr(wn, "torn tail"), "%s", wn ? wn : "(none)");
+    tkp_follow_close(f);
+    capw_free(w);
+}
+
+Test(follow, not_a_capture, .init = setup, .fini = teardown)
+{
+    char path[128], why[256];
+    struct tkp_follow *f;
+    snprintf(path, sizeof(path), "%s/x.tokprof", dir);
+    put(path, (const uint8_t *)"hello, world\n", 13, "wb");
+    cr_assert_eq(tkp_follow_open(path, NULL, &f, why, sizeof(why)), TKP_ERR_NOT_CAPTURE);
+    cr_assert_null(f);
+    cr_assert(strstr(why, "not a tokprof capture"), "%s", why);
+    snprintf(path, sizeof(path), "%s/missing", dir);
+    cr_assert_eq(tkp_follow_open(path, NULL, &f, why, sizeof(why)), TKP_ERR_IO);
+}

@@ -89,7 +89,7 @@ static void chunk_begin(void)
     if (W.chunk_open) return;
     W.chunk_open = 1;
     W.prev_ns = tkp_now_ns();
-    int first; /* W.seq counts chunks over the process; a file counts its own (output.c) */
+    int first; /* W.seq counts chunks over the process; a file counts its own (the sink) */
     uint32_t seq = W.sink->chunk_begin(W.seq, &first);
     msgpack_pack_array(&W.pk, 3);
     msgpack_pack_int(&W.pk, TKP_REC_CHUNK);

@@ -13,7 +13,8 @@
  *             the same experts and calls as `tokprof moe`); cell = GPU time of the expert's
  *             GEMMs (gate, up, down... all MoE layers), or their count without GPU records.
  *             Under the columns, each expert's exact total (data-total): the `expert_totals`
- *             of `tokprof moe --json`. No per-expert GEMMs: a one-line error, exit 2.
+ *             of `tokprof moe --json`. No per-expert GEMMs, or fused expert kernels
+ *             (moe_fused.h): a one-line error, exit 2.
  * Colour is sqrt(GPU time / max), so small classes stay visible; the legend gives the scale. */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +25,7 @@
 #include "cmd.h"
 #include "err.h"
 #include "libcalls.h"
+#include "moe_fused.h"
 #include "model.h"
 #include "multireader.h"
 #include "reader.h"
@@ -234,6 +236,24 @@ static int expert(struct tkp_ctx *ctx, const char *path, FILE *f)
                             "%s: --kind expert reads one process at a time (these captures are "
                             "of several)", path);
     }
+    /* fused expert kernels: library calls around them (router, shared expert) would pass for
+     * experts (moe_fused.h) */
+    struct tkp_fused fx;
+    char base[128];
+    if ((err = tkp_fused_load(r, &fx)) || fx.nnames) {
+        if (!err) /* before the reader closes: names are its strings */
+            err = tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                               "%s: the expert GEMMs are fused kernels (%s): per-expert load is "
+                               "not observable from the host; 'tokprof moe' shows their time per "
+                               "step", path, tkp_fused_display_name(fx.names[0], base, sizeof(base)));
+        else err = tkp_cmd_fail(ctx, err, "%s: out of memory", path);
+        tkp_fused_free(&fx);
+        tkp_reader_close(r);
+        return err;
+    }
+    tkp_fused_free(&fx);
+    tkp_reader_close(r);
+    if ((err = tkp_cmd_open(ctx, path, &r))) return err;
     if ((err = tkp_libmodel_load(r, &m))) {
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, err, "%s: out of memory", path);

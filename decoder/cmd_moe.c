@@ -1,20 +1,30 @@
 /* tokprof moe: tokens per expert per step, from per-expert GEMMs (HF-eager-style MoE, minillm
  * --moe), with the imbalance of each step, per-expert totals and an SVG heatmap. How experts are
  * found and which GEMMs are an expert's: libcalls.h (tkp_moe_find), shared with
- * `tokprof heatmap --kind expert`.
+ * `tokprof heatmap --kind expert`. When the expert GEMMs are fused or grouped kernels
+ * (moe_fused.h), the load per expert is not observable from the host: no expert is reported
+ * (library calls around them, the router or a shared expert, would pass for experts), and the
+ * fused kernels' time per step and its trend are shown instead.
  *
  * JSON (`--json`): {"threads": [{thread, layers, experts, steps: [{step, kind, tokens,
  * max_over_mean, cv, worst_max_over_mean, worst_cv, expert_load: [[tokens per expert] per
  * layer]}], expert_totals: [{expert, tokens, calls, gpu_ns (null without GPU records)}],
- * hottest_expert (the most tokens; the lowest index on a tie)}]}. */
+ * hottest_expert (the most tokens; the lowest index on a tie)}]}. With fused expert kernels:
+ * {"threads": [], "fused": {kernels: [names], per_expert_observable: false, launches, gpu_ns
+ * (null without GPU records), threads: [{thread, steps: [{step, launches, kernels, gpu_ns}],
+ * gpu_ns_per_step: {mean, p50, max} | null, trend: {first_quarter_mean_ns, last_quarter_mean_ns,
+ * change} | null}]}}. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "classes.h"
 #include "cmd.h"
 #include "err.h"
+#include "json.h"
 #include "libcalls.h"
+#include "moe_fused.h"
 #include "multireader.h"
 #include "reader.h"
 #include "sort.h"
@@ -102,6 +112,103 @@ static void print_totals(FILE *f, int json, const struct tkp_moe *x, const uint6
             all ? 100.0 * (double)tok[hot] / (double)all : 0.0, 100.0 / x->width);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One thread's fused kernel rows [a, b): the rows, then GPU time per step and its trend (the mean
+ * of the first quarter of the steps against the last quarter's; at least 4 steps). */
+static int fused_thread(FILE *f, int json, const struct tkp_fused *x, size_t a, size_t b,
+                        int first)
+{
+    size_t n = b - a, q = n / 4;
+    int gpu = x->kernels > 0;
+    uint64_t *v = malloc((n ? n : 1) * sizeof(*v)), sum = 0, lo = 0, hi = 0;
+    if (!v) return TKP_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = x->steps[a + i].gpu_ns, sum += v[i];
+        if (i < q) lo += v[i];
+        if (i >= n - q) hi += v[i];
+    }
+    double lo_m = q ? (double)lo / (double)q : 0, hi_m = q ? (double)hi / (double)q : 0;
+    double change = lo_m > 0 ? hi_m / lo_m - 1 : 0;
+    tkp_sort(v, n, sizeof(*v), cmp_u64);
+    double mean = n ? (double)sum / (double)n : 0;
+    uint64_t p50 = n ? v[(n - 1) / 2] : 0, mx = n ? v[n - 1] : 0;
+    free(v);
+    uint32_t thread = x->steps[a].thread;
+    if (json) {
+        fprintf(f, "%s{\"thread\":%u,\"steps\":[", first ? "" : ",", thread);
+        for (size_t i = a; i < b; i++) {
+            const struct tkp_fused_step *s = &x->steps[i];
+            fprintf(f, "%s{\"step\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"kernels\":%" PRIu64
+                       ",\"gpu_ns\":", i > a ? "," : "", s->step, s->launches, s->kernels);
+            if (gpu) fprintf(f, "%" PRIu64 "}", s->gpu_ns);
+            else fputs("null}", f);
+        }
+        fputs("],\"gpu_ns_per_step\":", f);
+        if (gpu && n) fprintf(f, "{\"mean\":%.1f,\"p50\":%" PRIu64 ",\"max\":%" PRIu64 "}", mean,
+                              p50, mx);
+        else fputs("null", f);
+        fputs(",\"trend\":", f);
+        if (gpu && q) fprintf(f, "{\"first_quarter_mean_ns\":%.1f,\"last_quarter_mean_ns\":%.1f,"
+                                 "\"change\":%.4f}}", lo_m, hi_m, change);
+        else fputs("null}", f);
+        return 0;
+    }
+    fprintf(f, "%sthread %u: %zu steps with fused expert kernels\n%6s %9s %8s %10s\n",
+            first ? "" : "\n", thread, n, "step", "launches", "kernels", gpu ? "gpu_us" : "");
+    for (size_t i = a; i < b; i++) {
+        const struct tkp_fused_step *s = &x->steps[i];
+        fprintf(f, "%6" PRIu64 " %9" PRIu64 " %8" PRIu64, s->step, s->launches, s->kernels);
+        if (gpu) fprintf(f, " %10.1f", (double)s->gpu_ns / 1e3);
+        fputc('\n', f);
+    }
+    if (!gpu) {
+        fputs("no GPU records: their GPU time needs TOKPROF_GPU (always, window:N/M)\n", f);
+        return 0;
+    }
+    fprintf(f, "GPU time per step: mean %.1f us, p50 %.1f, max %.1f\n", mean / 1e3,
+            (double)p50 / 1e3, (double)mx / 1e3);
+    if (q)
+        fprintf(f, "trend: first quarter of the steps %.1f us per step, last quarter %.1f (%+.1f%%)\n",
+                lo_m / 1e3, hi_m / 1e3, 100.0 * change);
+    return 0;
+}
+
+/* The view of a capture whose expert GEMMs are fused kernels. */
+static int fused_view(FILE *f, int json, const struct tkp_fused *x)
+{
+    int err = 0;
+    if (json) {
+        fputs("{\"threads\":[],\"fused\":{\"kernels\":[", f);
+        for (size_t i = 0; i < x->nnames; i++) {
+            if (i) fputc(',', f);
+            tkp_json_str(f, x->names[i]);
+        }
+        fprintf(f, "],\"per_expert_observable\":false,\"launches\":%" PRIu64 ",\"gpu_ns\":",
+                x->launches);
+        if (x->kernels) fprintf(f, "%" PRIu64, x->gpu_ns);
+        else fputs("null", f);
+        fputs(",\"threads\":[", f);
+    } else {
+        fputs("MoE expert GEMMs run as fused or grouped kernels (", f);
+        char base[128];
+        for (size_t i = 0; i < x->nnames; i++)
+            fprintf(f, "%s%s", i ? ", " : "", tkp_fused_display_name(x->names[i], base, sizeof(base)));
+        fputs("):\nthe tokens each expert received are routed on the GPU inside them, so per-expert"
+              " load\nis not observable from the host; their launches and GPU time per step:\n\n", f);
+    }
+    for (size_t a = 0, b; a < x->nsteps && !err; a = b) {
+        for (b = a + 1; b < x->nsteps && x->steps[b].thread == x->steps[a].thread; b++) {}
+        err = fused_thread(f, json, x, a, b, a == 0);
+    }
+    if (json) fputs("]}}\n", f);
+    return err;
+}
+
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *path = NULL, *svg_path = NULL;
@@ -121,6 +228,19 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--experts: at most %d", TKP_MOE_MAX_EXPERTS);
     struct tkp_reader *r;
     struct tkp_libmodel m;
+    struct tkp_fused fx;
+    if ((err = tkp_cmd_open(ctx, path, &r))) return err;
+    int fused = 0;
+    if ((err = tkp_fused_load(r, &fx))) {
+        err = tkp_cmd_fail(ctx, err, "%s: out of memory", path);
+    } else if ((fused = fx.nnames > 0)) {
+        tkp_cmd_warn_reader(ctx, path, r);
+        if ((err = fused_view(ctx->out, json, &fx))) err = tkp_cmd_fail(ctx, err, "out of memory");
+        else if (svg_path) ctx->warn(ctx, "--svg: no expert load to draw (fused expert kernels)");
+    }
+    tkp_fused_free(&fx);
+    tkp_reader_close(r);
+    if (err || fused) return err;
     if ((err = tkp_cmd_open(ctx, path, &r))) return err;
     if (tkp_reader_is_merged(r)) { /* experts are told apart by weight addresses, per process */
         tkp_reader_close(r);
@@ -225,7 +345,10 @@ const struct tkp_cmd tkp_cmd_moe = {
         "tokens routed to it (all layers), its GEMM calls (gate, up, down...) and their GPU\n"
         "time, and the hottest expert (the most tokens). Experts are numbered from their\n"
         "weights' addresses; an expert never used in the capture is not visible.\n"
-        "Fused MoE kernels (vLLM fused_moe_kernel) hide the load from the host.\n"
+        "Fused or grouped expert kernels (vLLM fused_moe_kernel, CUTLASS grouped GEMMs such as\n"
+        "torch._grouped_mm) route the tokens on the GPU: per-expert load is not observable from\n"
+        "the host there, so no expert is reported; the fused kernels' launches and GPU time per\n"
+        "step and the trend of that time (first quarter of the steps against the last) are.\n"
         "\n"
         "  --experts E  print at least E experts per layer (pads with zeros)\n"
         "  --svg FILE   a heatmap, step x (layer, expert), of the first thread (tokens; GPU\n"

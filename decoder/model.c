@@ -49,6 +49,7 @@ struct tkp_mthread {
     uint64_t cap;
     uint64_t max_seg;
     int64_t tokens; /* token STEP records read so far: the next token index */
+    uint64_t gpu_seg; /* 1 + the highest segment a joined GPU record named (0: none yet) */
 };
 
 struct tkp_mgraph {
@@ -518,6 +519,24 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
     return err;
 }
 
+/* Whether a step the watermark has passed should stay open for GPU records still to come: GPU
+ * tracing is on, fewer of its kernels have arrived than it launched (its LAUNCH records plus the
+ * kernel nodes of its graph replays), no GPU record of a later step of its thread has arrived yet
+ * (CUPTI delivers in completion order, so past that point the missing ones were dropped or not
+ * traced: a window, a trigger), and fewer than TKP_MODEL_AWAIT_MAX steps are open. */
+static int awaits_gpu(const struct tkp_model *m, const struct tkp_mstep *s)
+{
+    const struct tkp_mopen *o = s->open;
+    if (!m->has_gpu_info || m->gpu_status != 0 || m->nopen > TKP_MODEL_AWAIT_MAX) return 0;
+    if (m->threads[s->thread].gpu_seg > s->seg + 1) return 0;
+    uint64_t expected = o->nl;
+    for (size_t i = 0; i < o->ng && expected <= o->nk; i++) {
+        const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
+        if (g) expected += g->n;
+    }
+    return o->nk < expected;
+}
+
 /* Closes the open steps the watermark has passed (all of them when final). */
 static int sweep(struct tkp_model *m, int final)
 {
@@ -526,7 +545,8 @@ static int sweep(struct tkp_model *m, int final)
     for (size_t i = 0; i < m->nopen; i++) {
         struct tkp_mstep *s = &m->steps[m->openlist[i]];
         uint64_t ref = s->end_ns > s->open->last_gpu_end ? s->end_ns : s->open->last_gpu_end;
-        if (!err && (final || (s->open->has_rec && m->now_ns >= ref + m->late_ns)))
+        if (!err && (final || (s->open->has_rec && m->now_ns >= ref + m->late_ns &&
+                               !awaits_gpu(m, s))))
             err = close_step(m, s);
         else
             m->openlist[w++] = m->openlist[i];
@@ -608,6 +628,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
     }
     int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    if (m->threads[s->thread].gpu_seg < s->seg + 1) m->threads[s->thread].gpu_seg = s->seg + 1;
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
         s->gpu_kernels++;
@@ -674,6 +695,7 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
         o->g[o->ng++] = (struct ograph){r->host_ns, r->graph_launch.graph, 0};
         return 0;
     case TKP_REC_GPU_COPY:
+        if (m->threads[s->thread].gpu_seg < s->seg + 1) m->threads[s->thread].gpu_seg = s->seg + 1;
         s->gpu_copies++;
         s->copy_ns += r->gpu.end_ns - r->gpu.start_ns;
         return 0;

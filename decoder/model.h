@@ -19,7 +19,12 @@
  * over buffers every TOKPROF_FLUSH_MS, 200 ms by default), possibly before the STEP record. A step
  * stays open — its kernel intervals and launch times kept — until its STEP record has been read
  * AND the capture's host clock (the newest host_ns or chunk base read so far) has passed the
- * window beyond the later of the step's end_ns and its last GPU end. The window is
+ * window beyond the later of the step's end_ns and its last GPU end, and no GPU record is still
+ * awaited: while GPU tracing is on, a step that has fewer GPU kernel records than it launched
+ * kernels (LAUNCH records and its graph replays' kernel nodes) stays open until a GPU record of a
+ * later step of its thread arrives (CUPTI delivers in completion order: the missing ones will not
+ * come) or TKP_MODEL_AWAIT_MAX steps are open, so a GPU record belongs to its launch's step
+ * exactly however late its buffer came (a CUPTI that delivers only at exit included). The window is
  * TKP_MODEL_LATE_FLUSHES x the capture's flush period (META config.flush_ms: the shim hands CUPTI
  * buffers and chunks over at that period, so a record later than a few periods is lost, not
  * late), TKP_MODEL_LATE_NS when the capture does not say. Then its GPU busy
@@ -30,7 +35,8 @@
  *
  * Memory: O(steps x classes) for the step table, O(distinct names x TKP_HIST_BUCKETS) for the
  * name histograms, plus the open steps' records (the records of one window of host time: 2 s at
- * the default flush period) — never O(records) of the whole capture.
+ * the default flush period; at most TKP_MODEL_AWAIT_MAX steps' when GPU records come later than
+ * that) — never O(records) of the whole capture.
  *
  * Percentiles of kernel durations come from a per-name (and per-class) histogram of geometric
  * buckets 2% wide; a percentile reports its bucket's geometric midpoint clamped to the observed
@@ -50,6 +56,7 @@ struct tkp_ctx;
 
 #define TKP_MODEL_LATE_FLUSHES 10        /* the watermark window, in flush periods: see above */
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
+#define TKP_MODEL_AWAIT_MAX 4096         /* open steps past which none awaits late GPU records */
 #define TKP_HIST_BUCKETS 1600           /* 1.02^1600 ns > 5e13 ns: every real duration */
 #define TKP_MSTEP_OPEN 2                /* a step whose STEP record never came (cut capture) */
 #define TKP_MODEL_GRAPHS_MAX 65536      /* graph topologies kept; later ones count as unknown */

@@ -52,37 +52,16 @@ static const char *const names[] = {"rms_norm_kernel", "sm90_xmma_gemm_bf16_qkv"
 static void gpu_kernel(struct capw *w, uint64_t start, uint64_t end, uint64_t name,
                        uint64_t corr, uint64_t step, uint32_t index)
 {
-    msgpack_packer *pk = capw_pk(w);
-    msgpack_pack_array(pk, 18);
-    msgpack_pack_uint64(pk, TKP_REC_GPU_KERNEL);
-    msgpack_pack_uint64(pk, start);
-    msgpack_pack_uint64(pk, end);
-    msgpack_pack_uint64(pk, name);
-    msgpack_pack_uint64(pk, 7);     /* CUPTI stream id */
-    msgpack_pack_uint64(pk, corr);
-    msgpack_pack_uint64(pk, 0);     /* thread */
-    msgpack_pack_uint64(pk, step);
-    msgpack_pack_uint64(pk, TKP_JOIN_LAUNCH);
-    msgpack_pack_uint64(pk, index);
-    msgpack_pack_int64(pk, -1);     /* graph */
-    msgpack_pack_int64(pk, -1);     /* node */
-    for (int k = 0; k < 6; k++)
-        msgpack_pack_uint64(pk, k < 3 ? 4 : 128);
+    const struct capw_gpu_kernel k = {
+        .start_ns = start, .end_ns = end, .name = name, .stream = 7, .correlation = corr,
+        .step = step, .join = TKP_JOIN_LAUNCH, .index = index, .graph = UINT64_MAX,
+        .node = UINT64_MAX, .grid = {4, 4, 4}, .block = {128, 128, 128}};
+    capw_gpu_kernel(w, &k);
 }
 
 static void gpu_info(struct capw *w, int on, uint64_t records)
 {
-    msgpack_packer *pk = capw_pk(w);
-    const char *mode = on ? "always" : "off", *reason = on ? "" : "TOKPROF_GPU=off";
-    msgpack_pack_array(pk, 11);
-    msgpack_pack_uint64(pk, TKP_REC_GPU_INFO);
-    msgpack_pack_uint64(pk, on ? 0 : 1);
-    msgpack_pack_str_with_body(pk, mode, strlen(mode));
-    msgpack_pack_str_with_body(pk, reason, strlen(reason));
-    msgpack_pack_str_with_body(pk, "monotonic", 9);
-    msgpack_pack_uint64(pk, records);
-    for (int k = 0; k < 5; k++)
-        msgpack_pack_uint64(pk, 0);
+    capw_gpu_info(w, on ? 0 : 1, on ? "always" : "off", on ? "" : "TOKPROF_GPU=off", records);
 }
 
 static int usage(void)

@@ -11,7 +11,10 @@ Runs minillm under the shim and checks, exactly:
   - every library kernel launch carries its call's id: the sequence of library kernel names in
     the truth log equals that of the capture's launches with a call, and the kernels per call
     follow the simulated cuBLAS split-K rule (minillm's library_kernels per step);
-  - with --experts, `tokprof moe --json` gives minillm's expert_load for every step."""
+  - with --experts, `tokprof moe --json` gives minillm's expert_load for every step;
+  - with --moe-fused, `tokprof moe --json` reports no expert (the load is routed on the GPU inside
+    fused_moe_kernel) and the fused kernel's launches and GPU time per step, equal to the sums
+    over the capture's own launch, graph and GPU kernel records."""
 import argparse
 import json
 import os
@@ -37,6 +40,44 @@ def jl(text):
 def splitk_kernels(g):
     # tests/simgpu/libs/README.md: a second (reduce) kernel when split-K applies
     return 2 if g["batch"] == 1 and g["k"] >= 1024 and g["k"] >= 4 * g["m"] and g["n"] <= 64 else 1
+
+
+def fused_errors(a, cap, launches):
+    """tokprof moe on fused expert kernels: no experts, and per step the fused kernels' launches
+    (eager, and graph kernel nodes per replay) and GPU time, from the raw records (one thread)."""
+    errors = []
+    moe = json.loads(sh([a.tokprof, "moe", "--json", cap]))
+    if moe["threads"]:
+        errors.append(f"moe: {len(moe['threads'])} threads of experts on fused kernels")
+    fu = moe.get("fused")
+    if not fu or fu["per_expert_observable"] is not False:
+        return errors + [f"moe: no fused view: {moe}"]
+    if not any("fused_moe_kernel" in k for k in fu["kernels"]):
+        errors.append(f"moe: fused kernels {fu['kernels']}")
+    want = {}
+    for l in launches:
+        if "fused_moe_kernel" in l["name"]:
+            want.setdefault(l["step"], [0, 0, 0])[0] += 1
+    graphs = {g["graph"]: sum("fused_moe_kernel" in n["name"] for n in g["nodes"])
+              for g in jl(sh([a.tokprof, "dump", "--type", "graph", cap]))}
+    for g in jl(sh([a.tokprof, "dump", "--type", "graph_launch", cap])):
+        if graphs.get(g["graph"]):
+            want.setdefault(g["step"], [0, 0, 0])[0] += graphs[g["graph"]]
+    for k in jl(sh([a.tokprof, "dump", "--type", "gpu_kernel", cap])):
+        if "fused_moe_kernel" in k["name"] and k["join"] != "none":
+            r = want.setdefault(k["step"], [0, 0, 0])
+            r[1] += 1
+            r[2] += k["end_ns"] - k["start_ns"]
+    if len(fu["threads"]) != 1:  # minillm --moe-fused runs the model on one thread
+        return errors + [f"moe fused: {len(fu['threads'])} threads"]
+    got = {s["step"]: [s["launches"], s["kernels"], s["gpu_ns"] or 0] for s in fu["threads"][0]["steps"]}
+    if got != want:
+        diff = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+        errors.append(f"moe fused per step: {len(diff)} steps differ, first {diff[0]}: "
+                      f"got {got.get(diff[0])}, want {want.get(diff[0])}")
+    if not want:
+        errors.append("no fused_moe_kernel in the capture")
+    return errors
 
 
 def main():
@@ -145,6 +186,8 @@ def main():
                         break
                 if len(got) != len(want):
                     errors.append(f"moe: {len(got)} steps with load, want {len(want)}")
+    if "--moe-fused" in margs:
+        errors += fused_errors(a, cap, launches)
     for e in errors:
         print("FAIL:", e)
     if errors:

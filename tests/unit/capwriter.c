@@ -357,6 +357,38 @@ void capw_marker(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uin
     i(w, value);
 }
 
+void capw_gpu_kernel(struct capw *w, const struct capw_gpu_kernel *k)
+{
+    head(w, 18, TKP_REC_GPU_KERNEL);
+    u(w, k->start_ns);
+    u(w, k->end_ns);
+    u(w, k->name);
+    u(w, k->stream);
+    u(w, k->correlation);
+    u(w, k->thread);
+    u(w, k->step);
+    u(w, k->join);
+    u(w, k->index);
+    if (k->graph == UINT64_MAX) msgpack_pack_int64(&w->pk, -1);
+    else u(w, k->graph);
+    if (k->node == UINT64_MAX) msgpack_pack_int64(&w->pk, -1);
+    else u(w, k->node);
+    for (int j = 0; j < 3; j++) u(w, k->grid[j]);
+    for (int j = 0; j < 3; j++) u(w, k->block[j]);
+}
+
+void capw_gpu_info(struct capw *w, uint32_t status, const char *mode, const char *reason,
+                   uint64_t records)
+{
+    head(w, 11, TKP_REC_GPU_INFO);
+    u(w, status);
+    str(w, mode);
+    str(w, reason);
+    str(w, "monotonic");
+    u(w, records);
+    for (int j = 0; j < 5; j++) u(w, 0);
+}
+
 /* ---- templates and runs ---- */
 
 void capw_tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t name, uint64_t stream,

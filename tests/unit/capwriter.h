@@ -83,6 +83,21 @@ void capw_loss(struct capw *w, uint32_t thread, uint64_t dropped_total);
 void capw_marker(struct capw *w, int64_t dt, uint32_t thread, uint64_t step, uint32_t kind,
                  int64_t value);
 
+/* GPU records (tier 2). A GPU_KERNEL's fields after the type: graph and node -1 when
+ * not a graph node (pass UINT64_MAX). */
+struct capw_gpu_kernel {
+    uint64_t start_ns, end_ns, name, stream, correlation;
+    uint32_t thread;
+    uint64_t step;
+    uint32_t join, index;
+    uint64_t graph, node;
+    uint32_t grid[3], block[3];
+};
+void capw_gpu_kernel(struct capw *w, const struct capw_gpu_kernel *k);
+/* GPU_INFO: status, mode, reason, clock "monotonic", records, then zero counts. */
+void capw_gpu_info(struct capw *w, uint32_t status, const char *mode, const char *reason,
+                   uint64_t records);
+
 /* Templates (version 2) and runs (version 3). */
 void capw_tmpl(struct capw *w, uint32_t id, uint32_t thread, uint64_t name, uint64_t stream,
                uint32_t via, const uint32_t grid[3], const uint32_t block[3], uint32_t smem);

@@ -171,6 +171,64 @@ def t_run_errors():
     one_line_error(p, 2, ["cannot use shim '/nonexistent/lib.so'"])
 
 
+def t_gpu_late():
+    """GPU records that come long after their step (a CUPTI that hands its buffers over only at
+    exit) count in their launch's step exactly as records that come on time: the same steps,
+    busy time, idle split and latency, and nothing reported late."""
+    views = (("steps", "--json"), ("summary", "--json"), ("kernels", "--json"))
+    out = {}
+    for kind in ("gpu_ontime", "gpu_late"):
+        d = os.path.join(A.tmp, kind)
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "cap.tokprof")
+        subprocess.run([A.mkcapture, kind, path], check=True)
+        for v in views:
+            p = tokprof(*v, path)
+            check(p.returncode == 0, f"{kind}: {' '.join(v)} exit {p.returncode}: {p.stderr!r}")
+            check("arrived" not in p.stderr, f"{kind}: {' '.join(v)} warns: {p.stderr!r}")
+            out[kind, v] = p.stdout.replace(d, "DIR")
+    steps = json.loads(out["gpu_ontime", views[0]])
+    rows = steps["steps"] if isinstance(steps, dict) else steps
+    tokens = [s for s in rows if s.get("kind", "token") == "token"]
+    check(len(tokens) == 60, f"{len(tokens)} token steps, expected 60")
+    check(all(s.get("gpu_kernels") == 5 for s in tokens), "every step has its 5 GPU kernels")
+    for v in views:
+        if out["gpu_ontime", v] != out["gpu_late", v]:
+            import difflib
+            sys.stdout.writelines(difflib.unified_diff(
+                out["gpu_ontime", v].splitlines(True), out["gpu_late", v].splitlines(True),
+                "on time", "late"))
+            fail(f"{' '.join(v)}: late GPU records change the figures")
+
+
+def t_moe_grouped():
+    """Grouped expert kernels beside cuBLAS calls that are not experts (router, shared expert):
+    tokprof moe reports no expert, says the load is not observable, and gives the grouped
+    kernels' GPU time per step exactly (latecap.c: 2 per step, 1000 + 100 * step ns each) and its
+    trend; heatmap --kind expert refuses in one line."""
+    path = capture("moe_grouped")
+    p = tokprof("moe", "--json", path)
+    check(p.returncode == 0, f"moe exit {p.returncode}: {p.stderr!r}")
+    d = json.loads(p.stdout)
+    check(d["threads"] == [], f"experts reported on grouped kernels: {d['threads']}")
+    fu = d["fused"]
+    check(fu["per_expert_observable"] is False, "per_expert_observable")
+    check(len(fu["kernels"]) == 1 and "GroupedGemm" in fu["kernels"][0], f"kernels {fu['kernels']}")
+    steps = fu["threads"][0]["steps"]
+    check([s["step"] for s in steps] == list(range(40)), "40 steps")
+    for s in steps:
+        want = [2, 2, 2 * (1000 + 100 * s["step"])]
+        check([s["launches"], s["kernels"], s["gpu_ns"]] == want, f"step {s}: want {want}")
+    tr = fu["threads"][0]["trend"]
+    check(tr["first_quarter_mean_ns"] == 2 * (1000 + 100 * 4.5), f"trend {tr}")
+    check(tr["last_quarter_mean_ns"] == 2 * (1000 + 100 * 34.5), f"trend {tr}")
+    p = tokprof("moe", path)
+    check("not observable from the host" in p.stdout and "GroupedGemmKernel" in p.stdout.split("\n")[0],
+          f"text view: {p.stdout[:300]!r}")
+    p = tokprof("heatmap", "-o", os.path.join(A.tmp, "e.svg"), "--kind", "expert", path)
+    one_line_error(p, 2, ["fused kernels", "not observable"])
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()

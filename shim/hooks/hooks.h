@@ -123,6 +123,15 @@ static inline void tkp_rec_sync(int kind, uint64_t handle, uint64_t t0, uint64_t
     tkp_step_on_sync(r, kind, handle, t1);
 }
 
+/* A blocking copy returned: the host waited from t0 to t1 (a SYNC), which may complete steps. */
+static inline void tkp_rec_copy_return(int marked, uint64_t t0, uint64_t t1)
+{
+    struct tkp_ring *r = tkp_ring_self();
+    if (!r) return;
+    tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
+    tkp_step_on_copy_return(r, t1, marked);
+}
+
 static inline void tkp_rec_pair(int type, uint64_t a, uint64_t b)
 {
     struct tkp_ring *r = tkp_ring_self();

@@ -343,12 +343,7 @@ static void copy_returned(int marked, uint64_t t0)
 {
     if (marked < 0) return;
     int e = errno;
-    uint64_t t1 = tkp_stamp();
-    struct tkp_ring *r = tkp_ring_self();
-    if (r) {
-        tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
-        tkp_step_on_copy_return(r, t1, marked);
-    }
+    tkp_rec_copy_return(marked, t0, tkp_stamp());
     errno = e;
 }
 

@@ -312,12 +312,7 @@ static cudaError_t memcpy_common(cudaError_t (*real_sync)(void *, const void *, 
     uint64_t t0 = tkp_stamp();
     cudaError_t rv = CALL_REAL(real_sync(dst, src, n, k));
     e_ = errno;
-    uint64_t t1 = tkp_stamp();
-    struct tkp_ring *r = tkp_ring_self();
-    if (r) {
-        tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
-        tkp_step_on_copy_return(r, t1, marked);
-    }
+    tkp_rec_copy_return(marked, t0, tkp_stamp());
     errno = e_;
     return rv;
 }

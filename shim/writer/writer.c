@@ -35,6 +35,7 @@
 #include "record/symtab.h"
 #include "sink/sink.h"
 #include "tokprof/format.h"
+#include "writer/fixed.h"
 #include "writer/meta.h"
 #include "writer/tables.h"
 #include "writer/writer.h"
@@ -367,8 +368,66 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     }
 }
 
+/* The fixed-layout records (writer/fixed.h, from include/tokprof/records.def): where each field
+ * comes from in the ring event (record/ring_types.h). 0 when e is not one of them. */
+static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &W.pk;
+    struct tkp_fixed_head h = {0, thread, e->step};
+    switch (e->type) {
+    case TKP_REC_COPY:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_COPY(pk, &h,
+                            &(struct tkp_fixed_COPY){.kind = e->sub, .dir = e->flags & 0xffu,
+                                                     .bytes = e->a, .stream = e->b,
+                                                     .flags = (uint32_t)e->flags >> 8});
+        return 1;
+    case TKP_REC_SYNC:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_SYNC(pk, &h,
+                            &(struct tkp_fixed_SYNC){.kind = e->sub, .handle = e->a,
+                                                     .wait_ns = tkp_stamp_dur_ns(e->b)});
+        return 1;
+    case TKP_REC_EVENT_RECORD:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_EVENT_RECORD(pk, &h,
+                                    &(struct tkp_fixed_EVENT_RECORD){.event = e->a, .stream = e->b});
+        return 1;
+    case TKP_REC_STREAM_WAIT:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_STREAM_WAIT(pk, &h,
+                                   &(struct tkp_fixed_STREAM_WAIT){.stream = e->a, .event = e->b});
+        return 1;
+    case TKP_REC_STEP: { /* its times are absolute: no dt */
+        struct tkp_fixed_STEP v = {.kind = e->sub, .begin_ns = tkp_stamp_ns(e->ts),
+                                   .mark_ns = tkp_stamp_ns(e->a), .end_ns = tkp_stamp_ns(e->b),
+                                   .closed_by = e->u[0], .launches = e->u[1],
+                                   .graph_launches = e->u[2], .copies = e->u[3]};
+        if (W.sink->on_step) W.sink->on_step(e->sub, v.begin_ns, v.end_ns); /* flight: slow? */
+        tkp_fixed_pack_STEP(pk, &h, &v);
+        return 1;
+    }
+    case TKP_REC_NVTX: {
+        uint32_t nm = name_id((const char *)(uintptr_t)e->a); /* its NAME first */
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_NVTX(pk, &h,
+                            &(struct tkp_fixed_NVTX){.kind = e->sub, .name_id = nm,
+                                                     .range_id = e->u[0]});
+        return 1;
+    }
+    case TKP_REC_MARKER:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_MARKER(pk, &h,
+                              &(struct tkp_fixed_MARKER){.kind = e->sub, .value = (int64_t)e->a});
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static void encode_other(const struct tkp_ev *e, uint32_t thread)
 {
+    if (encode_fixed(e, thread)) return;
     msgpack_packer *pk = &W.pk;
     switch (e->type) {
     case TKP_REC_GRAPH_LAUNCH: {
@@ -385,76 +444,6 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
         msgpack_pack_int(pk, e->sub);
         break;
     }
-    case TKP_REC_COPY:
-        msgpack_pack_array(pk, 9);
-        msgpack_pack_int(pk, TKP_REC_COPY);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_int(pk, e->sub);
-        msgpack_pack_int(pk, e->flags & 0xff);
-        msgpack_pack_uint64(pk, e->a);
-        msgpack_pack_uint64(pk, e->b);
-        msgpack_pack_int(pk, e->flags >> 8);
-        break;
-    case TKP_REC_SYNC:
-        msgpack_pack_array(pk, 7);
-        msgpack_pack_int(pk, TKP_REC_SYNC);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_int(pk, e->sub);
-        msgpack_pack_uint64(pk, e->a);
-        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->b)); /* the wait */
-        break;
-    case TKP_REC_EVENT_RECORD:
-    case TKP_REC_STREAM_WAIT:
-        msgpack_pack_array(pk, 6);
-        msgpack_pack_int(pk, e->type);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_uint64(pk, e->a);
-        msgpack_pack_uint64(pk, e->b);
-        break;
-    case TKP_REC_STEP: {
-        uint64_t begin = tkp_stamp_ns(e->ts), mark = tkp_stamp_ns(e->a), end = tkp_stamp_ns(e->b);
-        if (W.sink->on_step) W.sink->on_step(e->sub, begin, end); /* flight: a slow step */
-        msgpack_pack_array(pk, 11);
-        msgpack_pack_int(pk, TKP_REC_STEP);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_int(pk, e->sub);
-        msgpack_pack_uint64(pk, begin);
-        msgpack_pack_uint64(pk, mark);
-        msgpack_pack_uint64(pk, end);
-        msgpack_pack_uint32(pk, e->u[0]);
-        msgpack_pack_uint32(pk, e->u[1]);
-        msgpack_pack_uint32(pk, e->u[2]);
-        msgpack_pack_uint32(pk, e->u[3]);
-        break;
-    }
-    case TKP_REC_NVTX: {
-        uint32_t nm = name_id((const char *)(uintptr_t)e->a);
-        msgpack_pack_array(pk, 7);
-        msgpack_pack_int(pk, TKP_REC_NVTX);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_int(pk, e->sub);
-        msgpack_pack_uint32(pk, nm);
-        msgpack_pack_uint32(pk, e->u[0]);
-        break;
-    }
-    case TKP_REC_MARKER:
-        msgpack_pack_array(pk, 6);
-        msgpack_pack_int(pk, TKP_REC_MARKER);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_int(pk, e->sub);
-        msgpack_pack_uint64(pk, e->a);
-        break;
     case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
         msgpack_pack_array(pk, 3);
         msgpack_pack_int(pk, TKP_REC_LOSS);

@@ -1,6 +1,6 @@
 /* tokprof check SPEC CAPTURE: assertions over steps, kernels and runs (docs/SPEC.md), checked
  * in one streaming pass. Exit 0 when every error-severity assertion holds, 1 when one is
- * violated, 2 for a spec or capture error. */
+ * violated, 2 for a spec or capture error, 3 when none is violated and one is inconclusive. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -141,14 +141,39 @@ static int is_capture(const char *path)
     return n == 8 && !memcmp(b, "\x89TKP", 4);
 }
 
+/* The exit status of a check: a violation wins; else an inconclusive error-severity assertion
+ * (a value it read unknown, or never judged) is its own status, unless --inconclusive says to
+ * count it as a pass (inc 1) or a failure (inc 2). */
+static int verdict(struct tkp_ctx *ctx, const struct tkp_spec *sp, const struct tkp_mon *m, int inc)
+{
+    int nviol = 0, ninc = 0, first = -1, why = 0;
+    for (int i = 0; i < sp->nas; i++) {
+        int w, v = sp->as[i].warn ? 1 : tkp_mon_verdict(m, i, &w);
+        nviol += v == 0;
+        if (v < 0 && !ninc++) first = i, why = w;
+    }
+    if (nviol) return tkp_why(ctx->why, sizeof(ctx->why), TKP_ERR_VIOLATION, "assertions violated");
+    if (!ninc || inc == 1) return 0;
+    const struct tkp_ares *R = tkp_mon_result(m, first);
+    return tkp_why(ctx->why, sizeof(ctx->why), inc == 2 ? TKP_ERR_VIOLATION : TKP_ERR_INCONCLUSIVE,
+                   "%d assertion%s inconclusive%s (%s: %s)", ninc, ninc > 1 ? "s" : "",
+                   inc == 2 ? ", counted as violated (--inconclusive=fail)" : "", sp->as[first].id,
+                   R->inconclusive ? R->unknown_note : tkp_why_str(why));
+}
+
 static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    int json = 0, explain = 0;
+    int json = 0, explain = 0, inc = 0; /* --inconclusive: 0 exit 3, 1 pass, 2 fail */
     const char *base = NULL, *spec = NULL, *cap = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--explain")) explain = 1;
         else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) base = argv[++i];
+        else if (!strcmp(argv[i], "--inconclusive=pass")) inc = 1;
+        else if (!strcmp(argv[i], "--inconclusive=fail")) inc = 2;
+        else if (!strncmp(argv[i], "--inconclusive", 14))
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "'%s': write --inconclusive=pass or "
+                                "--inconclusive=fail", argv[i]);
         else if (argv[i][0] == '-' && argv[i][1])
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
         else if (!spec) spec = argv[i];
@@ -202,10 +227,7 @@ static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
     if (json) tkp_report_json(ctx->out, sp, m);
     else tkp_report_table(ctx->out, sp, m);
     tkp_reader_close(r);
-    rc = 0;
-    for (int i = 0; i < sp->nas; i++)
-        if (!sp->as[i].warn && tkp_mon_result(m, i)->violations) rc = TKP_ERR_VIOLATION;
-    if (rc) snprintf(ctx->why, sizeof(ctx->why), "assertions violated");
+    rc = verdict(ctx, sp, m, inc);
 out:
     tkp_mon_free(m);
     tkp_mon_free(bm);
@@ -217,7 +239,7 @@ out:
 const struct tkp_cmd tkp_cmd_check = {
     "check",
     "check a capture against a spec of temporal assertions",
-    "usage: tokprof check [--json] [--baseline FILE] SPEC CAPTURE\n"
+    "usage: tokprof check [--json] [--baseline FILE] [--inconclusive=pass|fail] SPEC CAPTURE\n"
     "       tokprof check --explain SPEC [CAPTURE]\n"
     "\n"
     "Checks the assertions of SPEC (docs/SPEC.md) over CAPTURE in one streaming pass and prints\n"
@@ -228,9 +250,15 @@ const struct tkp_cmd tkp_cmd_check = {
     "  --baseline FILE  values for baseline(...): a capture (its run aggregates) or a JSON\n"
     "                   object of figures {\"p50_step\": \"12.5ms\", ...}\n"
     "  --explain        print the compiled monitors and their state sizes\n"
+    "  --inconclusive=pass|fail\n"
+    "                   count an inconclusive assertion as a pass (exit 0, the behaviour\n"
+    "                   before exit status 3) or as a violation (exit 1)\n"
     "\n"
     "Exit status: 0 every error-severity assertion holds, 1 one is violated, 2 the spec or the\n"
-    "capture cannot be read.\n"
+    "capture cannot be read, 3 none is violated but one is inconclusive: a value it reads is\n"
+    "not in the capture (GPU time with TOKPROF_GPU=off, a library field outside a library\n"
+    "call) or no point passed its guard, so it was never really checked. A violation wins over\n"
+    "inconclusive. The table's last line counts the inconclusive assertions and says why.\n"
     "\n"
     "example:\n"
     "  tokprof check slo.tks minillm.4242.tokprof\n",

@@ -33,6 +33,8 @@ const char *tkp_strerror(int err)
         return "cannot run the command";
     case TKP_ERR_VIOLATION:
         return "check violated";
+    case TKP_ERR_INCONCLUSIVE:
+        return "check inconclusive";
     }
     return "unknown error";
 }

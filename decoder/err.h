@@ -1,6 +1,6 @@
 /* tokprof decoder: one error convention. Functions return 0 (or a count) on success and a negative
  * tkp_err on failure; tkp_strerror() names it. Only main.c prints, and it maps codes to exit
- * statuses: TKP_ERR_VIOLATION -> 1, every other error -> 2. */
+ * statuses: TKP_ERR_VIOLATION -> 1, TKP_ERR_INCONCLUSIVE -> 3, every other error -> 2. */
 #ifndef TKP_ERR_H
 #define TKP_ERR_H
 
@@ -18,6 +18,7 @@ enum tkp_err {
     TKP_ERR_NOSHIM = -10,     /* libtokprof.so not found (tokprof run) */
     TKP_ERR_EXEC = -11,       /* the command could not be run (tokprof run) */
     TKP_ERR_VIOLATION = -12,  /* a check found a violation (exit 1) */
+    TKP_ERR_INCONCLUSIVE = -13, /* a check could not decide an assertion, none violated (exit 3) */
 };
 
 /* A static, lowercase phrase for a tkp_err code (never NULL). */

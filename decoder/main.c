@@ -1,7 +1,8 @@
 /* tokprof: explains a capture written by libtokprof.so.
  *
  * The only file that prints errors and picks exit codes: 0 ok, 1 a check found a violation,
- * 2 usage error or unreadable input (the reason on one line of stderr). */
+ * 2 usage error or unreadable input (the reason on one line of stderr), 3 a check could not
+ * decide an assertion (inconclusive) and found no violation. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,5 +98,5 @@ int main(int argc, char **argv)
     fprintf(stderr, "tokprof %s: %s", c->name, ctx.why[0] ? ctx.why : tkp_strerror(err));
     if (err == TKP_ERR_USAGE) fprintf(stderr, " (try 'tokprof help %s')", c->name);
     fputc('\n', stderr);
-    return err == TKP_ERR_VIOLATION ? 1 : 2;
+    return err == TKP_ERR_VIOLATION ? 1 : err == TKP_ERR_INCONCLUSIVE ? 3 : 2;
 }

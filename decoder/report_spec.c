@@ -58,7 +58,9 @@ int tkp_report_spec(struct tkp_ctx *ctx, const char *spec, const char *capture, 
     while ((rc = tkp_reader_next(r, &rec)) == 1)
         if ((rc = tkp_mon_feed(mon, &rec)) < 0) break;
     if (rc != TKP_ERR_NOMEM) rc = tkp_mon_finish(mon);
-    *violated = rc == TKP_ERR_VIOLATION || rc == 1;
+    *violated = 0;
+    for (int i = 0; rc != TKP_ERR_NOMEM && i < sp->nas; i++)
+        if (!sp->as[i].warn && tkp_mon_verdict(mon, i, NULL) == 0) *violated = 1;
     if (rc == TKP_ERR_NOMEM) {
         tkp_cmd_fail(ctx, rc, "out of memory");
     } else {

@@ -152,14 +152,23 @@ int tkp_fold_runs(struct tkp_mon *m, struct tkp_eval *E, int gpu)
         if (E->s->token < a->skip) continue;
         if (a->when >= 0 && tkp_eval_bool(E, a->when) != 1) continue;
         const struct tkp_node *x = &sp->n[m->run_node[s]];
-        if (x->b >= 0 && tkp_eval_bool(E, x->b) != 1) continue;
+        /* a step whose selection or value is unknown makes the run's fold unknown, as in a step
+         * fold: a count of steps over a 1 ms busy time is not 0 when nothing was timed */
+        int w = x->b >= 0 ? tkp_eval_bool(E, x->b) : 1;
+        if (w < 0) m->run_unk[s] = 1;
+        if (w != 1) continue;
         double *acc = &m->run_acc[4 * s];
         if (x->agg == AG_COUNT || x->agg == AG_EXISTS) {
-            if (x->a < 0 || tkp_eval_bool(E, x->a) == 1) acc[1]++;
+            int t = x->a < 0 ? 1 : tkp_eval_bool(E, x->a);
+            if (t < 0) m->run_unk[s] = 1;
+            if (t == 1) acc[1]++;
             continue;
         }
         struct tkp_val v = tkp_eval(E, x->a);
-        if (v.t != VT_NUM && v.t != VT_BOOL) continue;
+        if (v.t != VT_NUM && v.t != VT_BOOL) {
+            m->run_unk[s] = 1;
+            continue;
+        }
         acc[0] += v.n, acc[1]++;
         acc[2] = fmin(acc[2], v.n), acc[3] = fmax(acc[3], v.n);
         if (x->agg == AG_PCT &&
@@ -206,6 +215,7 @@ void tkp_runs_finalize(struct tkp_mon *m)
             break;
         default: v.t = VT_UNK;
         }
+        if (m->run_unk[s]) v.t = VT_UNK;
         m->runs[s] = v;
     }
 }

@@ -294,18 +294,13 @@ static int resolve_var(struct cc *C, int n, int cx)
     }
     for (int i = 0; i < C->sp->ncst; i++)
         if (!strcmp(C->sp->cst[i].name, x->str)) {
-            int e = C->sp->cst[i].expr;
+            /* folded at its declaration (fold_const): a leaf to copy */
             uint32_t line = x->line, col = x->col;
-            if (check(C, e, CX_RUN | CX_STEP | CX_RECORD, 99)) return -1;
             char *s = x->str;
-            *x = X(e);
+            *x = X(C->sp->cst[i].expr);
             x->line = line, x->col = col;
             free(s);
-            /* the copy shares children; only leaves own strings */
-            if (x->str) x->str = strdup(x->str);
-            x->re = NULL;
-            if (x->op != OP_NUM && x->op != OP_STR && x->op != OP_BOOL)
-                return cerr(C, n, "constant '%s' must be a number or a string", C->sp->cst[i].name);
+            if (x->str && !(x->str = strdup(x->str))) return cerr(C, n, "out of memory");
             return 0;
         }
     for (int i = 0; i < C->sp->ncls; i++)
@@ -325,6 +320,73 @@ static int resolve_var(struct cc *C, int n, int cx)
             return 0;
         }
     return cerr(C, n, "unknown name '%s' (not a const, a class, or a kind word)", x->str);
+}
+
+/* Folds constant k's expression (node n, in place) into one NUM, STR or BOOL leaf: numbers with
+ * their units, strings, kind words, earlier constants, + - * / and unary minus. Anything read at
+ * run time, or any other operator, is refused here, at the declaration, not at a use. */
+static int fold_const(struct cc *C, int n, int k, int depth)
+{
+    const char *name = C->sp->cst[k].name;
+    if (depth > 200) return cerr(C, n, "constant '%s' nests too deeply", name);
+    struct tkp_node *x = &X(n);
+    switch (x->op) {
+    case OP_NUM: case OP_STR: case OP_BOOL: return 0;
+    case OP_VAR: {
+        if (strchr(x->str, '.'))
+            return cerr(C, n, "constant '%s' reads '%s', which is known only while checking: a "
+                              "constant is numbers (with units), strings, earlier constants and "
+                              "+ - * / on them", name, x->str);
+        for (int i = 0; i < k; i++)
+            if (!strcmp(C->sp->cst[i].name, x->str)) {
+                const struct tkp_node *v = &X(C->sp->cst[i].expr);
+                char *s = v->str ? strdup(v->str) : NULL;
+                if (v->str && !s) return cerr(C, n, "out of memory");
+                free(x->str);
+                x->op = v->op, x->num = v->num, x->is_time = v->is_time, x->str = s;
+                return 0;
+            }
+        for (int i = k; i < C->sp->ncst; i++)
+            if (!strcmp(C->sp->cst[i].name, x->str))
+                return cerr(C, n, "constant '%s' uses '%s', which is not defined before it",
+                            name, x->str);
+        for (int i = 0; kind_words[i]; i++)
+            if (!strcmp(kind_words[i], x->str)) {
+                x->op = OP_STR;
+                return 0;
+            }
+        return cerr(C, n, "constant '%s' uses '%s', which is not a constant defined before it "
+                          "(classes and attributes are known only while checking)", name, x->str);
+    }
+    case OP_NEG:
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: {
+        int a = x->a, b = x->op == OP_NEG ? -1 : x->b;
+        if (fold_const(C, a, k, depth + 1) || (b >= 0 && fold_const(C, b, k, depth + 1)))
+            return -1;
+        const struct tkp_node *l = &X(a), *r = b >= 0 ? &X(b) : NULL;
+        if (l->op != OP_NUM || (r && r->op != OP_NUM))
+            return cerr(C, n, "constant '%s': arithmetic needs numbers", name);
+        double v = l->num, w = r ? r->num : 0;
+        int lt = l->is_time, rt = r && r->is_time;
+        x = &X(n);
+        switch (x->op) {
+        case OP_NEG: v = -v; break;
+        case OP_ADD: v += w; break;
+        case OP_SUB: v -= w; break;
+        case OP_MUL: v *= w; break;
+        default:
+            if (w == 0) return cerr(C, n, "constant '%s' divides by zero", name);
+            v /= w;
+        }
+        /* the unit follows the expression: 2 * 5ms is a time, 10ms / 2ms a ratio */
+        x->is_time = x->op == OP_DIV ? lt && !rt : lt || rt;
+        x->op = OP_NUM, x->num = v, x->a = x->b = -1;
+        return 0;
+    }
+    default:
+        return cerr(C, n, "constant '%s' must be a constant expression (numbers with units, "
+                          "strings, earlier constants, + - * /)", name);
+    }
 }
 
 static const char *opname(int op)
@@ -386,11 +448,18 @@ static int check(struct cc *C, int n, int cx, int depth)
             if (!is_r && (cx & CX_RUN) && !(cx & CX_IN_RUN_AGG))
                 return cerr(C, n, "'%s': no step is bound in a run-level formula outside an "
                                   "aggregate 'in steps'", tkp_attr_name(x->attr));
-            if (!is_r && (cx & CX_RECORD) && !(cx & CX_IN_STEP_AGG) && x->attr != A_S_IDX &&
-                x->attr != A_S_TOKEN && x->attr != A_S_THREAD)
+            if (!is_r && (cx & CX_RECORD) && !(cx & CX_IN_STEP_AGG)) {
+                /* the step is still open at a record: its own fields say what is known */
+                const char *alt = x->attr == A_S_IDX ? "r.step" : x->attr == A_S_TOKEN ? "r.token"
+                                  : x->attr == A_S_THREAD ? "r.thread" : NULL;
+                if (alt)
+                    return cerr(C, n, "'%s' at record level: no step is bound there (it is still "
+                                      "open); the record's own '%s' has that value",
+                                tkp_attr_name(x->attr), alt);
                 return cerr(C, n, "'%s' at record level refers to the rest of the step, which has "
                                   "not been seen yet: use it in a step-level assertion "
                                   "(count(... in s where ...))", tkp_attr_name(x->attr));
+            }
             if (x->attr == A_R_POS && (cx & CX_CLASS))
                 return cerr(C, n, "r.pos cannot be used in a class");
         }
@@ -510,7 +579,17 @@ static int mark_temporal(struct tkp_spec *sp, int n, int depth)
 int tkp_spec_compile(struct tkp_spec *sp, struct tkp_spec_err *e)
 {
     struct cc C = {.sp = sp, .e = e};
-    /* classes first: they are record predicates and may refer to constants and earlier classes */
+    struct tkp_assert top = {.line = 1};
+    C.as = &top;
+    /* constants first, in order: each is folded to a value where it is declared */
+    for (int i = 0; i < sp->ncst; i++) {
+        for (int j = 0; j < i; j++)
+            if (!strcmp(sp->cst[j].name, sp->cst[i].name))
+                return cerr(&C, sp->cst[i].expr, "constant '%s' is defined twice",
+                            sp->cst[i].name);
+        if (fold_const(&C, sp->cst[i].expr, i, 0)) return TKP_ERR_SPEC;
+    }
+    /* classes next: they are record predicates and may refer to constants and earlier classes */
     for (int i = 0; i < sp->ncls; i++) {
         for (int j = 0; j < i; j++)
             if (!strcmp(sp->cls[j].name, sp->cls[i].name))

@@ -106,6 +106,12 @@ static struct tkp_val sattr(const struct tkp_sstep *s, int a)
     return UNK;
 }
 
+struct tkp_val tkp_attr_value(const struct tkp_eval *E, int attr, int is_r)
+{
+    if (is_r) return E->r ? rattr(E->r, attr) : UNK;
+    return E->s ? sattr(E->s, attr) : UNK;
+}
+
 static int truth(struct tkp_val v)
 {
     if (v.t == VT_BOOL || v.t == VT_NUM) return v.n != 0;
@@ -244,6 +250,7 @@ static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct 
     struct tkp_tstate *t = &E->ts[x->slot];
     if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
     struct tkp_val out = t->prev_set ? t->prev : UNK;
+    t->prev_first = !t->prev_set;
     if (E->update) {
         t->prev = v;
         t->prev_set = 1;
@@ -371,7 +378,9 @@ static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
         const struct tkp_assert *a = &sp->as[i];
         if (a->fast < 0) continue;
         uint64_t marks = 0, gmarks = 0; /* a guard's operators change only past the warm-up */
-        int noop = 1, v = probe(E, &sp->code->prog[a->body_prog], &noop, &marks), g = 1;
+        const struct tkp_prog *body = &sp->code->prog[a->body_prog];
+        /* a body that is not Boolean has no temporal operator (lower.c): open, 2 */
+        int noop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
         if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &noop, &gmarks);
         if (!noop || gmarks || g == 2 || (g == 1 && v != 1)) continue; /* TKP_FAST_RUN */
         r->fast |= (uint64_t)(g == 1 ? TKP_FAST_PASS : TKP_FAST_QUIET) << (2 * a->fast);

@@ -299,6 +299,9 @@ static int plan_slot(struct lw *L, int node)
     p->node = node;
     p->gpu = x->gpu;
     p->value = count ? -1 : x->a;
+    /* a streamed slot has no prefilter: -1, not node 0 (the spec's first node, which may be a
+     * quantifier the compiler rewrote away) */
+    p->pre = (struct tkp_conj){0, -1, 0};
     int va = x->a, vb = x->b;
     if (count) conjuncts(L, va, cj, &k);
     conjuncts(L, vb, cj, &k);
@@ -424,9 +427,13 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
         if ((w->body_prog = root(L, a->body)) < 0) goto out;
         w->when_prog = a->when >= 0 ? root(L, a->when) : -1;
         if (a->when >= 0 && w->when_prog < 0) goto out;
+        /* shape verdicts: a Boolean formula and guard; or a Boolean guard over a body without
+         * temporal operators (nothing to advance where the guard is false), whose shapes that
+         * fail the guard need no more than their shape */
         w->fast = -1;
-        if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && c->prog[w->body_prog].boolean &&
-            (w->when_prog < 0 || c->prog[w->when_prog].boolean))
+        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean;
+        if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
+            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal)))
             w->fast = nfast++;
         if (b >= 0 && (root(L, sp->n[b].a) < 0 || root(L, sp->n[b].b) < 0)) goto out;
     }

@@ -42,6 +42,8 @@ struct tkp_sstep {
     uint64_t idx, token;         /* segment index, token index on the thread */
     uint64_t start, mark, end;   /* host clock: STEP begin/mark/end */
     uint64_t len, launches;      /* host records of the step, LAUNCH + GRAPH_LAUNCH */
+    uint64_t work;               /* its host records that put work on the GPU (launches,
+                                    copies, memsets): GPU records are owed for them */
     int phase;                   /* enum tkp_phase */
     int has_gpu;                 /* GPU records of the step arrived */
     uint64_t gpu_start, gpu_end, busy, maxgap;
@@ -59,6 +61,7 @@ struct tkp_val {
 struct tkp_tstate {
     int64_t last, first;   /* point (step/record index or ns) of the latest/earliest hit */
     uint8_t valid, prev_set;
+    uint8_t prev_first;    /* prev: its latest read had no previous point (unknown) */
     uint8_t ring_used;     /* ring holds values (ring_at is meaningful) */
     uint8_t nnear, has_hit; /* near misses kept in near[], the window's hit in near[TOP] */
     struct tkp_val prev;   /* prev: the operand at the previous point */
@@ -96,6 +99,9 @@ struct tkp_eval {
 struct tkp_val tkp_eval(struct tkp_eval *E, int node);
 /* A Boolean verdict: 1 true, 0 false, -1 unknown. */
 int tkp_eval_bool(struct tkp_eval *E, int node);
+/* The value of attribute attr (enum tkp_attr) of E's record (is_r) or step; unknown when none
+ * is bound. */
+struct tkp_val tkp_attr_value(const struct tkp_eval *E, int attr, int is_r);
 /* r.kind as a word. */
 const char *tkp_rkind_str(uint32_t k);
 const char *tkp_phase_str(int ph);

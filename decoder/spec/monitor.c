@@ -74,14 +74,15 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     m->fold = calloc((size_t)na, sizeof(*m->fold));
     m->runs = calloc((size_t)nr, sizeof(*m->runs));
     m->run_acc = calloc((size_t)nr * 4, sizeof(double));
+    m->run_unk = calloc((size_t)nr, 1);
     m->run_vals = calloc((size_t)nr, sizeof(double *));
     m->run_nvals = calloc((size_t)nr, sizeof(uint64_t));
     m->run_capvals = calloc((size_t)nr, sizeof(uint64_t));
     m->run_top = calloc((size_t)nr, sizeof(*m->run_top));
     m->run_ntop = calloc((size_t)nr, sizeof(int));
     if (!m->res || !m->run_node || !m->run_owner || !m->aggs || !m->runs || !m->fold ||
-        !m->run_acc || !m->run_vals || !m->run_nvals || !m->run_capvals || !m->run_top ||
-        !m->run_ntop || tkp_shapes_new(&m->shapes))
+        !m->run_acc || !m->run_unk || !m->run_vals || !m->run_nvals || !m->run_capvals ||
+        !m->run_top || !m->run_ntop || tkp_shapes_new(&m->shapes))
         return TKP_ERR_NOMEM;
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
@@ -114,6 +115,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     for (int j = 0; j < m->nrec_host; j++) {
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
         m->rec_skip[j] = a->skip;
+        m->rec_warm |= a->skip > 0;
         if (a->fast < 0) m->rec_slow = 1;
         else m->rec_low |= 1ull << (2 * a->fast);
     }
@@ -321,6 +323,11 @@ static int gpu_close(struct tkp_mon *m, struct thr *h, struct tkp_sstep *s,
     struct tkp_eval E = {.sp = m->sp, .s = s, .shapes = m->shapes, .figures = m->figures};
     int rc = tkp_fold_vec(m, &E, g, m->gpu_slots, m->ngpu_slots);
     if (rc) return rc;
+    /* a step that put work on the GPU and got no GPU record (GPU time off, or not joined) has
+     * unknown GPU aggregates: "no slow kernel" must not pass because nothing was timed */
+    if (!g->n && s->work)
+        for (int j = 0; j < m->ngpu_slots; j++)
+            m->aggs[m->gpu_slots[j]] = (struct tkp_val){VT_UNK, 0, NULL};
     struct wctx W = {NULL, g, first, last, NULL};
     rc = eval_steps(m, h, s, 1, &W);
     g->n = 0;
@@ -366,20 +373,27 @@ static int pend_push(struct tkp_mon *m, struct thr *h, const struct tkp_sstep *s
     return 0;
 }
 
-/* No GPU record will come for this thread's steps: its process's GPU_INFO said so, none came. */
-static int gpu_absent(const struct tkp_mon *m, const struct thr *h)
+int tkp_gpu_off(const struct tkp_mon *m, int t)
 {
-    if (h->gpu_seen || h->npend) return 0;
+    if (t < 0) return m->ngpu_off && !m->st.gpu_records;
+    const struct thr *h = &m->t[t];
+    if (h->gpu_seen) return 0;
     for (int i = 0; i < m->ngpu_off; i++)
         if (m->gpu_off[i] == h->pid) return 1;
     return 0;
+}
+
+/* No GPU record will come for this thread's steps: its process's GPU_INFO said so, none came. */
+static int gpu_absent(const struct tkp_mon *m, const struct thr *h)
+{
+    return !h->npend && tkp_gpu_off(m, (int)(h - m->t));
 }
 
 static void open_release(struct open *o)
 {
     o->used = 0;
     o->last_lazy = 0;
-    o->len = o->launches = 0;
+    o->len = o->launches = o->work = 0;
     o->host.n = o->gpu.n = 0;
 }
 
@@ -391,11 +405,14 @@ static int host_close(struct tkp_mon *m, struct thr *h, struct open *o, const st
     last_decode(h, o);
     if (!token) {
         h->outside++;
+        /* its records have no token: kept violations say so, and its GPU records will */
+        h->setup[h->nsetup++ % 8] = o->seg;
+        tkp_setup_mark(m, (uint32_t)(h - m->t), o->seg);
         open_release(o);
         return 0;
     }
     struct tkp_sstep s = {.thread = (uint32_t)(h - m->t), .tid = h->tid, .idx = o->seg,
-                          .token = h->tokens++, .len = o->len};
+                          .token = h->tokens++, .len = o->len, .work = o->work};
     if (st) {
         s.start = st->step_rec.begin_ns, s.mark = st->step_rec.mark_ns, s.end = st->step_rec.end_ns;
         s.launches = st->step_rec.launches + st->step_rec.graph_launches;
@@ -498,22 +515,37 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 
 /* A record its shape e decides: record-level passes and marks, the streamed counts of atoms. */
 static void shape_record(struct tkp_mon *m, struct thr *h, struct open *o,
-                         const struct tkp_shape *e, uint64_t token, uint64_t step)
+                         struct tkp_shape *e, uint64_t token, uint64_t step)
 {
     if (e->marks[0]) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0]);
     }
-    for (uint64_t b = e->pass; b; b &= b - 1) {
-        int j = __builtin_ctzll(b);
-        m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
-    }
+    if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
+    else
+        for (uint64_t b = e->pass; b; b &= b - 1) {
+            int j = __builtin_ctzll(b);
+            m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
+        }
     for (uint64_t b = e->counts; b; b &= b - 1)
         o->fold[m->stream[__builtin_ctzll(b)]].cnt++;
 }
 
 static int host_full(struct tkp_mon *m, struct thr *h, struct open *o, const struct tkp_record *r,
                      uint32_t pos);
+
+/* The passes shape_record counted per shape, into the assertions' evaluated counts. */
+static void pass_counts(struct tkp_mon *m)
+{
+    struct tkp_shapes *t = m->shapes;
+    for (size_t i = 0; i < t->cap; i++) {
+        struct tkp_shape *e = &t->v[i];
+        if (!e->used || !e->npass) continue;
+        for (uint64_t b = e->pass; b; b &= b - 1)
+            m->res[m->rec_host[__builtin_ctzll(b)]].evaluated += e->npass;
+        e->npass = 0;
+    }
+}
 
 /* A host record: to the record-level assertions, the streamed aggregates, maybe the buffer.
  * Most records are decided by their shape: they are decoded no further than that. */
@@ -534,6 +566,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     uint32_t pos = (uint32_t)o->len++;
     decode_shape(h, r, x);
     o->launches += x->kind == RK_KERNEL || x->kind == RK_GRAPH;
+    o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
     if (e) {
         if (!e->want) shape_plan(m, e);
@@ -620,7 +653,10 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
         /* a kept raw launch inside the current library call decodes with it, now */
         for (int i = 0; i < OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
-        decode(h, r, m->next_id, &h->lib);
+        /* what a launch inside the call reads of it (decode_shape, decode_rest) */
+        h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
+        h->lib.m = r->lib_call.m, h->lib.n = r->lib_call.n;
+        h->lib.k = r->lib_call.k, h->lib.batch = r->lib_call.batch;
         h->call = r->lib_call.call;
         /* unbatched, executed GEMMs carry the token dimension (n) */
         if (r->lib_call.batch <= 1 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) && r->lib_call.n) {
@@ -684,6 +720,7 @@ int tkp_mon_finish(struct tkp_mon *m)
         while (h->npend)
             if ((rc = pend_pop(m, h))) return rc;
     }
+    pass_counts(m);
     tkp_runs_finalize(m);
     const struct tkp_spec *sp = m->sp;
     struct tkp_eval E = {.sp = sp, .runs = m->runs, .base = m->base, .figures = m->figures,
@@ -699,6 +736,36 @@ int tkp_mon_finish(struct tkp_mon *m)
 }
 
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as) { return &m->res[as]; }
+
+int tkp_mon_verdict(const struct tkp_mon *m, int as, int *why)
+{
+    const struct tkp_ares *R = &m->res[as];
+    const struct tkp_assert *a = &m->sp->as[as];
+    int v = 1, w = TKP_WHY_NONE;
+    if (R->violations) {
+        v = 0;
+    } else if (R->inconclusive) {
+        v = -1, w = R->why;
+    } else if (!R->evaluated) {
+        /* nothing judged is nothing checked: a GPU-record assertion of a capture without GPU
+         * time, or a guard no point passed */
+        v = -1, w = a->gpu && tkp_gpu_off(m, -1) ? TKP_WHY_GPU_OFF : TKP_WHY_NEVER;
+    }
+    if (why) *why = w;
+    return v;
+}
+
+const char *tkp_why_str(int why)
+{
+    switch (why) {
+    case TKP_WHY_GPU_OFF: return "no GPU time in the capture (TOKPROF_GPU=off)";
+    case TKP_WHY_GPU_MISS: return "GPU time missing where it was read (no GPU record came)";
+    case TKP_WHY_LIB: return "a library field read on a record outside a library call";
+    case TKP_WHY_NEVER: return "never judged: no point passed its guard and warm-up";
+    default: return "a value it reads is unknown";
+    }
+}
+
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m) { return m->runs; }
 const struct tkp_mon_stats *tkp_mon_stats(const struct tkp_mon *m) { return &m->st; }
 
@@ -732,7 +799,8 @@ void tkp_mon_free(struct tkp_mon *m)
         if (m->run_top) free(m->run_top[s]);
     }
     free(m->t), free(m->res), free(m->run_node), free(m->run_owner);
-    free(m->aggs), free(m->runs), free(m->run_acc), free(m->run_vals), free(m->run_nvals);
+    free(m->aggs), free(m->runs), free(m->run_acc), free(m->run_unk), free(m->run_vals);
+    free(m->run_nvals);
     free(m->run_capvals), free(m->run_top), free(m->run_ntop);
     fold_free(m->fold, sp->nslots_agg);
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);

@@ -30,6 +30,7 @@ struct tkp_witem {
 struct tkp_viol {
     int as;
     int inconclusive;
+    int setup;        /* a record of a set-up segment (a STEP record of another kind): no token */
     uint32_t thread, tid;
     uint64_t step, token, rec_id;
     uint64_t host_start, host_end, gpu_start, gpu_end;
@@ -47,8 +48,22 @@ struct tkp_ares {
     double worst_obs, worst_bound, worst_margin;
     struct tkp_viol *first, *worst; /* witness-count entries each */
     int nfirst, nworst;
-    char unknown_note[160];
+    int why;                /* enum tkp_why: why its first inconclusive evaluation was */
+    char unknown_note[160]; /* the same in words, naming the value that was unknown */
 };
+
+/* Why an assertion is inconclusive (the table's last line groups them). */
+enum tkp_why {
+    TKP_WHY_NONE,
+    TKP_WHY_GPU_OFF,   /* it reads GPU time and the capture has none (TOKPROF_GPU=off) */
+    TKP_WHY_GPU_MISS,  /* it reads GPU time a step or record does not have */
+    TKP_WHY_LIB,       /* a library field (r.m, r.op, ...) of a record outside a library call */
+    TKP_WHY_VALUE,     /* another value it reads is unknown (prev at the first point, ...) */
+    TKP_WHY_NEVER,     /* never judged: no point passed its guard and warm-up */
+    TKP_WHY_COUNT_
+};
+/* A phrase for enum tkp_why ("no GPU time in the capture (TOKPROF_GPU=off)"). */
+const char *tkp_why_str(int why);
 
 struct tkp_mon;
 
@@ -58,6 +73,9 @@ void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const d
 int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
 int tkp_mon_finish(struct tkp_mon *m);
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
+/* The verdict of assertion as: 1 pass, 0 violated, -1 inconclusive (some evaluation was, or it
+ * was never judged). *why is its enum tkp_why. */
+int tkp_mon_verdict(const struct tkp_mon *m, int as, int *why);
 /* run aggregate values after finish, by run slot (for a baseline pass) */
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m);
 struct tkp_mon_stats {

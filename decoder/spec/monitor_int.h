@@ -23,6 +23,7 @@ struct open {
     int used;
     uint64_t seg;
     uint64_t len, launches;      /* host records; LAUNCH and GRAPH_LAUNCH among them */
+    uint64_t work;               /* launches, copies and memsets among them */
     struct tkp_srec first, last; /* the first host record; the latest (records decode into it) */
     int last_lazy;               /* last holds only its shape: the record is last_raw */
     uint64_t last_id;
@@ -51,6 +52,8 @@ struct thr {
     uint32_t tid;
     uint64_t pid;
     uint32_t call; /* the thread's latest LIB_CALL */
+    uint64_t setup[8]; /* the latest set-up segments (STEP of another kind), for GPU records */
+    uint32_t nsetup;   /* set-up segments closed in all (setup[] holds the last 8) */
     struct tkp_srec lib;
     struct pend *pend;
     uint32_t npend, pend_head, pend_cap;
@@ -65,6 +68,7 @@ struct tkp_mon {
     struct tkp_val *aggs;       /* the step aggregates of the step being judged */
     struct tkp_val *runs;       /* run aggregates (finalised at the end) */
     double *run_acc;            /* per run slot: sum, count, min, max (4 each) */
+    uint8_t *run_unk;           /* per run slot: a judged step's selection or value was unknown */
     double **run_vals;          /* pNN: every value (8 B per step) */
     uint64_t *run_nvals, *run_capvals;
     struct tkp_witem **run_top; /* the top-k steps per run slot */
@@ -89,6 +93,7 @@ struct tkp_mon {
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
+    int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
 };
 
 /* What a step-level violation's witness draws from. */
@@ -104,11 +109,23 @@ int tkp_fold_vec(struct tkp_mon *m, struct tkp_eval *E, const struct vec *recs, 
 int tkp_fold_runs(struct tkp_mon *m, struct tkp_eval *E, int gpu);
 void tkp_runs_finalize(struct tkp_mon *m);
 
+/* Segment seg of thread h closed as a set-up segment: it has no token. */
+static inline int tkp_is_setup(const struct thr *h, uint64_t seg)
+{
+    for (uint32_t i = 0; i < h->nsetup && i < 8; i++)
+        if (h->setup[i] == seg) return 1;
+    return 0;
+}
+
 /* witness.c: a verdict that is not a pass (t 0 violated, -1 inconclusive) */
 void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struct tkp_sstep *s,
                const struct tkp_srec *r, const struct wctx *W);
 /* the top steps of a violated run assertion's aggregates */
 void tkp_run_witness(struct tkp_mon *m, int as);
+/* the kept record-level violations of segment seg of thread t, which closed as set-up */
+void tkp_setup_mark(struct tkp_mon *m, uint32_t t, uint64_t seg);
+/* no GPU record will come for thread t (-1: for any thread): its GPU_INFO said so, none came */
+int tkp_gpu_off(const struct tkp_mon *m, int t);
 
 static inline void tkp_verdict(struct tkp_mon *m, struct tkp_eval *E, int as, int t,
                                const struct tkp_sstep *s, const struct tkp_srec *r,

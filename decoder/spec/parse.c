@@ -95,7 +95,29 @@ static int formula(struct parser *P);
 static int expr(struct parser *P);
 
 static const char *const future_ops[] = {"next", "eventually", "always", "until", "future",
-                                         "finally", "globally", NULL};
+                                         "finally", "globally", "release", NULL};
+
+/* A future-time operator where the current token is one, prefix (always P) or infix (P until
+ * Q): every one is refused with the same reason. Returns -1 after the error, 0 when none. */
+static int future_refuse(struct parser *P)
+{
+    for (int i = 0; future_ops[i]; i++)
+        if (is(P, future_ops[i]))
+            return perr(P, &P->lx.tok,
+                        "'%s' looks into the future: only past-time operators (prev, once, "
+                        "historically, since) can give a verdict at most one step late",
+                        future_ops[i]);
+    return 0;
+}
+
+/* The current word is followed by '(' (blanks allowed): `exists(` is the aggregate, `exists t:`
+ * the quantifier. */
+static int call_follows(const struct parser *P)
+{
+    const char *c = P->lx.p;
+    while (*c == ' ' || *c == '\t') c++;
+    return *c == '(';
+}
 
 /* "[" dur "," (dur | "*") "]" */
 static int interval(struct parser *P, int n)
@@ -287,12 +309,7 @@ static int atom(struct parser *P)
         tokdesc(&t, d, sizeof(d));
         return perr(P, &t, "expected a value, found %s", d);
     }
-    for (int i = 0; future_ops[i]; i++)
-        if (is(P, future_ops[i]))
-            return perr(P, &t,
-                        "'%s' looks into the future: only past-time operators (prev, once, "
-                        "historically, since) can give a verdict at most one step late",
-                        future_ops[i]);
+    if (future_refuse(P)) return -1;
     if (is(P, "true") || is(P, "false")) {
         int n = node(P, OP_BOOL, &t);
         if (n >= 0) N(P, n)->num = is(P, "true");
@@ -338,7 +355,7 @@ static int atom(struct parser *P)
         return n;
     }
     /* busy(s), idle_frac(s), maxgap(s): the draft's call forms of s.busy, ... */
-    if ((is(P, "busy") || is(P, "idle_frac") || is(P, "maxgap")) && P->lx.p[0] == '(') {
+    if ((is(P, "busy") || is(P, "idle_frac") || is(P, "maxgap")) && call_follows(P)) {
         int attr = is(P, "busy") ? A_S_BUSY : is(P, "idle_frac") ? A_S_IDLE : A_S_MAXGAP;
         next(P);
         next(P);
@@ -351,7 +368,7 @@ static int atom(struct parser *P)
     }
     int agg;
     double pct = 0;
-    if (agg_kind(&t, &agg, &pct) && P->lx.p[0] == '(') return aggregate(P, agg, pct);
+    if (agg_kind(&t, &agg, &pct) && call_follows(P)) return aggregate(P, agg, pct);
     return path(P);
 }
 
@@ -452,6 +469,8 @@ static int sincef(struct parser *P)
         N(P, n)->a = l, N(P, n)->b = r;
         l = n;
     }
+    /* `P until Q` stands where `since` would: refuse it for what it is, not as a stray word */
+    if (l >= 0 && future_refuse(P)) return -1;
     return l;
 }
 
@@ -500,7 +519,8 @@ static int formula(struct parser *P)
 /* { ("forall" | "exists") ID ":" domain ["where" formula] "." } formula */
 static int stmt(struct parser *P)
 {
-    if (!is(P, "forall") && !is(P, "exists")) return formula(P);
+    /* `exists(P in s)` opening a formula is the aggregate, not the quantifier */
+    if (!is(P, "forall") && !(is(P, "exists") && !call_follows(P))) return formula(P);
     struct tkp_token t = P->lx.tok;
     int n = node(P, is(P, "forall") ? OP_FORALL : OP_EXISTS, &t);
     if (n < 0) return -1;

@@ -17,7 +17,10 @@
  * formula holds whatever those values are, a record of that shape is a pass without running
  * it (TKP_FAST_PASS; TKP_FAST_QUIET when its guard is false). The one state change a shape
  * may make is an unbounded `once` (or `historically`) that holds from now on: its slot is set
- * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. */
+ * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
+ * that is Boolean over atoms in front of a body without temporal operators is decided the same
+ * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
+ * the DtoH copies', and those alone are decoded and run. */
 #ifndef TKP_SPEC_PROG_H
 #define TKP_SPEC_PROG_H
 
@@ -153,6 +156,8 @@ struct tkp_shape {
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */
     int want;
     uint64_t pass, counts;
+    uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
+                       added to their evaluated counts at the end */
 };
 
 struct tkp_shapes {

@@ -216,8 +216,10 @@ static void viol_text(FILE *f, const struct tkp_spec *sp, const struct tkp_viol 
 {
     const struct tkp_assert *a = &sp->as[v->as];
     char o[32], b[32], mg[32];
-    fprintf(f, "    %s:%u %s at thread %u step %" PRIu64 " token %" PRIu64, sp->path, a->line, a->id,
-            v->thread, v->step, v->token);
+    fprintf(f, "    %s:%u %s at thread %u step %" PRIu64, sp->path, a->line, a->id, v->thread,
+            v->step);
+    if (v->setup) fprintf(f, " (set-up, no token)");
+    else fprintf(f, " token %" PRIu64, v->token);
     if (a->level == LV_RUN) fprintf(f, " (run)");
     if (v->rec_id) fprintf(f, " record #%" PRIu64, v->rec_id);
     if (v->has_val) {
@@ -240,8 +242,8 @@ void tkp_report_table(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
         const struct tkp_ares *R = tkp_mon_result(m, i);
-        const char *mark = R->violations ? (a->warn ? "!" : "\xe2\x9c\x97")
-                           : R->inconclusive || !R->evaluated ? "?" : "\xe2\x9c\x93";
+        int v = tkp_mon_verdict(m, i, NULL);
+        const char *mark = !v ? (a->warn ? "!" : "\xe2\x9c\x97") : v < 0 ? "?" : "\xe2\x9c\x93";
         char w[80] = "-";
         if (R->has_worst) {
             char o[32], b[32];
@@ -254,15 +256,18 @@ void tkp_report_table(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *
                 lvl(a->level), R->evaluated, R->violations, R->inconclusive, w,
                 a->warn && R->violations ? " (warn)" : "");
     }
+    int nwhy[TKP_WHY_COUNT_] = {0}, ninc = 0;
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_ares *R = tkp_mon_result(m, i);
-        if (!R->violations && !R->inconclusive) continue;
+        int why, v = tkp_mon_verdict(m, i, &why);
+        if (v < 0) ninc++, nwhy[why]++;
+        if (v > 0) continue;
         fprintf(f, "\n%s (%s:%u): %s\n", sp->as[i].id, sp->path, sp->as[i].line, sp->as[i].src);
         if (R->inconclusive)
-            fprintf(f, "    %" PRIu64 " evaluations inconclusive: a value they read is unknown "
-                       "(GPU time absent from the capture, a library field on a record that "
-                       "is not a LIB_CALL, or a step attribute s.* read at record level)\n",
-                    R->inconclusive);
+            fprintf(f, "    %" PRIu64 " evaluations inconclusive; the first: %s\n",
+                    R->inconclusive, R->unknown_note);
+        else if (v < 0)
+            fprintf(f, "    inconclusive: %s\n", tkp_why_str(why));
         for (int k = 0; k < R->nfirst; k++) viol_text(f, sp, &R->first[k]);
         if (R->nworst) fprintf(f, "    worst:\n");
         for (int k = 0; k < R->nworst; k++) viol_text(f, sp, &R->worst[k]);
@@ -272,6 +277,14 @@ void tkp_report_table(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *
             st->steps, st->gpu_records);
     if (st->unclosed) fprintf(f, ", %" PRIu64 " steps without a STEP record (not judged)", st->unclosed);
     if (st->late) fprintf(f, ", %" PRIu64 " late records (their step was already decided)", st->late);
+    if (ninc) {
+        /* what a CI gate reading the exit status needs to know: how many and why */
+        fprintf(f, ", %d assertion%s inconclusive (", ninc, ninc > 1 ? "s" : "");
+        const char *sep = "";
+        for (int w = 0; w < TKP_WHY_COUNT_; w++)
+            if (nwhy[w]) fprintf(f, "%s%d %s", sep, nwhy[w], tkp_why_str(w)), sep = "; ";
+        fprintf(f, ")");
+    }
     fprintf(f, "; state %" PRIu64 " B per thread", st->state_bytes);
     if (st->shapes) fprintf(f, ", %" PRIu64 " record shapes", st->shapes);
     if (st->buffered_peak) fprintf(f, ", at most %" PRIu64 " records buffered in a step", st->buffered_peak);
@@ -342,8 +355,10 @@ static void viol_json(FILE *f, const struct tkp_spec *sp, const struct tkp_viol 
     fprintf(f, ",\"line\":%u,\"severity\":\"%s\",\"level\":\"%s\",\"kept_as\":\"%s\"", a->line,
             a->warn ? "warn" : "error", lvl(a->level), which);
     if (a->level != LV_RUN) {
-        fprintf(f, ",\"thread\":%u,\"tid\":%u,\"step\":%" PRIu64 ",\"token\":%" PRIu64, v->thread,
-                v->tid, v->step, v->token);
+        fprintf(f, ",\"thread\":%u,\"tid\":%u,\"step\":%" PRIu64, v->thread, v->tid, v->step);
+        /* a set-up segment's record has no token (0 is the first token step's) */
+        if (v->setup) fprintf(f, ",\"token\":null,\"setup\":true");
+        else fprintf(f, ",\"token\":%" PRIu64, v->token);
         if (v->rec_id) fprintf(f, ",\"record\":%" PRIu64, v->rec_id);
         fprintf(f, ",\"host_start_ns\":%" PRIu64 ",\"host_end_ns\":%" PRIu64, v->host_start, v->host_end);
         if (v->has_gpu)
@@ -375,13 +390,18 @@ void tkp_report_json(FILE *f, const struct tkp_spec *sp, const struct tkp_mon *m
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
         const struct tkp_ares *R = tkp_mon_result(m, i);
+        int why, v = tkp_mon_verdict(m, i, &why);
         fprintf(f, "{\"type\":\"assertion\",\"assert\":");
         tkp_json_str(f, a->id);
         fprintf(f, ",\"line\":%u,\"level\":\"%s\",\"severity\":\"%s\",\"verdict\":\"%s\","
                    "\"evaluated\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"inconclusive\":%" PRIu64,
                 a->line, lvl(a->level), a->warn ? "warn" : "error",
-                R->violations ? "violated" : R->inconclusive || !R->evaluated ? "inconclusive" : "pass",
-                R->evaluated, R->violations, R->inconclusive);
+                !v ? "violated" : v < 0 ? "inconclusive" : "pass", R->evaluated, R->violations,
+                R->inconclusive);
+        if (v < 0) {
+            fprintf(f, ",\"why\":");
+            tkp_json_str(f, R->inconclusive ? R->unknown_note : tkp_why_str(why));
+        }
         if (R->has_worst)
             fprintf(f, ",\"worst_observed\":%.17g,\"worst_bound\":%.17g,\"worst_margin\":%.17g",
                     R->worst_obs, R->worst_bound, R->worst_margin);
@@ -523,6 +543,13 @@ void tkp_report_explain(FILE *f, const struct tkp_spec *sp)
                 : a->level == LV_STEP ? (a->gpu ? "when the step's GPU records are in (<= 1 step late)"
                                                 : "when the step closes (its STEP record); it sees no record")
                                       : "at the end of the run");
+        if (a->level == LV_RECORD && a->fast >= 0)
+            fprintf(f, "  shapes: %s\n",
+                    c->prog[a->body_prog].boolean
+                        ? "a record's shape decides its verdict where it can; the program runs on "
+                          "the rest"
+                        : "a record's shape decides its guard: only the records it selects are "
+                          "decoded and run");
         fprintf(f, "  state: %zu bytes per thread%s%s; %zu bytes per check (run aggregates, kept "
                    "violations)\n", a->state_bytes,
                 a->gpu && a->level != LV_RECORD ? ", plus one step summary per step awaiting GPU records" : "",

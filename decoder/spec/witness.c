@@ -293,12 +293,92 @@ static struct tkp_viol *slot_for(struct tkp_mon *m, int as, double margin, int h
     return margin < R->worst[wi].margin ? &R->worst[wi] : NULL;
 }
 
+/* ---- inconclusive: which value was unknown ---- */
+
+/* The first value of formula n unknown at E's point (an attribute or an aggregate), -1 none. */
+static int unknown_leaf(struct tkp_eval *E, int n, int depth)
+{
+    const struct tkp_spec *sp = E->sp;
+    if (n < 0 || depth > 200) return -1;
+    const struct tkp_node *x = &sp->n[n];
+    struct tkp_val v;
+    switch (x->op) {
+    case OP_ATTR:
+        v = tkp_attr_value(E, x->attr, x->var_is_r);
+        return v.t == VT_UNK ? n : -1;
+    case OP_AGG:
+        v = x->src == SRC_STEP ? (E->aggs ? E->aggs[x->slot] : (struct tkp_val){0})
+                               : (E->runs ? E->runs[x->slot] : (struct tkp_val){0});
+        return v.t == VT_UNK ? n : -1;
+    case OP_CLASS: return -1; /* a class on an unknown field is false, never unknown */
+    default: {
+        int l = unknown_leaf(E, x->a, depth + 1);
+        return l >= 0 || x->op == OP_MATCH ? l : unknown_leaf(E, x->b, depth + 1);
+    }
+    }
+}
+
+static const char *const agg_word[] = {"count", "sum", "min", "max", "mean", "exists", "first",
+                                       "last", "pNN"};
+
+/* The first inconclusive evaluation of assertion as: why, in R->why and R->unknown_note. */
+static void note_unknown(struct tkp_mon *m, struct tkp_eval *E, int as, int thread)
+{
+    const struct tkp_spec *sp = m->sp;
+    struct tkp_ares *R = &m->res[as];
+    int n = unknown_leaf(E, sp->as[as].body, 0);
+    if (n < 0) {
+        R->why = TKP_WHY_VALUE;
+        snprintf(R->unknown_note, sizeof(R->unknown_note), "%s", tkp_why_str(R->why));
+        return;
+    }
+    const struct tkp_node *x = &sp->n[n];
+    int lib = x->op == OP_ATTR && x->attr >= A_R_LIB && x->attr <= A_R_BATCH;
+    R->why = x->gpu ? (tkp_gpu_off(m, thread) ? TKP_WHY_GPU_OFF : TKP_WHY_GPU_MISS)
+             : lib ? TKP_WHY_LIB : TKP_WHY_VALUE;
+    if (x->op == OP_ATTR)
+        snprintf(R->unknown_note, sizeof(R->unknown_note), "%s unknown: %s",
+                 tkp_attr_name(x->attr), tkp_why_str(R->why));
+    else
+        snprintf(R->unknown_note, sizeof(R->unknown_note), "%s(...) at %u:%u unknown: %s",
+                 agg_word[x->agg], x->line, x->col, tkp_why_str(R->why));
+}
+
+void tkp_setup_mark(struct tkp_mon *m, uint32_t t, uint64_t seg)
+{
+    for (int as = 0; as < m->sp->nas; as++) {
+        struct tkp_ares *R = &m->res[as];
+        if (m->sp->as[as].level != LV_RECORD) continue;
+        for (int k = 0; k < R->nfirst; k++)
+            if (R->first[k].thread == t && R->first[k].step == seg) R->first[k].setup = 1;
+        for (int k = 0; k < R->nworst; k++)
+            if (R->worst[k].thread == t && R->worst[k].step == seg) R->worst[k].setup = 1;
+    }
+}
+
+/* A `prev` of formula n read the point before the first one (of the thread, or of the step
+ * for `in step`): there is none. */
+static int prev_first(const struct tkp_eval *E, int n, int depth)
+{
+    if (n < 0 || depth > 200 || !E->ts) return 0;
+    const struct tkp_node *x = &E->sp->n[n];
+    if (!x->temporal) return 0;
+    if (x->op == OP_PREV && E->ts[x->slot].prev_first) return 1;
+    return prev_first(E, x->a, depth + 1) || prev_first(E, x->b, depth + 1);
+}
+
 void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struct tkp_sstep *s,
                const struct tkp_srec *r, const struct wctx *W)
 {
     struct tkp_ares *R = &m->res[as];
+    if (t < 0 && prev_first(E, m->sp->as[as].body, 0)) {
+        /* `s.start - prev(s.end)` at the first step: no gap to judge, not an unknown gap */
+        R->evaluated--;
+        return;
+    }
     if (t < 0) {
-        R->inconclusive++;
+        if (!R->inconclusive++)
+            note_unknown(m, E, as, s ? (int)s->thread : r ? (int)r->thread : -1);
         return;
     }
     R->violations++;
@@ -325,6 +405,7 @@ void tkp_judge(struct tkp_mon *m, struct tkp_eval *E, int as, int t, const struc
         v->host_start = v->host_end = r->host_ns;
         v->has_gpu = r->gpu_end != 0, v->gpu_start = r->gpu_start, v->gpu_end = r->gpu_end;
         v->tid = m->t[r->thread].tid;
+        v->setup = tkp_is_setup(&m->t[r->thread], r->step);
         add_w(v, "this", r);
     }
     if (W) witness_step(m, E, as, v, W);

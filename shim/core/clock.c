@@ -25,7 +25,7 @@ static struct {
     uint64_t tsc0, ns0;  /* first anchor */
     uint64_t tsc, ns;    /* latest anchor */
     uint64_t mult;       /* ns per tick << 32 */
-} A;
+} anchor;
 
 static int file_has(const char *path, const char *word, int whole_line)
 {
@@ -79,13 +79,13 @@ void tkp_clock_init(void)
         file_has("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc", 1) &&
         file_has("/proc/cpuinfo", "constant_tsc", 0) && file_has("/proc/cpuinfo", "nonstop_tsc", 0);
     if (!tkp_clock_tsc) return;
-    pair(&A.tsc0, &A.ns0);
-    A.tsc = A.tsc0;
-    A.ns = A.ns0;
+    pair(&anchor.tsc0, &anchor.ns0);
+    anchor.tsc = anchor.tsc0;
+    anchor.ns = anchor.ns0;
     /* a first rate over ~1 ms, refined by every anchor */
     uint64_t t, n;
-    do pair(&t, &n); while (n - A.ns0 < 1000000);
-    A.mult = (uint64_t)(((unsigned __int128)(n - A.ns0) << 32) / (t - A.tsc0));
+    do pair(&t, &n); while (n - anchor.ns0 < 1000000);
+    anchor.mult = (uint64_t)(((unsigned __int128)(n - anchor.ns0) << 32) / (t - anchor.tsc0));
 }
 
 void tkp_clock_anchor(void)
@@ -93,22 +93,22 @@ void tkp_clock_anchor(void)
     if (!tkp_clock_tsc) return;
     uint64_t t, n;
     pair(&t, &n);
-    if (t <= A.tsc0 || n <= A.ns0) return;
-    A.mult = (uint64_t)(((unsigned __int128)(n - A.ns0) << 32) / (t - A.tsc0));
-    A.tsc = t;
-    A.ns = n;
+    if (t <= anchor.tsc0 || n <= anchor.ns0) return;
+    anchor.mult = (uint64_t)(((unsigned __int128)(n - anchor.ns0) << 32) / (t - anchor.tsc0));
+    anchor.tsc = t;
+    anchor.ns = n;
 }
 
 uint64_t tkp_stamp_ns(uint64_t stamp)
 {
     if (!tkp_clock_tsc || !stamp) return stamp;
-    int64_t d = (int64_t)(stamp - A.tsc);
-    __int128 off = ((__int128)d * (__int128)A.mult) >> 32;
-    return (uint64_t)((__int128)A.ns + off);
+    int64_t d = (int64_t)(stamp - anchor.tsc);
+    __int128 off = ((__int128)d * (__int128)anchor.mult) >> 32;
+    return (uint64_t)((__int128)anchor.ns + off);
 }
 
 uint64_t tkp_stamp_dur_ns(uint64_t ticks)
 {
     if (!tkp_clock_tsc) return ticks;
-    return (uint64_t)(((unsigned __int128)ticks * A.mult) >> 32);
+    return (uint64_t)(((unsigned __int128)ticks * anchor.mult) >> 32);
 }

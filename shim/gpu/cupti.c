@@ -77,7 +77,7 @@ static struct {
     CUptiResult (*flush_all)(uint32_t);
     CUptiResult (*flush_period)(uint32_t);
     CUptiResult (*node_id)(CUgraphNode, uint64_t *);
-} C;
+} api;
 
 static struct {
     int mode;
@@ -101,7 +101,7 @@ static struct {
     uint64_t records, bad_time, unjoined, filtered;
     uint64_t info_sig; /* counters last emitted in GPU_INFO */
     int info_sent;
-} G = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
+} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
 
 /* The open COLS (writer-private; "columns", below). */
 #define COLS_FIELDS 17
@@ -110,7 +110,7 @@ static struct {
     uint32_t n, nf;
     uint64_t prev[COLS_FIELDS];
     struct tkp_col c[COLS_FIELDS];
-} K;
+} cols;
 
 struct gbuf {
     struct gbuf *next;
@@ -123,35 +123,35 @@ struct gbuf {
 static void config(void)
 {
     const char *v = getenv("TOKPROF_GPU");
-    G.mode = MODE_ALWAYS;
+    gpu.mode = MODE_ALWAYS;
     if (v && *v) {
         unsigned n, m;
         char c;
-        if (!strcmp(v, "always")) G.mode = MODE_ALWAYS;
-        else if (!strcmp(v, "off")) G.mode = MODE_OFF;
-        else if (!strcmp(v, "trigger")) G.mode = MODE_TRIGGER;
+        if (!strcmp(v, "always")) gpu.mode = MODE_ALWAYS;
+        else if (!strcmp(v, "off")) gpu.mode = MODE_OFF;
+        else if (!strcmp(v, "trigger")) gpu.mode = MODE_TRIGGER;
         else if (sscanf(v, "window:%u/%u%c", &n, &m, &c) == 2 && n >= 1 && m >= n) {
-            G.mode = MODE_WINDOW;
-            G.win_n = n;
-            G.win_m = m;
+            gpu.mode = MODE_WINDOW;
+            gpu.win_n = n;
+            gpu.win_m = m;
         } else
             tkp_warn("TOKPROF_GPU=%s is not always|off|trigger|window:N/M (1<=N<=M); using always",
                      v);
     }
-    G.trigger_steps = 10;
+    gpu.trigger_steps = 10;
     v = getenv("TOKPROF_GPU_TRIGGER_STEPS");
-    if (v && *v) G.trigger_steps = (unsigned)strtoul(v, NULL, 10);
-    if (!G.trigger_steps) G.trigger_steps = 10;
-    G.buffer_cap = 32ull << 20;
+    if (v && *v) gpu.trigger_steps = (unsigned)strtoul(v, NULL, 10);
+    if (!gpu.trigger_steps) gpu.trigger_steps = 10;
+    gpu.buffer_cap = 32ull << 20;
     v = getenv("TOKPROF_GPU_BUFFER_MB");
-    if (v && *v && strtoul(v, NULL, 10) > 0) G.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
+    if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
 }
 
 static const char *mode_str(char *buf, size_t n)
 {
-    switch (G.mode) {
-    case MODE_WINDOW: snprintf(buf, n, "window:%u/%u", G.win_n, G.win_m); return buf;
-    case MODE_TRIGGER: snprintf(buf, n, "trigger:%u", G.trigger_steps); return buf;
+    switch (gpu.mode) {
+    case MODE_WINDOW: snprintf(buf, n, "window:%u/%u", gpu.win_n, gpu.win_m); return buf;
+    case MODE_TRIGGER: snprintf(buf, n, "trigger:%u", gpu.trigger_steps); return buf;
     case MODE_OFF: return "off";
     default: return "always";
     }
@@ -161,11 +161,11 @@ static const char *mode_str(char *buf, size_t n)
 
 static int traced(uint32_t seg)
 {
-    if (G.mode == MODE_WINDOW) return seg % G.win_m < G.win_n;
-    if (G.mode == MODE_TRIGGER) {
-        uint32_t n = atomic_load_explicit(&G.nranges, memory_order_acquire);
+    if (gpu.mode == MODE_WINDOW) return seg % gpu.win_m < gpu.win_n;
+    if (gpu.mode == MODE_TRIGGER) {
+        uint32_t n = atomic_load_explicit(&gpu.nranges, memory_order_acquire);
         for (uint32_t i = n > RANGES_MAX ? n - RANGES_MAX : 0; i < n; i++)
-            if (seg >= G.range_from[i % RANGES_MAX] && seg < G.range_to[i % RANGES_MAX]) return 1;
+            if (seg >= gpu.range_from[i % RANGES_MAX] && seg < gpu.range_to[i % RANGES_MAX]) return 1;
         return 0;
     }
     return 1;
@@ -177,36 +177,36 @@ static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 /* Switches the activity kinds; the subscription and callbacks stay (no teardown per window). */
 static void set_kinds(int on)
 {
-    if (atomic_exchange(&G.kinds_on, on) == on) return;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) (on ? C.enable : C.disable)(kinds[i]);
+    if (atomic_exchange(&gpu.kinds_on, on) == on) return;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) (on ? api.enable : api.disable)(kinds[i]);
 }
 
 void tkp_gpu_arm(unsigned steps)
 {
-    atomic_store(&G.armed, steps ? steps : G.trigger_steps);
+    atomic_store(&gpu.armed, steps ? steps : gpu.trigger_steps);
 }
 
 static void on_sigusr2(int sig)
 {
     (void)sig;
-    tkp_gpu_arm(G.trigger_steps);
+    tkp_gpu_arm(gpu.trigger_steps);
 }
 
 void tkp_cupti_on_segment(uint32_t seg)
 {
-    if (!atomic_load_explicit(&G.active, memory_order_relaxed) || G.mode == MODE_ALWAYS) return;
+    if (!atomic_load_explicit(&gpu.active, memory_order_relaxed) || gpu.mode == MODE_ALWAYS) return;
     struct tkp_ring *r = tkp_tls.ring;
     if (!r) return;
     uint32_t none = UINT32_MAX;
-    atomic_compare_exchange_strong(&G.main_thread, &none, r->thread_idx);
-    if (atomic_load(&G.main_thread) != r->thread_idx) return;
-    atomic_store(&G.cur_seg, seg);
-    unsigned armed = atomic_exchange(&G.armed, 0);
+    atomic_compare_exchange_strong(&gpu.main_thread, &none, r->thread_idx);
+    if (atomic_load(&gpu.main_thread) != r->thread_idx) return;
+    atomic_store(&gpu.cur_seg, seg);
+    unsigned armed = atomic_exchange(&gpu.armed, 0);
     if (armed) {
-        uint32_t n = atomic_load(&G.nranges);
-        G.range_from[n % RANGES_MAX] = seg;
-        G.range_to[n % RANGES_MAX] = seg + armed;
-        atomic_store_explicit(&G.nranges, n + 1, memory_order_release);
+        uint32_t n = atomic_load(&gpu.nranges);
+        gpu.range_from[n % RANGES_MAX] = seg;
+        gpu.range_to[n % RANGES_MAX] = seg + armed;
+        atomic_store_explicit(&gpu.nranges, n + 1, memory_order_release);
     }
     /* Switched on eagerly: the segment's first launch must be seen. Switched off lazily, at the
      * next launch (the callback), so that the previous step's last copy, issued after its
@@ -226,7 +226,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     if (d->callbackSite != CUPTI_API_ENTER || (unsigned)dom > 2 || cbid >= 1024) return;
     int join = cb_join[dom][cbid];
     struct tkp_ring *r = tkp_tls.ring;
-    if (!join || !r || !atomic_load_explicit(&G.active, memory_order_relaxed)) return;
+    if (!join || !r || !atomic_load_explicit(&gpu.active, memory_order_relaxed)) return;
     struct tkp_stepstate *s = tkp_step_state(r);
     uint32_t step = s->seg, idx;
     if (join == TKP_JOIN_LAUNCH) {
@@ -247,13 +247,13 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     } else {
         return;
     }
-    if (G.mode != MODE_ALWAYS && atomic_load_explicit(&G.kinds_on, memory_order_relaxed) &&
-        atomic_load_explicit(&G.main_thread, memory_order_relaxed) == r->thread_idx &&
+    if (gpu.mode != MODE_ALWAYS && atomic_load_explicit(&gpu.kinds_on, memory_order_relaxed) &&
+        atomic_load_explicit(&gpu.main_thread, memory_order_relaxed) == r->thread_idx &&
         !traced(s->seg))
         set_kinds(0);
     /* Outside a window nothing will need the join: no ring slot, and the writer's table keeps
      * its slots for the correlations that will */
-    if (!atomic_load_explicit(&G.kinds_on, memory_order_relaxed)) return;
+    if (!atomic_load_explicit(&gpu.kinds_on, memory_order_relaxed)) return;
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (!e) return;
     e->type = TKP_EV_GPU_CORR;
@@ -296,7 +296,7 @@ static void enable_callbacks(CUpti_SubscriberHandle sub)
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         if (ids[i].cbid >= 1024) continue;
         cb_join[ids[i].dom][ids[i].cbid] = (uint8_t)ids[i].join;
-        C.enable_callback(1, sub, (CUpti_CallbackDomain)ids[i].dom, (CUpti_CallbackId)ids[i].cbid);
+        api.enable_callback(1, sub, (CUpti_CallbackDomain)ids[i].dom, (CUpti_CallbackId)ids[i].cbid);
     }
 }
 
@@ -312,18 +312,18 @@ static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_rec
     *buffer = NULL;
     *size = 0;
     *max_records = 0;
-    uint64_t total = atomic_fetch_add(&G.buf_bytes, BUF_SIZE) + BUF_SIZE;
-    if (total > G.buffer_cap) { /* declined: CUPTI drops and counts */
-        atomic_fetch_sub(&G.buf_bytes, BUF_SIZE);
+    uint64_t total = atomic_fetch_add(&gpu.buf_bytes, BUF_SIZE) + BUF_SIZE;
+    if (total > gpu.buffer_cap) { /* declined: CUPTI drops and counts */
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
         return;
     }
     struct gbuf *b = malloc(sizeof *b + BUF_SIZE);
     if (!b) {
-        atomic_fetch_sub(&G.buf_bytes, BUF_SIZE);
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
         return;
     }
-    uint64_t peak = atomic_load(&G.buf_peak);
-    while (total > peak && !atomic_compare_exchange_weak(&G.buf_peak, &peak, total)) {
+    uint64_t peak = atomic_load(&gpu.buf_peak);
+    while (total > peak && !atomic_compare_exchange_weak(&gpu.buf_peak, &peak, total)) {
     }
     *buffer = b->data;
     *size = BUF_SIZE;
@@ -334,13 +334,13 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
 {
     (void)ctx, (void)size;
     size_t n = 0;
-    if (C.dropped && C.dropped(NULL, stream, &n) == CUPTI_SUCCESS && n)
-        atomic_fetch_add(&G.cupti_dropped, n);
+    if (api.dropped && api.dropped(NULL, stream, &n) == CUPTI_SUCCESS && n)
+        atomic_fetch_add(&gpu.cupti_dropped, n);
     if (!buffer) return;
     struct gbuf *b = (struct gbuf *)(buffer - offsetof(struct gbuf, data));
     b->valid = valid;
-    b->next = atomic_load(&G.done_list);
-    while (!atomic_compare_exchange_weak(&G.done_list, &b->next, b)) {
+    b->next = atomic_load(&gpu.done_list);
+    while (!atomic_compare_exchange_weak(&gpu.done_list, &b->next, b)) {
     }
 }
 
@@ -348,20 +348,20 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
 
 static void off(int status, const char *why)
 {
-    G.status = status;
-    snprintf(G.reason, sizeof G.reason, "%s", why);
+    gpu.status = status;
+    snprintf(gpu.reason, sizeof gpu.reason, "%s", why);
     tkp_warn("GPU time off: %s; host capture continues", why);
 }
 
 void tkp_cupti_start(void)
 {
     config();
-    if (G.mode == MODE_OFF) {
-        G.status = TKP_GPU_OFF;
-        snprintf(G.reason, sizeof G.reason, "TOKPROF_GPU=off");
+    if (gpu.mode == MODE_OFF) {
+        gpu.status = TKP_GPU_OFF;
+        snprintf(gpu.reason, sizeof gpu.reason, "TOKPROF_GPU=off");
         return;
     }
-    if (G.loaded) return;
+    if (gpu.loaded) return;
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
     const char *path = getenv("TOKPROF_CUPTI_PATH");
     void *h = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -369,7 +369,7 @@ void tkp_cupti_start(void)
         off(TKP_GPU_NO_CUPTI, "libcupti.so.13 not found");
         goto out;
     }
-#define SYM(f, n) *(void **)&C.f = tkp_real_dlsym(h, n)
+#define SYM(f, n) *(void **)&api.f = tkp_real_dlsym(h, n)
     SYM(subscribe, "cuptiSubscribe");
     SYM(enable_callback, "cuptiEnableCallback");
     SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
@@ -382,13 +382,13 @@ void tkp_cupti_start(void)
     SYM(flush_period, "cuptiActivityFlushPeriod");
     SYM(node_id, "cuptiGetGraphNodeId");
 #undef SYM
-    if (!C.subscribe || !C.enable_callback || !C.register_callbacks || !C.register_ts ||
-        !C.enable || !C.disable || !C.next || !C.flush_all) {
+    if (!api.subscribe || !api.enable_callback || !api.register_callbacks || !api.register_ts ||
+        !api.enable || !api.disable || !api.next || !api.flush_all) {
         off(TKP_GPU_NO_CUPTI, "libcupti.so.13 lacks the activity API");
         goto out;
     }
     CUpti_SubscriberHandle sub;
-    CUptiResult rc = C.subscribe(&sub, on_api, NULL);
+    CUptiResult rc = api.subscribe(&sub, on_api, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
         off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
         goto out;
@@ -400,10 +400,10 @@ void tkp_cupti_start(void)
         off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, why);
         goto out;
     }
-    G.loaded = 1;
+    gpu.loaded = 1;
     /* The timestamp callback first: it must be in place before any kind is enabled. */
-    if ((rc = C.register_ts(clock_ns)) != CUPTI_SUCCESS ||
-        (rc = C.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+    if ((rc = api.register_ts(clock_ns)) != CUPTI_SUCCESS ||
+        (rc = api.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
         char why[96];
         snprintf(why, sizeof why, "CUPTI activity API failed (%d)%s", (int)rc,
                  rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
@@ -411,11 +411,11 @@ void tkp_cupti_start(void)
         goto out;
     }
     enable_callbacks(sub);
-    if (C.flush_period) C.flush_period(tkp_cfg.flush_ms);
-    G.status = TKP_GPU_ON;
-    G.reason[0] = 0;
-    atomic_store(&G.active, 1);
-    if (G.mode == MODE_TRIGGER) {
+    if (api.flush_period) api.flush_period(tkp_cfg.flush_ms);
+    gpu.status = TKP_GPU_ON;
+    gpu.reason[0] = 0;
+    atomic_store(&gpu.active, 1);
+    if (gpu.mode == MODE_TRIGGER) {
         struct sigaction sa, old;
         memset(&sa, 0, sizeof sa);
         /* only when the program left SIGUSR2 alone: never take a signal from it */
@@ -425,10 +425,10 @@ void tkp_cupti_start(void)
             sigaction(SIGUSR2, &sa, NULL);
         }
     }
-    if (G.mode == MODE_ALWAYS || (G.mode == MODE_WINDOW && traced(0))) set_kinds(1);
-    if (atomic_load(&G.kinds_on) == 0 && G.mode == MODE_ALWAYS) {
+    if (gpu.mode == MODE_ALWAYS || (gpu.mode == MODE_WINDOW && traced(0))) set_kinds(1);
+    if (atomic_load(&gpu.kinds_on) == 0 && gpu.mode == MODE_ALWAYS) {
         off(TKP_GPU_ERROR, "cuptiActivityEnable failed");
-        atomic_store(&G.active, 0);
+        atomic_store(&gpu.active, 0);
     }
 out:
     tkp_tls.depth--;
@@ -436,24 +436,24 @@ out:
 
 void tkp_cupti_stop(void)
 {
-    if (!G.loaded) return;
+    if (!gpu.loaded) return;
     tkp_tls.depth++;
     /* Forced: records still in CUPTI's incomplete buffers are delivered too. */
-    C.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     tkp_tls.depth--;
 }
 
 void tkp_cupti_after_fork(void)
 {
     /* CUPTI does not follow a fork: the child keeps tier 1 only, and says so. */
-    atomic_store(&G.active, 0);
-    atomic_store(&G.done_list, NULL);
-    K.n = 0; /* a COLS the parent's writer was filling */
-    for (int k = 0; k < COLS_FIELDS; k++) K.c[k].n = 0;
-    G.info_sent = 0;
-    if (G.loaded) {
-        G.status = TKP_GPU_ERROR;
-        snprintf(G.reason, sizeof G.reason, "fork child: CUPTI is not inherited");
+    atomic_store(&gpu.active, 0);
+    atomic_store(&gpu.done_list, NULL);
+    cols.n = 0; /* a COLS the parent's writer was filling */
+    for (int k = 0; k < COLS_FIELDS; k++) cols.c[k].n = 0;
+    gpu.info_sent = 0;
+    if (gpu.loaded) {
+        gpu.status = TKP_GPU_ERROR;
+        snprintf(gpu.reason, sizeof gpu.reason, "fork child: CUPTI is not inherited");
     }
 }
 
@@ -467,7 +467,7 @@ static struct tkp_map nodemap; /* CUPTI node id -> index in nodes */
 uint64_t tkp_cupti_node_id(void *node)
 {
     uint64_t id = 0;
-    if (!G.loaded || !C.node_id || C.node_id((CUgraphNode)node, &id) != CUPTI_SUCCESS) return 0;
+    if (!gpu.loaded || !api.node_id || api.node_id((CUgraphNode)node, &id) != CUPTI_SUCCESS) return 0;
     return id;
 }
 
@@ -513,7 +513,7 @@ static struct tkp_gpu_batch batch;
 
 struct tkp_gpu_batch *tkp_cupti_take(void)
 {
-    struct gbuf *l = atomic_exchange(&G.done_list, NULL), *rev = NULL;
+    struct gbuf *l = atomic_exchange(&gpu.done_list, NULL), *rev = NULL;
     while (l) { /* the list is LIFO; buffers are encoded in completion order */
         struct gbuf *n = l->next;
         l->next = rev;
@@ -556,9 +556,9 @@ static int dir_of(uint8_t copy_kind)
 static int keep(uint32_t corr)
 {
     const struct corr *c = corr_find(corr);
-    uint32_t main = atomic_load(&G.main_thread);
-    if (c && G.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) && !traced(c->step)) {
-        G.filtered++;
+    uint32_t main = atomic_load(&gpu.main_thread);
+    if (c && gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) && !traced(c->step)) {
+        gpu.filtered++;
         return 0;
     }
     return 1;
@@ -574,7 +574,7 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
         v[2] = c->join_idx >> 28;
         v[3] = c->join_idx & 0x0fffffffu;
     } else {
-        G.unjoined++;
+        gpu.unjoined++;
         v[0] = TKP_GPU_THREAD_NONE;
         v[1] = 0;
         v[2] = TKP_JOIN_NONE;
@@ -597,40 +597,40 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
  * records of one type; a record of the other type ends it, and so does the end of
  * tkp_cupti_encode, so GPU records keep their order and no COLS spans two chunks. NAME records
  * of kernel names are written as the records are added, before the COLS that uses them. */
-/* (K, the open COLS, is declared with G above.) */
+/* (cols, the open COLS, is declared with gpu above.) */
 
 static void cols_flush(const struct tkp_enc *enc)
 {
-    if (!K.n) return;
+    if (!cols.n) return;
     msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 4 + K.nf);
+    msgpack_pack_array(pk, 4 + cols.nf);
     msgpack_pack_int(pk, TKP_REC_COLS);
-    msgpack_pack_int(pk, K.type);
-    msgpack_pack_uint32(pk, K.n);
-    msgpack_pack_uint32(pk, K.nf);
-    tkp_cols_pack(pk, K.c, K.nf);
-    K.n = 0;
+    msgpack_pack_int(pk, cols.type);
+    msgpack_pack_uint32(pk, cols.n);
+    msgpack_pack_uint32(pk, cols.nf);
+    tkp_cols_pack(pk, cols.c, cols.nf);
+    cols.n = 0;
 }
 
 /* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
  * caller writes it as a record of its own). */
 static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
-    if (K.n && (K.type != type || K.n == TKP_COLS_MAX)) cols_flush(enc);
-    if (tkp_cols_room(K.c, nf)) {
+    if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
+    if (tkp_cols_room(cols.c, nf)) {
         cols_flush(enc);
         return 0;
     }
-    if (!K.n) {
-        K.type = type;
-        K.nf = nf;
-        memset(K.prev, 0, sizeof K.prev);
+    if (!cols.n) {
+        cols.type = type;
+        cols.nf = nf;
+        memset(cols.prev, 0, sizeof cols.prev);
     }
     for (uint32_t k = 0; k < nf; k++) {
-        tkp_col_put(&K.c[k], tkp_zigzag((int64_t)(v[k] - K.prev[k])));
-        K.prev[k] = v[k];
+        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
+        cols.prev[k] = v[k];
     }
-    K.n++;
+    cols.n++;
     return 1;
 }
 
@@ -671,11 +671,11 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
         return;
     }
     if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
-        G.bad_time++;
+        gpu.bad_time++;
         return;
     }
     if (!keep(corr)) return;
-    G.records++;
+    gpu.records++;
     uint64_t v[COLS_FIELDS];
     v[0] = start;
     v[1] = end;
@@ -708,29 +708,29 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
 
 static void emit_info(const struct tkp_enc *enc, int final)
 {
-    uint64_t dropped = atomic_load(&G.cupti_dropped);
-    uint64_t sig = G.records * 31 + dropped * 17 + G.bad_time * 13 + G.unjoined * 7 + G.filtered;
-    if (G.info_sent && sig == G.info_sig && !final) return;
-    G.info_sent = 1;
-    G.info_sig = sig;
+    uint64_t dropped = atomic_load(&gpu.cupti_dropped);
+    uint64_t sig = gpu.records * 31 + dropped * 17 + gpu.bad_time * 13 + gpu.unjoined * 7 + gpu.filtered;
+    if (gpu.info_sent && sig == gpu.info_sig && !final) return;
+    gpu.info_sent = 1;
+    gpu.info_sig = sig;
     char mb[48];
     msgpack_packer *pk = enc->packer(enc->ctx);
     msgpack_pack_array(pk, 11);
     msgpack_pack_int(pk, TKP_REC_GPU_INFO);
-    msgpack_pack_int(pk, G.status);
-    const char *m = mode_str(mb, sizeof mb), *why = G.reason;
+    msgpack_pack_int(pk, gpu.status);
+    const char *m = mode_str(mb, sizeof mb), *why = gpu.reason;
     msgpack_pack_str(pk, strlen(m));
     msgpack_pack_str_body(pk, m, strlen(m));
     msgpack_pack_str(pk, strlen(why));
     msgpack_pack_str_body(pk, why, strlen(why));
     msgpack_pack_str(pk, 9);
     msgpack_pack_str_body(pk, "monotonic", 9);
-    msgpack_pack_uint64(pk, G.records);
+    msgpack_pack_uint64(pk, gpu.records);
     msgpack_pack_uint64(pk, dropped);
-    msgpack_pack_uint64(pk, G.bad_time);
-    msgpack_pack_uint64(pk, G.unjoined);
-    msgpack_pack_uint64(pk, G.filtered);
-    msgpack_pack_uint64(pk, atomic_load(&G.buf_peak));
+    msgpack_pack_uint64(pk, gpu.bad_time);
+    msgpack_pack_uint64(pk, gpu.unjoined);
+    msgpack_pack_uint64(pk, gpu.filtered);
+    msgpack_pack_uint64(pk, atomic_load(&gpu.buf_peak));
 }
 
 void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
@@ -738,11 +738,11 @@ void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *
     for (struct gbuf *g = b->head, *n; g; g = n) {
         n = g->next;
         CUpti_Activity *rec = NULL;
-        while (C.next && C.next(g->data, g->valid, &rec) == CUPTI_SUCCESS) encode_record(enc, rec);
+        while (api.next && api.next(g->data, g->valid, &rec) == CUPTI_SUCCESS) encode_record(enc, rec);
         free(g);
-        atomic_fetch_sub(&G.buf_bytes, BUF_SIZE);
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
     }
     b->head = NULL;
     cols_flush(enc); /* before any other record, and within this chunk */
-    if (G.status != TKP_GPU_OFF || G.reason[0] || final) emit_info(enc, final);
+    if (gpu.status != TKP_GPU_OFF || gpu.reason[0] || final) emit_info(enc, final);
 }

@@ -48,14 +48,14 @@ static struct {
     int file_pending;
     uint64_t file_at;
     int installed;
-} T;
+} trig;
 
 static void on_signal(int sig)
 {
     (void)sig;
     int saved = errno;
-    atomic_store(&T.sig_ns, tkp_now_ns());
-    atomic_fetch_add(&T.sig_count, 1);
+    atomic_store(&trig.sig_ns, tkp_now_ns());
+    atomic_fetch_add(&trig.sig_count, 1);
     errno = saved;
 }
 
@@ -68,8 +68,8 @@ static void file_state(int *exists, struct timespec *mtime)
 
 void tkp_trigger_start(void)
 {
-    if (tkp_prod.trigger_file[0]) file_state(&T.file_exists, &T.file_mtime);
-    if (!tkp_prod.signal || T.installed) return;
+    if (tkp_prod.trigger_file[0]) file_state(&trig.file_exists, &trig.file_mtime);
+    if (!tkp_prod.signal || trig.installed) return;
     struct sigaction sa, old;
     /* Never take a signal from the program: only one it left at its default. */
     if (sigaction(tkp_prod.signal, NULL, &old) || old.sa_handler != SIG_DFL ||
@@ -81,7 +81,7 @@ void tkp_trigger_start(void)
     sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
     sigfillset(&sa.sa_mask);
-    if (sigaction(tkp_prod.signal, &sa, NULL) == 0) T.installed = 1;
+    if (sigaction(tkp_prod.signal, &sa, NULL) == 0) trig.installed = 1;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -96,40 +96,40 @@ void tkp_trigger_on_step(int kind, uint64_t begin_ns, uint64_t end_ns)
     uint64_t dur = end_ns - begin_ns;
     uint64_t limit = 0;
     if (tkp_prod.step_trigger == 1) limit = tkp_prod.step_ns;
-    else if (T.nwin >= WIN_MIN && T.p50) limit = (uint64_t)(tkp_prod.step_factor * (double)T.p50);
-    if (limit && dur > limit && !T.step_pending) {
-        T.step_pending = 1;
-        T.step_at = begin_ns; /* the window before is what led up to the slow step */
-        T.step_dur = dur;
-        T.step_limit = limit;
+    else if (trig.nwin >= WIN_MIN && trig.p50) limit = (uint64_t)(tkp_prod.step_factor * (double)trig.p50);
+    if (limit && dur > limit && !trig.step_pending) {
+        trig.step_pending = 1;
+        trig.step_at = begin_ns; /* the window before is what led up to the slow step */
+        trig.step_dur = dur;
+        trig.step_limit = limit;
     }
     if (tkp_prod.step_trigger != 2) return;
-    T.win[T.nwin++ % WIN] = dur;
+    trig.win[trig.nwin++ % WIN] = dur;
     /* p50 of the last WIN steps, refreshed every 16: a sort of 128 numbers, writer thread */
-    if (++T.since_p50 >= 16 || T.nwin == WIN_MIN) {
+    if (++trig.since_p50 >= 16 || trig.nwin == WIN_MIN) {
         uint64_t tmp[WIN];
-        unsigned n = T.nwin < WIN ? T.nwin : WIN;
-        memcpy(tmp, T.win, n * sizeof *tmp);
+        unsigned n = trig.nwin < WIN ? trig.nwin : WIN;
+        memcpy(tmp, trig.win, n * sizeof *tmp);
         qsort(tmp, n, sizeof *tmp, cmp_u64);
-        T.p50 = tmp[n / 2];
-        T.since_p50 = 0;
+        trig.p50 = tmp[n / 2];
+        trig.since_p50 = 0;
     }
 }
 
 static void poll_file(uint64_t now)
 {
-    if (!tkp_prod.trigger_file[0] || now < T.file_next_ns) return;
-    T.file_next_ns = now + FILE_POLL_NS;
+    if (!tkp_prod.trigger_file[0] || now < trig.file_next_ns) return;
+    trig.file_next_ns = now + FILE_POLL_NS;
     int exists;
     struct timespec m = {0, 0};
     file_state(&exists, &m);
-    if (exists && (!T.file_exists || m.tv_sec != T.file_mtime.tv_sec ||
-                   m.tv_nsec != T.file_mtime.tv_nsec) && !T.file_pending) {
-        T.file_pending = 1;
-        T.file_at = now;
+    if (exists && (!trig.file_exists || m.tv_sec != trig.file_mtime.tv_sec ||
+                   m.tv_nsec != trig.file_mtime.tv_nsec) && !trig.file_pending) {
+        trig.file_pending = 1;
+        trig.file_at = now;
     }
-    T.file_exists = exists;
-    if (exists) T.file_mtime = m;
+    trig.file_exists = exists;
+    if (exists) trig.file_mtime = m;
 }
 
 int tkp_trigger_take(uint64_t now, uint64_t *at_ns, char *why, size_t cap, unsigned *merged)
@@ -137,39 +137,39 @@ int tkp_trigger_take(uint64_t now, uint64_t *at_ns, char *why, size_t cap, unsig
     poll_file(now);
     int kind = TKP_TRIG_NONE;
     unsigned extra = 0;
-    if (T.step_pending) {
-        T.step_pending = 0;
+    if (trig.step_pending) {
+        trig.step_pending = 0;
         kind = TKP_TRIG_STEP;
-        *at_ns = T.step_at;
-        snprintf(why, cap, "step of %.3f ms > %.3f ms", (double)T.step_dur / 1e6,
-                 (double)T.step_limit / 1e6);
+        *at_ns = trig.step_at;
+        snprintf(why, cap, "step of %.3f ms > %.3f ms", (double)trig.step_dur / 1e6,
+                 (double)trig.step_limit / 1e6);
     }
-    if (atomic_load(&T.api_state) == 2) {
+    if (atomic_load(&trig.api_state) == 2) {
         if (kind) extra++;
         else {
             kind = TKP_TRIG_API;
-            *at_ns = T.api_ns;
-            snprintf(why, cap, "%s", T.api_why);
+            *at_ns = trig.api_ns;
+            snprintf(why, cap, "%s", trig.api_why);
         }
-        extra += atomic_exchange(&T.api_extra, 0);
-        atomic_store(&T.api_state, 0);
+        extra += atomic_exchange(&trig.api_extra, 0);
+        atomic_store(&trig.api_state, 0);
     }
-    unsigned sigs = atomic_exchange(&T.sig_count, 0);
+    unsigned sigs = atomic_exchange(&trig.sig_count, 0);
     if (sigs) {
         if (kind) extra += sigs;
         else {
             kind = TKP_TRIG_SIGNAL;
-            *at_ns = atomic_load(&T.sig_ns);
+            *at_ns = atomic_load(&trig.sig_ns);
             snprintf(why, cap, "signal %d", tkp_prod.signal);
             extra += sigs - 1;
         }
     }
-    if (T.file_pending) {
-        T.file_pending = 0;
+    if (trig.file_pending) {
+        trig.file_pending = 0;
         if (kind) extra++;
         else {
             kind = TKP_TRIG_FILE;
-            *at_ns = T.file_at;
+            *at_ns = trig.file_at;
             snprintf(why, cap, "%s touched", tkp_prod.trigger_file);
         }
     }
@@ -180,12 +180,12 @@ int tkp_trigger_take(uint64_t now, uint64_t *at_ns, char *why, size_t cap, unsig
 void tkp_trigger_after_fork(void)
 {
     /* The handler stays installed (inherited); the child starts with nothing pending. */
-    atomic_store(&T.sig_count, 0);
-    atomic_store(&T.api_state, 0);
-    atomic_store(&T.api_extra, 0);
-    T.step_pending = T.file_pending = 0;
-    T.nwin = T.since_p50 = 0;
-    T.p50 = 0;
+    atomic_store(&trig.sig_count, 0);
+    atomic_store(&trig.api_state, 0);
+    atomic_store(&trig.api_extra, 0);
+    trig.step_pending = trig.file_pending = 0;
+    trig.nwin = trig.since_p50 = 0;
+    trig.p50 = 0;
 }
 
 const char *tkp_trigger_name(int kind)
@@ -206,16 +206,16 @@ TKP_EXPORT void tokprof_trigger(const char *why)
     int saved = errno;
     if (atomic_load_explicit(&tkp_state, memory_order_acquire) == 1 && tkp_prod.flight) {
         int idle = 0;
-        if (atomic_compare_exchange_strong(&T.api_state, &idle, 1)) {
-            T.api_ns = tkp_now_ns();
+        if (atomic_compare_exchange_strong(&trig.api_state, &idle, 1)) {
+            trig.api_ns = tkp_now_ns();
             size_t n = 0;
             if (why)
-                while (n < sizeof T.api_why - 1 && why[n]) n++;
-            if (why) memcpy(T.api_why, why, n);
-            T.api_why[n] = 0;
-            atomic_store(&T.api_state, 2);
+                while (n < sizeof trig.api_why - 1 && why[n]) n++;
+            if (why) memcpy(trig.api_why, why, n);
+            trig.api_why[n] = 0;
+            atomic_store(&trig.api_state, 2);
         } else {
-            atomic_fetch_add(&T.api_extra, 1); /* merged into the pending one */
+            atomic_fetch_add(&trig.api_extra, 1); /* merged into the pending one */
         }
     }
     errno = saved;

@@ -8,14 +8,16 @@ uint64_t tkp_hash_bytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ull;
     return h ^ (h >> 29);
 }
 
 uint64_t tkp_hash_words(const uint64_t *w, uint32_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (uint32_t i = 0; i < n; i++) h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ w[i]) * 0xff51afd7ed558ccdull;
     return h ^ (h >> 29);
 }
 
@@ -73,7 +75,8 @@ int tkp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t fir
 {
     if (need < *cap) return 0;
     uint32_t c = *cap ? *cap : first;
-    while (c <= need) c *= 2;
+    while (c <= need)
+        c *= 2;
     unsigned char *p = realloc(*arr, (size_t)c * elem);
     if (!p) return -1;
     memset(p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);

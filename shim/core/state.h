@@ -15,7 +15,7 @@ struct tkp_ring; /* record/ring_types.h */
  * reached through NVTX_INJECTION64_PATH is dlopen'ed and must fit the static TLS surplus). */
 struct tkp_tls {
     struct tkp_ring *ring;
-    uint32_t depth; /* reentrancy: >0 inside one of our hooks */
+    uint32_t depth;     /* reentrancy: >0 inside one of our hooks */
     uint32_t lib_depth; /* >0 inside a cuBLAS/cuBLASLt/cuDNN call (hooks/hooks_lib.c) */
     uint32_t lib_call;  /* id of the library call in progress, 0 none: LAUNCH records carry it */
     uint32_t lib_seq;   /* last library call id of this thread */

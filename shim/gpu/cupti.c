@@ -165,7 +165,8 @@ static int traced(uint32_t seg)
     if (gpu.mode == MODE_TRIGGER) {
         uint32_t n = atomic_load_explicit(&gpu.nranges, memory_order_acquire);
         for (uint32_t i = n > RANGES_MAX ? n - RANGES_MAX : 0; i < n; i++)
-            if (seg >= gpu.range_from[i % RANGES_MAX] && seg < gpu.range_to[i % RANGES_MAX]) return 1;
+            if (seg >= gpu.range_from[i % RANGES_MAX] && seg < gpu.range_to[i % RANGES_MAX])
+                return 1;
         return 0;
     }
     return 1;
@@ -178,7 +179,8 @@ static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
 static void set_kinds(int on)
 {
     if (atomic_exchange(&gpu.kinds_on, on) == on) return;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) (on ? api.enable : api.disable)(kinds[i]);
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        (on ? api.enable : api.disable)(kinds[i]);
 }
 
 void tkp_gpu_arm(unsigned steps)
@@ -296,7 +298,8 @@ static void enable_callbacks(CUpti_SubscriberHandle sub)
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         if (ids[i].cbid >= 1024) continue;
         cb_join[ids[i].dom][ids[i].cbid] = (uint8_t)ids[i].join;
-        api.enable_callback(1, sub, (CUpti_CallbackDomain)ids[i].dom, (CUpti_CallbackId)ids[i].cbid);
+        api.enable_callback(1, sub, (CUpti_CallbackDomain)ids[i].dom,
+                            (CUpti_CallbackId)ids[i].cbid);
     }
 }
 
@@ -467,7 +470,8 @@ static struct tkp_map nodemap; /* CUPTI node id -> index in nodes */
 uint64_t tkp_cupti_node_id(void *node)
 {
     uint64_t id = 0;
-    if (!gpu.loaded || !api.node_id || api.node_id((CUgraphNode)node, &id) != CUPTI_SUCCESS) return 0;
+    if (!gpu.loaded || !api.node_id || api.node_id((CUgraphNode)node, &id) != CUPTI_SUCCESS)
+        return 0;
     return id;
 }
 
@@ -557,7 +561,8 @@ static int keep(uint32_t corr)
 {
     const struct corr *c = corr_find(corr);
     uint32_t main = atomic_load(&gpu.main_thread);
-    if (c && gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) && !traced(c->step)) {
+    if (c && gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) &&
+        !traced(c->step)) {
         gpu.filtered++;
         return 0;
     }
@@ -709,7 +714,8 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
 static void emit_info(const struct tkp_enc *enc, int final)
 {
     uint64_t dropped = atomic_load(&gpu.cupti_dropped);
-    uint64_t sig = gpu.records * 31 + dropped * 17 + gpu.bad_time * 13 + gpu.unjoined * 7 + gpu.filtered;
+    uint64_t sig =
+        gpu.records * 31 + dropped * 17 + gpu.bad_time * 13 + gpu.unjoined * 7 + gpu.filtered;
     if (gpu.info_sent && sig == gpu.info_sig && !final) return;
     gpu.info_sent = 1;
     gpu.info_sig = sig;
@@ -738,7 +744,8 @@ void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *
     for (struct gbuf *g = b->head, *n; g; g = n) {
         n = g->next;
         CUpti_Activity *rec = NULL;
-        while (api.next && api.next(g->data, g->valid, &rec) == CUPTI_SUCCESS) encode_record(enc, rec);
+        while (api.next && api.next(g->data, g->valid, &rec) == CUPTI_SUCCESS)
+            encode_record(enc, rec);
         free(g);
         atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
     }

@@ -20,17 +20,17 @@ struct tkp_pending {
 
 /* Step detector state of one thread. */
 struct tkp_stepstate {
-    uint32_t seg;                 /* current segment */
+    uint32_t seg; /* current segment */
     uint32_t launches, graph_launches, copies;
-    uint64_t begin_ns, last_ns;   /* first and latest record of the current segment */
-    int seen_token;               /* a token step has been marked on this thread */
-    int64_t last_marked;          /* highest marked segment, -1 none */
+    uint64_t begin_ns, last_ns; /* first and latest record of the current segment */
+    int seen_token;             /* a token step has been marked on this thread */
+    int64_t last_marked;        /* highest marked segment, -1 none */
     uint32_t npending, pending_head;
     struct tkp_pending pending[TKP_PENDING_MAX];
     uint64_t ev_key[TKP_EVMAP_MAX];
     int64_t ev_seg[TKP_EVMAP_MAX];
     uint32_t ev_next;
-    int in_range;                 /* nvtx/marker modes: inside a step range */
+    int in_range; /* nvtx/marker modes: inside a step range */
 };
 _Static_assert(sizeof(struct tkp_stepstate) <= TKP_RING_USER, "step state fits beside the ring");
 

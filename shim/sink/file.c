@@ -58,7 +58,8 @@ void tkp_file_chunk_header(unsigned char hdr[16], uint32_t zn, uint32_t raw, uin
 {
     uint32_t fields[4] = {TKP_CHUNK_MAGIC, zn, raw, seq};
     for (int i = 0; i < 4; i++)
-        for (int b = 0; b < 4; b++) hdr[i * 4 + b] = (unsigned char)(fields[i] >> (8 * b));
+        for (int b = 0; b < 4; b++)
+            hdr[i * 4 + b] = (unsigned char)(fields[i] >> (8 * b));
 }
 
 int tkp_file_create(const char *path, unsigned flags)

@@ -4,9 +4,9 @@
  * Memory: the ring holds whole zstd frames exactly as the writer produced them, evicting the
  * oldest when a chunk is older than twice the before-window (plus one second of slack; see
  * evict()) or when the ring would pass TOKPROF_FLIGHT_MB. Steady state is therefore
- * min(TOKPROF_FLIGHT_MB, the compressed bytes of 2 x BEFORE_S + 1 seconds). A snapshot in progress adds one chunk's worth of
- * scratch (decompressed payload and its recompressed frame, a few MiB at most), freed when it
- * ends.
+ * min(TOKPROF_FLIGHT_MB, the compressed bytes of 2 x BEFORE_S + 1 seconds). A snapshot in progress
+ * adds one chunk's worth of scratch (decompressed payload and its recompressed frame, a few MiB at
+ * most), freed when it ends.
  *
  * A snapshot file (<program>.<pid>.snap<K>.tokprof, header flag TKP_FILE_SNAPSHOT) is a capture
  * like any other: chunk 0 holds CHUNK and META (with a "snapshot" key saying why and when), then
@@ -65,16 +65,16 @@ static struct {
     tkp_meta_payload_fn meta; /* the writer's META chunk payload */
     uint32_t put_seq;         /* seq of the chunk being made: the process's chunk count, from 1 */
     char dir[PATH_MAX];
-} F = {.fd = -1};
+} flight = {.fd = -1};
 
 static void pop_oldest(void)
 {
-    struct fchunk *c = &F.q[F.head];
-    F.bytes -= c->zn;
+    struct fchunk *c = &flight.q[flight.head];
+    flight.bytes -= c->zn;
     free(c->frame);
     c->frame = NULL;
-    F.head = (F.head + 1) % F.cap;
-    F.n--;
+    flight.head = (flight.head + 1) % flight.cap;
+    flight.n--;
 }
 
 /* Evicts by age; `need` more bytes must fit under the cap. A step trigger fires at the end of the
@@ -82,12 +82,12 @@ static void pop_oldest(void)
  * step as long as BEFORE_S still gets all of its before-window. */
 static void evict(uint64_t now, uint64_t need)
 {
-    while (F.n) {
-        struct fchunk *c = &F.q[F.head];
+    while (flight.n) {
+        struct fchunk *c = &flight.q[flight.head];
         int old = c->t_end + 2 * tkp_prod.before_ns + AGE_SLACK_NS < now;
-        int over = F.bytes + need > tkp_prod.flight_bytes;
+        int over = flight.bytes + need > tkp_prod.flight_bytes;
         if (!old && !over) break;
-        if (!old) F.evicted++;
+        if (!old) flight.evicted++;
         pop_oldest();
     }
 }
@@ -96,26 +96,27 @@ static int push(const void *frame, size_t zn, uint32_t raw, uint32_t seq, uint64
                 uint64_t t_end)
 {
     if (zn > tkp_prod.flight_bytes) {
-        F.evicted++;
+        flight.evicted++;
         return 0;
     }
-    if (F.n == F.cap) {
-        uint32_t nc = F.cap ? F.cap * 2 : 64;
+    if (flight.n == flight.cap) {
+        uint32_t nc = flight.cap ? flight.cap * 2 : 64;
         struct fchunk *q = malloc(nc * sizeof *q);
         if (!q) return -1;
-        for (uint32_t i = 0; i < F.n; i++) q[i] = F.q[(F.head + i) % F.cap];
-        free(F.q);
-        F.q = q;
-        F.cap = nc;
-        F.head = 0;
+        for (uint32_t i = 0; i < flight.n; i++) q[i] = flight.q[(flight.head + i) % flight.cap];
+        free(flight.q);
+        flight.q = q;
+        flight.cap = nc;
+        flight.head = 0;
     }
     unsigned char *copy = malloc(zn);
     if (!copy) return -1;
     memcpy(copy, frame, zn);
-    F.q[(F.head + F.n) % F.cap] = (struct fchunk){copy, (uint32_t)zn, raw, seq, t_begin, t_end};
-    F.n++;
-    F.bytes += zn;
-    if (F.bytes > F.bytes_peak) F.bytes_peak = F.bytes;
+    flight.q[(flight.head + flight.n) % flight.cap] =
+        (struct fchunk){copy, (uint32_t)zn, raw, seq, t_begin, t_end};
+    flight.n++;
+    flight.bytes += zn;
+    if (flight.bytes > flight.bytes_peak) flight.bytes_peak = flight.bytes;
     return 0;
 }
 
@@ -131,8 +132,8 @@ static int flight_open(tkp_meta_payload_fn meta)
                  tkp_cfg.out_dir, strerror(errno));
         return -1;
     }
-    snprintf(F.dir, sizeof F.dir, "%s", tkp_cfg.out_dir);
-    F.meta = meta;
+    snprintf(flight.dir, sizeof flight.dir, "%s", tkp_cfg.out_dir);
+    flight.meta = meta;
     tkp_trigger_start();
     return 0;
 }
@@ -141,12 +142,12 @@ static uint32_t flight_chunk_begin(uint32_t gseq, int *first)
 {
     *first = 0;
     /* The process's chunk count, from 1 (a snapshot's META chunk is 0). */
-    return F.put_seq = gseq + 1;
+    return flight.put_seq = gseq + 1;
 }
 
 static const char *flight_path(void)
 {
-    return F.dir;
+    return flight.dir;
 }
 
 /* ---- snapshot files -------------------------------------------------------------------------- */
@@ -156,8 +157,9 @@ static int write_chunk(const void *frame, uint32_t zn, uint32_t raw, uint32_t se
 {
     unsigned char hdr[TKP_CHUNK_HEADER_LEN];
     tkp_file_chunk_header(hdr, zn, raw, seq);
-    if (tkp_file_write(F.fd, hdr, sizeof hdr) || tkp_file_write(F.fd, frame, zn)) return -1;
-    F.seq++;
+    if (tkp_file_write(flight.fd, hdr, sizeof hdr) || tkp_file_write(flight.fd, frame, zn))
+        return -1;
+    flight.seq++;
     return 0;
 }
 
@@ -165,7 +167,7 @@ static int write_chunk(const void *frame, uint32_t zn, uint32_t raw, uint32_t se
 static int write_meta(void)
 {
     size_t n = 0;
-    void *raw = F.meta ? F.meta(&n) : NULL;
+    void *raw = flight.meta ? flight.meta(&n) : NULL;
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
     size_t cap = ZSTD_compressBound(n);
     void *z = malloc(cap);
@@ -186,18 +188,18 @@ static int write_meta(void)
 
 static void snapshot_end(void)
 {
-    if (F.fd < 0) return;
-    close(F.fd);
-    F.fd = -1;
-    tkp_debug("snapshot %s: %u chunks", F.path, F.seq);
+    if (flight.fd < 0) return;
+    close(flight.fd);
+    flight.fd = -1;
+    tkp_debug("snapshot %s: %u chunks", flight.path, flight.seq);
 }
 
 static int snapshot_fail(void)
 {
     int e = errno;
-    if (F.fd >= 0) close(F.fd);
-    F.fd = -1;
-    tkp_file_fail(F.path, e);
+    if (flight.fd >= 0) close(flight.fd);
+    flight.fd = -1;
+    tkp_file_fail(flight.path, e);
     return -1;
 }
 
@@ -205,32 +207,32 @@ static int snapshot_begin(int kind, uint64_t at_ns, const char *why)
 {
     char stem[PATH_MAX - 32];
     tkp_file_stem(stem, sizeof stem);
-    unsigned k = F.index++;
-    snprintf(F.path, sizeof F.path, "%s.snap%u.tokprof", stem, k);
-    F.fd = tkp_file_create(F.path, TKP_FILE_SNAPSHOT);
-    if (F.fd < 0) return snapshot_fail();
+    unsigned k = flight.index++;
+    snprintf(flight.path, sizeof flight.path, "%s.snap%u.tokprof", stem, k);
+    flight.fd = tkp_file_create(flight.path, TKP_FILE_SNAPSHOT);
+    if (flight.fd < 0) return snapshot_fail();
     if (tkp_prod.keep && k >= tkp_prod.keep) {
         char old[PATH_MAX];
         snprintf(old, sizeof old, "%s.snap%u.tokprof", stem, k - tkp_prod.keep);
         unlink(old);
     }
-    F.seq = 0;
-    F.meta_kind = kind;
-    F.meta_at = at_ns;
-    snprintf(F.meta_why, sizeof F.meta_why, "%s", why);
-    F.building_meta = 1;
+    flight.seq = 0;
+    flight.meta_kind = kind;
+    flight.meta_at = at_ns;
+    snprintf(flight.meta_why, sizeof flight.meta_why, "%s", why);
+    flight.building_meta = 1;
     int rc = write_meta();
-    F.building_meta = 0;
+    flight.building_meta = 0;
     if (rc) return snapshot_fail();
     uint64_t from = at_ns > tkp_prod.before_ns ? at_ns - tkp_prod.before_ns : 0;
-    for (uint32_t i = 0; i < F.n; i++) {
-        struct fchunk *c = &F.q[(F.head + i) % F.cap];
+    for (uint32_t i = 0; i < flight.n; i++) {
+        struct fchunk *c = &flight.q[(flight.head + i) % flight.cap];
         if (c->t_end < from) continue;
         if (write_chunk(c->frame, c->zn, c->raw, c->seq)) return snapshot_fail();
     }
-    F.until_ns = at_ns + tkp_prod.after_ns;
+    flight.until_ns = at_ns + tkp_prod.after_ns;
     tkp_gpu_arm(0); /* GPU time for the steps after the incident, where CUPTI is on */
-    tkp_debug("snapshot %s begins: %s (%s)", F.path, tkp_trigger_name(kind), why);
+    tkp_debug("snapshot %s begins: %s (%s)", flight.path, tkp_trigger_name(kind), why);
     return 0;
 }
 
@@ -238,15 +240,16 @@ static int flight_put(const void *frame, size_t zn, uint32_t raw, uint64_t t_beg
 {
     if (tkp_file_failed()) return -1;
     tkp_file_test_delay();
-    uint32_t seq = F.put_seq;
-    if (F.fd >= 0) {
+    uint32_t seq = flight.put_seq;
+    if (flight.fd >= 0) {
         /* The chunk that holds the trigger is usually still open when the trigger is taken: it
          * arrives here, after the snapshot began, with everything up to AFTER_S after it. */
         if (write_chunk(frame, (uint32_t)zn, raw, seq)) return snapshot_fail();
-        if (t_end >= F.until_ns) snapshot_end();
+        if (t_end >= flight.until_ns) snapshot_end();
     }
     evict(t_end, zn);
-    if (push(frame, zn, raw, seq, t_begin, t_end)) F.evicted++; /* out of memory: the ring is shorter */
+    if (push(frame, zn, raw, seq, t_begin, t_end))
+        flight.evicted++; /* out of memory: the ring is shorter */
     return 0;
 }
 
@@ -259,16 +262,16 @@ static void flight_poll(uint64_t now)
     int kind = tkp_trigger_take(now, &at, why, sizeof why, &merged);
     evict(now, 0);
     if (kind == TKP_TRIG_NONE) return;
-    F.triggers += 1 + merged;
-    F.suppressed += merged;
-    if (F.fd >= 0 || (F.have_last && now - F.last_ns < tkp_prod.min_gap_ns)) {
-        F.suppressed++;
+    flight.triggers += 1 + merged;
+    flight.suppressed += merged;
+    if (flight.fd >= 0 || (flight.have_last && now - flight.last_ns < tkp_prod.min_gap_ns)) {
+        flight.suppressed++;
         tkp_debug("trigger %s (%s) suppressed: at most one snapshot per %.0f s",
                   tkp_trigger_name(kind), why, (double)tkp_prod.min_gap_ns / 1e9);
         return;
     }
-    F.have_last = 1;
-    F.last_ns = now;
+    flight.have_last = 1;
+    flight.last_ns = now;
     snapshot_begin(kind, at, why);
 }
 
@@ -279,15 +282,15 @@ static void flight_close(void)
 
 void tkp_flight_after_fork(void)
 {
-    if (F.fd >= 0) close(F.fd); /* the parent's snapshot */
-    F.fd = -1;
-    while (F.n) pop_oldest();
-    free(F.q);
-    F.q = NULL;
-    F.cap = F.head = F.n = 0;
-    F.bytes = F.bytes_peak = F.evicted = 0;
-    F.index = F.triggers = F.suppressed = 0;
-    F.have_last = 0;
+    if (flight.fd >= 0) close(flight.fd); /* the parent's snapshot */
+    flight.fd = -1;
+    while (flight.n) pop_oldest();
+    free(flight.q);
+    flight.q = NULL;
+    flight.cap = flight.head = flight.n = 0;
+    flight.bytes = flight.bytes_peak = flight.evicted = 0;
+    flight.index = flight.triggers = flight.suppressed = 0;
+    flight.have_last = 0;
     tkp_trigger_after_fork();
 }
 
@@ -295,7 +298,7 @@ void tkp_flight_after_fork(void)
 
 static int flight_meta_keys(void)
 {
-    return F.building_meta ? 1 : 0;
+    return flight.building_meta ? 1 : 0;
 }
 
 static void kv_str(msgpack_packer *pk, const char *k, const char *v)
@@ -315,21 +318,21 @@ static void kv_u64(msgpack_packer *pk, const char *k, uint64_t v)
 
 static void flight_meta_pack(msgpack_packer *pk)
 {
-    if (!F.building_meta) return;
+    if (!flight.building_meta) return;
     msgpack_pack_str(pk, 8);
     msgpack_pack_str_body(pk, "snapshot", 8);
     msgpack_pack_map(pk, 11);
-    kv_u64(pk, "index", F.index - 1);
-    kv_str(pk, "trigger", tkp_trigger_name(F.meta_kind));
-    kv_str(pk, "why", F.meta_why);
-    kv_u64(pk, "trigger_ns", F.meta_at);
+    kv_u64(pk, "index", flight.index - 1);
+    kv_str(pk, "trigger", tkp_trigger_name(flight.meta_kind));
+    kv_str(pk, "why", flight.meta_why);
+    kv_u64(pk, "trigger_ns", flight.meta_at);
     kv_u64(pk, "before_ns", tkp_prod.before_ns);
     kv_u64(pk, "after_ns", tkp_prod.after_ns);
-    kv_u64(pk, "triggers", F.triggers);
-    kv_u64(pk, "suppressed", F.suppressed);
-    kv_u64(pk, "evicted_chunks", F.evicted);
-    kv_u64(pk, "flight_bytes", F.bytes);
-    kv_u64(pk, "flight_bytes_peak", F.bytes_peak);
+    kv_u64(pk, "triggers", flight.triggers);
+    kv_u64(pk, "suppressed", flight.suppressed);
+    kv_u64(pk, "evicted_chunks", flight.evicted);
+    kv_u64(pk, "flight_bytes", flight.bytes);
+    kv_u64(pk, "flight_bytes_peak", flight.bytes_peak);
 }
 
 const struct tkp_sink tkp_flight_sink = {

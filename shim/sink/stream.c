@@ -22,7 +22,7 @@ static struct {
     int rotate;             /* the next put starts file index+1 */
     int last;               /* the exit's chunk comes next: it starts no new file */
     char path[PATH_MAX];
-} O = {.fd = -1};
+} out = {.fd = -1};
 
 static void file_path(char *buf, size_t cap, unsigned index)
 {
@@ -36,12 +36,12 @@ static void file_path(char *buf, size_t cap, unsigned index)
 
 static int open_stream_file(unsigned index)
 {
-    file_path(O.path, sizeof O.path, index);
-    int fd = tkp_file_create(O.path, TKP_FILE_STREAM);
+    file_path(out.path, sizeof out.path, index);
+    int fd = tkp_file_create(out.path, TKP_FILE_STREAM);
     if (fd < 0) return -1;
-    O.fd = fd;
-    O.index = index;
-    O.bytes = TKP_FILE_HEADER_LEN;
+    out.fd = fd;
+    out.index = index;
+    out.bytes = TKP_FILE_HEADER_LEN;
     if (tkp_prod.keep && index >= tkp_prod.keep) {
         char old[PATH_MAX];
         file_path(old, sizeof old, index - tkp_prod.keep);
@@ -54,12 +54,12 @@ static int stream_open(tkp_meta_payload_fn meta)
 {
     (void)meta; /* every file starts with the writer's own first chunk */
     if (tkp_file_open_dir()) return -1;
-    O.fseq = 0;
-    O.rotate = 0;
-    O.last = 0;
-    O.last_chunk = 0;
+    out.fseq = 0;
+    out.rotate = 0;
+    out.last = 0;
+    out.last_chunk = 0;
     if (open_stream_file(0)) {
-        tkp_warn("cannot create %s: %s; capture off, the program is unaffected", O.path,
+        tkp_warn("cannot create %s: %s; capture off, the program is unaffected", out.path,
                  strerror(errno));
         return -1;
     }
@@ -68,7 +68,7 @@ static int stream_open(tkp_meta_payload_fn meta)
 
 static void stream_last_chunk(void)
 {
-    O.last = 1;
+    out.last = 1;
 }
 
 static uint32_t stream_chunk_begin(uint32_t gseq, int *first)
@@ -76,13 +76,13 @@ static uint32_t stream_chunk_begin(uint32_t gseq, int *first)
     (void)gseq;
     /* Rotate before a file would pass the cap, guessing this chunk is as big as the last; a file
      * always holds at least one chunk besides its header. */
-    if (tkp_prod.max_bytes && O.fseq > 0 && O.bytes + O.last_chunk > tkp_prod.max_bytes &&
-        !O.last) {
-        O.rotate = 1;
-        O.fseq = 0;
+    if (tkp_prod.max_bytes && out.fseq > 0 && out.bytes + out.last_chunk > tkp_prod.max_bytes &&
+        !out.last) {
+        out.rotate = 1;
+        out.fseq = 0;
     }
-    *first = O.fseq == 0;
-    return O.fseq;
+    *first = out.fseq == 0;
+    return out.fseq;
 }
 
 static int stream_put(const void *frame, size_t zn, uint32_t raw, uint64_t t_begin,
@@ -91,49 +91,49 @@ static int stream_put(const void *frame, size_t zn, uint32_t raw, uint64_t t_beg
     (void)t_begin, (void)t_end;
     if (tkp_file_failed()) return -1;
     tkp_file_test_delay();
-    if (O.rotate) {
-        O.rotate = 0;
-        if (O.fd >= 0) close(O.fd);
-        O.fd = -1;
-        if (open_stream_file(O.index + 1)) {
-            tkp_file_fail(O.path, errno);
+    if (out.rotate) {
+        out.rotate = 0;
+        if (out.fd >= 0) close(out.fd);
+        out.fd = -1;
+        if (open_stream_file(out.index + 1)) {
+            tkp_file_fail(out.path, errno);
             return -1;
         }
     }
-    if (O.fd < 0) return -1;
+    if (out.fd < 0) return -1;
     unsigned char hdr[TKP_CHUNK_HEADER_LEN];
-    tkp_file_chunk_header(hdr, (uint32_t)zn, raw, O.fseq);
-    if (tkp_file_write(O.fd, hdr, sizeof hdr) || tkp_file_write(O.fd, frame, zn)) {
+    tkp_file_chunk_header(hdr, (uint32_t)zn, raw, out.fseq);
+    if (tkp_file_write(out.fd, hdr, sizeof hdr) || tkp_file_write(out.fd, frame, zn)) {
         int e = errno;
-        if (ftruncate(O.fd, (off_t)O.bytes)) { /* best effort: keep the file whole */ }
-        tkp_file_fail(O.path, e);
+        if (ftruncate(out.fd, (off_t)out.bytes)) { /* best effort: keep the file whole */ }
+        tkp_file_fail(out.path, e);
         return -1;
     }
-    O.bytes += sizeof hdr + zn;
-    O.last_chunk = sizeof hdr + zn;
-    O.fseq++;
+    out.bytes += sizeof hdr + zn;
+    out.last_chunk = sizeof hdr + zn;
+    out.fseq++;
     return 0;
 }
 
 static void stream_close(void)
 {
-    if (O.fd >= 0) close(O.fd);
-    O.fd = -1;
+    if (out.fd >= 0) close(out.fd);
+    out.fd = -1;
 }
 
 void tkp_stream_after_fork(void)
 {
-    if (O.fd >= 0) close(O.fd); /* the parent's file: its fd, not ours to write */
-    O.fd = -1;
-    O.fseq = 0;
-    O.rotate = 0;
-    O.index = 0;
+    if (out.fd >= 0) close(out.fd); /* the parent's file: its fd, not ours to write */
+    out.fd = -1;
+    out.fseq = 0;
+    out.rotate = 0;
+    out.index = 0;
     tkp_file_reset();
 }
 
 static const char *stream_path(void)
 {
-    return O.path;
+    return out.path;
 }
 
 const struct tkp_sink tkp_stream_sink = {

@@ -92,11 +92,13 @@ static int cmp_u64(const void *a, const void *b)
 
 void tkp_trigger_on_step(int kind, uint64_t begin_ns, uint64_t end_ns)
 {
-    if (!tkp_prod.flight || !tkp_prod.step_trigger || kind != TKP_STEP_TOKEN || end_ns <= begin_ns) return;
+    if (!tkp_prod.flight || !tkp_prod.step_trigger || kind != TKP_STEP_TOKEN || end_ns <= begin_ns)
+        return;
     uint64_t dur = end_ns - begin_ns;
     uint64_t limit = 0;
     if (tkp_prod.step_trigger == 1) limit = tkp_prod.step_ns;
-    else if (trig.nwin >= WIN_MIN && trig.p50) limit = (uint64_t)(tkp_prod.step_factor * (double)trig.p50);
+    else if (trig.nwin >= WIN_MIN && trig.p50)
+        limit = (uint64_t)(tkp_prod.step_factor * (double)trig.p50);
     if (limit && dur > limit && !trig.step_pending) {
         trig.step_pending = 1;
         trig.step_at = begin_ns; /* the window before is what led up to the slow step */

@@ -7,7 +7,11 @@
 #include <stdint.h>
 
 enum tkp_trigger_kind {
-    TKP_TRIG_NONE = 0, TKP_TRIG_STEP = 1, TKP_TRIG_SIGNAL = 2, TKP_TRIG_FILE = 3, TKP_TRIG_API = 4,
+    TKP_TRIG_NONE = 0,
+    TKP_TRIG_STEP = 1,
+    TKP_TRIG_SIGNAL = 2,
+    TKP_TRIG_FILE = 3,
+    TKP_TRIG_API = 4,
 };
 
 /* Signal handler (only if the program left the signal at its default) and the file's baseline. */

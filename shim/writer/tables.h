@@ -10,12 +10,15 @@
 
 /* Strings (kernel names, NVTX names, library ops) and the launch keys whose name they are. */
 struct tkp_names {
-    struct tkp_map map;   /* string -> id */
-    char **str;           /* id -> string (owned) */
+    struct tkp_map map; /* string -> id */
+    char **str;         /* id -> string (owned) */
     uint32_t n, cap;
-    struct tkp_gen gen;   /* ids defined in the current chunk */
-    struct tkp_map keys;  /* launch key -> index into key[] */
-    struct tkp_key_name { uint64_t key; uint32_t name; } *key;
+    struct tkp_gen gen;  /* ids defined in the current chunk */
+    struct tkp_map keys; /* launch key -> index into key[] */
+    struct tkp_key_name {
+        uint64_t key;
+        uint32_t name;
+    } * key;
     uint32_t nkeys, keys_cap;
 };
 /* The id of `s` ("?" for NULL); a NAME record is packed into pk first when chunk `seq` has not
@@ -33,8 +36,8 @@ int tkp_names_defined(const struct tkp_names *t, uint32_t id, uint32_t seq);
 /* Templates (FORMAT.md, "Templates"): a fixed number of 64-bit words -> a dense id below
  * TKP_TMPL_MAX. */
 struct tkp_tmpl {
-    uint32_t nw;     /* words per key */
-    uint64_t *keys;  /* id -> its nw words */
+    uint32_t nw;    /* words per key */
+    uint64_t *keys; /* id -> its nw words */
     uint32_t n, cap;
     struct tkp_map map;
     struct tkp_gen gen;

@@ -73,7 +73,7 @@ static struct {
     int run_based;
     int failed;
     char path[PATH_MAX];
-} W = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
+} writer = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
 
 static uint64_t start_realtime_ns, start_monotonic_ns;
 
@@ -81,21 +81,21 @@ static uint64_t start_realtime_ns, start_monotonic_ns;
 
 static void emit_meta(void)
 {
-    tkp_meta_pack(&W.pk, W.sink, start_realtime_ns, start_monotonic_ns);
-    W.meta_written = 1;
+    tkp_meta_pack(&writer.pk, writer.sink, start_realtime_ns, start_monotonic_ns);
+    writer.meta_written = 1;
 }
 
 static void chunk_begin(void)
 {
-    if (W.chunk_open) return;
-    W.chunk_open = 1;
-    W.prev_ns = tkp_now_ns();
-    int first; /* W.seq counts chunks over the process; a file counts its own (the sink) */
-    uint32_t seq = W.sink->chunk_begin(W.seq, &first);
-    msgpack_pack_array(&W.pk, 3);
-    msgpack_pack_int(&W.pk, TKP_REC_CHUNK);
-    msgpack_pack_uint32(&W.pk, seq);
-    msgpack_pack_uint64(&W.pk, W.prev_ns);
+    if (writer.chunk_open) return;
+    writer.chunk_open = 1;
+    writer.prev_ns = tkp_now_ns();
+    int first; /* writer.seq counts chunks over the process; a file counts its own (the sink) */
+    uint32_t seq = writer.sink->chunk_begin(writer.seq, &first);
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&writer.pk, seq);
+    msgpack_pack_uint64(&writer.pk, writer.prev_ns);
     if (first) emit_meta(); /* every file, rotated ones included, starts with its META */
 }
 
@@ -103,14 +103,14 @@ static void chunk_begin(void)
 static int64_t next_dt(uint64_t stamp)
 {
     uint64_t ts = tkp_stamp_ns(stamp);
-    int64_t dt = (int64_t)(ts - W.prev_ns);
-    W.prev_ns = ts;
+    int64_t dt = (int64_t)(ts - writer.prev_ns);
+    writer.prev_ns = ts;
     return dt;
 }
 
 static void pack_dt(uint64_t stamp)
 {
-    msgpack_pack_int64(&W.pk, next_dt(stamp));
+    msgpack_pack_int64(&writer.pk, next_dt(stamp));
 }
 
 /* ---- runs (FORMAT.md, "Runs") ----
@@ -122,30 +122,30 @@ static void pack_dt(uint64_t stamp)
 
 static void run_flush(void)
 {
-    if (!W.run_n) return;
-    msgpack_packer *pk = &W.pk;
+    if (!writer.run_n) return;
+    msgpack_packer *pk = &writer.pk;
     msgpack_pack_array(pk, 9);
     msgpack_pack_int(pk, TKP_REC_RUN);
-    msgpack_pack_uint32(pk, W.run_step);
-    msgpack_pack_uint32(pk, W.run_n);
-    msgpack_pack_uint32(pk, W.run_call0);
-    tkp_cols_pack(pk, W.run, RUN_COLS);
-    W.run_n = 0;
+    msgpack_pack_uint32(pk, writer.run_step);
+    msgpack_pack_uint32(pk, writer.run_n);
+    msgpack_pack_uint32(pk, writer.run_call0);
+    tkp_cols_pack(pk, writer.run, RUN_COLS);
+    writer.run_n = 0;
 }
 
 /* Room for one more record in every column; 0 when memory ran out (the caller writes the
  * record on its own, as LAUNCH_T / LIB_CALL_T). */
 static int run_room(uint32_t step)
 {
-    if (W.run_n && (step != W.run_step || W.run_n == TKP_RUN_MAX)) run_flush();
-    if (tkp_cols_room(W.run, RUN_COLS)) {
+    if (writer.run_n && (step != writer.run_step || writer.run_n == TKP_RUN_MAX)) run_flush();
+    if (tkp_cols_room(writer.run, RUN_COLS)) {
         run_flush();
         return 0;
     }
-    if (!W.run_n) {
-        W.run_step = step;
-        W.run_call0 = W.run_call = 0;
-        W.run_based = 0;
+    if (!writer.run_n) {
+        writer.run_step = step;
+        writer.run_call0 = writer.run_call = 0;
+        writer.run_based = 0;
     }
     return 1;
 }
@@ -154,72 +154,71 @@ static int run_room(uint32_t step)
  * time inside) of template tmpl to the open run. */
 static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
 {
-    W.run[RUN_KIND].p[W.run[RUN_KIND].n++] = (uint8_t)lib;
-    tkp_col_put(&W.run[RUN_DT], tkp_zigzag(next_dt(stamp)));
-    tkp_col_put(&W.run[RUN_TMPL], tmpl);
-    if (call && !W.run_based) { /* the first call id of the run: the column counts from it */
-        W.run_call0 = W.run_call = call - 1;
-        W.run_based = 1;
+    writer.run[RUN_KIND].p[writer.run[RUN_KIND].n++] = (uint8_t)lib;
+    tkp_col_put(&writer.run[RUN_DT], tkp_zigzag(next_dt(stamp)));
+    tkp_col_put(&writer.run[RUN_TMPL], tmpl);
+    if (call && !writer.run_based) { /* the first call id of the run: the column counts from it */
+        writer.run_call0 = writer.run_call = call - 1;
+        writer.run_based = 1;
     }
-    uint64_t d = tkp_zigzag((int64_t)call - ((int64_t)W.run_call + 1));
+    uint64_t d = tkp_zigzag((int64_t)call - ((int64_t)writer.run_call + 1));
     if (lib) {
-        tkp_col_put(&W.run[RUN_CALL], d);
-        tkp_col_put(&W.run[RUN_HOST], host_ns);
-        W.run_call = call;
+        tkp_col_put(&writer.run[RUN_CALL], d);
+        tkp_col_put(&writer.run[RUN_HOST], host_ns);
+        writer.run_call = call;
     } else {
-        tkp_col_put(&W.run[RUN_CALL], call ? d + 1 : 0);
+        tkp_col_put(&writer.run[RUN_CALL], call ? d + 1 : 0);
     }
-    W.run_n++;
+    writer.run_n++;
 }
 
 /* The id of a string, defined in the current chunk before it is returned. */
 static uint32_t name_id(const char *s)
 {
-    return tkp_names_id(&W.names, &W.pk, W.seq, s);
+    return tkp_names_id(&writer.names, &writer.pk, writer.seq, s);
 }
 
 static uint32_t key_name_id(uint64_t key, int kind)
 {
-    return tkp_names_key(&W.names, &W.pk, W.seq, key, kind, tkp_sym_name);
+    return tkp_names_key(&writer.names, &writer.pk, writer.seq, key, kind, tkp_sym_name);
 }
 
 static void define_thread(uint32_t idx, int os_tid)
 {
-    if (tkp_gen_mark(&W.threads, idx, W.seq) <= 0) return;
-    msgpack_pack_array(&W.pk, 3);
-    msgpack_pack_int(&W.pk, TKP_REC_THREAD);
-    msgpack_pack_uint32(&W.pk, idx);
-    msgpack_pack_int(&W.pk, os_tid);
+    if (tkp_gen_mark(&writer.threads, idx, writer.seq) <= 0) return;
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_THREAD);
+    msgpack_pack_uint32(&writer.pk, idx);
+    msgpack_pack_int(&writer.pk, os_tid);
 }
 
 static void emit_graph(void *ctx, const struct tkp_graph *g)
 {
     (void)ctx;
-    if (tkp_gen_mark(&W.graphs, g->id, W.seq) <= 0) return;
+    if (tkp_gen_mark(&writer.graphs, g->id, writer.seq) <= 0) return;
     uint32_t *ids = calloc(g->n ? g->n : 1, sizeof *ids);
     if (!ids) return;
     for (uint32_t i = 0; i < g->n; i++)
-        ids[i] = g->nodes[i].type == TKP_NODE_KERNEL ? key_name_id(g->nodes[i].key,
-                                                                   g->nodes[i].key_kind)
-                                                     : name_id(g->nodes[i].type == TKP_NODE_MEMCPY
-                                                                   ? "memcpy"
-                                                                   : g->nodes[i].type == TKP_NODE_MEMSET
-                                                                         ? "memset"
-                                                                         : "node");
-    msgpack_pack_array(&W.pk, 3);
-    msgpack_pack_int(&W.pk, TKP_REC_GRAPH);
-    msgpack_pack_uint32(&W.pk, g->id);
-    msgpack_pack_array(&W.pk, g->n);
+        ids[i] = g->nodes[i].type == TKP_NODE_KERNEL
+                     ? key_name_id(g->nodes[i].key, g->nodes[i].key_kind)
+                     : name_id(g->nodes[i].type == TKP_NODE_MEMCPY   ? "memcpy"
+                               : g->nodes[i].type == TKP_NODE_MEMSET ? "memset"
+                                                                     : "node");
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_GRAPH);
+    msgpack_pack_uint32(&writer.pk, g->id);
+    msgpack_pack_array(&writer.pk, g->n);
     for (uint32_t i = 0; i < g->n; i++) {
         const struct tkp_gnode *n = &g->nodes[i];
-        msgpack_pack_array(&W.pk, 10);
-        msgpack_pack_uint64(&W.pk, g->node_base + i);
-        msgpack_pack_int(&W.pk, n->type);
-        msgpack_pack_uint32(&W.pk, ids[i]);
-        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&W.pk, n->grid[k]);
-        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&W.pk, n->block[k]);
-        msgpack_pack_array(&W.pk, n->ndeps);
-        for (uint32_t d = 0; d < n->ndeps; d++) msgpack_pack_uint64(&W.pk, g->node_base + n->deps[d]);
+        msgpack_pack_array(&writer.pk, 10);
+        msgpack_pack_uint64(&writer.pk, g->node_base + i);
+        msgpack_pack_int(&writer.pk, n->type);
+        msgpack_pack_uint32(&writer.pk, ids[i]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&writer.pk, n->grid[k]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&writer.pk, n->block[k]);
+        msgpack_pack_array(&writer.pk, n->ndeps);
+        for (uint32_t d = 0; d < n->ndeps; d++)
+            msgpack_pack_uint64(&writer.pk, g->node_base + n->deps[d]);
     }
     free(ids);
 }
@@ -236,7 +235,7 @@ static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
  * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template. */
 static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
 {
-    msgpack_packer *pk = &W.pk;
+    msgpack_packer *pk = &writer.pk;
     msgpack_pack_int(pk, e->sub);
     msgpack_pack_uint32(pk, op);
     for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
@@ -254,12 +253,12 @@ static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
 
 static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
 {
-    msgpack_packer *pk = &W.pk;
+    msgpack_packer *pk = &writer.pk;
     uint32_t op = name_id(tkp_lib_op_name(e->flags));
     uint64_t key[10] = {thread | (uint64_t)op << 32, e->u[0], e->u[1], e->u[2], e->u[3],
                         e->u[5], e->u[6], e->a, e->b, (uint64_t)(uint32_t)e->sub};
     int fresh = 0;
-    int64_t t = tkp_tmpl_id(&W.lib_tm, key, W.seq, &fresh);
+    int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
     if (t < 0) { /* no template: the full form */
         run_flush();
         msgpack_pack_array(pk, 22);
@@ -303,17 +302,17 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     (void)ctx;
     chunk_begin();
     define_thread(thread, os_tid);
-    msgpack_packer *pk = &W.pk;
+    msgpack_packer *pk = &writer.pk;
     switch (e->type) {
     case TKP_REC_LAUNCH: {
         uint32_t nm = key_name_id(e->a, e->flags);
-        uint32_t stk = tkp_stacks_encode(pk, W.seq, thread, e->ts); /* STACK/MODULE first */
+        uint32_t stk = tkp_stacks_encode(pk, writer.seq, thread, e->ts); /* STACK/MODULE first */
         const uint32_t *u = e->u;
         uint64_t key[6] = {thread | (uint64_t)nm << 32, e->b,
                            (uint32_t)e->sub | (uint64_t)u[6] << 32, u[0] | (uint64_t)u[1] << 32,
                            u[2] | (uint64_t)u[3] << 32, u[4] | (uint64_t)u[5] << 32};
         int fresh = 0;
-        int64_t t = tkp_tmpl_id(&W.launch_tm, key, W.seq, &fresh);
+        int64_t t = tkp_tmpl_id(&writer.launch_tm, key, writer.seq, &fresh);
         if (t >= 0) { /* the configuration once per chunk (TMPL), then LAUNCH_T per launch */
             if (fresh) {
                 msgpack_pack_array(pk, 13);
@@ -372,7 +371,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
  * comes from in the ring event (record/ring_types.h). 0 when e is not one of them. */
 static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
 {
-    msgpack_packer *pk = &W.pk;
+    msgpack_packer *pk = &writer.pk;
     struct tkp_fixed_head h = {0, thread, e->step};
     switch (e->type) {
     case TKP_REC_COPY:
@@ -390,8 +389,8 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
         return 1;
     case TKP_REC_EVENT_RECORD:
         h.dt = next_dt(e->ts);
-        tkp_fixed_pack_EVENT_RECORD(pk, &h,
-                                    &(struct tkp_fixed_EVENT_RECORD){.event = e->a, .stream = e->b});
+        tkp_fixed_pack_EVENT_RECORD(
+            pk, &h, &(struct tkp_fixed_EVENT_RECORD){.event = e->a, .stream = e->b});
         return 1;
     case TKP_REC_STREAM_WAIT:
         h.dt = next_dt(e->ts);
@@ -403,7 +402,8 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
                                    .mark_ns = tkp_stamp_ns(e->a), .end_ns = tkp_stamp_ns(e->b),
                                    .closed_by = e->u[0], .launches = e->u[1],
                                    .graph_launches = e->u[2], .copies = e->u[3]};
-        if (W.sink->on_step) W.sink->on_step(e->sub, v.begin_ns, v.end_ns); /* flight: slow? */
+        if (writer.sink->on_step)
+            writer.sink->on_step(e->sub, v.begin_ns, v.end_ns); /* flight: slow? */
         tkp_fixed_pack_STEP(pk, &h, &v);
         return 1;
     }
@@ -428,7 +428,7 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
 static void encode_other(const struct tkp_ev *e, uint32_t thread)
 {
     if (encode_fixed(e, thread)) return;
-    msgpack_packer *pk = &W.pk;
+    msgpack_packer *pk = &writer.pk;
     switch (e->type) {
     case TKP_REC_GRAPH_LAUNCH: {
         struct gl_ctx g = {UINT32_MAX};
@@ -462,7 +462,7 @@ static msgpack_packer *enc_packer(void *ctx)
     (void)ctx;
     chunk_begin();
     run_flush(); /* GPU records come after the run before them */
-    return &W.pk;
+    return &writer.pk;
 }
 
 /* GPU kernel names are strings CUPTI owns, the same few again and again: a string at an
@@ -477,11 +477,11 @@ static uint32_t enc_name(void *ctx, const char *s)
     } seen[64];
     chunk_begin();
     __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
-    const char *known = c->p == s ? tkp_names_str(&W.names, c->id) : NULL;
-    if (known && !strcmp(known, s) && tkp_names_defined(&W.names, c->id, W.seq))
+    const char *known = c->p == s ? tkp_names_str(&writer.names, c->id) : NULL;
+    if (known && !strcmp(known, s) && tkp_names_defined(&writer.names, c->id, writer.seq))
         return c->id; /* defined in this chunk already */
     uint32_t id = name_id(s);
-    known = tkp_names_str(&W.names, id);
+    known = tkp_names_str(&writer.names, id);
     if (known && !strcmp(known, s)) c->p = s, c->id = id;
     return id;
 }
@@ -494,18 +494,18 @@ static const struct tkp_enc gpu_enc = {NULL, enc_packer, enc_name};
 static void *meta_payload(size_t *len)
 {
     /* Packs into a buffer of its own: the chunk being encoded stays as it is. */
-    msgpack_sbuffer saved = W.sb;
-    int meta_written = W.meta_written;
-    msgpack_sbuffer_init(&W.sb);
-    msgpack_pack_array(&W.pk, 3);
-    msgpack_pack_int(&W.pk, TKP_REC_CHUNK);
-    msgpack_pack_uint32(&W.pk, 0);
-    msgpack_pack_uint64(&W.pk, tkp_now_ns());
+    msgpack_sbuffer saved = writer.sb;
+    int meta_written = writer.meta_written;
+    msgpack_sbuffer_init(&writer.sb);
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&writer.pk, 0);
+    msgpack_pack_uint64(&writer.pk, tkp_now_ns());
     emit_meta();
-    *len = W.sb.size;
-    void *p = msgpack_sbuffer_release(&W.sb);
-    W.sb = saved;
-    W.meta_written = meta_written;
+    *len = writer.sb.size;
+    void *p = msgpack_sbuffer_release(&writer.sb);
+    writer.sb = saved;
+    writer.meta_written = meta_written;
     return p;
 }
 
@@ -519,64 +519,65 @@ static void emit_losses(void)
         if (idx < 0 || !dropped) continue;
         chunk_begin();
         define_thread((uint32_t)idx, tid);
-        msgpack_pack_array(&W.pk, 3);
-        msgpack_pack_int(&W.pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(&W.pk, (uint32_t)idx);
-        msgpack_pack_uint64(&W.pk, dropped);
+        msgpack_pack_array(&writer.pk, 3);
+        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&writer.pk, (uint32_t)idx);
+        msgpack_pack_uint64(&writer.pk, dropped);
     }
     uint64_t ringless = atomic_load(&tkp_ringless_drops);
     if (ringless) {
         chunk_begin();
-        msgpack_pack_array(&W.pk, 3);
-        msgpack_pack_int(&W.pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(&W.pk, UINT32_MAX); /* threads that got no ring */
-        msgpack_pack_uint64(&W.pk, ringless);
+        msgpack_pack_array(&writer.pk, 3);
+        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
+        msgpack_pack_uint64(&writer.pk, ringless);
     }
 }
 
 static void fail(const char *what)
 {
-    if (W.failed) return;
-    W.failed = 1;
-    tkp_warn("%s %s: %s; capture stopped, the program is unaffected", what, W.path,
+    if (writer.failed) return;
+    writer.failed = 1;
+    tkp_warn("%s %s: %s; capture stopped, the program is unaffected", what, writer.path,
              strerror(errno));
     atomic_store(&tkp_state, -1);
 }
 
 static void flush_chunk(void)
 {
-    uint64_t since = W.last_flush_ns;
-    W.last_flush_ns = tkp_now_ns();
-    if (!W.chunk_open || W.failed) return;
+    uint64_t since = writer.last_flush_ns;
+    writer.last_flush_ns = tkp_now_ns();
+    if (!writer.chunk_open || writer.failed) return;
     run_flush();
     emit_losses();
-    size_t raw = W.sb.size;
+    size_t raw = writer.sb.size;
     size_t bound = ZSTD_compressBound(raw);
-    if (bound > W.zcap) {
-        void *z = realloc(W.zbuf, bound);
+    if (bound > writer.zcap) {
+        void *z = realloc(writer.zbuf, bound);
         if (!z) return fail("out of memory compressing for");
-        W.zbuf = z;
-        W.zcap = bound;
+        writer.zbuf = z;
+        writer.zcap = bound;
     }
-    ZSTD_CCtx_setPledgedSrcSize(W.cctx, raw);
-    size_t zn = ZSTD_compress2(W.cctx, W.zbuf, W.zcap, W.sb.data, raw);
+    ZSTD_CCtx_setPledgedSrcSize(writer.cctx, raw);
+    size_t zn = ZSTD_compress2(writer.cctx, writer.zbuf, writer.zcap, writer.sb.data, raw);
     if (ZSTD_isError(zn)) {
         tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
         zn = 0;
     }
     /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
-    if (zn && W.sink->put(W.zbuf, zn, (uint32_t)raw, since, W.last_flush_ns)) W.failed = 1;
-    W.seq++;
-    W.chunk_open = 0;
-    msgpack_sbuffer_clear(&W.sb);
+    if (zn && writer.sink->put(writer.zbuf, zn, (uint32_t)raw, since, writer.last_flush_ns))
+        writer.failed = 1;
+    writer.seq++;
+    writer.chunk_open = 0;
+    msgpack_sbuffer_clear(&writer.sb);
 }
 
 /* Returns the number of events drained. */
 static size_t cycle(int force)
 {
-    if (!W.meta_written) {
+    if (!writer.meta_written) {
         chunk_begin(); /* META, in stream mode */
-        W.meta_written = 1;
+        writer.meta_written = 1;
     }
     /* GPU buffers completed before the drain: their launches' join events are in the rings. */
     struct tkp_gpu_batch *gpu = tkp_cupti_take();
@@ -584,10 +585,10 @@ static size_t cycle(int force)
     size_t n = tkp_rings_drain(encode, NULL);
     tkp_cupti_encode(gpu, force, &gpu_enc);
     uint64_t now = tkp_now_ns();
-    if (force || W.sb.size >= CHUNK_SOFT_MAX ||
-        now - W.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
+    if (force || writer.sb.size >= CHUNK_SOFT_MAX ||
+        now - writer.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
         flush_chunk();
-    if (W.sink->poll) W.sink->poll(now); /* flight mode: triggers, snapshots */
+    if (writer.sink->poll) writer.sink->poll(now); /* flight mode: triggers, snapshots */
     return n;
 }
 
@@ -602,7 +603,7 @@ static void *writer_main(void *arg)
     size_t busy_at = ((size_t)tkp_cfg.ring_kb << 10) / sizeof(struct tkp_ev) / 8;
     size_t last = 0;
     tkp_tls.depth = 1; /* nothing this thread does is the program's */
-    while (!atomic_load(&W.stop)) {
+    while (!atomic_load(&writer.stop)) {
         nanosleep(last >= busy_at ? &busy : &idle, NULL);
         last = cycle(0);
     }
@@ -611,68 +612,68 @@ static void *writer_main(void *arg)
 
 int tkp_writer_start(const struct tkp_sink *sink)
 {
-    W.sink = sink;
+    writer.sink = sink;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     start_monotonic_ns = tkp_now_ns();
     start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
     if (sink->open(meta_payload)) return -1; /* the first file, or the flight recorder */
-    snprintf(W.path, sizeof W.path, "%s", sink->path());
-    msgpack_sbuffer_init(&W.sb);
-    msgpack_packer_init(&W.pk, &W.sb, msgpack_sbuffer_write);
-    W.cctx = ZSTD_createCCtx();
-    if (!W.cctx) return -1;
-    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_compressionLevel, 3);
-    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_checksumFlag, 1);
-    ZSTD_CCtx_setParameter(W.cctx, ZSTD_c_contentSizeFlag, 1);
-    W.last_flush_ns = tkp_now_ns();
-    atomic_store(&W.stop, 0);
+    snprintf(writer.path, sizeof writer.path, "%s", sink->path());
+    msgpack_sbuffer_init(&writer.sb);
+    msgpack_packer_init(&writer.pk, &writer.sb, msgpack_sbuffer_write);
+    writer.cctx = ZSTD_createCCtx();
+    if (!writer.cctx) return -1;
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_contentSizeFlag, 1);
+    writer.last_flush_ns = tkp_now_ns();
+    atomic_store(&writer.stop, 0);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&W.thread, NULL, writer_main, NULL);
+    int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         tkp_warn("cannot start the writer thread; capture off");
         return -1;
     }
-    W.running = 1;
-    tkp_debug("capturing to %s", W.path);
+    writer.running = 1;
+    tkp_debug("capturing to %s", writer.path);
     return 0;
 }
 
 void tkp_writer_stop(void)
 {
-    if (!W.running) return;
-    atomic_store(&W.stop, 1);
-    pthread_join(W.thread, NULL);
-    W.running = 0;
+    if (!writer.running) return;
+    atomic_store(&writer.stop, 1);
+    pthread_join(writer.thread, NULL);
+    writer.running = 0;
     int d = tkp_tls.depth;
     tkp_tls.depth = 1;
-    if (W.sink->last_chunk) W.sink->last_chunk();
+    if (writer.sink->last_chunk) writer.sink->last_chunk();
     cycle(1);
     tkp_tls.depth = d;
-    W.sink->close();
+    writer.sink->close();
 }
 
 void tkp_writer_after_fork(void)
 {
     /* The child has no writer thread; the parent's file and buffers are not ours to touch. */
-    W.running = 0;
-    W.seq = 0;
-    W.chunk_open = 0;
-    W.meta_written = 0;
-    W.failed = 0;
-    if (W.sb.data) msgpack_sbuffer_clear(&W.sb);
-    W.run_n = 0; /* the parent's open run was the parent's */
-    for (int c = 0; c < RUN_COLS; c++) W.run[c].n = 0;
-    tkp_gen_clear(&W.names.gen);
-    tkp_gen_clear(&W.threads);
-    tkp_gen_clear(&W.graphs);
-    tkp_gen_clear(&W.launch_tm.gen);
-    tkp_gen_clear(&W.lib_tm.gen);
-    if (W.cctx) ZSTD_freeCCtx(W.cctx);
-    W.cctx = NULL;
-    if (W.sb.data) msgpack_sbuffer_destroy(&W.sb);
-    memset(&W.sb, 0, sizeof W.sb);
+    writer.running = 0;
+    writer.seq = 0;
+    writer.chunk_open = 0;
+    writer.meta_written = 0;
+    writer.failed = 0;
+    if (writer.sb.data) msgpack_sbuffer_clear(&writer.sb);
+    writer.run_n = 0; /* the parent's open run was the parent's */
+    for (int c = 0; c < RUN_COLS; c++) writer.run[c].n = 0;
+    tkp_gen_clear(&writer.names.gen);
+    tkp_gen_clear(&writer.threads);
+    tkp_gen_clear(&writer.graphs);
+    tkp_gen_clear(&writer.launch_tm.gen);
+    tkp_gen_clear(&writer.lib_tm.gen);
+    if (writer.cctx) ZSTD_freeCCtx(writer.cctx);
+    writer.cctx = NULL;
+    if (writer.sb.data) msgpack_sbuffer_destroy(&writer.sb);
+    memset(&writer.sb, 0, sizeof writer.sb);
 }

@@ -17,7 +17,8 @@
 static int claims, exits;
 static void on_claim(struct tkp_ring *r)
 {
-    for (size_t i = 0; i < sizeof r->user; i++) cr_assert_eq(r->user[i], 0);
+    for (size_t i = 0; i < sizeof r->user; i++)
+        cr_assert_eq(r->user[i], 0);
     claims++;
 }
 static void on_exit_hook(struct tkp_ring *r, uint64_t stamp)
@@ -73,12 +74,14 @@ Test(shim_ring, no_ring_unless_capturing)
 
 Test(shim_ring, events_come_out_in_order_once)
 {
-    for (uint64_t i = 0; i < 10; i++) cr_assert(push(100 + i));
+    for (uint64_t i = 0; i < 10; i++)
+        cr_assert(push(100 + i));
     cr_assert_eq(claims, 1);
     struct seen s = {.n = 0};
     cr_assert_eq(tkp_rings_drain(collect, &s), 10);
     cr_assert_eq(s.n, 10);
-    for (int i = 0; i < 10; i++) cr_assert_eq(s.a[i], 100u + (uint64_t)i);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(s.a[i], 100u + (uint64_t)i);
     s.n = 0;
     cr_assert_eq(tkp_rings_drain(collect, &s), 0, "drained events are gone");
     int tid;
@@ -90,7 +93,8 @@ Test(shim_ring, events_come_out_in_order_once)
 
 Test(shim_ring, a_full_ring_drops_and_counts_then_has_room_again)
 {
-    for (int i = 0; i < SLOTS; i++) cr_assert(push((uint64_t)i), "slot %d", i);
+    for (int i = 0; i < SLOTS; i++)
+        cr_assert(push((uint64_t)i), "slot %d", i);
     cr_assert_not(push(999));
     cr_assert_not(push(999));
     int tid;
@@ -99,9 +103,11 @@ Test(shim_ring, a_full_ring_drops_and_counts_then_has_room_again)
     cr_assert_eq(dropped, 2);
     struct seen s = {.n = 0};
     cr_assert_eq(tkp_rings_drain(collect, &s), SLOTS);
-    for (int i = 0; i < SLOTS; i++) cr_assert_eq(s.a[i], (uint64_t)i, "the dropped ones never land");
+    for (int i = 0; i < SLOTS; i++)
+        cr_assert_eq(s.a[i], (uint64_t)i, "the dropped ones never land");
     /* wrapping around: the head passes the end of the slots */
-    for (int i = 0; i < SLOTS / 2 + 3; i++) cr_assert(push(1000 + (uint64_t)i));
+    for (int i = 0; i < SLOTS / 2 + 3; i++)
+        cr_assert(push(1000 + (uint64_t)i));
     s.n = 0;
     tkp_rings_drain(collect, &s);
     cr_assert_eq(s.n, SLOTS / 2 + 3);
@@ -111,7 +117,8 @@ Test(shim_ring, a_full_ring_drops_and_counts_then_has_room_again)
 static void *overfill_and_exit(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < SLOTS + 5; i++) push((uint64_t)i);
+    for (int i = 0; i < SLOTS + 5; i++)
+        push((uint64_t)i);
     return NULL;
 }
 

@@ -40,7 +40,8 @@ static struct tkp_ring *R(void)
 }
 static void launches(int n)
 {
-    for (int i = 0; i < n; i++) tkp_step_on_launch(R(), now += 10, 0);
+    for (int i = 0; i < n; i++)
+        tkp_step_on_launch(R(), now += 10, 0);
 }
 static void graph_launch(void)
 {
@@ -67,8 +68,8 @@ static void take(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
     (void)ctx, (void)thread, (void)os_tid;
     if (e->type != TKP_REC_STEP) return;
     cr_assert_lt(nsteps, 64);
-    steps[nsteps++] = (struct step){e->step, e->u[0], e->u[1], e->u[2], e->u[3], e->sub,
-                                    e->ts, e->a, e->b};
+    steps[nsteps++] =
+        (struct step){e->step, e->u[0], e->u[1], e->u[2], e->u[3], e->sub, e->ts, e->a, e->b};
 }
 static void drain(void)
 {
@@ -140,7 +141,8 @@ Test(shim_step, auto_a_blocking_copy_completes_what_is_pending)
 
 Test(shim_step, auto_a_host_that_never_waits_is_bounded)
 {
-    for (int i = 0; i < TKP_PENDING_MAX + 1; i++) launches(1), dtoh(4);
+    for (int i = 0; i < TKP_PENDING_MAX + 1; i++)
+        launches(1), dtoh(4);
     drain();
     cr_assert_eq(nsteps, 1, "the oldest pending step is reported, closed by the next");
     expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 1, 1);
@@ -166,7 +168,7 @@ Test(shim_step, sync_mode_every_wait_after_launches_is_a_step)
 Test(shim_step, graph_mode_each_replay_begins_a_step)
 {
     tkp_cfg.step_mode = TKP_STEPMODE_GRAPH;
-    launches(2);      /* warm-up, eager */
+    launches(2); /* warm-up, eager */
     graph_launch(), launches(1);
     graph_launch();
     tkp_step_flush_thread(R(), now += 10);

@@ -1,5 +1,6 @@
-/* Recording helpers shared by the runtime and driver hooks. Each is the whole per-event cost:
- * clock, TLS, one ring slot. */
+/* The hooks' emitters (tkp_emit_*), shared by the runtime, driver and library hooks: each puts one
+ * event in the calling thread's ring, and is the whole per-event cost: clock, TLS, one ring slot.
+ * ("rec" is kept for the record types, TKP_REC_*.) */
 #ifndef TKP_HOOKS_HOOKS_H
 #define TKP_HOOKS_HOOKS_H
 
@@ -26,7 +27,7 @@ static inline int tkp_skip_captured(uint64_t stream, int ptsz)
            tkp_stream_capturing(stream, ptsz);
 }
 
-static inline void tkp_rec_launch(int via, uint64_t key, int key_kind, uint64_t stream,
+static inline void tkp_emit_launch(int via, uint64_t key, int key_kind, uint64_t stream,
                                   unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                   unsigned bz, unsigned smem)
 {
@@ -58,7 +59,7 @@ static inline void tkp_rec_launch(int via, uint64_t key, int key_kind, uint64_t 
     tkp_ring_commit(r);
 }
 
-static inline void tkp_rec_graph_launch(int via, uint64_t exec, uint64_t stream)
+static inline void tkp_emit_graph_launch(int via, uint64_t exec, uint64_t stream)
 {
     struct tkp_ring *r = tkp_ring_self();
     if (TKP_UNLIKELY(!r)) {
@@ -79,7 +80,7 @@ static inline void tkp_rec_graph_launch(int via, uint64_t exec, uint64_t stream)
 }
 
 /* Returns 1 when this copy marked the end of a step (auto mode). */
-static inline int tkp_rec_copy(int kind, int dir, uint64_t bytes, uint64_t stream, unsigned flags)
+static inline int tkp_emit_copy(int kind, int dir, uint64_t bytes, uint64_t stream, unsigned flags)
 {
     if (tkp_skip_captured(stream, 0)) return 0;
     struct tkp_ring *r = tkp_ring_self();
@@ -106,7 +107,7 @@ static inline int tkp_rec_copy(int kind, int dir, uint64_t bytes, uint64_t strea
     return tkp_step_current(r) != before;
 }
 
-static inline void tkp_rec_sync(int kind, uint64_t handle, uint64_t t0, uint64_t t1)
+static inline void tkp_emit_sync(int kind, uint64_t handle, uint64_t t0, uint64_t t1)
 {
     struct tkp_ring *r = tkp_ring_self();
     if (TKP_UNLIKELY(!r)) return;
@@ -124,15 +125,15 @@ static inline void tkp_rec_sync(int kind, uint64_t handle, uint64_t t0, uint64_t
 }
 
 /* A blocking copy returned: the host waited from t0 to t1 (a SYNC), which may complete steps. */
-static inline void tkp_rec_copy_return(int marked, uint64_t t0, uint64_t t1)
+static inline void tkp_emit_copy_return(int marked, uint64_t t0, uint64_t t1)
 {
     struct tkp_ring *r = tkp_ring_self();
     if (!r) return;
-    tkp_rec_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
+    tkp_emit_sync(TKP_SYNC_MEMCPY, 0, t0, t1);
     tkp_step_on_copy_return(r, t1, marked);
 }
 
-static inline void tkp_rec_pair(int type, uint64_t a, uint64_t b)
+static inline void tkp_emit_pair(int type, uint64_t a, uint64_t b)
 {
     struct tkp_ring *r = tkp_ring_self();
     if (TKP_UNLIKELY(!r)) return;

@@ -79,7 +79,7 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
     if (tkp_tls.depth) return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     if (tkp_active()) {
         int e = errno;
-        tkp_rec_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)s, gx,
+        tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)s, gx,
                        gy, gz, bx, by, bz, smem);
         errno = e;
     }
@@ -121,9 +121,9 @@ static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig
     if (tkp_tls.depth) return real(c, f, params, extra);
     if (c && tkp_active()) {
         int e = errno;
-        tkp_rec_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)c->hStream,
-                       c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                       c->blockDimZ, c->sharedMemBytes);
+        tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION,
+                        (uint64_t)(uintptr_t)c->hStream, c->gridDimX, c->gridDimY, c->gridDimZ,
+                        c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes);
         errno = e;
     }
     return DRV_CALL(real(c, f, params, extra));
@@ -149,7 +149,7 @@ static CUresult graph_launch(int h, const char *name, int via, CUgraphExec g, CU
     if (tkp_tls.depth) return real(g, s);
     if (tkp_active() && !tkp_skip_captured((uint64_t)(uintptr_t)s, via & TKP_VIA_PTSZ)) {
         int e = errno;
-        tkp_rec_graph_launch(via, (uint64_t)(uintptr_t)g, (uint64_t)(uintptr_t)s);
+        tkp_emit_graph_launch(via, (uint64_t)(uintptr_t)g, (uint64_t)(uintptr_t)s);
         errno = e;
     }
     return DRV_CALL(real(g, s));
@@ -238,7 +238,7 @@ static CUresult sync_one(int h, const char *name, int kind, void *handle)
     uint64_t t0 = tkp_stamp();
     CUresult rv = DRV_CALL(real(handle));
     int e = errno;
-    if (rv == CUDA_SUCCESS) tkp_rec_sync(kind, (uint64_t)(uintptr_t)handle, t0, tkp_stamp());
+    if (rv == CUDA_SUCCESS) tkp_emit_sync(kind, (uint64_t)(uintptr_t)handle, t0, tkp_stamp());
     errno = e;
     return rv;
 }
@@ -267,7 +267,7 @@ TKP_EXPORT CUresult cuCtxSynchronize(void)
     uint64_t t0 = tkp_stamp();
     CUresult rv = DRV_CALL(real());
     int e = errno;
-    if (rv == CUDA_SUCCESS) tkp_rec_sync(TKP_SYNC_CTX, 0, t0, tkp_stamp());
+    if (rv == CUDA_SUCCESS) tkp_emit_sync(TKP_SYNC_CTX, 0, t0, tkp_stamp());
     errno = e;
     return rv;
 }
@@ -278,7 +278,7 @@ static void pair(int type, uint64_t a, uint64_t b, uint64_t stream)
 {
     if (tkp_should_record() && !tkp_skip_captured(stream, 0)) {
         int e = errno;
-        tkp_rec_pair(type, a, b);
+        tkp_emit_pair(type, a, b);
         errno = e;
     }
 }
@@ -335,7 +335,7 @@ static int rec_copy(int dir, size_t n, const void *host, CUstream s, int async)
     if (!tkp_should_record()) return -1;
     int e = errno;
     unsigned flags = (async ? TKP_COPY_ASYNC : 0) | (host && tkp_pinned_has(host) ? TKP_COPY_PINNED : 0);
-    int marked = tkp_rec_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
+    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
     errno = e;
     return marked;
 }
@@ -343,7 +343,7 @@ static void copy_returned(int marked, uint64_t t0)
 {
     if (marked < 0) return;
     int e = errno;
-    tkp_rec_copy_return(marked, t0, tkp_stamp());
+    tkp_emit_copy_return(marked, t0, tkp_stamp());
     errno = e;
 }
 

@@ -103,7 +103,7 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
     do {                                                                                          \
         if (tkp_should_record()) {                                                                \
             int e_ = errno;                                                                       \
-            tkp_rec_launch(via, (uint64_t)(uintptr_t)(key), kind, (uint64_t)(uintptr_t)(stream), \
+            tkp_emit_launch(via, (uint64_t)(uintptr_t)(key), kind, (uint64_t)(uintptr_t)(stream), \
                            (g).x, (g).y, (g).z, (b).x, (b).y, (b).z, (unsigned)(smem));           \
             errno = e_;                                                                           \
         }                                                                                         \
@@ -191,14 +191,15 @@ static cudaError_t hook_cudaLaunchKernelExC_ptsz(cudaLaunchKernelExC_ptsz_fn rea
 
 /* ---- graphs ------------------------------------------------------------------------------- */
 
-#define GRAPH_LAUNCH_BODY(via, exec, stream, call)                                                \
-    do {                                                                                          \
-        if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)(stream), 0)) {       \
-            int e_ = errno;                                                                       \
-            tkp_rec_graph_launch(via, (uint64_t)(uintptr_t)(exec), (uint64_t)(uintptr_t)(stream)); \
-            errno = e_;                                                                           \
-        }                                                                                         \
-        return CALL_REAL(call);                                                                   \
+#define GRAPH_LAUNCH_BODY(via, exec, stream, call)                                                 \
+    do {                                                                                           \
+        if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)(stream), 0)) {         \
+            int e_ = errno;                                                                        \
+            tkp_emit_graph_launch(via, (uint64_t)(uintptr_t)(exec),                                \
+                                  (uint64_t)(uintptr_t)(stream));                                  \
+            errno = e_;                                                                            \
+        }                                                                                          \
+        return CALL_REAL(call);                                                                    \
     } while (0)
 
 RT_PAIR(cudaError_t, cudaGraphLaunch, NOSYM, (cudaGraphExec_t e, cudaStream_t s), (e, s))
@@ -306,13 +307,13 @@ static cudaError_t memcpy_common(cudaError_t (*real_sync)(void *, const void *, 
     int dir = copy_dir(k);
     const void *host = dir == TKP_DIR_DTOH ? dst : dir == TKP_DIR_HTOD ? src : NULL;
     unsigned flags = (real_async ? TKP_COPY_ASYNC : 0) | (host && tkp_pinned_has(host) ? TKP_COPY_PINNED : 0);
-    int marked = tkp_rec_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
+    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
     errno = e_;
     if (real_async) return CALL_REAL(real_async(dst, src, n, k, s));
     uint64_t t0 = tkp_stamp();
     cudaError_t rv = CALL_REAL(real_sync(dst, src, n, k));
     e_ = errno;
-    tkp_rec_copy_return(marked, t0, tkp_stamp());
+    tkp_emit_copy_return(marked, t0, tkp_stamp());
     errno = e_;
     return rv;
 }
@@ -352,7 +353,7 @@ static cudaError_t hook_cudaMemcpyAsync_ptsz(cudaMemcpyAsync_ptsz_fn real, void 
     do {                                                                                          \
         if (tkp_should_record()) {                                                                \
             int e_ = errno;                                                                       \
-            tkp_rec_copy(TKP_COPY_MEMSET, TKP_DIR_DTOD, n, (uint64_t)(uintptr_t)(stream),        \
+            tkp_emit_copy(TKP_COPY_MEMSET, TKP_DIR_DTOD, n, (uint64_t)(uintptr_t)(stream),        \
                          (async) ? TKP_COPY_ASYNC : 0);                                           \
             errno = e_;                                                                           \
         }                                                                                         \
@@ -415,7 +416,7 @@ static cudaError_t hook_cudaFreeHost(cudaFreeHost_fn real, void *p)
         cudaError_t rv_ = CALL_REAL(call);                                                        \
         int e_ = errno;                                                                           \
         if (rv_ == cudaSuccess)                                                                   \
-            tkp_rec_sync(kind, (uint64_t)(uintptr_t)(handle), t0_, tkp_stamp());                 \
+            tkp_emit_sync(kind, (uint64_t)(uintptr_t)(handle), t0_, tkp_stamp());                 \
         errno = e_;                                                                               \
         return rv_;                                                                               \
     } while (0)
@@ -467,7 +468,7 @@ static cudaError_t hook_cudaEventQuery(cudaEventQuery_fn real, cudaEvent_t e)
     do {                                                                                          \
         if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)(cap_stream), 0)) {    \
             int e_ = errno;                                                                       \
-            tkp_rec_pair(type, (uint64_t)(uintptr_t)(a), (uint64_t)(uintptr_t)(b));               \
+            tkp_emit_pair(type, (uint64_t)(uintptr_t)(a), (uint64_t)(uintptr_t)(b));               \
             errno = e_;                                                                           \
         }                                                                                         \
         return CALL_REAL(call);                                                                   \

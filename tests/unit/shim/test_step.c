@@ -9,6 +9,7 @@
 #include "core/state.h"
 #include "record/ring.h"
 #include "record/step.h"
+#include "record/symtab.h"
 #include "tokprof/format.h"
 
 static uint32_t segments[64];
@@ -222,4 +223,29 @@ Test(shim_step, exit_reports_trailing_work_as_outside)
     cr_assert_eq(nsteps, 2);
     expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 2, 1);
     expect(1, 1, TKP_STEP_OUTSIDE, TKP_CLOSE_EXIT, 3, 0);
+}
+
+static void launch_kernel(const void *stub)
+{
+    uint64_t ts = now += 10;
+    tkp_step_launch_boundary(R(), (uint64_t)(uintptr_t)stub, TKP_KEY_HOSTFUN, ts);
+    tkp_step_on_launch(R(), ts, 0);
+}
+
+Test(shim_step, kernel_mode_a_matching_launch_begins_a_step)
+{
+    static const char embed, attn; /* host stubs: any distinct addresses */
+    tkp_sym_register(&embed, "embedding_kernel");
+    tkp_sym_register(&attn, "attention_kernel");
+    tkp_cfg.step_mode = TKP_STEPMODE_KERNEL;
+    snprintf(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, "^embed");
+    launch_kernel(&attn); /* warm-up before the first matching kernel */
+    launch_kernel(&embed), launch_kernel(&attn), launch_kernel(&attn);
+    launch_kernel(&embed), launch_kernel(&attn);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_NEXT_STEP, 1, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 3, 0);
+    expect(2, 2, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 2, 0);
 }

@@ -4,9 +4,10 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium clang libclang-rt-14-dev)
+      libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
-# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them)
+# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
+# (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -37,4 +38,6 @@ if [ -x "$CUDA_HOME/bin/nvcc" ]; then
     v=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 13 ] || { echo "setup: nvcc $v found, tokprof needs CUDA 13" >&2; exit 1; }
 fi
+# zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/release and tests/python
+"$(dirname "$0")/pyenv.sh" >/dev/null
 exit 0

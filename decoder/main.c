@@ -7,15 +7,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "err.h"
+#include "cmd/cmd.h"
+#include "base/err.h"
 #include "tokprof/tokprof.h"
 
 static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run,
                                              &tkp_cmd_gemm, &tkp_cmd_moe, &tkp_cmd_check,
                                              &tkp_cmd_steps, &tkp_cmd_kernels, &tkp_cmd_analyze,
                                              &tkp_cmd_diff, &tkp_cmd_export, &tkp_cmd_heatmap,
-                                             &tkp_cmd_report, &tkp_cmd_stacks};
+                                             &tkp_cmd_report, &tkp_cmd_stacks,
+                                             &tkp_cmd_table, &tkp_cmd_ingest};
 #define NCMDS (sizeof(cmds) / sizeof(*cmds))
 
 static void usage(FILE *f)

@@ -4,10 +4,15 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev)
+      libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev zlib1g-dev
+      clickhouse-server clickhouse-client libcap2-bin)
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
 # for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
 # (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
+# and the chdb venv below; zlib1g-dev: gzip tables (libz.a, linked statically);
+# clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
+# service is not used); libcap2-bin: setcap, for the
+# secure-execution test (tests/security, security_secure)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -19,6 +24,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# chdb (a current ClickHouse engine, from PyPI) for tests/fleet's fleet_chdb, in its own venv
+CHDB_VENV=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
+if ! "$CHDB_VENV/bin/python3" -c 'import chdb' 2>/dev/null; then
+    echo "setup: installing chdb into $CHDB_VENV" >&2
+    python3 -m venv "$CHDB_VENV"
+    "$CHDB_VENV/bin/pip" install -q 'chdb==4.4.0'
 fi
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}

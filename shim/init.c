@@ -78,6 +78,12 @@ static int start(void)
         if (atomic_load(&tkp_state) == 2) atomic_fetch_add(&tkp_ringless_drops, 1);
         return 0;
     }
+    /* A setuid / setgid / file-capability process: its environment is not to be trusted, and
+     * the shim is a guest with its privileges. Before any variable is read (config.c). */
+    if (tkp_secure_exec()) {
+        atomic_store(&tkp_state, -1);
+        return 0;
+    }
     tkp_config_load();
     tkp_stacks_config(); /* TOKPROF_STACKS, TOKPROF_STACKS_UNWINDER (record/stacks.c) */
     tkp_prod_config_load(); /* TOKPROF_MODE, budgets, flight recorder, triggers (sink/prod.c) */

@@ -1,7 +1,21 @@
 /* TOKPROF_* environment variables, read once at start. A bad value never stops the program: it
- * gets one warning line and the default. README.md documents each variable. */
+ * gets one warning line and the default. README.md documents each variable.
+ *
+ * Secure execution. A setuid or setgid program, or one with file capabilities, runs with more
+ * privilege than the user who set its environment: glibc marks it AT_SECURE and ignores
+ * LD_LIBRARY_PATH and most of LD_PRELOAD, but a shim installed in /etc/ld.so.preload still
+ * loads. There the environment is the attacker's input (TOKPROF_OUT names where a privileged
+ * process writes, TOKPROF_CUPTI_PATH what it dlopens), so such a process records nothing:
+ * tkp_start_slow() asks tkp_secure_exec() before it reads any variable, and every variable is read
+ * through tkp_env(), secure_getenv(3), which answers NULL there anyway. LTTng-UST reads its
+ * variables once into a table and refuses the dangerous ones (clock and getcpu plugin paths, HOME)
+ * in a setuid process, judged by euid != uid or egid != gid; we ask the kernel's AT_SECURE
+ * instead, which also covers file capabilities, and refuse every variable: none of ours is
+ * harmless enough to allow (even TOKPROF_LOG would let the caller write into a privileged
+ * process's stderr). */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <string.h>
 #include <strings.h>
 
@@ -10,9 +24,19 @@
 
 struct tkp_config tkp_cfg;
 
+int tkp_secure_exec(void)
+{
+    return getauxval(AT_SECURE) != 0;
+}
+
+const char *tkp_env(const char *name)
+{
+    return secure_getenv(name);
+}
+
 static unsigned parse_uint(const char *var, unsigned def, unsigned lo, unsigned hi)
 {
-    const char *v = getenv(var);
+    const char *v = tkp_env(var);
     if (!v || !*v) return def;
     char *end;
     errno = 0;
@@ -34,22 +58,22 @@ static void copy_str(char *dst, size_t cap, const char *src)
 
 void tkp_config_load(void)
 {
-    const char *v = getenv("TOKPROF_LOG");
+    const char *v = tkp_env("TOKPROF_LOG");
     if (v && *v) {
         if (!strcasecmp(v, "quiet")) tkp_log_level = TKP_LOG_QUIET;
         else if (!strcasecmp(v, "warn")) tkp_log_level = TKP_LOG_WARN;
         else if (!strcasecmp(v, "debug")) tkp_log_level = TKP_LOG_DEBUG;
         else tkp_warn("TOKPROF_LOG=%s is not quiet|warn|debug; using warn", v);
     }
-    v = getenv("TOKPROF_DISABLE");
+    v = tkp_env("TOKPROF_DISABLE");
     tkp_cfg.disabled = v && *v && strcmp(v, "0") != 0;
 
-    v = getenv("TOKPROF_OUT");
+    v = tkp_env("TOKPROF_OUT");
     copy_str(tkp_cfg.out_dir, sizeof tkp_cfg.out_dir, v && *v ? v : ".");
 
     tkp_cfg.step_mode = TKP_STEPMODE_AUTO;
     tkp_cfg.step_regex[0] = 0;
-    v = getenv("TOKPROF_STEP");
+    v = tkp_env("TOKPROF_STEP");
     if (v && *v) {
         if (!strcmp(v, "auto")) tkp_cfg.step_mode = TKP_STEPMODE_AUTO;
         else if (!strcmp(v, "sync")) tkp_cfg.step_mode = TKP_STEPMODE_SYNC;

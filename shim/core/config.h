@@ -27,5 +27,10 @@ extern struct tkp_config tkp_cfg;
 /* Reads TOKPROF_LOG, TOKPROF_DISABLE, TOKPROF_OUT, TOKPROF_STEP, the ring sizes and the flush
  * period once; a bad value gets one warning line and the default. */
 void tkp_config_load(void);
+/* 1 in a secure-execution process (AT_SECURE: setuid, setgid, file capabilities): the shim then
+ * reads no variable and records nothing (config.c says why). */
+int tkp_secure_exec(void);
+/* getenv for TOKPROF_* variables: secure_getenv(3), NULL in a secure-execution process. */
+const char *tkp_env(const char *name);
 
 #endif

@@ -366,7 +366,9 @@ void tkp_cupti_start(void)
     }
     if (gpu.loaded) return;
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
-    const char *path = getenv("TOKPROF_CUPTI_PATH");
+    /* tkp_env: a secure-execution process never dlopens a path from its environment (it never
+     * starts capture at all: init.c; this is the second lock on the same door). */
+    const char *path = tkp_env("TOKPROF_CUPTI_PATH");
     void *h = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         off(TKP_GPU_NO_CUPTI, "libcupti.so.13 not found");

@@ -58,6 +58,7 @@ static struct {
     int have_last;
     uint64_t last_ns;
     unsigned triggers, suppressed;
+    unsigned skipped; /* triggers taken while free space was under the floor */
     /* what META says about the snapshot being started */
     int building_meta, meta_kind;
     char meta_why[96];
@@ -127,7 +128,7 @@ static int flight_open(tkp_meta_payload_fn meta)
     if (tkp_file_open_dir()) return -1;
     /* Nothing is written until a trigger: check now that a snapshot could be, so that a bad
      * directory is one warning at start rather than a surprise at the first incident. */
-    if (access(tkp_cfg.out_dir, W_OK | X_OK)) {
+    if (tkp_file_dir_writable()) {
         tkp_warn("cannot write in %s: %s; capture off, the program is unaffected",
                  tkp_cfg.out_dir, strerror(errno));
         return -1;
@@ -205,17 +206,15 @@ static int snapshot_fail(void)
 
 static int snapshot_begin(int kind, uint64_t at_ns, const char *why)
 {
-    char stem[PATH_MAX - 32];
-    tkp_file_stem(stem, sizeof stem);
-    unsigned k = flight.index++;
-    snprintf(flight.path, sizeof flight.path, "%s.snap%u.tokprof", stem, k);
-    flight.fd = tkp_file_create(flight.path, TKP_FILE_SNAPSHOT);
-    if (flight.fd < 0) return snapshot_fail();
-    if (tkp_prod.keep && k >= tkp_prod.keep) {
-        char old[PATH_MAX];
-        snprintf(old, sizeof old, "%s.snap%u.tokprof", stem, k - tkp_prod.keep);
-        unlink(old);
+    /* Under the free-space floor no snapshot is written; the ring goes on, so the next trigger
+     * after space is freed has its before-window. */
+    if (tkp_file_low_space(0, "no snapshot is written while it lasts")) {
+        flight.skipped++;
+        return 0;
     }
+    flight.fd = tkp_file_create(TKP_OUT_SNAPSHOT, flight.index++, TKP_FILE_SNAPSHOT, flight.path,
+                                sizeof flight.path);
+    if (flight.fd < 0) return snapshot_fail();
     flight.seq = 0;
     flight.meta_kind = kind;
     flight.meta_at = at_ns;
@@ -243,9 +242,14 @@ static int flight_put(const void *frame, size_t zn, uint32_t raw, uint64_t t_beg
     uint32_t seq = flight.put_seq;
     if (flight.fd >= 0) {
         /* The chunk that holds the trigger is usually still open when the trigger is taken: it
-         * arrives here, after the snapshot began, with everything up to AFTER_S after it. */
-        if (write_chunk(frame, (uint32_t)zn, raw, seq)) return snapshot_fail();
-        if (t_end >= flight.until_ns) snapshot_end();
+         * arrives here, after the snapshot began, with everything up to AFTER_S after it. The
+         * floor cuts the after-window short; what was written decodes. */
+        if (tkp_file_low_space(zn, "the snapshot ends here"))
+            snapshot_end();
+        else if (write_chunk(frame, (uint32_t)zn, raw, seq))
+            return snapshot_fail();
+        else if (t_end >= flight.until_ns)
+            snapshot_end();
     }
     evict(t_end, zn);
     if (push(frame, zn, raw, seq, t_begin, t_end))
@@ -289,7 +293,7 @@ void tkp_flight_after_fork(void)
     flight.q = NULL;
     flight.cap = flight.head = flight.n = 0;
     flight.bytes = flight.bytes_peak = flight.evicted = 0;
-    flight.index = flight.triggers = flight.suppressed = 0;
+    flight.index = flight.triggers = flight.suppressed = flight.skipped = 0;
     flight.have_last = 0;
     tkp_trigger_after_fork();
 }
@@ -321,7 +325,7 @@ static void flight_meta_pack(msgpack_packer *pk)
     if (!flight.building_meta) return;
     msgpack_pack_str(pk, 8);
     msgpack_pack_str_body(pk, "snapshot", 8);
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     kv_u64(pk, "index", flight.index - 1);
     kv_str(pk, "trigger", tkp_trigger_name(flight.meta_kind));
     kv_str(pk, "why", flight.meta_why);
@@ -330,6 +334,7 @@ static void flight_meta_pack(msgpack_packer *pk)
     kv_u64(pk, "after_ns", tkp_prod.after_ns);
     kv_u64(pk, "triggers", flight.triggers);
     kv_u64(pk, "suppressed", flight.suppressed);
+    kv_u64(pk, "skipped_low_space", flight.skipped);
     kv_u64(pk, "evicted_chunks", flight.evicted);
     kv_u64(pk, "flight_bytes", flight.bytes);
     kv_u64(pk, "flight_bytes_peak", flight.bytes_peak);

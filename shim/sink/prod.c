@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "sink/prod.h"
 
@@ -14,7 +15,7 @@ struct tkp_prod_config tkp_prod;
 /* A positive decimal number (MB and seconds may be fractional: "0.25"); def when unset or bad. */
 static double parse_num(const char *var, double def, double lo, double hi)
 {
-    const char *v = getenv(var);
+    const char *v = tkp_env(var);
     if (!v || !*v) return def;
     char *end;
     errno = 0;
@@ -69,32 +70,42 @@ static int parse_step_trigger(const char *v)
 void tkp_prod_config_load(void)
 {
     memset(&tkp_prod, 0, sizeof tkp_prod);
-    const char *v = getenv("TOKPROF_MODE");
+    const char *v = tkp_env("TOKPROF_MODE");
     if (v && *v) {
         if (!strcmp(v, "flight")) tkp_prod.flight = 1;
-        else if (strcmp(v, "stream")) tkp_warn("TOKPROF_MODE=%s is not stream|flight; using stream", v);
+        else if (strcmp(v, "stream"))
+            tkp_warn("TOKPROF_MODE=%s is not stream|flight; using stream", v);
     }
-    tkp_prod.max_bytes = (uint64_t)(parse_num("TOKPROF_MAX_MB", 0, 0, 1 << 24) * 1048576.0);
-    tkp_prod.keep = (unsigned)parse_num("TOKPROF_KEEP", 0, 0, 1000000);
-    tkp_prod.flight_bytes = (uint64_t)(parse_num("TOKPROF_FLIGHT_MB", 64, 0.01, 1 << 16) * 1048576.0);
+    /* Bounded by default (docs/OPERATIONS.md, "Disk"): 256 MB files, the newest 4 kept, so
+     * one process never holds more than about 1 GiB; 0 lifts either bound. */
+    tkp_prod.max_bytes = (uint64_t)(parse_num("TOKPROF_MAX_MB", TKP_DEFAULT_MAX_MB, 0, 1 << 24) *
+                                    1048576.0);
+    tkp_prod.keep = (unsigned)parse_num("TOKPROF_KEEP", TKP_DEFAULT_KEEP, 0, 65535);
+    tkp_prod.min_free_bytes =
+        (uint64_t)(parse_num("TOKPROF_MIN_FREE_MB", TKP_DEFAULT_MIN_FREE_MB, 0, 1 << 30) *
+                   1048576.0);
+    tkp_prod.min_free_pct =
+        (unsigned)parse_num("TOKPROF_MIN_FREE_PCT", TKP_DEFAULT_MIN_FREE_PCT, 0, 100);
+    tkp_prod.flight_bytes =
+        (uint64_t)(parse_num("TOKPROF_FLIGHT_MB", 64, 0.01, 1 << 16) * 1048576.0);
     tkp_prod.before_ns = (uint64_t)(parse_num("TOKPROF_FLIGHT_BEFORE_S", 10, 0, 86400) * 1e9);
     tkp_prod.after_ns = (uint64_t)(parse_num("TOKPROF_FLIGHT_AFTER_S", 2, 0, 86400) * 1e9);
     tkp_prod.min_gap_ns = (uint64_t)(parse_num("TOKPROF_TRIGGER_MIN_S", 60, 0, 86400 * 365) * 1e9);
     tkp_prod.test_delay_ms = (unsigned)parse_num("TOKPROF_TEST_WRITER_DELAY_MS", 0, 0, 600000);
-    v = getenv("TOKPROF_TRIGGER");
+    v = tkp_env("TOKPROF_TRIGGER");
     if (v && *v && parse_step_trigger(v)) {
         tkp_prod.step_trigger = 0;
         tkp_warn("TOKPROF_TRIGGER=%s is not step>Nms|step>Ns|step>F*p50; no step trigger", v);
     }
     tkp_prod.signal = SIGUSR2;
-    v = getenv("TOKPROF_TRIGGER_SIGNAL");
+    v = tkp_env("TOKPROF_TRIGGER_SIGNAL");
     if (v && *v) {
         int s = parse_signal(v);
         if (s < 0) tkp_warn("TOKPROF_TRIGGER_SIGNAL=%s is not a signal (USR1, USR2, RTMIN+N, a "
                             "number, none); using USR2", v);
         else tkp_prod.signal = s;
     }
-    v = getenv("TOKPROF_TRIGGER_FILE");
+    v = tkp_env("TOKPROF_TRIGGER_FILE");
     if (v && *v && strlen(v) < sizeof tkp_prod.trigger_file) strcpy(tkp_prod.trigger_file, v);
     else if (v && *v) tkp_warn("TOKPROF_TRIGGER_FILE is longer than %zu bytes; no file trigger",
                                sizeof tkp_prod.trigger_file - 1);

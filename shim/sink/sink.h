@@ -32,6 +32,11 @@ struct tkp_sink {
     int (*put)(const void *frame, size_t zn, uint32_t raw, uint64_t t_begin, uint64_t t_end);
     /* Every writer cycle: triggers and snapshot state. NULL: nothing to do. */
     void (*poll)(uint64_t now);
+    /* Before each chunk: 1 when the output's free space less `need` is under the floor
+     * (TOKPROF_MIN_FREE_MB/_PCT), after one warning line ending "<what>, the program is
+     * unaffected"; the writer then ends the capture with that chunk. NULL: no floor (flight mode
+     * applies it to its snapshots itself). */
+    int (*low_space)(uint64_t need, const char *what);
     /* The writer encoded a STEP record (a slow one may be a trigger). NULL: not wanted. */
     void (*on_step)(int kind, uint64_t begin_ns, uint64_t end_ns);
     /* Closes every file (the final chunk has been put). */

@@ -24,29 +24,13 @@ static struct {
     char path[PATH_MAX];
 } out = {.fd = -1};
 
-static void file_path(char *buf, size_t cap, unsigned index)
-{
-    char stem[PATH_MAX - 32];
-    tkp_file_stem(stem, sizeof stem);
-    if (index) snprintf(buf, cap, "%s.%u.tokprof", stem, index);
-    else snprintf(buf, cap, "%s.tokprof", stem);
-}
-
-/* ---- stream files ---------------------------------------------------------------------------- */
-
 static int open_stream_file(unsigned index)
 {
-    file_path(out.path, sizeof out.path, index);
-    int fd = tkp_file_create(out.path, TKP_FILE_STREAM);
+    int fd = tkp_file_create(TKP_OUT_STREAM, index, TKP_FILE_STREAM, out.path, sizeof out.path);
     if (fd < 0) return -1;
     out.fd = fd;
     out.index = index;
     out.bytes = TKP_FILE_HEADER_LEN;
-    if (tkp_prod.keep && index >= tkp_prod.keep) {
-        char old[PATH_MAX];
-        file_path(old, sizeof old, index - tkp_prod.keep);
-        unlink(old);
-    }
     return 0;
 }
 
@@ -142,6 +126,7 @@ const struct tkp_sink tkp_stream_sink = {
     .chunk_begin = stream_chunk_begin,
     .last_chunk = stream_last_chunk,
     .put = stream_put,
+    .low_space = tkp_file_low_space,
     .close = stream_close,
     .path = stream_path,
 };

@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/real.h"
 #include "record/stacks.h"
+#include "sink/prod.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"
 #include "writer/meta.h"
@@ -106,7 +107,9 @@ static const char *step_mode_name(void)
     case TKP_STEPMODE_GRAPH: return "graph";
     case TKP_STEPMODE_MARKER: return "marker";
     case TKP_STEPMODE_NVTX: snprintf(buf, sizeof buf, "nvtx:%s", tkp_cfg.step_regex); return buf;
-    case TKP_STEPMODE_KERNEL: snprintf(buf, sizeof buf, "kernel:%s", tkp_cfg.step_regex); return buf;
+    case TKP_STEPMODE_KERNEL:
+        snprintf(buf, sizeof buf, "kernel:%s", tkp_cfg.step_regex);
+        return buf;
     default: return "auto";
     }
 }
@@ -130,8 +133,12 @@ void tkp_meta_pack(msgpack_packer *pk, const struct tkp_sink *sink, uint64_t sta
     pack_kv_int(pk, "cuda_driver_version", driver_version());
     pack_devices(pk);
     pack_str(pk, "config");
-    msgpack_pack_map(pk, 7);
+    msgpack_pack_map(pk, 11);
     pack_kv_str(pk, "mode", sink->mode);
+    pack_kv_int(pk, "max_bytes", (int64_t)tkp_prod.max_bytes); /* the disk bounds: OPERATIONS.md */
+    pack_kv_int(pk, "keep", tkp_prod.keep);
+    pack_kv_int(pk, "min_free_bytes", (int64_t)tkp_prod.min_free_bytes);
+    pack_kv_int(pk, "min_free_pct", tkp_prod.min_free_pct);
     pack_kv_str(pk, "stacks", tkp_stacks_desc());
     pack_kv_str(pk, "step", step_mode_name());
     pack_kv_int(pk, "buffer_mb", tkp_cfg.buffer_mb);

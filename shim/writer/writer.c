@@ -509,7 +509,9 @@ static void *meta_payload(size_t *len)
     return p;
 }
 
-static void emit_losses(void)
+/* `stop`: the capture ends with this chunk (free space under the floor): the LOSS of threads
+ * without a ring is written even when zero, with a trailing 1 that says so (FORMAT.md, LOSS). */
+static void emit_losses(int stop)
 {
     uint32_t n = tkp_rings_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -525,12 +527,13 @@ static void emit_losses(void)
         msgpack_pack_uint64(&writer.pk, dropped);
     }
     uint64_t ringless = atomic_load(&tkp_ringless_drops);
-    if (ringless) {
+    if (ringless || stop) {
         chunk_begin();
-        msgpack_pack_array(&writer.pk, 3);
+        msgpack_pack_array(&writer.pk, stop ? 4 : 3);
         msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
         msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
         msgpack_pack_uint64(&writer.pk, ringless);
+        if (stop) msgpack_pack_uint32(&writer.pk, 1);
     }
 }
 
@@ -548,8 +551,15 @@ static void flush_chunk(void)
     uint64_t since = writer.last_flush_ns;
     writer.last_flush_ns = tkp_now_ns();
     if (!writer.chunk_open || writer.failed) return;
+    /* Under the free-space floor (the stream sink; flight mode keeps its chunks in memory):
+     * recording stops now, what the rings hold is drained into this chunk, the capture's last. */
+    int stop = writer.sink->low_space && writer.sink->low_space(writer.sb.size, "capture stopped");
+    if (stop) {
+        atomic_store(&tkp_state, -1);
+        tkp_rings_drain(encode, NULL);
+    }
     run_flush();
-    emit_losses();
+    emit_losses(stop);
     size_t raw = writer.sb.size;
     size_t bound = ZSTD_compressBound(raw);
     if (bound > writer.zcap) {
@@ -567,6 +577,7 @@ static void flush_chunk(void)
     /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
     if (zn && writer.sink->put(writer.zbuf, zn, (uint32_t)raw, since, writer.last_flush_ns))
         writer.failed = 1;
+    if (stop) writer.failed = 1; /* nothing more is written */
     writer.seq++;
     writer.chunk_open = 0;
     msgpack_sbuffer_clear(&writer.sb);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "reader.h"
+#include "capture/reader.h"
 
 int main(int argc, char **argv)
 {

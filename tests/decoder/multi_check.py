@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Several captures read as one timeline (decoder/multireader.h). Runs on simgpu.
+"""Several captures read as one timeline (decoder/capture/multireader.h). Runs on simgpu.
 
 usage: multi_check.py CASE BUILD_DIR WORKDIR
   fork    tests/shim/shim_forker (parent + fork child, two captures): `summary DIR` reports both

@@ -1,4 +1,4 @@
-/* The kernel classifier (decoder/classes.c) on real-world kernel names: vLLM, FlashAttention,
+/* The kernel classifier (decoder/model/classes.c) on real-world kernel names: vLLM, FlashAttention,
  * FlashInfer, cuBLAS/cuBLASLt, llama.cpp, PyTorch eager, MoE, NCCL (names from
  * /work/shared/notes/serving-loops.md §1.3, §4.2, §5.2, §6.1) and kernels/minillm's own; the
  * base-name demangling; and a user rules file overriding the built-ins. Plain main: prints each
@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "classes.h"
-#include "err.h"
+#include "model/classes.h"
+#include "base/err.h"
 
 static const struct {
     const char *name, *cls;

@@ -2,10 +2,9 @@
  * one capture file. It is decoded record by record through an in-memory stream, fed to the step
  * model, and handed to `tokprof dump --raw` and `tokprof summary` through a memfd, so the
  * printers and the summary's tables are fuzzed too, and to `tokprof summary` twice over (two
- * inputs: the multireader's merge). A plain main() replays every file of the
- * directories it is given (and prefixes of each, cut at a few points: torn captures are the
- * common input), so CTest runs the corpus without a fuzzing toolchain. Built with
- * -fsanitize=fuzzer -DTKP_LIBFUZZER by tests/fuzz/run_fuzz.sh to fuzz for real.
+ * inputs: the multireader's merge). regression_driver.c replays corpus/reader/ in CTest (and
+ * prefixes of each file: torn captures are the common input); tests/fuzz/run_fuzz.sh builds it
+ * with -fsanitize=fuzzer -DTKP_LIBFUZZER to fuzz for real.
  *
  * Two input forms. An input that starts with the capture magic is a capture file, as written.
  * Any other input is a list of chunk payloads (raw msgpack) separated by the byte 0xc1, which
@@ -22,10 +21,10 @@
 
 #include <zstd.h>
 
-#include "classes.h"
-#include "cmd.h"
-#include "model.h"
-#include "reader.h"
+#include "model/classes.h"
+#include "cmd/cmd.h"
+#include "model/model.h"
+#include "capture/reader.h"
 
 static void quiet(struct tkp_ctx *ctx, const char *fmt, ...)
 {
@@ -142,34 +141,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(f);
     return 0;
 }
-
-#ifndef TKP_LIBFUZZER
-int main(int argc, char **argv)
-{
-    int n = 0;
-    static uint8_t buf[16 << 20];
-    for (int i = 1; i < argc; i++) {
-        DIR *d = opendir(argv[i]);
-        if (!d) {
-            fprintf(stderr, "fuzz_reader: cannot open %s\n", argv[i]);
-            return 1;
-        }
-        for (struct dirent *de; (de = readdir(d));) {
-            if (de->d_name[0] == '.') continue;
-            char path[4096];
-            snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
-            FILE *f = fopen(path, "rb");
-            if (!f) continue;
-            size_t len = fread(buf, 1, sizeof(buf), f);
-            fclose(f);
-            LLVMFuzzerTestOneInput(buf, len);
-            for (size_t cut = 1; cut < len; cut += len / 7 + 1)
-                LLVMFuzzerTestOneInput(buf, cut);
-            n++;
-        }
-        closedir(d);
-    }
-    printf("fuzz_reader: %d inputs replayed\n", n);
-    return n ? 0 : 1;
-}
-#endif

@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# Builds tests/fuzz/fuzz_reader.c with clang's libFuzzer (+ASan+UBSan) into build-fuzz/ and,
+# Builds tests/fuzz/fuzz_$FUZZ_TARGET.c (reader unless set: reader, spec) with clang's libFuzzer (+ASan+UBSan) into build-fuzz/ and,
 # with arguments, runs it: the arguments go to libFuzzer (e.g. -max_total_time=20).
 #   tests/fuzz/run_fuzz.sh --build-only        build, or exit 77 when clang has no libFuzzer
 #   tests/fuzz/run_fuzz.sh -max_total_time=1800 -jobs=1
-# New inputs go to build-fuzz/corpus (seeded from tests/fuzz/corpus, which stays as checked in);
-# crashes to build-fuzz/crash-*: add each fixed one to tests/fuzz/corpus.
+# New inputs go to build-fuzz/corpus-TARGET (seeded from tests/fuzz/corpus/TARGET, as checked in);
+# crashes to ./crash-*: add each fixed one to tests/fuzz/corpus/TARGET.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${FUZZ_DIR:-build-fuzz}
 CC=${FUZZ_CC:-clang}
-mkdir -p "$OUT/corpus"
 command -v "$CC" >/dev/null || { echo "run_fuzz: no $CC" >&2; exit 77; }
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
@@ -17,18 +16,20 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
 "$CC" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" 2>/dev/null ||
     { echo "run_fuzz: $CC cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)" >&2; exit 77; }
 
-# the decoder library's sources, as decoder/CMakeLists.txt lists them
-srcs=$(sed -n '/^add_library(tokprof_decoder/,/^)/p' decoder/CMakeLists.txt | grep '\.c$' | sed 's|^ *|decoder/|')
+# the decoder library's sources: every folder's, all but main.c
+srcs=$(find decoder -mindepth 2 -name '*.c' | sort)
 zstd=$(find /usr/lib /usr/local/lib -name libzstd.a 2>/dev/null | head -1)
 msgpack=$(find /usr/lib /usr/local/lib \( -name libmsgpackc.a -o -name libmsgpack-c.a \) 2>/dev/null | head -1)
 stdcxx=$(gcc -print-file-name=libstdc++.a)
-bin="$OUT/fuzz_reader"
-if [ ! -x "$bin" ] || [ -n "$(find decoder include tests/fuzz/fuzz_reader.c -newer "$bin" -name '*.[ch]' | head -1)" ]; then
+TARGET=${FUZZ_TARGET:-reader} # fuzz_$TARGET.c, corpus/$TARGET/
+bin="$OUT/fuzz_$TARGET"
+if [ ! -x "$bin" ] || [ -n "$(find decoder include "tests/fuzz/fuzz_$TARGET.c" -newer "$bin" -name '*.[ch]' | head -1)" ]; then
     # shellcheck disable=SC2086
     "$CC" -std=gnu11 -g -O1 -D_GNU_SOURCE -DTKP_LIBFUZZER -fno-omit-frame-pointer \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-        -Iinclude -Idecoder tests/fuzz/fuzz_reader.c $srcs "$zstd" "$msgpack" "$stdcxx" -lm \
+        -Iinclude -Idecoder "tests/fuzz/fuzz_$TARGET.c" $srcs "$zstd" "$msgpack" "$stdcxx" -lm -lz \
         -o "$bin"
 fi
 [ "${1:-}" = "--build-only" ] && exit 0
-exec "$bin" -rss_limit_mb=1024 -timeout=10 "$@" "$OUT/corpus" tests/fuzz/corpus
+mkdir -p "$OUT/corpus-$TARGET"
+exec "$bin" -rss_limit_mb=1024 -timeout=10 "$@" "$OUT/corpus-$TARGET" "tests/fuzz/corpus/$TARGET"

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "capread.h"
-#include "err.h"
-#include "multireader.h"
+#include "base/err.h"
+#include "capture/multireader.h"
 
 /* ---- columns of LEB128 varints ---- */
 

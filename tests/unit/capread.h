@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 
 #include "capwriter.h"
-#include "reader.h"
+#include "capture/reader.h"
 
 /* A reader of w's capture as it is now (through a temporary file). */
 static inline struct tkp_reader *capr_open(const struct capw *w)

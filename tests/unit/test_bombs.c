@@ -12,11 +12,11 @@
 #include <zstd.h>
 
 #include "capwriter.h"
-#include "classes.h"
-#include "cmd.h"
-#include "err.h"
-#include "model.h"
-#include "reader.h"
+#include "model/classes.h"
+#include "cmd/cmd.h"
+#include "base/err.h"
+#include "model/model.h"
+#include "capture/reader.h"
 
 static const uint32_t one[3] = {1, 1, 1};
 

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "capgot.h"
-#include "err.h"
-#include "multireader.h"
-#include "reader.h"
+#include "base/err.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
 
 #define KERNEL TKP_REC_GPU_KERNEL
 #define COPY TKP_REC_GPU_COPY

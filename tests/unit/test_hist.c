@@ -1,10 +1,10 @@
-/* The duration histograms' bucket (decoder/model.c) comes from a table instead of a log() per
+/* The duration histograms' bucket (decoder/model/model.c) comes from a table instead of a log() per
  * kernel: it must agree with the formula it replaces for every duration, at every bucket edge. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model/model.h"
 
 static uint32_t by_log(uint64_t d)
 {

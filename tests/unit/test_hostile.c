@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "capwriter.h"
-#include "err.h"
-#include "reader.h"
+#include "base/err.h"
+#include "capture/reader.h"
 
 static const uint32_t one[3] = {1, 1, 1};
 

@@ -1,4 +1,4 @@
-/* Several captures as one timeline (decoder/multireader.h): grouping by process from the names
+/* Several captures as one timeline (decoder/capture/multireader.h): grouping by process from the names
  * and META pids, the merge by host time, per-process renumbering of threads and graphs, and the
  * lifetime of name strings across a process's rotated files (run under ASan). */
 #include <criterion/criterion.h>
@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "capwriter.h"
-#include "err.h"
-#include "multireader.h"
-#include "reader.h"
+#include "base/err.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
 
 static const uint32_t one[3] = {1, 1, 1};
 static char dir[64];

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "capwriter.h"
-#include "err.h"
+#include "base/err.h"
 #include "golden.h"
-#include "reader.h"
+#include "capture/reader.h"
 
 #define MAXREC 64
 

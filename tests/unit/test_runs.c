@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "capgot.h"
-#include "err.h"
-#include "multireader.h"
-#include "reader.h"
+#include "base/err.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
 
 /* ---- templates whose fields vary with their id ---- */
 
@@ -426,7 +426,7 @@ Test(runs, the_columns_the_bad_cases_change_are_good)
     capw_free(w);
 }
 
-/* Reasons that once named the wrong thing (decoder/record.c):
+/* Reasons that once named the wrong thing (decoder/capture/record.c):
  * "kinds has %u bytes" printed the length of the last column read (host_ns), not of kinds;
  * a column that ends inside a varint was reported as "has a varint above 64 bits" (tkp_uvar()
  *   leaves the cursor at the varint's start) instead of "ends early". */

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "capread.h"
-#include "err.h"
-#include "reader.h"
+#include "base/err.h"
+#include "capture/reader.h"
 
 #define MAXREC 32
 

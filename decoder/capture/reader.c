@@ -1,0 +1,620 @@
+/* tokprof decoder: streaming capture reader (see reader.h; format in docs/FORMAT.md).
+ *
+ * Each chunk is read whole, decompressed, then walked twice: a first pass decodes every record
+ * without side effects, so a malformed record anywhere rejects the chunk before any of its
+ * records reach the caller; the second pass applies NAME/THREAD definitions in payload order
+ * and delivers. Decoding is cheap next to zstd, and the alternative (buffering decoded records)
+ * would cost memory proportional to the chunk's record count. */
+#include "capture/reader.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "base/hash.h"
+#include "base/err.h"
+#include "base/grow.h"
+#include "capture/record.h"
+#include "capture/record_fast.h"
+
+/* One name id. `chunk` is 1 + the ordinal of the last chunk that defined it: a chunk may only
+ * use the names it defines itself (FORMAT.md: chunks are independent). */
+struct name_slot {
+    uint64_t id;
+    uint64_t chunk; /* 0: empty slot */
+    char *str;
+};
+
+struct thread_slot {
+    uint32_t os_tid;
+    uint64_t chunk; /* as for names */
+};
+
+struct tkp_reader {
+    FILE *f;
+    uint32_t flags;
+    uint64_t off;    /* file offset of the next chunk header */
+    uint64_t nchunk; /* ordinal of the current chunk */
+    uint64_t next_seq; /* the next chunk's seq (stream files); its least (snapshots) */
+    int state;       /* 0 reading, 1 clean end, <0 stopped (err.code) */
+    struct tkp_reader_err err;
+    struct tkp_reader_stats stats;
+
+    ZSTD_DCtx *dctx;
+    uint8_t *zbuf, *raw;
+    size_t zcap, rawcap;
+    int in_chunk; /* delivering from cur */
+    uint64_t chunk_off;
+    struct tkp_mp cur;
+    uint64_t prev_ns; /* dt accumulator */
+
+    struct name_slot *names; /* open addressing, power-of-two size */
+    size_t names_cap, names_used, names_bytes;
+    char **retired; /* strings replaced by a redefinition: callers may hold them */
+    size_t nretired, retired_cap;
+    struct thread_slot *threads;
+    uint32_t threads_cap;
+
+    struct tkp_decode_buf buf;
+    /* name_get's direct-mapped cache: the string an id resolved to, and in which chunk */
+    struct {
+        uint64_t id, chunk;
+        const char *str;
+    } ncache[256];
+    char namebuf[TKP_NAME_MAX]; /* a NAME string when the table is full */
+    uint64_t pid;               /* from META */
+    uint64_t changes; /* NAME / THREAD records that changed a meaning in a chunk (runs, above) */
+    /* a reader over other readers (tkp_reader_new_over): everything else is unused */
+    const struct tkp_reader_ops *ops;
+    void *impl;
+};
+
+static uint32_t le32(const uint8_t *p)
+{
+    return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t whylen)
+{
+    uint8_t h[TKP_FILE_HEADER_LEN];
+    *rp = NULL;
+    size_t n = fread(h, 1, sizeof(h), f);
+    int err = 0;
+    if (ferror(f))
+        err = tkp_why(why, whylen, TKP_ERR_IO, "read error: %s", strerror(errno));
+    else if (n == 0)
+        err = tkp_why(why, whylen, TKP_ERR_NOT_CAPTURE, "empty file, not a tokprof capture");
+    else if (memcmp(h, TKP_FILE_MAGIC, n < TKP_FILE_MAGIC_LEN ? n : TKP_FILE_MAGIC_LEN))
+        err = tkp_why(why, whylen, TKP_ERR_NOT_CAPTURE, "not a tokprof capture (bad magic)");
+    else if (n < sizeof(h))
+        err = tkp_why(why, whylen, TKP_ERR_HEADER, "capture header cut short (%zu of %d bytes)", n,
+                      TKP_FILE_HEADER_LEN);
+    if (err) {
+        fclose(f);
+        return err;
+    }
+    unsigned version = h[8] | h[9] << 8;
+    uint32_t hlen = le32(h + 12);
+    if (version < TKP_FORMAT_VERSION_MIN || version > TKP_FORMAT_VERSION)
+        err = tkp_why(why, whylen, TKP_ERR_VERSION,
+                      "capture format version %u, this tokprof reads versions %d to %d", version,
+                      TKP_FORMAT_VERSION_MIN, TKP_FORMAT_VERSION);
+    else if (hlen < TKP_FILE_HEADER_LEN || hlen > TKP_HEADER_MAX)
+        err = tkp_why(why, whylen, TKP_ERR_HEADER, "bad header length %u", hlen);
+    /* a longer header (a later minor addition) is skipped, as FORMAT.md says */
+    for (uint32_t skip = hlen - TKP_FILE_HEADER_LEN; !err && skip; skip--)
+        if (fgetc(f) == EOF) err = tkp_why(why, whylen, TKP_ERR_HEADER, "capture header cut short");
+    struct tkp_reader *r = err ? NULL : calloc(1, sizeof(*r));
+    if (!err && (!r || !(r->dctx = ZSTD_createDCtx()))) {
+        free(r);
+        err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    }
+    if (err) {
+        fclose(f);
+        return err;
+    }
+    r->f = f;
+    r->flags = h[10] | h[11] << 8;
+    r->off = hlen;
+    *rp = r;
+    return 0;
+}
+
+int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t whylen)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(0), "rb");
+    *r = NULL;
+    if (!f) return tkp_why(why, whylen, TKP_ERR_IO, "%s", strerror(errno));
+    return tkp_reader_open_stream(f, r, why, whylen);
+}
+
+struct tkp_reader *tkp_reader_new_over(const struct tkp_reader_ops *ops, void *impl)
+{
+    struct tkp_reader *r = calloc(1, sizeof(*r));
+    if (r) r->ops = ops, r->impl = impl;
+    return r;
+}
+
+void *tkp_reader_impl(const struct tkp_reader *r, const struct tkp_reader_ops *ops)
+{
+    return r->ops == ops ? r->impl : NULL;
+}
+
+void tkp_reader_release(struct tkp_reader *r)
+{
+    if (r->f) fclose(r->f);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->zbuf);
+    free(r->raw);
+    tkp_decode_buf_free(&r->buf);
+    r->f = NULL;
+    r->dctx = NULL;
+    r->zbuf = r->raw = NULL;
+    r->zcap = r->rawcap = 0;
+    r->in_chunk = 0;
+    if (!r->state) r->state = 1;
+}
+
+void tkp_reader_close(struct tkp_reader *r)
+{
+    if (!r) return;
+    if (r->ops) {
+        r->ops->free(r->impl);
+        free(r);
+        return;
+    }
+    tkp_reader_release(r);
+    for (size_t i = 0; i < r->names_cap; i++)
+        free(r->names[i].str);
+    free(r->names);
+    for (size_t i = 0; i < r->nretired; i++)
+        free(r->retired[i]);
+    free(r->retired);
+    free(r->threads);
+    free(r);
+}
+
+const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r)
+{
+    if (r->ops) return r->ops->error(r->impl);
+    return r->state < 0 ? &r->err : NULL;
+}
+
+const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r)
+{
+    return r->ops ? r->ops->stats(r->impl) : &r->stats;
+}
+uint32_t tkp_reader_flags(const struct tkp_reader *r)
+{
+    return r->ops ? r->ops->flags(r->impl) : r->flags;
+}
+
+static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err.msg, sizeof(r->err.msg), fmt, ap);
+    va_end(ap);
+    r->err.code = code;
+    r->err.offset = r->chunk_off;
+    r->state = code;
+    r->in_chunk = 0;
+    return code;
+}
+
+/* ---- names and threads ---- */
+
+static struct name_slot *name_find(struct tkp_reader *r, uint64_t id)
+{
+    if (!r->names_cap) return NULL;
+    size_t mask = r->names_cap - 1;
+    for (size_t i = tkp_hash_u64(id) & mask;; i = (i + 1) & mask) {
+        struct name_slot *s = &r->names[i];
+        if (!s->chunk || s->id == id) return s;
+    }
+}
+
+static int names_grow(struct tkp_reader *r)
+{
+    size_t cap = r->names_cap ? r->names_cap * 2 : 256;
+    struct name_slot *old = r->names, *n = calloc(cap, sizeof(*n));
+    if (!n) return TKP_ERR_NOMEM;
+    size_t oldcap = r->names_cap;
+    r->names = n;
+    r->names_cap = cap;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].chunk) *name_find(r, old[i].id) = old[i];
+    free(old);
+    return 0;
+}
+
+/* Defines id in the current chunk; returns the string to hand the caller (never NULL). Past
+ * TKP_NAMES_MAX_BYTES, or out of memory, the name is not stored: later uses read "?". */
+static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s, uint32_t len)
+{
+    r->ncache[id & 255].chunk = 0; /* name_get looks it up afresh */
+    size_t n = len < TKP_NAME_MAX - 1 ? len : TKP_NAME_MAX - 1;
+    char *str = NULL;
+    struct name_slot *slot = NULL;
+    if (r->names_used * 2 >= r->names_cap && names_grow(r)) goto unstored;
+    slot = name_find(r, id);
+    if (slot->chunk && strlen(slot->str) == n && !memcmp(slot->str, s, n) && !memchr(s, 0, n)) {
+        slot->chunk = r->nchunk + 1; /* the usual case: the same string again */
+        return slot->str;
+    }
+    if (r->names_bytes + n + 1 > TKP_NAMES_MAX_BYTES || !(str = malloc(n + 1))) goto unstored;
+    for (size_t i = 0; i < n; i++)
+        str[i] = s[i] ? s[i] : '?';
+    str[n] = 0;
+    if (slot->chunk) { /* redefined differently: earlier records may still point at the old one */
+        r->changes += slot->chunk == r->nchunk + 1;
+        if (r->nretired == r->retired_cap) {
+            size_t cap = r->retired_cap ? r->retired_cap * 2 : 16;
+            char **p = realloc(r->retired, cap * sizeof(*p));
+            if (!p) {
+                free(str);
+                goto unstored;
+            }
+            r->retired = p;
+            r->retired_cap = cap;
+        }
+        r->retired[r->nretired++] = slot->str;
+    } else {
+        r->names_used++;
+    }
+    r->names_bytes += n + 1;
+    slot->id = id;
+    slot->str = str;
+    slot->chunk = r->nchunk + 1;
+    return str;
+unstored:
+    for (size_t i = 0; i < n; i++)
+        r->namebuf[i] = s[i] ? s[i] : '?';
+    r->namebuf[n] = 0;
+    return r->namebuf;
+}
+
+static const char *name_get(struct tkp_reader *r, uint64_t id)
+{
+    __typeof__(r->ncache[0]) *c = &r->ncache[id & 255];
+    if (c->chunk == r->nchunk + 1 && c->id == id) return c->str;
+    struct name_slot *s = name_find(r, id);
+    if (s && s->chunk == r->nchunk + 1) {
+        c->id = id;
+        c->chunk = s->chunk;
+        c->str = s->str;
+        return s->str;
+    }
+    r->stats.missing_names++;
+    return TKP_NAME_MISSING;
+}
+
+static void thread_define(struct tkp_reader *r, uint32_t t, uint32_t os_tid)
+{
+    if (t >= r->threads_cap) { /* t < TKP_THREADS_MAX, checked by the decoder */
+        size_t cap = r->threads_cap;
+        if (tkp_grow_zeroed((void **)&r->threads, &cap, (size_t)t + 1, sizeof(*r->threads)))
+            return; /* uses will count as missing: degraded, not wrong */
+        r->threads_cap = (uint32_t)cap;
+    }
+    r->changes += r->threads[t].chunk == r->nchunk + 1 && r->threads[t].os_tid != os_tid;
+    r->threads[t].os_tid = os_tid;
+    r->threads[t].chunk = r->nchunk + 1;
+}
+
+static uint32_t thread_get(struct tkp_reader *r, uint32_t t)
+{
+    if (t == TKP_THREAD_NONE) return 0;
+    if (t < r->threads_cap && r->threads[t].chunk == r->nchunk + 1) return r->threads[t].os_tid;
+    r->stats.missing_threads++;
+    return 0;
+}
+
+/* ---- chunks ---- */
+
+static int grow_buf(uint8_t **p, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    uint8_t *q = realloc(*p, need);
+    if (!q) return TKP_ERR_NOMEM;
+    *p = q;
+    *cap = need;
+    return 0;
+}
+
+/* Pass 1: every record must decode, the first must be CHUNK with the header's seq. */
+static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
+{
+    struct tkp_mp c;
+    struct tkp_record rec;
+    char why[160];
+    int first = 1;
+    tkp_mp_init(&c, r->raw, raw_len);
+    while (tkp_mp_left(&c)) {
+        size_t at = (size_t)(c.p - r->raw);
+        int t = tkp_record_check_fast(&c, &r->buf), k = 1; /* t: a frequent type, never CHUNK */
+        if (t >= 0)
+            rec.type = (enum tkp_rec)t;
+        else
+            k = tkp_record_decode(&c, &rec, &r->buf, why, sizeof(why));
+        if (k < 0) return stop(r, k, "payload byte %zu: %s", at, why);
+        if (first && (k != 1 || rec.type != TKP_REC_CHUNK))
+            return stop(r, TKP_ERR_RECORD, "first record is not CHUNK");
+        if (first && rec.chunk.seq != seq)
+            return stop(r, TKP_ERR_RECORD, "CHUNK record has seq %llu, chunk header %u",
+                        (unsigned long long)rec.chunk.seq, seq);
+        if (!first && k == 1 && rec.type == TKP_REC_CHUNK)
+            return stop(r, TKP_ERR_RECORD, "payload byte %zu: a second CHUNK record", at);
+        first = 0;
+    }
+    r->buf.run.left = r->buf.run.n = 0; /* a RUN checked here is opened again when delivered */
+    r->buf.cols.left = r->buf.cols.n = 0; /* and a COLS */
+    if (first) return stop(r, TKP_ERR_RECORD, "empty payload");
+    return 0;
+}
+
+/* Reads, checks and decompresses the chunk at r->off. Returns 1, 0 at a clean end of file, or
+ * the negative code it stopped with. */
+static int load_chunk(struct tkp_reader *r)
+{
+    uint8_t h[TKP_CHUNK_HEADER_LEN];
+    static const uint8_t magic[4] = {'T', 'K', 'P', 'C'};
+    r->chunk_off = r->off;
+    size_t n = fread(h, 1, sizeof(h), r->f);
+    if (ferror(r->f)) return stop(r, TKP_ERR_IO, "read error: %s", strerror(errno));
+    if (n == 0) {
+        r->state = 1;
+        return 0;
+    }
+    /* a cut header is a torn tail only if what is there could be the start of one */
+    if (memcmp(h, magic, n < 4 ? n : 4)) return stop(r, TKP_ERR_CHUNK, "bad chunk magic");
+    if (n < sizeof(h)) return stop(r, TKP_ERR_TORN, "incomplete chunk");
+    uint32_t clen = le32(h + 4), rlen = le32(h + 8), seq = le32(h + 12);
+    if (clen > TKP_CHUNK_MAX_COMPRESSED)
+        return stop(r, TKP_ERR_CHUNK, "compressed_len %u above the 64 MiB limit", clen);
+    if (rlen > TKP_CHUNK_MAX_RAW)
+        return stop(r, TKP_ERR_CHUNK, "raw_len %u above the 64 MiB limit", rlen);
+    /* +1 per chunk; a flight-recorder snapshot keeps the recorder's numbers, which increase */
+    if ((r->flags & TKP_FILE_SNAPSHOT) ? seq < r->next_seq : seq != r->next_seq)
+        return stop(r, TKP_ERR_CHUNK, "seq %u, expected %s%llu", seq,
+                    (r->flags & TKP_FILE_SNAPSHOT) ? "at least " : "",
+                    (unsigned long long)r->next_seq);
+    if (grow_buf(&r->zbuf, &r->zcap, clen ? clen : 1) ||
+        grow_buf(&r->raw, &r->rawcap, (size_t)rlen + TKP_PAYLOAD_PAD))
+        return stop(r, TKP_ERR_NOMEM, "out of memory for a %u-byte chunk", rlen);
+    n = fread(r->zbuf, 1, clen, r->f);
+    if (ferror(r->f)) return stop(r, TKP_ERR_IO, "read error: %s", strerror(errno));
+    if (n < clen) return stop(r, TKP_ERR_TORN, "incomplete chunk");
+    size_t fsize = ZSTD_findFrameCompressedSize(r->zbuf, clen);
+    if (ZSTD_isError(fsize)) return stop(r, TKP_ERR_CHUNK, "zstd: %s", ZSTD_getErrorName(fsize));
+    if (fsize != clen)
+        return stop(r, TKP_ERR_CHUNK, "zstd frame of %zu bytes, compressed_len %u", fsize, clen);
+    unsigned long long csize = ZSTD_getFrameContentSize(r->zbuf, clen);
+    if (csize == ZSTD_CONTENTSIZE_ERROR || csize == ZSTD_CONTENTSIZE_UNKNOWN)
+        return stop(r, TKP_ERR_CHUNK, "zstd frame without a content size");
+    if (csize != rlen)
+        return stop(r, TKP_ERR_CHUNK, "zstd content size %llu, raw_len %u", csize, rlen);
+    size_t got = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, r->zbuf, clen);
+    if (ZSTD_isError(got)) return stop(r, TKP_ERR_CHUNK, "zstd: %s", ZSTD_getErrorName(got));
+    if (got != rlen) return stop(r, TKP_ERR_CHUNK, "decompressed %zu bytes, raw_len %u", got, rlen);
+    memset(r->raw + rlen, 0, TKP_PAYLOAD_PAD); /* runs' columns are read 8 bytes at a time */
+    r->buf.gen = (uint32_t)(r->nchunk % UINT32_MAX) + 1; /* templates: checked per chunk */
+    int err = validate(r, rlen, seq);
+    if (err) return err;
+    r->next_seq = (uint64_t)seq + 1;
+    r->off += sizeof(h) + clen;
+    tkp_mp_init(&r->cur, r->raw, rlen);
+    r->in_chunk = 1;
+    r->prev_ns = 0;
+    return 1;
+}
+
+/* Pass 2: definitions take effect, times and names are resolved. */
+static void apply(struct tkp_reader *r, struct tkp_record *rec)
+{
+    rec->offset = r->chunk_off;
+    if (rec->type == TKP_REC_META) r->pid = rec->meta.pid;
+    rec->pid = r->pid;
+    if (tkp_record_has_time(rec->type)) {
+        /* unsigned wrap-around makes a negative dt subtract */
+        rec->host_ns = r->prev_ns + (uint64_t)r->buf.dt;
+        r->prev_ns = rec->host_ns;
+    }
+    switch (rec->type) {
+    case TKP_REC_CHUNK:
+        r->prev_ns = rec->chunk.base_ns;
+        return;
+    case TKP_REC_NAME:
+        rec->name.str = name_define(r, rec->name.id, r->buf.name_raw, r->buf.name_len);
+        return;
+    case TKP_REC_THREAD:
+        thread_define(r, rec->thread, rec->tid);
+        return;
+    case TKP_REC_META:
+        return;
+    case TKP_REC_GRAPH:
+        for (uint32_t i = 0; i < rec->graph.nnodes; i++)
+            r->buf.nodes[i].name = name_get(r, r->buf.nodes[i].name_id);
+        return;
+    case TKP_REC_LAUNCH:
+        rec->launch.name = name_get(r, rec->launch.name_id);
+        break;
+    case TKP_REC_NVTX:
+        rec->nvtx.name = name_get(r, rec->nvtx.name_id);
+        break;
+    case TKP_REC_LIB_CALL:
+        rec->lib_call.op = name_get(r, rec->lib_call.op_id);
+        break;
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY:
+        /* GPU records arrive chunks after their launch: the thread's last mapping (indices
+         * are never reused in a capture), without counting a missing definition */
+        rec->gpu.name = rec->type == TKP_REC_GPU_COPY
+                            ? (rec->gpu.kind == TKP_COPY_MEMSET ? "memset" : "memcpy")
+                            : name_get(r, rec->gpu.name_id);
+        rec->tid = rec->thread < r->threads_cap ? r->threads[rec->thread].os_tid : 0;
+        return;
+    case TKP_REC_GPU_INFO:
+    case TKP_REC_STACK:
+    case TKP_REC_MODULE:
+        return;
+    default:
+        break;
+    }
+    rec->tid = thread_get(r, rec->thread);
+}
+
+/* ---- runs (FORMAT.md "Runs") ----
+ * A run's records are the LAUNCH_T and LIB_CALL_T it stands for. Their templates keep the name
+ * and tid they resolved to when they were defined (the same in the whole chunk unless a NAME or
+ * THREAD record changes a meaning: r->changes counts those), so a run's record is its template
+ * plus the columns' values. */
+
+/* The name or tid a template's fields resolve to now, without counting a miss (a template
+ * that misses resolves at each use, which counts it as the other records do). */
+static const char *name_peek(struct tkp_reader *r, uint64_t id)
+{
+    struct name_slot *s = name_find(r, id);
+    return s && s->chunk == r->nchunk + 1 ? s->str : NULL;
+}
+
+static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    uint32_t id = b->tmpl_id, th;
+    const char *name;
+    uint64_t *resolved;
+    uint32_t *tid;
+    if (type == TKP_REC_TMPL) {
+        struct tkp_launch_tmpl *t = &b->ltmpl[id];
+        name = t->launch.name = name_peek(r, t->launch.name_id);
+        th = t->thread, resolved = &t->resolved, tid = &t->tid;
+    } else {
+        struct tkp_lib_tmpl *t = &b->ctmpl[id];
+        name = t->lib.op = name_peek(r, t->lib.op_id);
+        th = t->thread, resolved = &t->resolved, tid = &t->tid;
+    }
+    int mapped = th < r->threads_cap && r->threads[th].chunk == r->nchunk + 1;
+    *tid = mapped ? r->threads[th].os_tid : 0;
+    *resolved = name && mapped ? r->changes + 1 : 0;
+}
+
+static void run_next(struct tkp_reader *r, struct tkp_record *rec)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    struct tkp_run *u = &b->run;
+    if (u->i == u->n) tkp_record_run_batch(b);
+    uint32_t i = u->i++, id = u->btmpl[i];
+    uint64_t now = r->changes + 1; /* a template resolved since no NAME/THREAD changed a meaning */
+    rec->offset = r->chunk_off;
+    rec->pid = r->pid;
+    rec->step = u->step;
+    rec->host_ns = r->prev_ns += (uint64_t)u->bdt[i];
+    if (!u->bkind[i]) {
+        const struct tkp_launch_tmpl *t = &b->ltmpl[id];
+        rec->type = TKP_REC_LAUNCH;
+        rec->thread = t->thread;
+        rec->tid = t->tid;
+        rec->launch = t->launch;
+        rec->launch.call = u->bcall[i];
+        if (t->resolved == now) return;
+        rec->launch.name = name_get(r, rec->launch.name_id);
+    } else {
+        const struct tkp_lib_tmpl *t = &b->ctmpl[id];
+        rec->type = TKP_REC_LIB_CALL;
+        rec->thread = t->thread;
+        rec->tid = t->tid;
+        rec->lib_call = t->lib;
+        rec->lib_call.call = u->bcall[i];
+        rec->lib_call.call_ns = u->bhost[i];
+        if (t->resolved == now) return;
+        rec->lib_call.op = name_get(r, rec->lib_call.op_id);
+    }
+    rec->tid = thread_get(r, rec->thread);
+}
+
+/* ---- columns (FORMAT.md "Columns") ----
+ * A COLS's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
+ * resolves them. */
+static void cols_next(struct tkp_reader *r, struct tkp_record *rec)
+{
+    struct tkp_decode_buf *b = &r->buf;
+    struct tkp_cols *u = &b->cols;
+    if (u->i == u->n) tkp_record_cols_batch(b);
+    tkp_gpu_store(rec, u->type, u->bv[u->i++]);
+    rec->offset = r->chunk_off;
+    rec->pid = r->pid;
+    rec->host_ns = 0;
+    rec->gpu.name = u->type == TKP_REC_GPU_COPY
+                        ? (rec->gpu.kind == TKP_COPY_MEMSET ? "memset" : "memcpy")
+                        : name_get(r, rec->gpu.name_id);
+    rec->tid = rec->thread < r->threads_cap ? r->threads[rec->thread].os_tid : 0;
+}
+
+static int next_slow(struct tkp_reader *r, struct tkp_record *rec);
+
+/* The records of an open RUN or COLS first, without the frame of everything else (next_slow). */
+int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
+{
+    if (__builtin_expect(!r->ops && !r->state && r->in_chunk, 1)) {
+        if (__builtin_expect(tkp_run_open(&r->buf.run), 1)) {
+            run_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+        if (tkp_cols_open(&r->buf.cols)) {
+            cols_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+    }
+    return next_slow(r, rec);
+}
+
+__attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_record *rec)
+{
+    char why[160];
+    if (r->ops) return r->ops->next(r->impl, rec);
+    for (;;) {
+        if (r->state) return r->state < 0 ? r->state : 0;
+        if (!r->in_chunk) {
+            load_chunk(r);
+            continue;
+        }
+        if (tkp_run_open(&r->buf.run)) { /* the records of a RUN (FORMAT.md "Runs") */
+            run_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+        if (tkp_cols_open(&r->buf.cols)) { /* and of a COLS (FORMAT.md "Columns") */
+            cols_next(r, rec);
+            r->stats.records++;
+            return 1;
+        }
+        if (!tkp_mp_left(&r->cur)) {
+            r->in_chunk = 0;
+            r->nchunk++;
+            r->stats.chunks++;
+            continue;
+        }
+        int k = tkp_record_decode_fast(&r->cur, rec, &r->buf);
+        if (!k) k = tkp_record_decode(&r->cur, rec, &r->buf, why, sizeof(why));
+        if (k < 0) /* pass 1 accepted this payload: only memory can fail here */
+            return stop(r, k, "%s", why);
+        if (k == 0) {
+            r->stats.unknown_records++;
+            continue;
+        }
+        if (k == TKP_DECODE_DEFINED) { /* a template: stored, nothing to deliver */
+            resolve_tmpl(r, rec->type);
+            continue;
+        }
+        if (k == TKP_DECODE_RUN || k == TKP_DECODE_COLS) continue; /* delivered above */
+        apply(r, rec);
+        r->stats.records++;
+        return 1;
+    }
+}

@@ -1,0 +1,222 @@
+/* tokprof decoder: streaming reader of a capture (docs/FORMAT.md).
+ *
+ *     struct tkp_reader *r;
+ *     struct tkp_record rec;
+ *     int err = tkp_reader_open(path, &r);      // checks the 16-byte header
+ *     while ((err = tkp_reader_next(r, &rec)) == 1)
+ *         use(&rec);                            // rec valid until the next call
+ *     // err == 0: clean end; err < 0: stopped at a bad or torn chunk, see tkp_reader_error(r)
+ *     tkp_reader_close(r);
+ *
+ * Memory is bounded by one chunk (its compressed and raw bytes, at most 64 MiB each) plus the
+ * tables of names and threads, whatever the file holds. Chunks are all-or-nothing: a chunk is
+ * validated completely before its first record is delivered, so a caller sees exactly the
+ * records of the whole, good chunks before the first bad one. */
+#ifndef TKP_READER_H
+#define TKP_READER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tokprof/format.h"
+
+/* Bounds against hostile input (none is reached by a real capture). */
+#define TKP_NAME_MAX 4096               /* a longer string is truncated to TKP_NAME_MAX-1 bytes */
+#define TKP_NAMES_MAX_BYTES (64u << 20) /* past this, new names are not stored: they read "?" */
+#define TKP_THREAD_NONE 0xffffffffu   /* LOSS of threads without a ring */
+#define TKP_GRAPH_UNKNOWN UINT64_MAX  /* GRAPH_LAUNCH of a graph whose topology was never seen */
+#define TKP_THREADS_MAX 65536         /* a `thread` index at or above this is a malformed record */
+#define TKP_GRAPH_MAX_NODES 65536     /* per GRAPH record */
+#define TKP_GRAPH_MAX_DEPS (1u << 20) /* all dependency edges of one GRAPH record */
+#define TKP_HEADER_MAX (1u << 20)     /* a header_len above this is refused */
+#define TKP_STACK_MAX_FRAMES 1024     /* per STACK record */
+
+/* The string a name or thread resolves to when its chunk did not define it. */
+#define TKP_NAME_MISSING "?"
+
+struct tkp_graph_node {
+    uint64_t node;
+    uint32_t type; /* enum tkp_graph_node_type */
+    uint64_t name_id;
+    const char *name; /* resolved; TKP_NAME_MISSING when undefined */
+    uint32_t grid[3], block[3];
+    uint32_t ndeps;
+    const uint64_t *deps;
+};
+
+/* META: the known scalar keys decoded (0 or "" when absent or of the wrong type), and the whole
+ * map as msgpack bytes for generic printing. */
+struct tkp_meta {
+    const char *program, *hostname, *tokprof_version;
+    uint64_t pid, ppid, start_realtime_ns, start_monotonic_ns;
+    uint64_t cuda_runtime_version, cuda_driver_version;
+    const uint8_t *map; /* msgpack map, valid until the next call */
+    size_t map_len;
+};
+
+/* One decoded record. `host_ns` is absolute (CLOCK_MONOTONIC) and valid for the types that carry
+ * `dt` (tkp_record_has_time()). `thread` is the capture-local index, `tid` the OS thread id its
+ * chunk's THREAD record gave (0 when the chunk did not map it; counted in tkp_reader_stats).
+ * Strings are NUL-terminated; they and `nodes` are valid until the next tkp_reader_next() call,
+ * except name strings, which live until tkp_reader_close(). */
+/* The decoded struct of a fixed-layout record type (records.def). */
+#define TKP_CTYPE_u32 uint32_t
+#define TKP_CTYPE_u64 uint64_t
+#define TKP_CTYPE_i64 int64_t
+#define TKP_STRUCT_F(kind, name, wire) TKP_CTYPE_##kind name;
+#define TKP_STRUCT_X(ctype, name) ctype name;
+#define TKP_STRUCT_R(T, member, head, fields, extra)                                              \
+    struct {                                                                                       \
+        fields extra                                                                               \
+    } member;
+#include "tokprof/records.def"
+
+struct tkp_record {
+    enum tkp_rec type;
+    uint64_t offset; /* file offset of the chunk this record came from */
+    uint64_t host_ns;
+    uint32_t thread;
+    uint32_t tid;
+    uint64_t pid;  /* the process: its capture's META pid (0 before the META record) */
+    uint64_t step; /* segment index on the thread (LAUNCH..MARKER, STEP) */
+    union {
+        struct {
+            uint64_t seq, base_ns;
+        } chunk;
+        struct {
+            uint64_t id;
+            const char *str;
+        } name;
+        struct tkp_meta meta;
+        /* THREAD: `thread` and `tid` above */
+        struct {
+            uint64_t name_id;
+            const char *name;
+            uint64_t stream;
+            uint32_t via; /* enum tkp_via, maybe | TKP_VIA_PTSZ */
+            uint32_t grid[3], block[3], smem;
+            uint32_t call; /* the library call (LIB_CALL.call, same thread) it is part of, 0 none */
+            uint32_t stack; /* its sampled host call stack (STACK id), 0 none */
+        } launch;
+        struct {
+            uint64_t id;
+            uint32_t n;
+            const uint64_t *pcs; /* innermost first; return addresses: symbolise pc - 1 */
+        } stack;
+        struct {
+            uint64_t id;
+            const char *path, *build_id; /* build_id: lowercase hex, "" when the ELF had none */
+            uint64_t base, size; /* load bias (pc - base = ELF address); spans [base, base+size) */
+        } module;
+        struct {
+            uint64_t graph, stream;
+            uint32_t via;
+        } graph_launch;
+        struct {
+            uint64_t graph;
+            uint32_t nnodes;
+            const struct tkp_graph_node *nodes;
+        } graph;
+        /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP (step_rec), NVTX, MARKER: one struct each,
+         * generated from include/tokprof/records.def (its fields in wire order) */
+        TKP_RECORDS_FIXED(TKP_STRUCT_R, TKP_STRUCT_F, TKP_STRUCT_X)
+        struct {
+            uint64_t dropped;
+        } loss; /* cumulative for the thread */
+        struct {
+            uint32_t call, lib, status, flags; /* enum tkp_lib, TKP_LIBF_* */
+            uint64_t op_id;
+            const char *op; /* "cublasGemmEx", ... */
+            uint64_t m, n, k, batch; /* 0 unknown */
+            int32_t atype, btype, ctype, compute, transa, transb; /* CUDA enums, -1 unknown */
+            uint64_t stream, a_ptr, call_ns; /* call_ns: host time inside the call */
+        } lib_call;
+        /* GPU_KERNEL and GPU_COPY: `thread` above is the joined host thread (its `tid` the
+         * last mapping seen), TKP_GPU_THREAD_NONE when not joined; `step` its segment. */
+        struct {
+            uint64_t start_ns, end_ns;
+            uint64_t name_id;
+            const char *name; /* kernels; "memcpy"/"memset" for copies */
+            uint32_t stream, correlation, join, index; /* CUPTI stream id; enum tkp_gpu_join */
+            uint64_t graph, node; /* TKP_GRAPH_UNKNOWN when not a graph node */
+            uint32_t grid[3], block[3];
+            uint32_t kind, dir; /* copies: enum tkp_copy_kind, tkp_copy_dir */
+            uint64_t bytes;
+        } gpu;
+        struct {
+            uint32_t status; /* enum tkp_gpu_status */
+            const char *mode, *reason, *clock; /* valid until the next call */
+            uint64_t records, dropped, bad_time, unjoined, filtered, buffer_bytes_peak;
+        } gpu_info;
+    };
+};
+
+/* Why the reader stopped early. */
+struct tkp_reader_err {
+    int code;        /* TKP_ERR_TORN (incomplete last chunk) or TKP_ERR_CHUNK/RECORD/IO/NOMEM */
+    uint64_t offset; /* file offset of the bad chunk's header */
+    char msg[192];   /* the reason, e.g. "incomplete chunk", "seq 3, expected 2" */
+};
+
+struct tkp_reader_stats {
+    uint64_t chunks;          /* whole chunks delivered */
+    uint64_t records;         /* records delivered, of known types */
+    uint64_t unknown_records; /* skipped: types this reader does not know */
+    uint64_t missing_names;   /* name uses their chunk did not define */
+    uint64_t missing_threads; /* thread uses their chunk did not map */
+};
+
+struct tkp_reader;
+
+/* Opens a capture and checks its header. "-" reads stdin. On failure *r is NULL, and *why (when
+ * not NULL) gets a one-line reason, e.g. "not a tokprof capture (bad magic)".
+ * Returns 0, TKP_ERR_IO, TKP_ERR_NOT_CAPTURE, TKP_ERR_VERSION, TKP_ERR_HEADER or TKP_ERR_NOMEM. */
+int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t whylen);
+/* The same over an open stream, which the reader closes (fmemopen() serves tests). */
+int tkp_reader_open_stream(FILE *f, struct tkp_reader **r, char *why, size_t whylen);
+
+/* Delivers the next record into *rec. Returns 1 for a record, 0 at the clean end of the file,
+ * or the negative code of tkp_reader_error() once stopped at a bad chunk (and again on every
+ * later call). */
+int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec);
+
+/* NULL while nothing went wrong; else why and where the reader stopped (owned by r). */
+const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);
+const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);
+uint32_t tkp_reader_flags(const struct tkp_reader *r); /* TKP_FILE_STREAM | TKP_FILE_SNAPSHOT */
+void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
+
+/* Several captures or directories merged into one reader: multireader.h. */
+
+/* 1 for the record types whose host_ns comes from a dt field (inline: every consumer asks it of
+ * every record). */
+#define TKP_TIMED_TYPES                                                                            \
+    (1u << TKP_REC_LAUNCH | 1u << TKP_REC_GRAPH_LAUNCH | 1u << TKP_REC_COPY | 1u << TKP_REC_SYNC | \
+     1u << TKP_REC_EVENT_RECORD | 1u << TKP_REC_STREAM_WAIT | 1u << TKP_REC_NVTX |                \
+     1u << TKP_REC_MARKER | 1u << TKP_REC_LIB_CALL)
+static inline int tkp_record_has_time(enum tkp_rec type)
+{
+    return (unsigned)type < 32 && (TKP_TIMED_TYPES >> type & 1u);
+}
+
+/* ---- readers over other readers (multireader.c merges several captures into one) ----
+ * A reader made by tkp_reader_new_over() forwards next/error/stats/flags to ops with impl and
+ * frees impl with ops->free on tkp_reader_close(); every other reader.h call works on it
+ * unchanged. This keeps the dependency one-way: multireader.c uses the plain reader, the plain
+ * reader knows only this table. */
+struct tkp_reader_ops {
+    int (*next)(void *impl, struct tkp_record *rec);
+    const struct tkp_reader_err *(*error)(const void *impl);
+    const struct tkp_reader_stats *(*stats)(const void *impl);
+    uint32_t (*flags)(const void *impl);
+    void (*free)(void *impl);
+};
+/* A reader over impl (owned by it from now on). NULL when out of memory (impl not freed). */
+struct tkp_reader *tkp_reader_new_over(const struct tkp_reader_ops *ops, void *impl);
+/* The impl of a reader made with these ops; NULL for a plain reader or other ops. */
+void *tkp_reader_impl(const struct tkp_reader *r, const struct tkp_reader_ops *ops);
+/* Ends a plain reader's reading (next calls return 0 or its error): closes its file, frees its
+ * chunk buffers, keeps the name strings it handed out, which live until tkp_reader_close(). */
+void tkp_reader_release(struct tkp_reader *r);
+
+#endif

@@ -1,0 +1,584 @@
+/* tokprof check: the evaluator, three-valued (true, false, unknown): a loop over one program's
+ * instructions (prog.h) and a value stack.
+ *
+ * Temporal operators follow Havelund and Rosu's dynamic programming for past-time LTL (as in
+ * DejaVu): each keeps its state from the previous point and updates it once per point, so a
+ * program never short-circuits over a subtree that holds one (E->update says whether this
+ * evaluation is the point's one update). Metric bounds keep O(1) state: [0,b] the latest hit,
+ * [a,*] the earliest, and bounded [a,b] in steps or records a ring of b+1 values.
+ *
+ * Atoms (Boolean tests of a record's discrete fields) are computed once per record shape and
+ * kept in a table keyed by the shape: the name and op strings (the reader interns them: one
+ * pointer per distinct string of a process, alive until it closes) and the small fields. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/prog.h"
+#include "check/eval.h"
+
+static const struct tkp_val UNK = {VT_UNK, 0, NULL};
+
+static struct tkp_val num(double v) { return (struct tkp_val){VT_NUM, v, NULL}; }
+static struct tkp_val boolv(int v) { return (struct tkp_val){VT_BOOL, v, NULL}; }
+static struct tkp_val str(const char *s) { return s ? (struct tkp_val){VT_STR, 0, s} : UNK; }
+
+const char *tkp_rkind_str(uint32_t k)
+{
+    static const char *const w[RK_COUNT_] = {"kernel", "graph", "memcpy", "memset", "sync",
+                                             "event", "wait", "nvtx", "marker", "api"};
+    return k < RK_COUNT_ ? w[k] : "?";
+}
+
+const char *tkp_phase_str(int ph)
+{
+    static const char *const w[] = {"unknown", "prefill", "decode", "mixed"};
+    return w[ph & 3];
+}
+
+static const char *lib_str(uint32_t lib)
+{
+    return lib == 1 ? "cublas" : lib == 2 ? "cublasLt" : lib == 3 ? "cudnn" : NULL;
+}
+
+static const char *dir_str(uint32_t d)
+{
+    static const char *const w[] = {"HtoH", "HtoD", "DtoH", "DtoD", "default"};
+    return d < 5 ? w[d] : NULL;
+}
+
+static struct tkp_val rattr(const struct tkp_srec *r, int a)
+{
+    switch (a) {
+    case A_R_ID: return num((double)r->id);
+    case A_R_KIND: return str(tkp_rkind_str(r->kind));
+    case A_R_NAME: return str(r->name);
+    case A_R_STREAM: return num((double)r->stream);
+    case A_R_STEP: return num((double)r->step);
+    case A_R_TOKEN: return num((double)r->token);
+    case A_R_HOST: return r->host_ns ? num((double)r->host_ns) : UNK;
+    case A_R_POS: return r->is_gpu ? UNK : num(r->pos);
+    case A_R_GPU_START: return r->gpu_end ? num((double)r->gpu_start) : UNK;
+    case A_R_GPU_END: return r->gpu_end ? num((double)r->gpu_end) : UNK;
+    case A_R_DUR: return r->gpu_end ? num((double)(r->gpu_end - r->gpu_start)) : UNK;
+    case A_R_LIB: return r->has_lib ? str(lib_str(r->lib)) : UNK;
+    case A_R_OP: return r->has_lib ? str(r->op) : UNK;
+    case A_R_M: return r->has_lib && r->m ? num((double)r->m) : UNK;
+    case A_R_N: return r->has_lib && r->n ? num((double)r->n) : UNK;
+    case A_R_K: return r->has_lib && r->k ? num((double)r->k) : UNK;
+    case A_R_BATCH: return r->has_lib && r->batch ? num((double)r->batch) : UNK;
+    case A_R_BYTES: return num((double)r->bytes);
+    case A_R_DIR: return r->has_dir ? str(dir_str(r->dir)) : UNK;
+    case A_R_SYNC: return boolv(r->sync);
+    case A_R_ASYNC: return boolv(r->async);
+    case A_R_GRID: return r->grid ? num(r->grid) : UNK;
+    case A_R_BLOCK: return r->block ? num(r->block) : UNK;
+    case A_R_WAIT: return r->kind == RK_SYNC ? num((double)r->wait_ns) : UNK;
+    case A_R_THREAD: return num(r->thread);
+    }
+    return UNK;
+}
+
+static struct tkp_val sattr(const struct tkp_sstep *s, int a)
+{
+    int g = s->has_gpu;
+    switch (a) {
+    case A_S_IDX: return num((double)s->idx);
+    case A_S_TOKEN: return num((double)s->token);
+    case A_S_KIND: return str("token");
+    case A_S_PHASE: return str(tkp_phase_str(s->phase));
+    case A_S_LEN: return num((double)s->len);
+    case A_S_START: return num((double)s->start);
+    case A_S_END: return num((double)s->end);
+    case A_S_MARK: return num((double)s->mark);
+    case A_S_DUR: return num((double)(s->end - s->start));
+    case A_S_GPU_START: return g ? num((double)s->gpu_start) : UNK;
+    case A_S_GPU_END: return g ? num((double)s->gpu_end) : UNK;
+    case A_S_GPU_DUR: return g ? num((double)(s->gpu_end - s->gpu_start)) : UNK;
+    case A_S_BUSY: return g ? num((double)s->busy) : UNK;
+    case A_S_IDLE:
+        return g && s->gpu_end > s->gpu_start
+                   ? num(1.0 - (double)s->busy / (double)(s->gpu_end - s->gpu_start))
+                   : UNK;
+    case A_S_MAXGAP: return g ? num((double)s->maxgap) : UNK;
+    case A_S_LAUNCHES: return num((double)s->launches);
+    case A_S_THREAD: return num(s->thread);
+    }
+    return UNK;
+}
+
+struct tkp_val tkp_attr_value(const struct tkp_eval *E, int attr, int is_r)
+{
+    if (is_r) return E->r ? rattr(E->r, attr) : UNK;
+    return E->s ? sattr(E->s, attr) : UNK;
+}
+
+static int truth(struct tkp_val v)
+{
+    if (v.t == VT_BOOL || v.t == VT_NUM) return v.n != 0;
+    return -1;
+}
+
+static int cmpv(int op, struct tkp_val a, struct tkp_val b)
+{
+    if (a.t == VT_UNK || b.t == VT_UNK) return -1;
+    int c;
+    if (a.t == VT_STR || b.t == VT_STR) {
+        if (a.t != b.t) return op == VO_NE;
+        c = strcmp(a.s, b.s);
+    } else {
+        c = a.n < b.n ? -1 : a.n > b.n;
+    }
+    switch (op) {
+    case VO_EQ: return c == 0;
+    case VO_NE: return c != 0;
+    case VO_LT: return c < 0;
+    case VO_LE: return c <= 0;
+    case VO_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+static struct tkp_val arith(int op, struct tkp_val a, struct tkp_val b)
+{
+    if ((a.t != VT_NUM && a.t != VT_BOOL) || (b.t != VT_NUM && b.t != VT_BOOL)) return UNK;
+    switch (op) {
+    case VO_ADD: return num(a.n + b.n);
+    case VO_SUB: return num(a.n - b.n);
+    case VO_MUL: return num(a.n * b.n);
+    default: return b.n == 0 ? UNK : num(a.n / b.n);
+    }
+}
+
+static struct tkp_val tri(int t) { return t < 0 ? UNK : boolv(t); }
+
+/* three-valued logic on 1 true, 0 false, -1 unknown */
+static int not3(int l) { return l < 0 ? -1 : !l; }
+static int and3(int l, int r) { return l == 0 || r == 0 ? 0 : (l < 0 || r < 0) ? -1 : 1; }
+static int or3(int l, int r) { return l == 1 || r == 1 ? 1 : (l < 0 || r < 0) ? -1 : 0; }
+
+/* ---- temporal operators ---- */
+
+/* 'in step': the operator sees only the current step's points (its buffers are kept) */
+static void scope_enter(struct tkp_tstate *t, int64_t scope)
+{
+    uint8_t *ring = t->ring;
+    uint32_t len = t->ring_len;
+    struct tkp_near *near = t->near;
+    memset(t, 0, sizeof(*t));
+    t->ring = ring, t->ring_len = len, t->near = near;
+    t->scope = scope;
+}
+
+/* the time or index of the current point in the interval's unit */
+static int64_t at(const struct tkp_eval *E, const struct tkp_node *x)
+{
+    return x->unit == U_NS ? E->now_ns : E->point;
+}
+
+static int in_window(const struct tkp_node *x, int64_t now, int64_t then)
+{
+    double d = (double)(now - then);
+    return d >= x->num && d <= x->hi;
+}
+
+/* once / historically over a ring of the last b+1 operand values (bounded [a,b]) */
+static int ring_once(struct tkp_tstate *t, const struct tkp_node *x, int64_t now, int v)
+{
+    uint32_t len = (uint32_t)x->hi + 1;
+    if (!t->ring_used) {
+        if (!t->ring && !(t->ring = malloc(len))) return -1;
+        memset(t->ring, 0, len);
+        t->ring_len = len;
+        t->ring_at = now - 1;
+        t->ring_used = 1;
+    }
+    /* clear the slots of points skipped since the last update */
+    for (int64_t p = t->ring_at + 1; p < now && p - t->ring_at <= len; p++)
+        t->ring[(uint64_t)p % len] = 0;
+    t->ring[(uint64_t)now % len] = v == 1 ? 1 : 0;
+    t->ring_at = now;
+    for (int64_t d = (int64_t)x->num; d <= (int64_t)x->hi && d <= now; d++)
+        if (t->ring[(uint64_t)(now - d) % len]) return 1;
+    return 0;
+}
+
+/* once / historically (v: the operand), since (l since v) */
+static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
+{
+    struct tkp_tstate *t = &E->ts[x->slot];
+    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    int64_t now = at(E, x);
+    if (x->op == OP_SINCE) {
+        if (E->update) {
+            if (v == 1) {
+                if (!(t->valid && l == 1)) t->first = now;
+                t->last = now;
+                t->valid = 1;
+            } else if (l != 1) {
+                t->valid = 0;
+            }
+        }
+        if (!t->valid) return 0;
+        if (!x->has_iv) return 1;
+        /* [0,b]: the latest hit; [a,*]: the earliest one still chained */
+        if (isfinite(x->hi)) return (double)(now - t->last) <= x->hi;
+        return (double)(now - t->first) >= x->num;
+    }
+    if (x->op == OP_HIST) v = v < 0 ? -1 : !v; /* historically P = not once not P */
+    int res;
+    if (x->has_iv && x->num > 0 && isfinite(x->hi)) {
+        res = E->update ? ring_once(t, x, now, v) : 0;
+    } else {
+        if (E->update && v == 1) {
+            if (!t->valid) t->first = now;
+            t->last = now;
+            t->valid = 1;
+        }
+        if (!t->valid) res = 0;
+        else if (!x->has_iv) res = 1;
+        else if (isfinite(x->hi)) res = (double)(now - t->last) <= x->hi;
+        else res = in_window(x, now, t->first);
+    }
+    if (x->op == OP_HIST) return !res;
+    const struct tkp_nearplan *np = &E->sp->code->near[x->slot];
+    if (E->update && np->on && E->near_note) E->near_note(E, np, t, v, now);
+    return res;
+}
+
+static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct tkp_val v)
+{
+    struct tkp_tstate *t = &E->ts[x->slot];
+    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    struct tkp_val out = t->prev_set ? t->prev : UNK;
+    t->prev_first = !t->prev_set;
+    if (E->update) {
+        t->prev = v;
+        t->prev_set = 1;
+    }
+    return out;
+}
+
+/* once / historically of operand truth l (i->x: unbounded without near misses, one bit) */
+static inline int once_op(struct tkp_eval *E, const struct tkp_ins *i, int l)
+{
+    const struct tkp_node *x = &E->sp->n[i->node];
+    if (!i->x) return temporal(E, x, 0, l);
+    struct tkp_tstate *t = &E->ts[x->slot];
+    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (i->op == VO_HIST) l = not3(l);
+    if (E->update && l == 1) t->valid = 1;
+    return i->op == VO_HIST ? !t->valid : t->valid;
+}
+
+/* ---- atoms: record tests computed once per record shape ---- */
+
+#define SHAPES_MAX (1u << 16) /* distinct shapes cached; past this, atoms run per record */
+
+int tkp_shapes_new(struct tkp_shapes **out)
+{
+    struct tkp_shapes *t = calloc(1, sizeof(*t));
+    *out = t;
+    if (!t || !(t->v = calloc(256, sizeof(*t->v)))) return TKP_ERR_NOMEM;
+    t->cap = 256;
+    return 0;
+}
+
+void tkp_shapes_free(struct tkp_shapes *t)
+{
+    if (t) free(t->v);
+    free(t);
+}
+
+size_t tkp_shapes_count(const struct tkp_shapes *t) { return t ? t->n : 0; }
+
+/* the free slot or the entry of (name, op, small) */
+static struct tkp_shape *shape_slot(struct tkp_shapes *t, const struct tkp_shape *k)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = tkp_shape_hash(k->name, k->op, k->small) & mask;; i = (i + 1) & mask) {
+        struct tkp_shape *s = &t->v[i];
+        if (!s->used || (s->name == k->name && s->op == k->op && s->small == k->small)) return s;
+    }
+}
+
+static int shapes_grow(struct tkp_shapes *t)
+{
+    struct tkp_shape *old = t->v;
+    size_t oldcap = t->cap;
+    struct tkp_shape *v = calloc(2 * oldcap, sizeof(*v));
+    if (!v) return -1;
+    t->v = v;
+    t->cap = 2 * oldcap;
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].used) *shape_slot(t, &old[i]) = old[i];
+    free(old);
+    return 0;
+}
+
+static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p);
+
+/* The value of Boolean program p on a record's shape, with what the record does not decide
+ * (temporal operators' values, classes evaluated per record) open: 2. *noop stays 1 while
+ * every temporal operator it reaches leaves its state as it is, or is an unbounded `once`
+ * (`historically`) that the shape makes hold (fail): those are added to *marks. */
+static inline int atom(struct tkp_eval *E, int k);
+
+static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64_t *marks)
+{
+    int8_t st[TKP_STACK_MAX];
+    int k = 0, l, r;
+    for (const struct tkp_ins *i = p->ins;; i++) {
+        switch (i->op) {
+        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
+        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
+        case VO_TOBOOL: if (st[k - 1] != 2) st[k - 1] = E->r && st[k - 1] == 1; break;
+        case VO_NOT: if (st[k - 1] != 2) st[k - 1] = (int8_t)not3(st[k - 1]); break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = st[k - 1];
+            if (i->op == VO_IMPL_L && l != 2) st[k - 1] = (int8_t)(l = not3(l));
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
+            break;
+        case VO_AND: case VO_OR:
+            k--, l = st[k - 1], r = st[k];
+            if (i->op == VO_AND)
+                st[k - 1] = (int8_t)(l == 0 || r == 0 ? 0 : l == 2 || r == 2 ? 2 : and3(l, r));
+            else st[k - 1] = (int8_t)(l == 1 || r == 1 ? 1 : l == 2 || r == 2 ? 2 : or3(l, r));
+            break;
+        case VO_ONCE: case VO_HIST: {
+            /* once updates on a true operand, historically on a false one; near misses see
+             * every point */
+            int slot = E->sp->n[i->node].slot;
+            l = st[k - 1];
+            if (l == 2 || (i->op == VO_ONCE && E->sp->code->near[slot].on)) *noop = 0;
+            else if (l == (i->op == VO_ONCE ? 1 : 0)) {
+                if (i->x && slot < 64) *marks |= 1ull << slot;
+                else *noop = 0;
+            }
+            st[k - 1] = 2;
+            break;
+        }
+        case VO_SINCE:
+            k--, l = st[k - 1], r = st[k];
+            if (r != 0 && r != -1) *noop = 0; /* a hit (or an open right side) */
+            if (l != 1) *noop = 0;            /* an open or failing left side may reset it */
+            st[k - 1] = 2;
+            break;
+        case VO_END: return st[0];
+        default: st[k++] = 2; break; /* VO_CLASS: per record */
+        }
+    }
+}
+
+/* What a shape decides of each record-level assertion (prog.h "Shape verdicts"). */
+static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
+{
+    const struct tkp_spec *sp = E->sp;
+    r->fast = r->marks[0] = r->marks[1] = 0;
+    for (int i = 0; i < sp->nas; i++) {
+        const struct tkp_assert *a = &sp->as[i];
+        if (a->fast < 0) continue;
+        uint64_t marks = 0, gmarks = 0; /* a guard's operators change only past the warm-up */
+        const struct tkp_prog *body = &sp->code->prog[a->body_prog];
+        /* a body that is not Boolean has no temporal operator (lower.c): open, 2 */
+        int noop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
+        if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &noop, &gmarks);
+        if (!noop || gmarks || g == 2 || (g == 1 && v != 1)) continue; /* TKP_FAST_RUN */
+        r->fast |= (uint64_t)(g == 1 ? TKP_FAST_PASS : TKP_FAST_QUIET) << (2 * a->fast);
+        r->marks[a->gpu != 0] |= marks;
+    }
+}
+
+void tkp_shape_marks(struct tkp_eval *E, uint64_t marks)
+{
+    const struct tkp_spec *sp = E->sp;
+    for (; marks; marks &= marks - 1) {
+        int slot = __builtin_ctzll(marks);
+        struct tkp_tstate *t = &E->ts[slot];
+        if (sp->n[sp->code->slot_node[slot]].in_step && t->scope != E->scope)
+            scope_enter(t, E->scope);
+        t->valid = 1;
+    }
+}
+
+/* A shape not in the table: every atom, once (they read the record only, never the step);
+ * then the table keeps it (growing first), unless it is full. */
+static __attribute__((noinline)) void atoms_eval(struct tkp_eval *E, struct tkp_srec *r)
+{
+    const struct tkp_code *c = E->sp->code;
+    struct tkp_eval A = {.sp = E->sp, .r = r, .figures = E->figures};
+    r->akn = r->atr = 0;
+    for (int k = 0; k < c->natoms; k++) {
+        int v = truth(run(&A, &c->prog[c->atom_prog[k]]));
+        if (v >= 0) r->akn |= 1ull << k;
+        if (v == 1) r->atr |= 1ull << k;
+    }
+    shape_verdicts(&A, r);
+    struct tkp_shapes *t = E->shapes;
+    if (!t || t->n >= SHAPES_MAX) return;
+    if (2 * (t->n + 1) > t->cap && shapes_grow(t)) return;
+    struct tkp_shape k = {.name = r->name, .op = r->op, .small = r->small, .used = 1,
+                          .kn = r->akn, .tr = r->atr, .fast = r->fast,
+                          .marks = {r->marks[0], r->marks[1]}};
+    *shape_slot(t, &k) = k;
+    t->n++;
+}
+
+void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r)
+{
+    const struct tkp_shape *s = E->shapes ? tkp_shape_find(E->shapes, r) : NULL;
+    r->atoms_ok = 1;
+    if (!s) {
+        atoms_eval(E, r);
+        return;
+    }
+    r->akn = s->kn, r->atr = s->tr, r->fast = s->fast;
+    r->marks[0] = s->marks[0], r->marks[1] = s->marks[1];
+}
+
+static inline int atom(struct tkp_eval *E, int k)
+{
+    struct tkp_srec *r = E->r;
+    if (!r) return truth(run(E, &E->sp->code->prog[E->sp->code->atom_prog[k]]));
+    if (!r->atoms_ok) tkp_atoms_fill(E, r);
+    return r->akn >> k & 1 ? (int)(r->atr >> k & 1) : -1;
+}
+
+/* A class that is not an atom: one evaluation per record and step, whatever tests it. */
+static int class_test(struct tkp_eval *E, int cls)
+{
+    if (!E->r) return 0;
+    if (E->cls_r != E->r || E->cls_s != E->s) {
+        E->cls_r = E->r;
+        E->cls_s = E->s;
+        E->cls_done = 0;
+    }
+    uint64_t bit = cls < 64 ? 1ull << cls : 0;
+    if (E->cls_done & bit) return (E->cls_val & bit) != 0;
+    int t = tkp_eval_bool(E, E->sp->cls[cls].expr) == 1;
+    /* (a class may test earlier classes: they share the cache) */
+    if (bit && E->cls_r == E->r && E->cls_s == E->s) {
+        E->cls_done |= bit;
+        E->cls_val = t ? E->cls_val | bit : E->cls_val & ~bit;
+    }
+    return t; /* an unknown field makes a class miss, not match */
+}
+
+/* ---- the loop ---- */
+
+/* A Boolean program (prog.h) on 1-byte truth values: same instructions, same logic. */
+static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
+{
+    int8_t st[TKP_STACK_MAX];
+    int k = 0, l;
+    for (const struct tkp_ins *i = p->ins;; i++) {
+        switch (i->op) {
+        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
+        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
+        case VO_CLASS: st[k++] = (int8_t)class_test(E, i->x); break;
+        case VO_TOBOOL: st[k - 1] = E->r && st[k - 1] == 1; break;
+        case VO_NOT: st[k - 1] = (int8_t)not3(st[k - 1]); break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
+            st[k - 1] = (int8_t)l;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
+            break;
+        case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
+        case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
+        case VO_ONCE: case VO_HIST: st[k - 1] = (int8_t)once_op(E, i, st[k - 1]); break;
+        case VO_SINCE:
+            k--;
+            st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
+            break;
+        default: /* VO_END */
+            return st[0];
+        }
+    }
+}
+
+static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
+{
+    if (p->boolean) return tri(run_bool(E, p));
+    const struct tkp_spec *sp = E->sp;
+    struct tkp_val st[TKP_STACK_MAX];
+    int k = 0, l, r;
+    for (const struct tkp_ins *i = p->ins;; i++) {
+        switch (i->op) {
+        case VO_CONST: st[k++] = i->v; break;
+        case VO_RATTR: st[k++] = E->r ? rattr(E->r, i->x) : UNK; break;
+        case VO_SATTR: st[k++] = E->s ? sattr(E->s, i->x) : UNK; break;
+        case VO_ATOM: st[k++] = tri(atom(E, i->x)); break;
+        case VO_CLASS: st[k++] = boolv(class_test(E, i->x)); break;
+        case VO_TOBOOL: st[k - 1] = boolv(E->r && truth(st[k - 1]) == 1); break;
+        case VO_FIG:
+            st[k++] = E->figures && !isnan(E->figures[i->node]) ? num(E->figures[i->node]) : UNK;
+            break;
+        case VO_BASE: {
+            if (!E->base) {
+                st[k++] = UNK;
+                break;
+            }
+            struct tkp_eval B = *E;
+            B.runs = E->base;
+            B.base = NULL;
+            st[k++] = run(&B, &sp->code->prog[i->x]);
+            break;
+        }
+        case VO_AGG_STEP: st[k++] = E->aggs ? E->aggs[i->x] : UNK; break;
+        case VO_AGG_RUN: st[k++] = E->runs ? E->runs[i->x] : UNK; break;
+        case VO_NEG: st[k - 1] = st[k - 1].t == VT_NUM ? num(-st[k - 1].n) : UNK; break;
+        case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+            k--;
+            st[k - 1] = arith(i->op, st[k - 1], st[k]);
+            break;
+        case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+            k--;
+            st[k - 1] = tri(cmpv(i->op, st[k - 1], st[k]));
+            break;
+        case VO_MATCH:
+            st[k - 1] = tri(st[k - 1].t != VT_STR ? -1
+                                                  : !regexec(sp->n[i->node].re, st[k - 1].s, 0, NULL, 0));
+            break;
+        case VO_NOT: st[k - 1] = tri(not3(truth(st[k - 1]))); break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = truth(st[k - 1]);
+            if (i->op == VO_IMPL_L) l = not3(l);
+            st[k - 1] = tri(l);
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
+            break;
+        case VO_AND: case VO_OR:
+            k--;
+            l = truth(st[k - 1]), r = truth(st[k]);
+            st[k - 1] = tri(i->op == VO_AND ? and3(l, r) : or3(l, r));
+            break;
+        case VO_PREV: st[k - 1] = prev(E, &sp->n[i->node], st[k - 1]); break;
+        case VO_ONCE: case VO_HIST: st[k - 1] = tri(once_op(E, i, truth(st[k - 1]))); break;
+        case VO_SINCE:
+            k--;
+            st[k - 1] = tri(temporal(E, &sp->n[i->node], truth(st[k - 1]), truth(st[k])));
+            break;
+        default: /* VO_END */
+            return st[0];
+        }
+    }
+}
+
+struct tkp_val tkp_run(struct tkp_eval *E, int prog) { return run(E, &E->sp->code->prog[prog]); }
+
+int tkp_truth(struct tkp_eval *E, int prog)
+{
+    const struct tkp_prog *p = &E->sp->code->prog[prog];
+    return p->boolean ? run_bool(E, p) : truth(run(E, p));
+}
+
+struct tkp_val tkp_eval(struct tkp_eval *E, int node)
+{
+    int p = node >= 0 ? E->sp->code->node_prog[node] : -1;
+    return p >= 0 ? run(E, &E->sp->code->prog[p]) : UNK;
+}
+
+int tkp_eval_bool(struct tkp_eval *E, int node)
+{
+    int p = node >= 0 ? E->sp->code->node_prog[node] : -1;
+    return p >= 0 ? tkp_truth(E, p) : -1;
+}

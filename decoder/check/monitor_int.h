@@ -1,0 +1,124 @@
+/* tokprof check: the monitor's internals, shared by its three parts:
+ *   monitor.c  records in, steps open and close, which assertion is judged when;
+ *   agg.c      step and run aggregates folded over records and steps;
+ *   witness.c  verdicts: margins, the kept violations and their witnesses, near misses. */
+#ifndef TKP_CHECK_MONITOR_INT_H
+#define TKP_CHECK_MONITOR_INT_H
+
+#include "check/monitor.h"
+#include "check/prog.h"
+
+#define OPEN_MAX 4        /* open steps per thread before the oldest is closed without STEP */
+#define PEND_MAX 65536    /* steps awaiting GPU records per thread; beyond, the oldest closes */
+
+struct vec {
+    struct tkp_srec *v;
+    uint32_t n, cap;
+};
+
+/* A step whose STEP record has not come yet. */
+struct open {
+    int used;
+    uint64_t seg;
+    uint64_t len, launches;      /* host records; LAUNCH and GRAPH_LAUNCH among them */
+    uint64_t work;               /* launches, copies and memsets among them */
+    struct tkp_srec first, last; /* the first host record; the latest (records decode into it) */
+    int last_lazy;               /* last holds only its shape: the record is last_raw */
+    uint64_t last_id;
+    struct tkp_record last_raw;
+    struct tkp_sstep part;       /* what streamed aggregates read of the step: idx, thread */
+    struct vec host;             /* the records a buffered aggregate may take */
+    struct vec gpu;              /* GPU records that came before the step closed */
+    uint64_t tok_max, tok_last;  /* GEMM token dimension: phase of the step */
+    struct tkp_fold *fold;       /* streamed step aggregates, by slot */
+};
+
+/* A step closed on the host, awaiting its GPU records. */
+struct pend {
+    struct tkp_sstep s;
+    struct tkp_val *aggs;
+    struct vec gpu;
+    struct tkp_srec first, last;
+};
+
+struct thr {
+    struct open open[OPEN_MAX];
+    struct open *cur; /* the open step of the thread's latest record */
+    struct tkp_tstate *ts;
+    uint64_t tokens, outside, recs, last_closed;
+    int had_decode, seen, gpu_seen;
+    uint32_t tid;
+    uint64_t pid;
+    uint32_t call; /* the thread's latest LIB_CALL */
+    uint64_t setup[8]; /* the latest set-up segments (STEP of another kind), for GPU records */
+    uint32_t nsetup;   /* set-up segments closed in all (setup[] holds the last 8) */
+    struct tkp_srec lib;
+    struct pend *pend;
+    uint32_t npend, pend_head, pend_cap;
+};
+
+struct tkp_mon {
+    const struct tkp_spec *sp;
+    struct thr *t;
+    uint32_t nt;
+    struct tkp_ares *res;
+    int *run_node, *run_owner;
+    struct tkp_val *aggs;       /* the step aggregates of the step being judged */
+    struct tkp_val *runs;       /* run aggregates (finalised at the end) */
+    double *run_acc;            /* per run slot: sum, count, min, max (4 each) */
+    uint8_t *run_unk;           /* per run slot: a judged step's selection or value was unknown */
+    double **run_vals;          /* pNN: every value (8 B per step) */
+    uint64_t *run_nvals, *run_capvals;
+    struct tkp_witem **run_top; /* the top-k steps per run slot */
+    int *run_ntop;
+    const struct tkp_val *base;
+    const double *figures;
+    struct tkp_shapes *shapes;
+    int need_gpu;
+    struct tkp_fold *fold;      /* buffered and GPU slots, folded at a close */
+    /* what runs when: assertion indices by level and phase, step slots by how they fold */
+    int *rec_host, *rec_gpu, *step_host, *step_gpu;
+    int nrec_host, nrec_gpu, nstep_host, nstep_gpu;
+    int *stream, *buffered, *gpu_slots;
+    int nstream, nbuffered, ngpu_slots;
+    uint64_t gpu_off[16];       /* processes whose GPU_INFO says no GPU records will come */
+    int ngpu_off;
+    struct tkp_mon_stats st;
+    uint64_t next_id;
+    struct tkp_srec gpu_rec;    /* the GPU record being judged */
+    struct tkp_eval er, es;     /* contexts of a record: its record-level assertions (temporal
+                                   state advances), its streamed aggregates (r and the step) */
+    uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
+    uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
+    int rec_slow;               /* a host record-level assertion without shape verdicts */
+    int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
+};
+
+/* What a step-level violation's witness draws from. */
+struct wctx {
+    const struct vec *host, *gpu;        /* buffered host records; the GPU records */
+    const struct tkp_srec *first, *last;
+    const struct tkp_fold *fold;         /* streamed aggregates (their kept records), by slot */
+};
+
+/* Segment seg of thread h closed as a set-up segment: it has no token. */
+static inline int tkp_is_setup(const struct thr *h, uint64_t seg)
+{
+    for (uint32_t i = 0; i < h->nsetup && i < 8; i++)
+        if (h->setup[i] == seg) return 1;
+    return 0;
+}
+
+/* No GPU record will come for thread t (-1: for any thread): its GPU_INFO said so, none came.
+ * Inline: the monitor and the witnesses ask it, and witness.c must not call into monitor.c. */
+static inline int tkp_gpu_off(const struct tkp_mon *m, int t)
+{
+    if (t < 0) return m->ngpu_off && !m->st.gpu_records;
+    const struct thr *h = &m->t[t];
+    if (h->gpu_seen) return 0;
+    for (int i = 0; i < m->ngpu_off; i++)
+        if (m->gpu_off[i] == h->pid) return 1;
+    return 0;
+}
+
+#endif

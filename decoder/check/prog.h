@@ -1,0 +1,191 @@
+/* tokprof check: the compiled form of a spec (docs/SPEC.md "Evaluation").
+ *
+ * lower.c turns the checked tree into flat postfix programs, one per place the monitor evaluates
+ * (an assertion's body and guard, a bound's operands, an aggregate's selection and value, a
+ * class), and plans how each step aggregate is folded. eval.c runs the programs: one loop over
+ * an instruction array and a value stack, no recursion through the tree.
+ *
+ * Atoms. A Boolean test that reads only a record's discrete fields (kind, name, op, lib, dir,
+ * sync, async) — a class such as `r.kind == kernel and r.name =~ /attention/`, a regex on a
+ * name — has one value per record *shape*. Its value is computed once per distinct shape (the
+ * name and op strings, which the reader interns, and the small fields) and kept in a table, so a
+ * record pays one table lookup for all such tests together, never a regexec or a strcmp.
+ *
+ * Shape verdicts. A record-level assertion whose formula is Boolean over atoms and temporal
+ * operators is also evaluated once per shape, with the temporal operators' values left open:
+ * when the shape leaves every temporal state as it is (`once P` with P false, ...) and the
+ * formula holds whatever those values are, a record of that shape is a pass without running
+ * it (TKP_FAST_PASS; TKP_FAST_QUIET when its guard is false). The one state change a shape
+ * may make is an unbounded `once` (or `historically`) that holds from now on: its slot is set
+ * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
+ * that is Boolean over atoms in front of a body without temporal operators is decided the same
+ * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
+ * the DtoH copies', and those alone are decoded and run. */
+#ifndef TKP_CHECK_PROG_H
+#define TKP_CHECK_PROG_H
+
+#include <stdio.h>
+
+#include "check/trace.h"
+
+#define TKP_ATOMS_MAX 64   /* atoms are bits of a word; tests past this run inline */
+#define TKP_STACK_MAX 256  /* value stack of one program (the tree nests at most 200 deep) */
+#define TKP_NEAR_TOP 3     /* near misses kept per `once` and thread */
+#define TKP_FAST_MAX 32    /* record-level assertions with shape verdicts (2 bits each) */
+enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2 };
+
+enum tkp_vop {
+    VO_CONST,     /* push v */
+    VO_RATTR,     /* push r.<x> */
+    VO_SATTR,     /* push s.<x> */
+    VO_ATOM,      /* push atom x of the record */
+    VO_CLASS,     /* push class x (a class that is not an atom), cached per record and step */
+    VO_TOBOOL,    /* class value: true iff the top is true (an unknown field is a miss) */
+    VO_FIG,       /* push --baseline figure of node */
+    VO_BASE,      /* push program x's value on the baseline's run aggregates */
+    VO_AGG_STEP,  /* push step aggregate slot x */
+    VO_AGG_RUN,   /* push run aggregate slot x */
+    VO_NEG, VO_ADD, VO_SUB, VO_MUL, VO_DIV,
+    VO_EQ, VO_NE, VO_LT, VO_LE, VO_GT, VO_GE,
+    VO_MATCH,     /* the top against node's regex */
+    VO_NOT,
+    VO_AND_L, VO_OR_L, VO_IMPL_L, /* left operand's truth; jmp >= 0: skip the right one if decided */
+    VO_AND, VO_OR,                /* combine left and right */
+    VO_PREV, VO_ONCE, VO_HIST, VO_SINCE, /* node's temporal state */
+    VO_END,
+};
+
+struct tkp_ins {
+    uint8_t op;
+    uint16_t x;
+    int32_t jmp;
+    int node;
+    struct tkp_val v;
+};
+
+struct tkp_prog {
+    struct tkp_ins *ins;
+    int n;
+    int node;    /* the subtree it computes */
+    int boolean; /* truth values only (atoms, classes, logic, temporal): runs on 1-byte values */
+};
+
+/* A conjunction, split: atoms that must all be true, and the other conjuncts as one program
+ * (prog, -1 when none). Holds iff every conjunct is true (an unknown conjunct fails it). */
+struct tkp_conj {
+    uint64_t atoms;
+    int prog;
+    int nconj;
+};
+
+/* How one step aggregate slot is folded. */
+struct tkp_slotplan {
+    int node;              /* the OP_AGG */
+    int gpu;               /* over the step's GPU records, when its GPU phase closes */
+    int stream;            /* host slot folded as its records arrive (reads nothing the step's
+                              close decides: s.len, s.dur, r.token, ...) */
+    struct tkp_conj sel;   /* the records it takes: count/exists: operand and where; else where */
+    int value;             /* program of the value (sum, min, ...), -1 for count/exists */
+    struct tkp_conj pre;   /* not streamed: the early conjuncts; records passing are buffered */
+    int keep;              /* streamed, a bound's left side: keeps its first TKP_WIT_MAX
+                              selected records as the witness */
+    int count_atoms;       /* streamed count/exists of atoms only, no witness: a record's shape
+                              is all it needs */
+};
+
+/* Near misses of one `once` (by temporal slot). */
+struct tkp_nearplan {
+    int on;
+    int node;     /* the OP_ONCE */
+    int timing;   /* has an interval: its hits outside the window are near misses */
+    int nconj;    /* conjuncts of the operand scored at each point (0: none) */
+    int conj[8];  /* their nodes */
+    int prog[8];  /* their programs */
+};
+
+/* A step aggregate being folded over one step's records. */
+struct tkp_fold {
+    double acc, cnt;
+    struct tkp_val first, last;
+    int unknown;
+    uint64_t np, cap; /* pNN: the values, in pv */
+    double *pv;
+    uint64_t matched;       /* keep: selected records */
+    uint32_t nkeep;
+    struct tkp_srec *keep;  /* keep: the first TKP_WIT_MAX of them */
+};
+
+/* A record near-satisfying a `once` operand, or its hit outside the window. */
+struct tkp_near {
+    int sat, nconj, fail;       /* conjuncts that held; the first that did not (node, -1) */
+    int has_margin;
+    double observed, bound, margin;
+    int64_t point;              /* the point (distance = now - point) */
+    struct tkp_srec r;          /* record level: the record */
+    struct tkp_sstep s;         /* step level: the step */
+};
+
+struct tkp_code {
+    struct tkp_prog *prog;
+    int nprog, capprog;
+    int *node_prog;            /* node -> program computing it, -1 */
+    int natoms;
+    int atom_node[TKP_ATOMS_MAX];
+    int atom_prog[TKP_ATOMS_MAX];
+    int *cls_atom;             /* class -> atom, -1 when the class is evaluated per record */
+    int *cls_early;            /* class reads nothing a step's close decides */
+    struct tkp_slotplan *plan; /* by step aggregate slot */
+    int *run_node, *run_owner; /* by run aggregate slot: its node, its assertion */
+    int *slot_node;            /* by temporal state slot: its operator */
+    int host_buffer;           /* some host slot is not streamed: open steps buffer records */
+    struct tkp_nearplan *near; /* by temporal slot */
+};
+
+/* The table of record shapes (eval.c fills it). */
+struct tkp_shape {
+    const char *name, *op;
+    uint32_t small, used;
+    uint64_t kn, tr, fast; /* its atoms, its shape verdicts */
+    uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
+    /* the monitor's plan for its host records: want 0 not made yet, 1 the shape decides all
+     * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
+     * both by position in the monitor's lists), 2 the record is decoded and evaluated */
+    int want;
+    uint64_t pass, counts;
+    uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
+                       added to their evaluated counts at the end */
+};
+
+struct tkp_shapes {
+    struct tkp_shape *v;
+    size_t cap, n;
+};
+
+/* Everything an atom may read besides the name and op strings (lower.c's disc()), packed. The
+ * decoder leaves op NULL and lib 0 without has_lib, dir 0 without has_dir, sync/async 0 or 1. */
+static inline uint32_t tkp_shape_small(const struct tkp_srec *r)
+{
+    uint32_t lib = r->lib < 4 ? r->lib : 4, dir = r->dir < 5 ? r->dir : 5;
+    return r->kind | (uint32_t)r->has_lib << 4 | lib << 5 | (uint32_t)r->has_dir << 8 |
+           dir << 9 | (uint32_t)r->sync << 12 | (uint32_t)r->async << 13;
+}
+
+static inline size_t tkp_shape_hash(const char *name, const char *op, uint32_t small)
+{
+    uint64_t x = ((uint64_t)(uintptr_t)name ^ (uint64_t)(uintptr_t)op << 7 ^ small) *
+                 0x9e3779b97f4a7c15ull;
+    return (size_t)(x >> 32 ^ x);
+}
+
+/* The entry of r's shape (its name, op, small), NULL when not in the table yet. */
+static inline struct tkp_shape *tkp_shape_find(struct tkp_shapes *t, const struct tkp_srec *r)
+{
+    size_t mask = t->cap - 1;
+    for (size_t i = tkp_shape_hash(r->name, r->op, r->small) & mask;; i = (i + 1) & mask) {
+        struct tkp_shape *s = &t->v[i];
+        if (!s->used) return NULL;
+        if (s->name == r->name && s->op == r->op && s->small == r->small) return s;
+    }
+}
+
+#endif

@@ -1,0 +1,187 @@
+/* tokprof decoder: helpers shared by the subcommands (see cmd.h). */
+#include "cmd/cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/classes.h"
+#include "base/err.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
+#include "model/analysis.h"
+#include "model/model.h"
+
+int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->why, sizeof(ctx->why), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out)
+{
+    char *end;
+    if (!v) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", opt);
+    unsigned long long x = strtoull(v, &end, 10);
+    if (end == v || *end || v[0] == '-' || x > max)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number", opt, v);
+    *out = x;
+    return 0;
+}
+
+int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **cl)
+{
+    char why[256];
+    int err = tkp_classes_new(path, cl, why, sizeof(why));
+    if (err) return tkp_cmd_fail(ctx, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : why);
+    return 0;
+}
+
+int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
+{
+    if (ctx->ninputs == TKP_CMD_INPUTS_MAX)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "more than %d capture arguments (give a directory)",
+                            TKP_CMD_INPUTS_MAX);
+    if (!*first) *first = arg;
+    ctx->inputs[ctx->ninputs++] = arg;
+    return 0;
+}
+
+int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                  const char **path)
+{
+    int err;
+    *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const struct tkp_opt *o = NULL;
+        for (size_t k = 0; !o && k < n; k++)
+            if (!strcmp(a, opts[k].name)) o = &opts[k];
+        if (o && o->kind == 'f') {
+            *(int *)o->dst = 1;
+        } else if (o && o->kind == 's') {
+            if (!(*(const char **)o->dst = argv[++i]))
+                return o->needs ? tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", o->needs)
+                                : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
+        } else if (o) {
+            if ((err = tkp_cmd_num(ctx, a, argv[++i], o->max, o->dst))) return err;
+        } else if (a[0] == '-' && a[1]) {
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
+        } else if ((err = tkp_cmd_input(ctx, path, a))) {
+            return err;
+        }
+    }
+    if (!*path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    return 0;
+}
+
+int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
+                              int *json, const char **classes)
+{
+    const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL},
+                                   /* as these commands always said */
+                                   {"--classes", 's', classes, 0, "unknown option '--classes'"}};
+    *json = 0, *classes = NULL;
+    return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
+}
+
+int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r)
+{
+    int many = ctx->ninputs > 1 && path == ctx->inputs[0];
+    int err = tkp_reader_open_many(many ? ctx->inputs : &path, many ? ctx->ninputs : 1, r,
+                                   ctx->why, sizeof(ctx->why));
+    return err; /* the reason names the input */
+}
+
+static void warn_file(struct tkp_ctx *ctx, const char *path, const struct tkp_reader_err *e,
+                      const struct tkp_reader_stats *s);
+
+void tkp_cmd_warn_reader(struct tkp_ctx *ctx, const char *path, const struct tkp_reader *r)
+{
+    size_t n = tkp_reader_nfiles(r);
+    for (size_t i = 0; i < n; i++) {
+        const char *p;
+        const struct tkp_reader_stats *s;
+        const struct tkp_reader_err *e = tkp_reader_file(r, i, &p, &s);
+        warn_file(ctx, p ? p : path, e, s);
+    }
+}
+
+static void warn_file(struct tkp_ctx *ctx, const char *path, const struct tkp_reader_err *e,
+                      const struct tkp_reader_stats *s)
+{
+    if (e && e->code == TKP_ERR_TORN)
+        ctx->warn(ctx, "%s: torn tail at byte %llu (%s): decoded up to there", path,
+                  (unsigned long long)e->offset, e->msg);
+    else if (e)
+        ctx->warn(ctx, "%s: bad chunk at byte %llu (%s): decoded up to there", path,
+                  (unsigned long long)e->offset, e->msg);
+    if (s->missing_names || s->missing_threads)
+        ctx->warn(ctx,
+                  "%s: %llu name and %llu thread references not defined in their chunk "
+                  "(shown as \"?\" and tid 0)",
+                  path, (unsigned long long)s->missing_names,
+                  (unsigned long long)s->missing_threads);
+}
+
+int tkp_cmd_load_model(struct tkp_ctx *ctx, const char *path, struct tkp_model *m)
+{
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    int err = tkp_cmd_open(ctx, path, &r);
+    if (err) return err;
+    while (!err && tkp_reader_next(r, &rec) == 1)
+        err = tkp_model_add(m, &rec);
+    if (!err) err = tkp_model_finish(m);
+    if (err) {
+        tkp_reader_close(r);
+        return tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
+    }
+    tkp_cmd_warn_reader(ctx, path, r);
+    tkp_reader_close(r);
+    if (m->late)
+        ctx->warn(ctx,
+                  "%s: %llu GPU records arrived more than %llu ms after their step ended: those "
+                  "steps' busy time is approximate",
+                  path, (unsigned long long)m->late, (unsigned long long)(m->late_ns / 1000000));
+    return 0;
+}
+
+int tkp_cmd_load_analysis(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
+                          struct tkp_model *m, struct tkp_acc **a)
+{
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    struct tkp_model_opts mo = {.classes = cl, .from = 0, .to = -1};
+    int err = tkp_cmd_open(ctx, path, &r), tty = isatty(2);
+    if (err) return err;
+    tkp_model_init(m, &mo);
+    if ((err = tkp_acc_bind(m, a))) {
+        tkp_reader_close(r);
+        return tkp_cmd_fail(ctx, err, "out of memory");
+    }
+    uint64_t n = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        err = tkp_model_add(m, &rec);
+        if (tty && rec.type == TKP_REC_CHUNK && ++n % 64 == 0)
+            fprintf(stderr, "\rtokprof: %s: %llu chunks, %zu steps...", path,
+                    (unsigned long long)n, m->nsteps);
+    }
+    if (tty && n >= 64) fputs("\r\033[K", stderr);
+    if (!err) err = tkp_model_finish(m);
+    if (err) {
+        tkp_reader_close(r);
+        tkp_model_free(m);
+        tkp_acc_free(*a);
+        *a = NULL;
+        return tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
+    }
+    tkp_cmd_warn_reader(ctx, path, r);
+    tkp_reader_close(r);
+    return 0;
+}

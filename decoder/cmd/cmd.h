@@ -1,0 +1,106 @@
+/* tokprof decoder: the one entry signature every subcommand (cmd_*.c) has, and the context
+ * main.c hands it. Commands write results to ctx->out and never print errors themselves: they
+ * return a tkp_err and leave the reason in ctx->why (tkp_cmd_fail), and report non-fatal
+ * problems through ctx->warn, which main.c implements. */
+#ifndef TKP_CMD_H
+#define TKP_CMD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct tkp_reader;
+
+#define TKP_CMD_INPUTS_MAX 256 /* capture arguments of one command (a directory counts once) */
+
+struct tkp_ctx {
+    FILE *out;
+    const char *argv0; /* how tokprof was invoked (for tokprof run's shim lookup) */
+    char why[512];     /* one line: why the command failed */
+    /* the capture arguments tkp_cmd_input() collected (argv strings, not owned) */
+    const char *inputs[TKP_CMD_INPUTS_MAX];
+    size_t ninputs;
+    /* prints "tokprof: warning: ..." on stderr; the command keeps going */
+    void (*warn)(struct tkp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+};
+
+/* argv[0] is the command name; argv[argc] is NULL. Returns 0 or a negative tkp_err. */
+typedef int tkp_cmd_fn(int argc, char **argv, struct tkp_ctx *ctx);
+
+struct tkp_cmd {
+    const char *name;
+    const char *brief; /* one line for `tokprof help` */
+    const char *usage; /* the full text of `tokprof help NAME`, with an example */
+    tkp_cmd_fn *run;
+};
+
+extern const struct tkp_cmd tkp_cmd_dump, tkp_cmd_summary, tkp_cmd_run, tkp_cmd_check;
+extern const struct tkp_cmd tkp_cmd_gemm, tkp_cmd_moe; /* cmd_gemm.c, cmd_moe.c */
+extern const struct tkp_cmd tkp_cmd_steps, tkp_cmd_kernels; /* cmd_steps.c, cmd_kernels.c */
+extern const struct tkp_cmd tkp_cmd_stacks; /* cmd_stacks.c */
+extern const struct tkp_cmd tkp_cmd_table, tkp_cmd_ingest; /* cmd_table.c, cmd_ingest.c */
+/* cmd_analyze.c, cmd_diff.c, cmd_export.c, cmd_heatmap.c, cmd_report.c */
+extern const struct tkp_cmd tkp_cmd_analyze, tkp_cmd_diff, tkp_cmd_export, tkp_cmd_heatmap,
+    tkp_cmd_report;
+
+/* Formats ctx->why and returns err: `return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "...")`. */
+int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* For commands that read several captures: records the capture argument `arg` (*first gets
+ * the first one, the path the command names in its messages). Returns 0 or TKP_ERR_USAGE. */
+int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg);
+/* The kernel classes: built in, overridden by the rules file path (NULL: none). Returns 0, or
+ * the error after one line saying why (a bad rules file names its line). */
+struct tkp_classes;
+int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **cl);
+/* An option's decimal value v (NULL: missing) into *out, at most max. Returns 0, or a usage
+ * error naming opt ("--from: 'x' is not a number"). */
+int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out);
+
+/* One option of a command for tkp_cmd_parse(): its name and where its value goes. */
+struct tkp_opt {
+    const char *name;  /* "--json" */
+    char kind;         /* 'f': a flag, *(int *)dst = 1; 's': a string, *(const char **)dst;
+                        * 'u': a decimal number up to max, *(uint64_t *)dst (an int64_t works) */
+    void *dst;
+    uint64_t max;      /* 'u' */
+    const char *needs; /* 's': the message when the value is missing; NULL: "NAME needs a value" */
+};
+/* The one option parser of the commands: argv[1..argc) by the n options of opts, every other
+ * argument a capture (tkp_cmd_input; *path gets the first). Returns 0, or TKP_ERR_USAGE with
+ * the reason in ctx->why (a value missing or not a number, an unknown option, no capture). */
+int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                  const char **path);
+
+/* The arguments of a command whose only options are --json and --classes FILE, followed by
+ * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or
+ * TKP_ERR_USAGE with the reason in ctx->why (an unknown option, no capture). */
+int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
+                              int *json, const char **classes);
+
+/* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. `path` may be a
+ * directory (its *.tokprof files, merged: multireader.h); when it is the first argument
+ * tkp_cmd_input() collected, all of them are opened, merged. */
+int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r);
+
+/* After the last tkp_reader_next() of a command (for each file of a merged reader): a torn or
+ * bad chunk becomes the warning
+ * "PATH: torn tail at byte N (incomplete chunk): decoded up to there" (the capture stays
+ * usable: it is how a killed program's capture ends), and names or threads a chunk used without
+ * defining them get one warning with their counts. */
+void tkp_cmd_warn_reader(struct tkp_ctx *ctx, const char *path, const struct tkp_reader *r);
+
+/* The model of one capture argument: opens `path` (tkp_cmd_open), feeds every record to m
+ * (initialised by the caller), finishes, warns about a torn tail (tkp_cmd_warn_reader) and late
+ * GPU records, and closes the reader. Returns 0 or a tkp_err with ctx->why set. */
+struct tkp_model;
+int tkp_cmd_load_model(struct tkp_ctx *ctx, const char *path, struct tkp_model *m);
+
+/* Opens `path` and feeds every record to a fresh model (opts: token steps, classes `cl`) and
+ * acc (model/analysis.h), with a progress line on stderr when it is a TTY. On success the caller
+ * owns *m and *a. Returns 0 or a tkp_err with ctx->why set (nothing to free then). */
+struct tkp_acc;
+int tkp_cmd_load_analysis(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
+                          struct tkp_model *m, struct tkp_acc **a);
+
+#endif

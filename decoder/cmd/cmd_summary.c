@@ -1,0 +1,561 @@
+/* tokprof summary: the capture at a glance.
+ *
+ * One streaming pass feeds each record to a struct summary (summary_add, the counts) and to the
+ * step model (model.h); the views only read them. The text view opens with five lines for the
+ * on-call engineer — tokens, latency, where the GPU time goes, the verdict, the worst steps —
+ * then the counts.
+ *
+ * Definitions (token steps only; set-up work outside any step is left out):
+ *   - inter-token latency (ITL): end_ns of a token step minus end_ns of the previous token step
+ *     of the same thread (when the host saw consecutive tokens), pooled over threads;
+ *   - GPU time by class: kernel durations summed per class (model.h: classes.h);
+ *   - verdict: idle share = sum of idle / sum of GPU span over token steps (idle = span - busy,
+ *     the GPU waiting inside a step); above TKP_IDLE_BOUND the GPU is waiting on the host:
+ *     "host/launch-bound", else "gpu-bound"; "unknown" without GPU records;
+ *   - worst steps: the 3 token steps with the longest host duration; the cause is the figure
+ *     that grew most over its median across token steps: a kernel class's GPU time, "GPU idle"
+ *     (idle inside the span) or "host" (host duration not covered by the GPU span); "none" when
+ *     nothing grew; "host" alone without GPU records.
+ *
+ * JSON keys (`tokprof summary --json`), stable; new keys may be added, none renamed:
+ *   program         string   META program ("" when the capture has no META)
+ *   pid             int      META pid (0 when unknown)
+ *   duration_ns     int      last minus first timestamp among records and steps (0 if none)
+ *   threads         int      distinct threads the capture mapped (THREAD records)
+ *   steps           int      STEP records of kind token
+ *   outside_steps   int      STEP records of kind outside (set-up work)
+ *   launches        int      LAUNCH records (kernel launches outside graphs)
+ *   graph_launches  int      GRAPH_LAUNCH records
+ *   copies          int      COPY records (memcpy and memset)
+ *   syncs           int      SYNC records
+ *   dropped         int      records the shim dropped: sum over threads of their last LOSS
+ *   chunks          int      whole chunks decoded
+ *   complete        bool     false when decoding stopped at a torn or bad chunk
+ *   stopped_at      int|null file offset of that chunk
+ *   stopped_why     str|null why, e.g. "incomplete chunk"
+ *   missing_names   int      name references their chunk did not define (shown as "?")
+ *   tokens          int|null tokens processed over the token steps (prompt + generated), from
+ *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
+ *                            null without library calls
+ *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
+ *                            host_only_shifts, slopes, idle and
+ *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
+ *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
+ *                            steps on every thread
+ *   gpu             object   {available bool, reason str|null (why no GPU records),
+ *                            busy_p50_ns, span_p50_ns (int|null), idle_share (0..1|null)}
+ *   classes         array    [{class, ns, share}] GPU kernel time of token steps by class, most
+ *                            first (empty without GPU records)
+ *   verdict         string   "gpu-bound", "host/launch-bound" or "unknown"
+ *   worst_steps     array    [{step (token index), tid, host_ns, cause}] the 3 slowest token steps
+ *   processes       array    [{pid, program, threads, launches, graph_launches}] per process, in
+ *                            the order first seen (one entry for one capture; several captures or
+ *                            a directory are merged: multireader.h); `pid` and `program` above
+ *                            are the last META's
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "base/err.h"
+#include "base/grow.h"
+#include "base/json.h"
+#include "base/sort.h"
+#include "model/analysis.h"
+#include "model/model.h"
+#include "model/norms.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
+
+#define TKP_IDLE_BOUND 0.30 /* idle share of the step span above which the host is the limit */
+#define WORST 3
+
+/* What the model says, computed once for both views. */
+struct insight {
+    int gpu;
+    char why[256];
+    size_t nitl;
+    uint64_t itl[4]; /* p50, p90, p99, max */
+    double idle_share;
+    const char *verdict;
+    size_t worst[WORST], nworst;
+    const char *cause[WORST];
+    int64_t cause_ns[WORST];
+    int order[TKP_CLASSES_MAX]; /* classes by GPU time, most first */
+    int nclasses_used;
+    uint64_t class_total;
+    struct tkp_norms nr;
+    struct tkp_acc *acc;     /* analysis.h: tokens per step, idle split */
+    struct tkp_analysis an;  /* change points and slopes */
+    uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
+};
+
+struct thread_sum {
+    unsigned char mapped, lost;
+    uint64_t dropped; /* last LOSS value: they are cumulative */
+};
+
+#define PROCS_MAX 64 /* processes listed; the counts above cover all */
+
+struct proc {
+    uint64_t pid, threads, launches, graph_launches;
+    char program[64];
+};
+
+struct summary {
+    struct proc procs[PROCS_MAX];
+    size_t nprocs;
+    int merged; /* several files: records are told apart by pid (else all are one process) */
+    char program[TKP_NAME_MAX];
+    uint64_t pid;
+    uint64_t first_ns, last_ns;
+    uint64_t steps, outside_steps, launches, graph_launches, copies, syncs;
+    struct thread_sum *threads; /* by capture-local thread index */
+    uint32_t nthreads;
+    uint64_t ringless; /* LOSS of threads that never got a ring (thread TKP_THREAD_NONE) */
+};
+
+static int thread_at(struct summary *s, uint32_t t, struct thread_sum **out)
+{
+    if (t >= s->nthreads) { /* t < TKP_THREADS_MAX: the reader checked */
+        size_t cap = s->nthreads;
+        if (tkp_grow_zeroed((void **)&s->threads, &cap, (size_t)t + 1, sizeof(*s->threads)))
+            return TKP_ERR_NOMEM;
+        s->nthreads = (uint32_t)cap;
+    }
+    *out = &s->threads[t];
+    return 0;
+}
+
+static inline void saw_time(struct summary *s, uint64_t ns)
+{
+    if (ns > s->last_ns) { /* the usual case: time goes forward */
+        s->last_ns = ns;
+        if (!s->first_ns) s->first_ns = ns;
+    } else if (ns && (!s->first_ns || ns < s->first_ns)) {
+        s->first_ns = ns;
+    }
+}
+
+static struct proc *proc_at(struct summary *s, uint64_t pid)
+{
+    for (size_t i = 0; i < s->nprocs; i++)
+        if (s->procs[i].pid == pid) return &s->procs[i];
+    if (s->nprocs == PROCS_MAX) return NULL;
+    s->procs[s->nprocs].pid = pid;
+    return &s->procs[s->nprocs++];
+}
+
+static int summary_other(struct summary *s, const struct tkp_record *r);
+
+/* The counts of one record (run() sets nprocs and launches of a single file's process). */
+static inline int summary_add(struct summary *s, const struct tkp_record *r)
+{
+    if (r->type == TKP_REC_LAUNCH && !s->merged) { /* most records */
+        saw_time(s, r->host_ns);
+        s->launches++;
+        return 0;
+    }
+    return summary_other(s, r);
+}
+
+static int summary_other(struct summary *s, const struct tkp_record *r)
+{
+    struct thread_sum *t;
+    /* a record before its file's META has pid 0: one file is one process whatever it says */
+    struct proc *p = s->merged ? proc_at(s, r->pid) : &s->procs[0];
+    if (tkp_record_has_time(r->type)) saw_time(s, r->host_ns);
+    switch (r->type) {
+    case TKP_REC_META:
+        snprintf(s->program, sizeof(s->program), "%s", r->meta.program);
+        s->pid = r->meta.pid;
+        if (p) snprintf(p->program, sizeof(p->program), "%s", r->meta.program);
+        if (p && !s->merged) p->pid = r->meta.pid;
+        break;
+    case TKP_REC_THREAD:
+        if (thread_at(s, r->thread, &t)) return TKP_ERR_NOMEM;
+        if (p && !t->mapped) p->threads++;
+        t->mapped = 1;
+        break;
+    case TKP_REC_LOSS:
+        if (r->thread == TKP_THREAD_NONE) { /* no thread entry: thread_at would never end */
+            s->ringless = r->loss.dropped;     /* cumulative, like a thread's */
+            break;
+        }
+        if (thread_at(s, r->thread, &t)) return TKP_ERR_NOMEM;
+        t->lost = 1;
+        t->dropped = r->loss.dropped;
+        break;
+    case TKP_REC_STEP:
+        if (r->step_rec.kind == TKP_STEP_TOKEN)
+            s->steps++;
+        else if (r->step_rec.kind == TKP_STEP_OUTSIDE)
+            s->outside_steps++;
+        saw_time(s, r->step_rec.begin_ns);
+        saw_time(s, r->step_rec.end_ns);
+        break;
+    case TKP_REC_LAUNCH: /* merged */
+        s->launches++;
+        if (p) p->launches++;
+        break;
+    case TKP_REC_GRAPH_LAUNCH:
+        s->graph_launches++;
+        if (p) p->graph_launches++;
+        break;
+    case TKP_REC_COPY:
+        s->copies++;
+        break;
+    case TKP_REC_SYNC:
+        s->syncs++;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void totals(const struct summary *s, uint64_t *threads, uint64_t *dropped)
+{
+    *threads = *dropped = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        *threads += s->threads[i].mapped;
+        *dropped += s->threads[i].dropped;
+    }
+    *dropped += s->ringless;
+}
+
+static int insight_itl(const struct tkp_model *m, struct insight *in)
+{
+    uint64_t *v = malloc((m->nsteps ? m->nsteps : 1) * sizeof(*v));
+    if (!v) return TKP_ERR_NOMEM;
+    size_t n = 0;
+    const struct tkp_mstep *prev = NULL;
+    for (size_t i = 0; i < m->nsteps; i++) { /* sorted by (thread, seg) */
+        const struct tkp_mstep *s = &m->steps[i];
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        if (prev && prev->thread == s->thread && s->end_ns > prev->end_ns)
+            v[n++] = s->end_ns - prev->end_ns;
+        prev = s;
+    }
+    tkp_sort_u64(v, n);
+    in->nitl = n;
+    in->itl[0] = tkp_pct_sorted(v, n, 0.5);
+    in->itl[1] = tkp_pct_sorted(v, n, 0.9);
+    in->itl[2] = tkp_pct_sorted(v, n, 0.99);
+    in->itl[3] = tkp_pct_sorted(v, n, 1.0);
+    free(v);
+    return 0;
+}
+
+static int insight_make(const struct tkp_model *m, struct insight *in)
+{
+    struct tkp_acc *acc = in->acc;
+    memset(in, 0, sizeof(*in));
+    in->acc = acc;
+    in->gpu = tkp_model_gpu(m, in->why, sizeof(in->why));
+    if (tkp_model_norms(m, &in->nr) || insight_itl(m, in)) return TKP_ERR_NOMEM;
+    uint64_t span = 0, idle = 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        span += tkp_mstep_span_ns(s);
+        idle += tkp_mstep_span_ns(s) - s->busy_ns;
+        /* insertion into the WORST slowest */
+        uint64_t h = tkp_mstep_host_ns(s);
+        size_t k;
+        if (in->nworst < WORST) k = in->nworst++;
+        else if (tkp_mstep_host_ns(&m->steps[in->worst[WORST - 1]]) >= h) continue;
+        else k = WORST - 1;
+        in->worst[k] = i;
+        for (; k > 0 && tkp_mstep_host_ns(&m->steps[in->worst[k - 1]]) < h; k--) {
+            size_t t = in->worst[k - 1];
+            in->worst[k - 1] = in->worst[k];
+            in->worst[k] = t;
+        }
+    }
+    for (size_t w = 0; w < in->nworst; w++)
+        in->cause[w] =
+            tkp_mstep_cause(m, &in->nr, in->gpu, &m->steps[in->worst[w]], &in->cause_ns[w]);
+    in->idle_share = span ? (double)idle / (double)span : 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        struct tkp_astep as;
+        if (m->steps[i].kind == TKP_STEP_TOKEN &&
+            tkp_acc_step_of(in->acc, m, i, &as) && as.tokens)
+            in->tokens += as.tokens, in->tsteps++;
+    }
+    if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
+    in->verdict = !in->gpu || !span ? "unknown"
+                  : in->idle_share > TKP_IDLE_BOUND ? "host/launch-bound" : "gpu-bound";
+    for (int c = 0; c < m->nclasses; c++) {
+        in->class_total += m->cls[c].total_ns;
+        if (!m->cls[c].total_ns) continue;
+        int k = in->nclasses_used++;
+        in->order[k] = c;
+        for (; k > 0 && m->cls[in->order[k - 1]].total_ns < m->cls[c].total_ns; k--) {
+            in->order[k] = in->order[k - 1];
+            in->order[k - 1] = c;
+        }
+    }
+    return 0;
+}
+
+static void json_pct(FILE *f, const char *key, int has, uint64_t v)
+{
+    if (has) fprintf(f, "\"%s\":%" PRIu64, key, v);
+    else fprintf(f, "\"%s\":null", key);
+}
+
+static void print_json_insight(FILE *f, const struct tkp_model *m, const struct insight *in)
+{
+    if (in->tsteps) fprintf(f, ",\"tokens\":%" PRIu64, in->tokens);
+    else fputs(",\"tokens\":null", f);
+    fputs(",\"itl_ns\":{", f);
+    static const char *const k[] = {"p50", "p90", "p99", "max"};
+    for (int i = 0; i < 4; i++) {
+        if (i) putc(',', f);
+        json_pct(f, k[i], in->nitl > 0, in->itl[i]);
+    }
+    fprintf(f, "},\"gpu\":{\"available\":%s,\"reason\":", in->gpu ? "true" : "false");
+    tkp_json_str(f, in->gpu ? NULL : in->why);
+    int g = in->gpu && in->nr.gpu_steps;
+    putc(',', f);
+    json_pct(f, "busy_p50_ns", g, in->nr.busy_p50);
+    putc(',', f);
+    json_pct(f, "span_p50_ns", g, in->nr.span_p50);
+    if (g) fprintf(f, ",\"idle_share\":%.6f}", in->idle_share);
+    else fputs(",\"idle_share\":null}", f);
+    fputs(",\"classes\":[", f);
+    for (int i = 0; i < in->nclasses_used; i++) {
+        int c = in->order[i];
+        fputs(i ? ",{\"class\":" : "{\"class\":", f);
+        tkp_json_str(f, tkp_classes_name(m->opts.classes, c));
+        fprintf(f, ",\"ns\":%" PRIu64 ",\"share\":%.6f}", m->cls[c].total_ns,
+                (double)m->cls[c].total_ns / (double)in->class_total);
+    }
+    fprintf(f, "],\"verdict\":\"%s\",\"worst_steps\":[", in->verdict);
+    for (size_t w = 0; w < in->nworst; w++) {
+        const struct tkp_mstep *s = &m->steps[in->worst[w]];
+        fprintf(f, "%s{\"step\":%" PRId64 ",\"tid\":%u,\"host_ns\":%" PRIu64 ",\"cause\":",
+                w ? "," : "", s->index, s->tid, tkp_mstep_host_ns(s));
+        tkp_json_str(f, in->cause[w]);
+        putc('}', f);
+    }
+    fputs("],\"analysis\":{", f);
+    tkp_analysis_print_json(f, m, &in->an);
+    fprintf(f, ",\"verdict\":\"%s\"}", in->an.verdict);
+}
+
+static double ms(uint64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+static void print_text_insight(FILE *f, const struct summary *s, const struct tkp_model *m,
+                               const struct insight *in)
+{
+    uint64_t threads = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        threads += s->threads[i].mapped;
+    fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
+            threads == 1 ? "" : "s");
+    if (in->tsteps)
+        fprintf(f, ", %" PRIu64 " tokens (%.2f per step, from library-call shapes)\n", in->tokens,
+                (double)in->tokens / (double)in->tsteps);
+    else
+        fputs(" (tokens per step: not known)\n", f);
+    if (in->nitl)
+        fprintf(f, "latency   inter-token p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f", ms(in->itl[0]),
+                ms(in->itl[1]), ms(in->itl[2]), ms(in->itl[3]));
+    else
+        fputs("latency   inter-token: fewer than 2 token steps", f);
+    if (in->gpu && in->nr.gpu_steps)
+        fprintf(f, "; GPU busy per step p50 %.3f ms\n", ms(in->nr.busy_p50));
+    else
+        fputs("; GPU busy: not recorded\n", f);
+    if (!in->gpu) {
+        fprintf(f, "gpu time  not recorded: %s\n", in->why);
+        fputs("verdict   unknown: GPU-bound or host-bound needs GPU records\n", f);
+    } else {
+        fputs("gpu time ", f);
+        for (int i = 0; i < in->nclasses_used && i < 4; i++)
+            fprintf(f, "%s %s %.1f%%", i ? "," : "", tkp_classes_name(m->opts.classes, in->order[i]),
+                    100.0 * (double)m->cls[in->order[i]].total_ns / (double)in->class_total);
+        fputs(in->nclasses_used ? "\n" : " no kernels in token steps\n", f);
+        fprintf(f, "verdict   %s: GPU idle %.1f%% of the token steps' GPU span\n", in->verdict,
+                100.0 * in->idle_share);
+    }
+    fputs("worst    ", f);
+    for (size_t w = 0; w < in->nworst; w++) {
+        const struct tkp_mstep *st = &m->steps[in->worst[w]];
+        fprintf(f, "%s step %" PRId64 " (tid %u) %.3f ms: %s", w ? ";" : "", st->index, st->tid,
+                ms(tkp_mstep_host_ns(st)), in->cause[w]);
+        if (in->cause_ns[w] > 0) fprintf(f, " +%.3f ms", ms((uint64_t)in->cause_ns[w]));
+    }
+    fputs(in->nworst ? "\n" : " no token steps\n", f);
+    tkp_analysis_print_lines(f, m, &in->an);
+}
+
+static void print_json(FILE *f, const struct summary *s, const struct tkp_reader *r,
+                       const struct tkp_model *m, const struct insight *in)
+{
+    const struct tkp_reader_err *e = tkp_reader_error(r);
+    const struct tkp_reader_stats *st = tkp_reader_stats(r);
+    uint64_t threads, dropped;
+    totals(s, &threads, &dropped);
+    fputs("{\"program\":", f);
+    tkp_json_str(f, s->program);
+    fprintf(f,
+            ",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%" PRIu64
+            ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"launches\":%" PRIu64
+            ",\"graph_launches\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"syncs\":%" PRIu64
+            ",\"dropped\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
+            s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps, s->launches,
+            s->graph_launches, s->copies, s->syncs, dropped, st->chunks, e ? "false" : "true");
+    if (e) {
+        fprintf(f, ",\"stopped_at\":%" PRIu64 ",\"stopped_why\":", e->offset);
+        tkp_json_str(f, e->msg);
+    } else {
+        fputs(",\"stopped_at\":null,\"stopped_why\":null", f);
+    }
+    fprintf(f, ",\"missing_names\":%" PRIu64, st->missing_names);
+    print_json_insight(f, m, in);
+    fputs(",\"processes\":[", f);
+    for (size_t i = 0; i < s->nprocs; i++) {
+        const struct proc *p = &s->procs[i];
+        fprintf(f, "%s{\"pid\":%" PRIu64 ",\"program\":", i ? "," : "", p->pid);
+        tkp_json_str(f, p->program);
+        fprintf(f,
+                ",\"threads\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"graph_launches\":%" PRIu64
+                "}",
+                p->threads, p->launches, p->graph_launches);
+    }
+    putc(']', f);
+    fputs("}\n", f);
+}
+
+static void print_text(FILE *f, const char *path, const struct summary *s,
+                       const struct tkp_reader *r, const struct tkp_model *m,
+                       const struct insight *in)
+{
+    const struct tkp_reader_err *e = tkp_reader_error(r);
+    const struct tkp_reader_stats *st = tkp_reader_stats(r);
+    uint64_t threads, dropped;
+    totals(s, &threads, &dropped);
+    print_text_insight(f, s, m, in);
+    if (tkp_reader_nfiles(r) > 1)
+        fprintf(f, "capture   %zu files (%s, ...): %" PRIu64 " chunks", tkp_reader_nfiles(r), path,
+                st->chunks);
+    else
+        fprintf(f, "capture   %s: %" PRIu64 " chunks", path, st->chunks);
+    if (e)
+        fprintf(f, ", stopped at byte %" PRIu64 " (%s)\n", e->offset, e->msg);
+    else
+        fputs(", complete\n", f);
+    if (s->nprocs > 1) {
+        fprintf(f, "processes %zu:", s->nprocs);
+        for (size_t i = 0; i < s->nprocs; i++)
+            fprintf(f, "%s %s (pid %" PRIu64 ") %" PRIu64 " threads, %" PRIu64 " launches",
+                    i ? ";" : "", s->procs[i].program[0] ? s->procs[i].program : "?",
+                    s->procs[i].pid, s->procs[i].threads, s->procs[i].launches);
+        putc('\n', f);
+    } else {
+        fprintf(f, "program   %s (pid %" PRIu64 ")\n", s->program[0] ? s->program : "?", s->pid);
+    }
+    fprintf(f, "duration  %.6f s\n", (double)(s->last_ns - s->first_ns) / 1e9);
+    fprintf(f, "threads   %" PRIu64 "\n", threads);
+    fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step\n", s->steps,
+            s->outside_steps);
+    fprintf(f, "launches  %" PRIu64 " kernel, %" PRIu64 " graph\n", s->launches, s->graph_launches);
+    fprintf(f, "copies    %" PRIu64 "\n", s->copies);
+    fprintf(f, "syncs     %" PRIu64 "\n", s->syncs);
+    fprintf(f, "dropped   %" PRIu64 " records%s\n", dropped,
+            dropped ? " (rings were full: counts above are low)" : "");
+}
+
+static int run(int argc, char **argv, struct tkp_ctx *ctx)
+{
+    const char *path, *classes;
+    int json, err;
+    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &classes))) return err;
+
+    struct tkp_classes *cl;
+    if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    struct tkp_model m;
+    struct insight in;
+    /* from 0: the per-class figures cover token steps, not set-up work */
+    struct tkp_model_opts mo = {.classes = cl, .from = 0, .to = -1};
+    struct summary *s = calloc(1, sizeof(*s));
+    if (!s) {
+        tkp_classes_free(cl);
+        return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+    }
+    if ((err = tkp_cmd_open(ctx, path, &r))) {
+        tkp_classes_free(cl);
+        free(s);
+        return err;
+    }
+    s->merged = tkp_reader_nfiles(r) > 1;
+    tkp_model_init(&m, &mo);
+    memset(&in, 0, sizeof(in));
+    struct tkp_acc *acc = NULL;
+    err = tkp_acc_bind(&m, &acc);
+    uint64_t nrec = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        nrec++;
+        if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
+    }
+    if (!s->merged && nrec) /* a single file's one process */
+        s->nprocs = 1, s->procs[0].launches = s->launches;
+    if (!err && !(err = tkp_model_finish(&m))) {
+        in.acc = acc;
+        err = insight_make(&m, &in);
+    }
+    if (err) {
+        tkp_cmd_fail(ctx, err, "%s: %s", path, tkp_strerror(err));
+    } else {
+        tkp_cmd_warn_reader(ctx, path, r);
+        if (m.late)
+            ctx->warn(ctx, "%s: %llu GPU records arrived long after their step: busy time of "
+                      "those steps is approximate", path, (unsigned long long)m.late);
+        if (json)
+            print_json(ctx->out, s, r, &m, &in);
+        else
+            print_text(ctx->out, path, s, r, &m, &in);
+    }
+    tkp_norms_free(&in.nr);
+    tkp_analysis_free(&in.an);
+    tkp_acc_free(acc);
+    tkp_model_free(&m);
+    tkp_classes_free(cl);
+    tkp_reader_close(r);
+    free(s->threads);
+    free(s);
+    return err;
+}
+
+const struct tkp_cmd tkp_cmd_summary = {
+    .name = "summary",
+    .brief = "the capture at a glance: latency, GPU time by class, verdict, worst steps",
+    .usage =
+        "usage: tokprof summary [--json] [--classes FILE] CAPTURE...\n"
+        "\n"
+        "The capture FILE at a glance. Five lines first: token steps, inter-token latency and\n"
+        "GPU busy time per step, where the GPU time goes by kernel class, whether the run is\n"
+        "GPU-bound or host/launch-bound (GPU idle share inside the steps), and the 3 slowest\n"
+        "steps with what grew in them. Then the counts: token steps, kernel and graph launches,\n"
+        "copies, syncs, threads, records the shim had to drop, and the span of time covered. A\n"
+        "capture cut short (a killed program) is summarised up to its last whole chunk, with a\n"
+        "warning. Without GPU records the GPU lines say why.\n"
+        "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
+        "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
+        "\n"
+        "  --json          one JSON object with stable keys, for scripts\n"
+        "  --classes FILE  extra 'CLASS REGEX' lines, tried before the built-in classes\n"
+        "\n"
+        "example: fail a CI job when the shim dropped records\n"
+        "  test \"$(tokprof summary --json server.1234.tokprof | jq .dropped)\" = 0\n",
+    .run = run,
+};

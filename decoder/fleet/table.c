@@ -1,0 +1,300 @@
+/* tokprof decoder: the tables' columns, labels, the ClickHouse schema and the grouping of inputs
+ * into captures (see table.h). The rows themselves: table_rows.c. */
+#include "fleet/table.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/err.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
+
+/* clang-format off */
+#define IDENT                                                                                     \
+    {"host", TKP_COL_STR}, {"model", TKP_COL_STR}, {"label_keys", TKP_COL_STRS},                  \
+    {"label_values", TKP_COL_STRS}, {"capture_id", TKP_COL_U64}, {"pid", TKP_COL_U64},            \
+    {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
+/* clang-format on */
+
+static const struct tkp_tab_col steps[] = {
+    IDENT,
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"kind", TKP_COL_STR},
+    {"phase", TKP_COL_STR},
+    {"tokens", TKP_COL_U64},
+    {"start_ns", TKP_COL_U64},
+    {"end_ns", TKP_COL_U64},
+    {"host_ns", TKP_COL_U64},
+    {"gap_before_ns", TKP_COL_I64},
+    {"itl_ns", TKP_COL_U64},
+    {"launches", TKP_COL_U64},
+    {"graph_launches", TKP_COL_U64},
+    {"copies", TKP_COL_U64},
+    {"gpu_kernels", TKP_COL_U64},
+    {"gpu_span_ns", TKP_COL_U64},
+    {"busy_ns", TKP_COL_U64},
+    {"idle_ns", TKP_COL_U64},
+    {"top_class", TKP_COL_STR},
+    {"anomaly", TKP_COL_STR},
+    {"cause", TKP_COL_STR},
+};
+static const struct tkp_tab_col step_classes[] = {
+    IDENT,
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"start_ns", TKP_COL_U64},
+    {"class", TKP_COL_STR},
+    {"kernels", TKP_COL_U64},
+    {"gpu_ns", TKP_COL_U64},
+    {"tokens", TKP_COL_U64},
+};
+static const struct tkp_tab_col kernels[] = {
+    IDENT,
+    {"hour_ns", TKP_COL_U64},
+    {"name", TKP_COL_STR},
+    {"class", TKP_COL_STR},
+    {"count", TKP_COL_U64},
+    {"total_ns", TKP_COL_U64},
+    {"p50_ns", TKP_COL_U64},
+    {"p99_ns", TKP_COL_U64},
+    {"max_ns", TKP_COL_U64},
+};
+static const struct tkp_tab_col calls[] = {
+    IDENT,
+    {"hour_ns", TKP_COL_U64},
+    {"lib", TKP_COL_STR},
+    {"op", TKP_COL_STR},
+    {"m", TKP_COL_U64},
+    {"n", TKP_COL_U64},
+    {"k", TKP_COL_U64},
+    {"batch", TKP_COL_U64},
+    {"atype", TKP_COL_STR},
+    {"btype", TKP_COL_STR},
+    {"ctype", TKP_COL_STR},
+    {"compute", TKP_COL_STR},
+    {"transa", TKP_COL_STR},
+    {"transb", TKP_COL_STR},
+    {"calls", TKP_COL_U64},
+    {"flops", TKP_COL_U64},
+    {"host_ns", TKP_COL_U64},
+    {"gpu_ns", TKP_COL_U64},
+};
+static const struct tkp_tab_col moe[] = {
+    IDENT,
+    {"thread", TKP_COL_U64},
+    {"seg", TKP_COL_U64},
+    {"step", TKP_COL_I64},
+    {"start_ns", TKP_COL_U64},
+    {"layer", TKP_COL_U64},
+    {"expert", TKP_COL_U64},
+    {"tokens", TKP_COL_U64},
+    {"expert_gpu_ns", TKP_COL_U64},
+};
+
+static const struct {
+    const char *name;
+    const struct tkp_tab_col *cols;
+    int ncols;
+    const char *time_col; /* epoch ns the day partition is taken from */
+    const char *order;    /* the MergeTree sorting key: for the queries of docs/FLEET.md */
+} tabs[TKP_TAB_COUNT] = {
+#define T(n, t, o)                                                                                 \
+    {                                                                                              \
+#n, n, (int)(sizeof(n) / sizeof(*n)), t, o                                                 \
+    }
+    T(steps, "start_ns", "host, model, capture_id, thread, seg"),
+    T(step_classes, "start_ns", "host, class, capture_id, thread, seg"),
+    T(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
+    T(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
+    T(moe, "start_ns", "host, capture_id, thread, seg, layer, expert"),
+#undef T
+};
+
+const char *tkp_tab_name(int table)
+{
+    return table >= 0 && table < TKP_TAB_COUNT ? tabs[table].name : "?";
+}
+
+int tkp_tab_find(const char *name)
+{
+    for (int t = 0; t < TKP_TAB_COUNT; t++)
+        if (!strcmp(tabs[t].name, name)) return t;
+    return -1;
+}
+
+const struct tkp_tab_col *tkp_tab_cols(int table, int *n)
+{
+    *n = tabs[table].ncols;
+    return tabs[table].cols;
+}
+
+void tkp_tab_print_columns(FILE *f, int table)
+{
+    for (int c = 0; c < tabs[table].ncols; c++)
+        fprintf(f, "%s%s", c ? ", " : "", tabs[table].cols[c].name);
+}
+
+int tkp_tab_label(struct tkp_tab_ident *id, char *kv, char *why, size_t whylen)
+{
+    char *eq = strchr(kv, '=');
+    size_t klen = eq ? (size_t)(eq - kv) : 0;
+    int ok = eq && klen && klen <= 64 && !(kv[0] >= '0' && kv[0] <= '9');
+    for (size_t i = 0; ok && i < klen; i++)
+        ok = kv[i] == '_' || (kv[i] >= 'a' && kv[i] <= 'z') || (kv[i] >= 'A' && kv[i] <= 'Z') ||
+             (kv[i] >= '0' && kv[i] <= '9');
+    if (!ok)
+        return tkp_why(why, whylen, TKP_ERR_USAGE,
+                       "--label '%.64s': want KEY=VALUE, KEY a name of letters, digits and _", kv);
+    *eq = '\0';
+    const char *v = eq + 1;
+    int dup = (!strcmp(kv, "host") && id->host) || (!strcmp(kv, "model") && id->model);
+    for (size_t i = 0; i < id->nlabels; i++)
+        dup |= !strcmp(id->keys[i], kv);
+    if (!dup && (!strcmp(kv, "host") || !strcmp(kv, "model"))) {
+        *(kv[0] == 'h' ? &id->host : &id->model) = v;
+        return 0;
+    }
+    if (dup) {
+        *eq = '=';
+        return tkp_why(why, whylen, TKP_ERR_USAGE, "--label '%.64s': key given twice", kv);
+    }
+    if (id->nlabels == TKP_TAB_LABELS_MAX)
+        return tkp_why(why, whylen, TKP_ERR_USAGE, "more than %d labels", TKP_TAB_LABELS_MAX);
+    id->keys[id->nlabels] = kv;
+    id->values[id->nlabels++] = v;
+    return 0;
+}
+
+/* The schema. Rules that keep it readable by 18.16 (Debian 12's) and current ClickHouse: no
+ * Map, DateTime64 or per-column codecs; `day` is a DEFAULT column (a Distributed insert refuses
+ * MATERIALIZED ones), computed from the row's epoch ns, so inserts send an explicit column list
+ * without it. */
+void tkp_tab_ddl_clickhouse(FILE *f, const char *db, const char *cluster)
+{
+    fprintf(f, "CREATE DATABASE IF NOT EXISTS %s;\n", db);
+    for (int t = 0; t < TKP_TAB_COUNT; t++) {
+        fprintf(f, "CREATE TABLE IF NOT EXISTS %s.%s_local (", db, tabs[t].name);
+        for (int c = 0; c < tabs[t].ncols; c++)
+            fprintf(f, "%s %s", tabs[t].cols[c].name, tkp_tab_type_name(tabs[t].cols[c].type)),
+                fputs(", ", f);
+        fprintf(f,
+                "day Date DEFAULT toDate(toDateTime(intDiv(%s, 1000000000)))) "
+                "ENGINE = MergeTree PARTITION BY day ORDER BY (%s);\n",
+                tabs[t].time_col, tabs[t].order);
+        fprintf(f,
+                "CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local "
+                "ENGINE = Distributed(%s, %s, %s_local, cityHash64(host));\n",
+                db, tabs[t].name, db, tabs[t].name, cluster, db, tabs[t].name);
+    }
+}
+
+/* ---- inputs into captures ---- */
+
+static int add_file(struct tkp_tab_groups *g, size_t *cap, const char *path)
+{
+    struct tkp_reader *r;
+    char w[256];
+    int err = tkp_reader_open(path, &r, w, sizeof(w));
+    tkp_reader_close(r);
+    if (err) { /* not fatal: named in g->bad */
+        size_t old = g->bad ? strlen(g->bad) : 0, n = strlen(path) + strlen(w) + 4;
+        char *b = realloc(g->bad, old + n);
+        if (!b) return TKP_ERR_NOMEM;
+        snprintf(b + old, n, "%s: %s\n", path, w);
+        g->bad = b;
+        return 0;
+    }
+    if (g->nfiles == TKP_INPUTS_MAX) return TKP_ERR_USAGE;
+    if (g->nfiles == *cap) {
+        size_t c = *cap ? *cap * 2 : 16;
+        char **p = realloc(g->files, c * sizeof(*p));
+        if (!p) return TKP_ERR_NOMEM;
+        g->files = p, *cap = c;
+    }
+    if (!(g->files[g->nfiles] = strdup(path))) return TKP_ERR_NOMEM;
+    g->nfiles++;
+    return 0;
+}
+
+/* A directory's *.tokprof files (the multireader's rule), each checked on its own so that one
+ * bad file does not hide the others. */
+static int add_dir(struct tkp_tab_groups *g, size_t *cap, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return add_file(g, cap, dir);
+    int err = 0;
+    char path[4096];
+    for (struct dirent *de; !err && (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        struct stat st;
+        if (de->d_name[0] == '.' || n <= 8 || strcmp(de->d_name + n - 8, ".tokprof")) continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (!stat(path, &st) && S_ISREG(st.st_mode)) err = add_file(g, cap, path);
+    }
+    closedir(d);
+    return err;
+}
+
+int tkp_tab_groups(const char *const *inputs, size_t n, struct tkp_tab_groups *g, char *why,
+                   size_t whylen)
+{
+    size_t cap = 0;
+    int err = 0;
+    struct stat st;
+    memset(g, 0, sizeof(*g));
+    for (size_t i = 0; !err && i < n; i++)
+        err = !stat(inputs[i], &st) && S_ISDIR(st.st_mode) ? add_dir(g, &cap, inputs[i])
+                                                           : add_file(g, &cap, inputs[i]);
+    if (err == TKP_ERR_USAGE)
+        return tkp_why(why, whylen, err, "more than %d capture files", TKP_INPUTS_MAX);
+    if (err) return tkp_why(why, whylen, err, "out of memory");
+    if (!(g->first = calloc(g->nfiles + 1, sizeof(*g->first))))
+        return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    if (!g->nfiles) return 0;
+    /* the multireader groups them (rotated files of one process, in order) */
+    struct tkp_reader *r;
+    if ((err = tkp_reader_open_many((const char *const *)g->files, g->nfiles, &r, why, whylen)))
+        return err;
+    char **sorted = malloc(g->nfiles * sizeof(*sorted));
+    if (!sorted) {
+        tkp_reader_close(r);
+        return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    }
+    size_t k = 0;
+    g->ngroups = tkp_reader_ngroups(r);
+    for (size_t gi = 0; gi < g->ngroups; gi++) {
+        size_t f0, nf;
+        tkp_reader_group(r, gi, &f0, &nf);
+        g->first[gi] = k;
+        for (size_t j = f0; j < f0 + nf; j++) {
+            const char *p;
+            tkp_reader_file(r, j, &p, NULL);
+            sorted[k++] = strdup(p ? p : g->files[0]);
+        }
+    }
+    g->first[g->ngroups] = k;
+    tkp_reader_close(r);
+    for (size_t j = 0; j < g->nfiles; j++)
+        free(g->files[j]);
+    free(g->files);
+    g->files = sorted;
+    for (size_t j = 0; j < k; j++)
+        if (!sorted[j]) return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+void tkp_tab_groups_free(struct tkp_tab_groups *g)
+{
+    for (size_t j = 0; j < g->nfiles; j++)
+        free(g->files[j]);
+    free(g->files);
+    free(g->first);
+    free(g->bad);
+    memset(g, 0, sizeof(*g));
+}

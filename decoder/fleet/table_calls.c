@@ -1,0 +1,239 @@
+/* tokprof decoder: the calls table streamed (see table_calls.h). */
+#include "fleet/table_calls.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/grow.h"
+#include "capture/reader.h"
+#include "tokprof/format.h"
+
+struct wstep { /* a step's launches: the library call of each (0: none) */
+    uint64_t seg;
+    int used;
+    uint32_t *call;
+    size_t n, cap;
+};
+
+struct wcall {
+    uint32_t call, row; /* row + 1; 0 free */
+};
+
+struct wthread {
+    struct wstep *steps; /* TKP_TCALLS_STEPS, by seg % that */
+    struct wcall *calls; /* TKP_TCALLS_CALLS, by call % that */
+};
+
+struct tkp_tcalls {
+    struct tkp_tcall *rows;
+    size_t nrows, caprows;
+    size_t *hash; /* row + 1, open addressing */
+    size_t hcap;
+    struct wthread *th;
+    size_t nth;
+    uint64_t late;
+    int sorted;
+};
+
+int tkp_tcalls_new(struct tkp_tcalls **out)
+{
+    return (*out = calloc(1, sizeof(**out))) ? 0 : TKP_ERR_NOMEM;
+}
+
+void tkp_tcalls_free(struct tkp_tcalls *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->nrows; i++)
+        free(c->rows[i].op);
+    for (size_t t = 0; t < c->nth; t++) {
+        for (size_t s = 0; c->th[t].steps && s < TKP_TCALLS_STEPS; s++)
+            free(c->th[t].steps[s].call);
+        free(c->th[t].steps), free(c->th[t].calls);
+    }
+    free(c->rows), free(c->hash), free(c->th), free(c);
+}
+
+static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
+{
+    return a->hour_ns == b->hour_ns && a->lib == b->lib && a->m == b->m && a->n == b->n &&
+           a->k == b->k && a->batch == b->batch && a->atype == b->atype && a->btype == b->btype &&
+           a->ctype == b->ctype && a->compute == b->compute && a->transa == b->transa &&
+           a->transb == b->transb && !strcmp(a->op, b->op);
+}
+
+static uint64_t hash(const struct tkp_tcall *a)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const uint64_t v[] = {a->hour_ns,
+                          a->lib,
+                          a->m,
+                          a->n,
+                          a->k,
+                          a->batch,
+                          (uint64_t)(uint32_t)a->atype << 32 | (uint32_t)a->btype,
+                          (uint64_t)(uint32_t)a->ctype << 32 | (uint32_t)a->compute,
+                          (uint64_t)(uint32_t)a->transa << 32 | (uint32_t)a->transb};
+    for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
+        h = (h ^ v[i]) * 0x100000001b3ull;
+    for (const char *s = a->op; *s; s++)
+        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h ^ h >> 29;
+}
+
+static size_t *slot(struct tkp_tcalls *c, const struct tkp_tcall *key)
+{
+    size_t i = hash(key) & (c->hcap - 1);
+    while (c->hash[i] && !same(&c->rows[c->hash[i] - 1], key))
+        i = (i + 1) & (c->hcap - 1);
+    return &c->hash[i];
+}
+
+/* The row of key (created when new): its index, or -1 when out of memory. */
+static long row_of(struct tkp_tcalls *c, const struct tkp_tcall *key)
+{
+    if ((c->nrows + 1) * 2 > c->hcap) {
+        size_t cap = c->hcap ? c->hcap * 2 : 256;
+        size_t *h = calloc(cap, sizeof(*h));
+        if (!h) return -1;
+        free(c->hash);
+        c->hash = h, c->hcap = cap;
+        for (size_t i = 0; i < c->nrows; i++)
+            *slot(c, &c->rows[i]) = i + 1;
+    }
+    size_t *s = slot(c, key);
+    if (*s) return (long)(*s - 1);
+    if (TKP_GROW(c->rows, c->caprows, c->nrows + 1)) return -1;
+    struct tkp_tcall *r = &c->rows[c->nrows];
+    *r = *key;
+    if (!(r->op = strdup(key->op))) return -1;
+    *s = ++c->nrows;
+    return (long)(*s - 1);
+}
+
+static struct wthread *thread_at(struct tkp_tcalls *c, uint32_t t)
+{
+    if (t >= TKP_THREADS_MAX) return NULL;
+    if (t >= c->nth) {
+        size_t n = c->nth ? c->nth : 4;
+        while (n <= t)
+            n *= 2;
+        struct wthread *p = realloc(c->th, n * sizeof(*p));
+        if (!p) return NULL;
+        memset(p + c->nth, 0, (n - c->nth) * sizeof(*p));
+        c->th = p, c->nth = n;
+    }
+    struct wthread *w = &c->th[t];
+    if (!w->steps) {
+        w->steps = calloc(TKP_TCALLS_STEPS, sizeof(*w->steps));
+        w->calls = calloc(TKP_TCALLS_CALLS, sizeof(*w->calls));
+        if (!w->steps || !w->calls) {
+            free(w->steps), free(w->calls);
+            w->steps = NULL, w->calls = NULL;
+            return NULL;
+        }
+    }
+    return w;
+}
+
+static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour)
+{
+    const typeof(r->lib_call) *l = &r->lib_call;
+    struct tkp_tcall key = {hour,      l->lib,     (char *)(l->op ? l->op : ""),
+                            l->m,      l->n,       l->k,
+                            l->batch,  l->atype,   l->btype,
+                            l->ctype,  l->compute, l->transa,
+                            l->transb, 0,          0,
+                            0,         0};
+    long i = row_of(c, &key);
+    struct wthread *w = thread_at(c, r->thread);
+    if (i < 0 || !w) return TKP_ERR_NOMEM;
+    struct tkp_tcall *row = &c->rows[i];
+    row->calls++;
+    row->host_ns += l->call_ns;
+    /* FLOPs of executed GEMMs only (libcalls.h: tkp_call_executed) */
+    if (!l->status && !(l->flags & TKP_LIBF_CAPTURED) && l->m && l->n && l->k)
+        row->flops += 2 * l->m * l->n * l->k * (l->batch ? l->batch : 1);
+    w->calls[l->call % TKP_TCALLS_CALLS] = (struct wcall){l->call, (uint32_t)i + 1};
+    return 0;
+}
+
+static int on_launch(struct tkp_tcalls *c, const struct tkp_record *r)
+{
+    struct wthread *w = thread_at(c, r->thread);
+    if (!w) return TKP_ERR_NOMEM;
+    struct wstep *s = &w->steps[r->step % TKP_TCALLS_STEPS];
+    if (!s->used || s->seg != r->step) s->used = 1, s->seg = r->step, s->n = 0;
+    if (TKP_GROW(s->call, s->cap, s->n + 1)) return TKP_ERR_NOMEM;
+    s->call[s->n++] = r->launch.call;
+    return 0;
+}
+
+static void on_kernel(struct tkp_tcalls *c, const struct tkp_record *r)
+{
+    if (r->gpu.join != TKP_JOIN_LAUNCH || r->thread >= c->nth || !c->th[r->thread].steps ||
+        r->gpu.end_ns < r->gpu.start_ns)
+        return;
+    struct wthread *w = &c->th[r->thread];
+    const struct wstep *s = &w->steps[r->step % TKP_TCALLS_STEPS];
+    if (!s->used || s->seg != r->step || r->gpu.index >= s->n) {
+        c->late++;
+        return;
+    }
+    uint32_t call = s->call[r->gpu.index];
+    if (!call) return; /* a launch outside any library call */
+    const struct wcall *wc = &w->calls[call % TKP_TCALLS_CALLS];
+    if (wc->call != call || !wc->row) {
+        c->late++;
+        return;
+    }
+    c->rows[wc->row - 1].gpu_ns += r->gpu.end_ns - r->gpu.start_ns;
+}
+
+int tkp_tcalls_add(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour_ns)
+{
+    switch (r->type) {
+    case TKP_REC_LIB_CALL:
+        return on_call(c, r, hour_ns);
+    case TKP_REC_LAUNCH:
+        return on_launch(c, r);
+    case TKP_REC_GPU_KERNEL:
+        on_kernel(c, r);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+    const struct tkp_tcall *x = a, *y = b;
+    const uint64_t vx[] = {x->hour_ns, x->lib}, vy[] = {y->hour_ns, y->lib};
+    for (int i = 0; i < 2; i++)
+        if (vx[i] != vy[i]) return vx[i] < vy[i] ? -1 : 1;
+    int s = strcmp(x->op, y->op);
+    if (s) return s;
+    const uint64_t dx[] = {x->m, x->n, x->k, x->batch}, dy[] = {y->m, y->n, y->k, y->batch};
+    for (int i = 0; i < 4; i++)
+        if (dx[i] != dy[i]) return dx[i] < dy[i] ? -1 : 1;
+    const int32_t tx[] = {x->atype, x->btype, x->ctype, x->compute, x->transa, x->transb},
+                  ty[] = {y->atype, y->btype, y->ctype, y->compute, y->transa, y->transb};
+    for (int i = 0; i < 6; i++)
+        if (tx[i] != ty[i]) return tx[i] < ty[i] ? -1 : 1;
+    return 0;
+}
+
+const struct tkp_tcall *tkp_tcalls_rows(struct tkp_tcalls *c, size_t *n)
+{
+    if (!c->sorted) { /* the hash indices die with the order: no more adds after this */
+        qsort(c->rows, c->nrows, sizeof(*c->rows), cmp_row);
+        c->sorted = 1;
+    }
+    *n = c->nrows;
+    return c->rows;
+}
+
+uint64_t tkp_tcalls_late(const struct tkp_tcalls *c)
+{
+    return c->late;
+}

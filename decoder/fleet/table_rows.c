@@ -1,0 +1,601 @@
+/* tokprof decoder: the rows of one capture (tkp_tab_capture, table.h).
+ *
+ * Pass 1 feeds the step model (model.h) and its per-step extras (analysis.h), and in the same
+ * pass counts, from GPU_KERNEL records, kernels per (step, class) and durations per (hour,
+ * kernel name); steps, step_classes and kernels come from it. Pass 2, only for calls and moe,
+ * loads the library-call model (libcalls.h) and finds the experts (tkp_moe_find). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/analysis.h"
+#include "model/classes.h"
+#include "base/err.h"
+#include "base/grow.h"
+#include "base/sort.h"
+#include "model/libcalls.h"
+#include "model/model.h"
+#include "model/moe.h"
+#include "model/norms.h"
+#include "capture/multireader.h"
+#include "capture/reader.h"
+#include "fleet/table.h"
+#include "fleet/table_rows.h"
+#include "fleet/table_calls.h"
+#include "tokprof/tokprof.h"
+
+#define HOUR_NS 3600000000000ull
+
+/* u64 -> index + 1, open addressing (0 is free): the few maps of this file. */
+struct map {
+    uint64_t *k;
+    size_t *v;
+    size_t cap, n;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static size_t *map_slot(struct map *m, uint64_t key)
+{
+    size_t i = mix(key) & (m->cap - 1);
+    while (m->v[i] && m->k[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    return &m->v[i];
+}
+
+/* The value of key (index + 1), 0 when absent; with add, a slot to set (the map grows). */
+static size_t *map_at(struct map *m, uint64_t key, int add, int *err)
+{
+    if (add && (m->n + 1) * 2 > m->cap) {
+        struct map b = {0};
+        b.cap = m->cap ? m->cap * 2 : 1024;
+        b.k = malloc(b.cap * sizeof(*b.k)), b.v = calloc(b.cap, sizeof(*b.v));
+        if (!b.k || !b.v) {
+            free(b.k), free(b.v);
+            *err = TKP_ERR_NOMEM;
+            return NULL;
+        }
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->v[i]) {
+                size_t *s = map_slot(&b, m->k[i]);
+                *s = m->v[i];
+                b.k[s - b.v] = m->k[i];
+            }
+        free(m->k), free(m->v);
+        b.n = m->n;
+        *m = b;
+    }
+    if (!m->cap) return NULL;
+    size_t *s = map_slot(m, key);
+    if (add && !*s) m->k[s - m->v] = key, m->n++;
+    return s;
+}
+
+static void map_free(struct map *m)
+{
+    free(m->k), free(m->v);
+}
+
+struct hname { /* durations of one kernel name in one hour */
+    uint64_t hour_ns;
+    char *name;
+    int cls;
+    struct tkp_dist d;
+};
+
+struct pass {
+    const struct tkp_classes *cl;
+    int ncls, want_steps, want_sc, want_k;
+    uint64_t rt0, mono0; /* META clock pair */
+    int has_meta, is_snap;
+    uint64_t snap;    /* a snapshot's first recorder chunk seq (capture_id) */
+    const char *host; /* META hostname, copied */
+    char hostbuf[256];
+    uint64_t pid;
+    struct map cls_of;             /* name id -> class + 1 */
+    uint64_t last_name, last_step; /* the previous kernel's name id and (thread, seg) key, */
+    int last_cls;                  /* its class and row: GPU records come by step, and a */
+    size_t last_row;               /* step's kernels repeat a few names */
+    struct map sc_at;              /* (thread, seg) -> index + 1 of its kernels-per-class row */
+    uint32_t *sc;                  /* [index * ncls + class] */
+    size_t nsc, capsc;
+    struct map hn_at; /* hash(hour, name id) -> hn index + 1 */
+    struct hname *hn;
+    size_t nhn, caphn;
+    struct tkp_tcalls *calls; /* NULL: the calls table is not wanted */
+    struct gstep *gs;         /* per thread: its current step's GEMMs (moe_hint) */
+    size_t ngs;
+    struct map weights; /* the GEMMs' distinct A operands (weights) */
+    uint64_t max_count; /* the most GEMMs a step called */
+    int moe_hint;
+};
+
+static uint64_t epoch(const struct pass *p, uint64_t mono)
+{
+    return mono ? mono - p->mono0 + p->rt0 : 0;
+}
+
+static int kernel_class(struct pass *p, const struct tkp_record *r, int *cls)
+{
+    int err = 0;
+    if (p->last_cls >= 0 && r->gpu.name_id == p->last_name) {
+        *cls = p->last_cls;
+        return 0;
+    }
+    size_t *s = map_at(&p->cls_of, r->gpu.name_id, 1, &err);
+    if (err) return err;
+    if (!*s) *s = (size_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
+    *cls = p->last_cls = (int)*s - 1;
+    p->last_name = r->gpu.name_id;
+    return 0;
+}
+
+static int on_kernel(struct pass *p, const struct tkp_record *r)
+{
+    int cls, err;
+    if ((err = kernel_class(p, r, &cls))) return err;
+    uint64_t key = (uint64_t)r->thread << 40 ^ r->step;
+    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE && (!p->last_row || key != p->last_step)) {
+        size_t *s = map_at(&p->sc_at, key, 1, &err);
+        if (err) return err;
+        if (!*s) {
+            if (TKP_GROW(p->sc, p->capsc, (p->nsc + 1) * (size_t)p->ncls)) return TKP_ERR_NOMEM;
+            memset(p->sc + p->nsc * (size_t)p->ncls, 0, (size_t)p->ncls * sizeof(*p->sc));
+            *s = ++p->nsc;
+        }
+        p->last_row = *s, p->last_step = key;
+    }
+    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE)
+        p->sc[(p->last_row - 1) * (size_t)p->ncls + (size_t)cls]++;
+    if (!p->want_k || r->gpu.end_ns < r->gpu.start_ns) return 0;
+    uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS,
+             ns = r->gpu.end_ns - r->gpu.start_ns;
+    size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
+    if (err) return err;
+    size_t i = *s ? *s - 1 : p->nhn;
+    if (i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name)))
+        for (i = 0; i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name));)
+            i++; /* two (hour, name) pairs on one key: rare, searched */
+    if (i == p->nhn) {
+        if (TKP_GROW(p->hn, p->caphn, p->nhn + 1)) return TKP_ERR_NOMEM;
+        struct hname *h = &p->hn[p->nhn];
+        memset(h, 0, sizeof(*h));
+        h->hour_ns = hour, h->cls = cls;
+        if (!(h->name = strdup(r->gpu.name))) return TKP_ERR_NOMEM;
+        if (!*s) *s = p->nhn + 1;
+        p->nhn++;
+    }
+    struct tkp_dist *d = &p->hn[i].d;
+    if (!d->hist && !(d->hist = calloc(TKP_HIST_BUCKETS, sizeof(*d->hist)))) return TKP_ERR_NOMEM;
+    if (!d->count || ns < d->min_ns) d->min_ns = ns;
+    if (ns > d->max_ns) d->max_ns = ns;
+    d->count++, d->total_ns += ns;
+    d->hist[tkp_hist_bucket(ns)]++;
+    return 0;
+}
+
+/* Whether the capture may hold per-expert GEMMs, so that the moe table's second pass (the
+ * whole library-call model, O(calls)) is worth running: some step of a thread calls a number of
+ * executed unbatched GEMMs (more than one) other than its previous step did (experts absent in
+ * one step, present in another), or one of its GEMMs but the last (lm_head) sees fewer tokens
+ * (n) than another (an expert's share of the batch), or the capture has more distinct weights
+ * (operand A) than any step called GEMMs (experts that are not called in every step). A dense
+ * model's steps call each weight once with the same n: no second pass; a false hint only costs
+ * that pass. */
+struct gstep {
+    uint64_t seg, count, prev_count, max_n, min_n, last_n;
+    int used;
+};
+
+static void gstep_close(struct pass *p, struct gstep *g)
+{
+    if (g->count > 1 && g->prev_count > 1 && g->count != g->prev_count) p->moe_hint = 1;
+    if (g->count > 1 && g->min_n < g->max_n) p->moe_hint = 1;
+    if (g->count) g->prev_count = g->count;
+    if (g->count > p->max_count) p->max_count = g->count;
+}
+
+static int on_gemm(struct pass *p, const struct tkp_record *r)
+{
+    const typeof(r->lib_call) *l = &r->lib_call;
+    if (p->moe_hint || l->status || (l->flags & TKP_LIBF_CAPTURED) || !l->n || l->batch > 1 ||
+        r->thread >= TKP_THREADS_MAX)
+        return 0;
+    if (r->thread >= p->ngs) {
+        size_t n = p->ngs ? p->ngs * 2 : 4;
+        while (n <= r->thread)
+            n *= 2;
+        struct gstep *q = realloc(p->gs, n * sizeof(*q));
+        if (!q) return TKP_ERR_NOMEM;
+        memset(q + p->ngs, 0, (n - p->ngs) * sizeof(*q));
+        p->gs = q, p->ngs = n;
+    }
+    int err = 0;
+    size_t *w = l->a_ptr ? map_at(&p->weights, l->a_ptr, 1, &err) : NULL;
+    if (err) return err;
+    if (w) *w = 1;
+    struct gstep *g = &p->gs[r->thread];
+    if (!g->used || g->seg != r->step) {
+        if (g->used) gstep_close(p, g);
+        *g = (struct gstep){r->step, 0, g->prev_count, 0, UINT64_MAX, 0, 1};
+    }
+    if (g->count && g->last_n < g->min_n) g->min_n = g->last_n; /* that one was not the last */
+    if (l->n > g->max_n) g->max_n = l->n;
+    g->last_n = l->n;
+    g->count++;
+    return 0;
+}
+
+static int on_record(struct pass *p, const struct tkp_record *r)
+{
+    if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0)
+        p->snap = r->chunk.seq;
+    if (r->type == TKP_REC_META && !p->has_meta) {
+        p->has_meta = 1;
+        p->rt0 = r->meta.start_realtime_ns, p->mono0 = r->meta.start_monotonic_ns;
+        p->pid = r->meta.pid;
+        snprintf(p->hostbuf, sizeof(p->hostbuf), "%s", r->meta.hostname ? r->meta.hostname : "");
+        if (!p->rt0) p->mono0 = 0; /* no clock pair: times stay monotonic */
+    }
+    if (p->calls && (r->type == TKP_REC_LIB_CALL || r->type == TKP_REC_LAUNCH ||
+                     r->type == TKP_REC_GPU_KERNEL)) {
+        uint64_t hour = r->type == TKP_REC_LIB_CALL ? epoch(p, r->host_ns) / HOUR_NS * HOUR_NS : 0;
+        int err = tkp_tcalls_add(p->calls, r, hour);
+        if (err) return err;
+    }
+    if (r->type == TKP_REC_LIB_CALL) return on_gemm(p, r);
+    if (r->type == TKP_REC_GPU_KERNEL && (p->want_sc || p->want_k)) return on_kernel(p, r);
+    return 0;
+}
+
+/* ---- rows ---- */
+
+struct emit {
+    const struct tkp_tab_ident *id;
+    const struct pass *p;
+    uint64_t capture_id;
+};
+
+static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
+{
+    tkp_tab_str(o, e->id->host ? e->id->host : e->p->hostbuf);
+    tkp_tab_str(o, e->id->model);
+    tkp_tab_strs(o, e->id->keys, e->id->nlabels);
+    tkp_tab_strs(o, e->id->values, e->id->nlabels);
+    tkp_tab_u64(o, e->capture_id);
+    tkp_tab_u64(o, e->p->pid);
+    tkp_tab_u64(o, tid);
+    tkp_tab_str(o, TOKPROF_VERSION_STRING);
+    tkp_tab_u64(o, e->id->batch);
+}
+
+static const char *phase(int kind)
+{
+    return kind == TKP_KIND_UNKNOWN ? "" : tkp_step_class_str(kind);
+}
+
+static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
+                      const struct tkp_acc *a, const uint64_t *tok)
+{
+    struct tkp_norms nr;
+    char why[256];
+    int err = 0, gpu = tkp_model_gpu(m, why, sizeof(why));
+    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h)), slow;
+    size_t nh = 0;
+    if (!h || tkp_model_norms(m, &nr)) {
+        free(h);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->nsteps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
+    tkp_sort_u64(h, nh);
+    slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
+    free(h);
+    const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
+    for (size_t i = 0; !err && i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
+        struct tkp_astep as;
+        int64_t by;
+        tkp_acc_step_of(a, m, i, &as);
+        if (prev && prev->thread != s->thread) prev = NULL;
+        int tokstep = s->kind == TKP_STEP_TOKEN;
+        /* ITL as summary's: the end of a token step minus that of the thread's previous one */
+        uint64_t itl = tokstep && prev && s->end_ns > prev->end_ns ? s->end_ns - prev->end_ns : 0;
+        if (tokstep) prev = s;
+        int top = tkp_mstep_top_class(m, s);
+        const char *anom = tkp_mstep_anomaly(&nr, s);
+        uint64_t span = tkp_mstep_span_ns(s);
+        ident(o, e, s->tid);
+        tkp_tab_u64(o, s->thread);
+        tkp_tab_u64(o, s->seg);
+        tkp_tab_i64(o, tokstep ? s->index : -1);
+        tkp_tab_str(o, tkp_mstep_kind_str(s->kind));
+        tkp_tab_str(o, tokstep ? phase(as.kind) : "");
+        tkp_tab_u64(o, tok[i]);
+        tkp_tab_u64(o, epoch(e->p, s->begin_ns));
+        tkp_tab_u64(o, epoch(e->p, s->end_ns));
+        tkp_tab_u64(o, tkp_mstep_host_ns(s));
+        tkp_tab_i64(o, b && b->thread == s->thread && b->has_gap ? b->gap_ns : 0);
+        tkp_tab_u64(o, itl);
+        tkp_tab_u64(o, s->launches);
+        tkp_tab_u64(o, s->graph_launches);
+        tkp_tab_u64(o, s->copies);
+        tkp_tab_u64(o, s->gpu_kernels);
+        tkp_tab_u64(o, span);
+        tkp_tab_u64(o, s->busy_ns);
+        tkp_tab_u64(o, span - s->busy_ns);
+        tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
+        tkp_tab_str(o, anom);
+        int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= slow);
+        tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &nr, gpu, s, &by) : "");
+        err = tkp_tab_row_end(o);
+    }
+    tkp_norms_free(&nr);
+    return err;
+}
+
+static int rows_step_classes(struct tkp_tab_out *o, const struct emit *e, struct pass *p,
+                             const struct tkp_model *m, const uint64_t *tok)
+{
+    int err = 0;
+    for (size_t i = 0; !err && i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        size_t *at = map_at(&p->sc_at, (uint64_t)s->thread << 40 ^ s->seg, 0, &err);
+        const uint32_t *k = at && *at ? p->sc + (*at - 1) * (size_t)p->ncls : NULL;
+        for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
+            if (!s->class_ns[c] && !(k && k[c])) continue;
+            ident(o, e, s->tid);
+            tkp_tab_u64(o, s->thread);
+            tkp_tab_u64(o, s->seg);
+            tkp_tab_i64(o, s->kind == TKP_STEP_TOKEN ? s->index : -1);
+            tkp_tab_u64(o, epoch(e->p, s->begin_ns));
+            tkp_tab_str(o, tkp_classes_name(m->opts.classes, c));
+            tkp_tab_u64(o, k ? k[c] : 0);
+            tkp_tab_u64(o, s->class_ns[c]);
+            tkp_tab_u64(o, tok[i]);
+            err = tkp_tab_row_end(o);
+        }
+    }
+    return err;
+}
+
+static int by_hour_name(const void *a, const void *b)
+{
+    const struct hname *x = a, *y = b;
+    if (x->hour_ns != y->hour_ns) return x->hour_ns < y->hour_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int rows_kernels(struct tkp_tab_out *o, const struct emit *e, struct pass *p)
+{
+    int err = 0;
+    qsort(p->hn, p->nhn, sizeof(*p->hn), by_hour_name);
+    for (size_t i = 0; !err && i < p->nhn; i++) {
+        const struct hname *h = &p->hn[i];
+        ident(o, e, 0);
+        tkp_tab_u64(o, h->hour_ns);
+        tkp_tab_str(o, h->name);
+        tkp_tab_str(o, tkp_classes_name(p->cl, h->cls));
+        tkp_tab_u64(o, h->d.count);
+        tkp_tab_u64(o, h->d.total_ns);
+        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.5));
+        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.99));
+        tkp_tab_u64(o, h->d.max_ns);
+        err = tkp_tab_row_end(o);
+    }
+    return err;
+}
+
+/* ---- pass 2: library calls ---- */
+
+static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tcalls *tc)
+{
+    size_t n;
+    const struct tkp_tcall *v = tkp_tcalls_rows(tc, &n);
+    int err = 0;
+    for (size_t i = 0; !err && i < n; i++) {
+        const struct tkp_tcall *c = &v[i];
+        char b[7][24];
+        ident(o, e, 0);
+        tkp_tab_u64(o, c->hour_ns);
+        tkp_tab_str(o, tkp_lib_str(c->lib, b[0]));
+        tkp_tab_str(o, c->op);
+        tkp_tab_u64(o, c->m);
+        tkp_tab_u64(o, c->n);
+        tkp_tab_u64(o, c->k);
+        tkp_tab_u64(o, c->batch);
+        tkp_tab_str(o, tkp_dtype_str(c->atype, b[1]));
+        tkp_tab_str(o, tkp_dtype_str(c->btype, b[2]));
+        tkp_tab_str(o, tkp_dtype_str(c->ctype, b[3]));
+        tkp_tab_str(o, tkp_compute_str(c->compute, b[4]));
+        tkp_tab_str(o, tkp_trans_str(c->transa, b[5]));
+        tkp_tab_str(o, tkp_trans_str(c->transb, b[6]));
+        tkp_tab_u64(o, c->calls);
+        tkp_tab_u64(o, c->flops);
+        tkp_tab_u64(o, c->host_ns);
+        tkp_tab_u64(o, c->gpu_ns);
+        err = tkp_tab_row_end(o);
+    }
+    return err;
+}
+
+static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
+                    const struct tkp_model *m)
+{
+    int err = 0;
+    for (uint32_t s0 = 0, s1; !err && s0 < lm->nsteps; s0 = s1) {
+        struct tkp_moe x = {0};
+        s1 = tkp_libmodel_thread_end(lm, s0);
+        if ((err = tkp_moe_find(lm, s0, s1, 0, &x))) break;
+        for (uint32_t r = 0; !err && r < s1 - s0 && x.layers; r++) {
+            const struct tkp_lstep *ls = &lm->steps[s0 + r];
+            const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
+            for (uint32_t l = 0; !err && l < x.layers; l++)
+                for (uint32_t c = 0; !err && c < x.width; c++) {
+                    ident(o, e, ms ? ms->tid : 0);
+                    tkp_tab_u64(o, ls->thread);
+                    tkp_tab_u64(o, ls->step);
+                    tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
+                    tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
+                    tkp_tab_u64(o, l);
+                    tkp_tab_u64(o, c);
+                    tkp_tab_u64(o, x.load[((size_t)r * x.layers + l) * x.width + c]);
+                    tkp_tab_u64(o, x.ns[(size_t)r * x.width + c]);
+                    err = tkp_tab_row_end(o);
+                }
+        }
+        tkp_moe_free(&x);
+    }
+    return err;
+}
+
+/* ---- the capture ---- */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* A snapshot (snap: the seq of its first recorder chunk, the process's chunk count then) is a
+ * capture of its own; a streamed capture and its rotated files have snap 0. */
+static uint64_t capture_id(const char *host, uint64_t pid, uint64_t rt0, uint64_t snap)
+{
+    uint64_t h = fnv(0xcbf29ce484222325ull, host, strlen(host) + 1);
+    h = fnv(h, &pid, sizeof(pid));
+    h = fnv(h, &rt0, sizeof(rt0));
+    return snap ? fnv(h, &snap, sizeof(snap)) : h;
+}
+
+int tkp_tab_capture_id(const char *path, uint64_t *id)
+{
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    char host[256] = "";
+    uint64_t pid = 0, rt0 = 0, snap = 0;
+    int err = tkp_reader_open(path, &r, NULL, 0), k = 0, meta = 0;
+    int is_snap = !err && (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT);
+    /* META is in the first chunk; a snapshot's first recorder chunk follows it */
+    while (!err && (k = tkp_reader_next(r, &rec)) == 1) {
+        if (rec.type == TKP_REC_META && !meta) {
+            meta = 1, pid = rec.meta.pid, rt0 = rec.meta.start_realtime_ns;
+            snprintf(host, sizeof(host), "%s", rec.meta.hostname ? rec.meta.hostname : "");
+        }
+        if (rec.type == TKP_REC_CHUNK && rec.chunk.seq > 0) {
+            snap = is_snap ? rec.chunk.seq : 0;
+            break;
+        }
+    }
+    if (!err) *id = capture_id(host, pid, rt0, snap);
+    tkp_reader_close(r);
+    return err;
+}
+
+static void note_torn(const struct tkp_reader *r, const char *const *files,
+                      struct tkp_tab_info *info)
+{
+    for (size_t i = 0; i < tkp_reader_nfiles(r); i++) {
+        const char *path;
+        const struct tkp_reader_err *er = tkp_reader_file(r, i, &path, NULL);
+        if (!er || info->torn) continue;
+        info->torn = 1;
+        snprintf(info->torn_why, sizeof(info->torn_why), "%s: %s at byte %llu (%s)",
+                 path ? path : files[0], er->code == TKP_ERR_TORN ? "torn tail" : "bad chunk",
+                 (unsigned long long)er->offset, er->msg);
+    }
+}
+
+static void pass_free(struct pass *p)
+{
+    map_free(&p->cls_of), map_free(&p->sc_at), map_free(&p->hn_at);
+    tkp_tcalls_free(p->calls);
+    free(p->gs);
+    map_free(&p->weights);
+    free(p->sc);
+    for (size_t i = 0; i < p->nhn; i++)
+        free(p->hn[i].name), free(p->hn[i].d.hist);
+    free(p->hn);
+}
+
+int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes *cl,
+                    const struct tkp_tab_ident *id, struct tkp_tab_out *const *outs,
+                    struct tkp_tab_info *info, char *why, size_t whylen)
+{
+    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl), .last_cls = -1};
+    struct tkp_model m;
+    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1};
+    struct tkp_acc *a = NULL;
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    uint64_t *tok = NULL;
+    int *src = NULL, err, k;
+    uint64_t rows0[TKP_TAB_COUNT];
+    memset(info, 0, sizeof(*info));
+    info->nfiles = n;
+    for (int t = 0; t < TKP_TAB_COUNT; t++)
+        rows0[t] = outs[t] ? tkp_tab_rows(outs[t]) : 0;
+    p.want_steps = outs[TKP_TAB_STEPS] != NULL;
+    p.want_sc = outs[TKP_TAB_STEP_CLASSES] != NULL;
+    p.want_k = outs[TKP_TAB_KERNELS] != NULL;
+    if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
+        return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) {
+        tkp_tcalls_free(p.calls);
+        return err;
+    }
+    p.is_snap = (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT) != 0;
+    tkp_model_init(&m, &mo);
+    if ((err = tkp_acc_bind(&m, &a))) goto nomem;
+    while ((k = tkp_reader_next(r, &rec)) == 1)
+        if ((err = tkp_model_add(&m, &rec)) || (err = on_record(&p, &rec))) goto nomem;
+    note_torn(r, files, info);
+    tkp_reader_close(r);
+    r = NULL;
+    if ((err = tkp_model_finish(&m))) goto nomem;
+    snprintf(info->host, sizeof(info->host), "%s", id->host ? id->host : p.hostbuf);
+    info->pid = p.pid;
+    info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
+    struct emit e = {id, &p, info->capture_id};
+    if (!(tok = malloc((m.nsteps + 1) * sizeof(*tok))) ||
+        !(src = malloc((m.nsteps + 1) * sizeof(*src))))
+        goto nomem;
+    tkp_step_tokens(&m, a, tok, src);
+    if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &m, a, tok);
+    if (!err && outs[TKP_TAB_STEP_CLASSES])
+        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, tok);
+    if (!err && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
+    if (!err && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
+    for (size_t t = 0; t < p.ngs; t++)
+        if (p.gs[t].used) gstep_close(&p, &p.gs[t]);
+    if (p.max_count > 1 && p.weights.n > p.max_count) p.moe_hint = 1;
+    if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
+        struct tkp_libmodel lm = {0};
+        if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) goto out;
+        err = tkp_libmodel_load(r, &lm);
+        if (err == TKP_ERR_NOMEM) goto nomem;
+        /* a torn tail: pass 1 noted it; the calls up to there stand */
+        err = rows_moe(outs[TKP_TAB_MOE], &e, &lm, &m);
+        tkp_libmodel_free(&lm);
+    }
+    for (int t = 0; t < TKP_TAB_COUNT; t++)
+        info->rows[t] = outs[t] ? tkp_tab_rows(outs[t]) - rows0[t] : 0;
+    if (err)
+        tkp_why(why, whylen, err, "%s", err == TKP_ERR_NOMEM ? "out of memory" : tkp_strerror(err));
+    goto out;
+nomem:
+    err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+out:
+    tkp_reader_close(r);
+    free(tok), free(src);
+    tkp_acc_free(a);
+    tkp_model_free(&m);
+    pass_free(&p);
+    return err;
+}

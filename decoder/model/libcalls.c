@@ -1,0 +1,459 @@
+/* tokprof decoder: the library-call model (libcalls.h has the token rule). */
+#include "model/libcalls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+#include "base/err.h"
+#include "base/grow.h"
+#include "capture/reader.h"
+#include "tokprof/format.h"
+#include "base/sort.h"
+
+/* ---- words ------------------------------------------------------------------------------------ */
+
+const char *tkp_dtype_str(int32_t t, char *buf)
+{
+    static const char *const names[] = {
+        [0] = "f32",    [1] = "f64",    [2] = "f16",     [3] = "i8",      [4] = "c32",
+        [5] = "c64",    [6] = "c16",    [7] = "ci8",     [8] = "u8",      [9] = "cu8",
+        [10] = "i32",   [11] = "ci32",  [12] = "u32",    [13] = "cu32",   [14] = "bf16",
+        [15] = "cbf16", [16] = "i4",    [17] = "ci4",    [18] = "u4",     [19] = "cu4",
+        [20] = "i16",   [21] = "ci16",  [22] = "u16",    [23] = "cu16",   [24] = "i64",
+        [25] = "ci64",  [26] = "u64",   [27] = "cu64",   [28] = "e4m3",   [29] = "e5m2",
+        [30] = "ue8m0", [31] = "e2m3",  [32] = "e3m2",   [33] = "e2m1",
+    };
+    if (t < 0) return "?";
+    if ((size_t)t < sizeof(names) / sizeof(*names) && names[t]) return names[t];
+    snprintf(buf, 24, "unknown(%d)", t);
+    return buf;
+}
+
+const char *tkp_compute_str(int32_t t, char *buf)
+{
+    switch (t) {
+    case -1: return "?";
+    case 64: return "16F";
+    case 65: return "16F_PEDANTIC";
+    case 68: return "32F";
+    case 69: return "32F_PEDANTIC";
+    case 70: return "64F";
+    case 71: return "64F_PEDANTIC";
+    case 72: return "32I";
+    case 73: return "32I_PEDANTIC";
+    case 74: return "32F_FAST_16F";
+    case 75: return "32F_FAST_16BF";
+    case 77: return "32F_FAST_TF32";
+    case 78: return "32F_EMULATED_16BFX9";
+    case 79: return "64F_EMULATED_FIXEDPOINT";
+    }
+    /* legacy GemmEx callers pass a cudaDataType as the compute type */
+    return tkp_dtype_str(t, buf);
+}
+
+const char *tkp_trans_str(int32_t t, char *buf)
+{
+    static const char *const names[] = {"N", "T", "C", "CONJG"};
+    if (t < 0) return "?";
+    if (t < 4) return names[t];
+    snprintf(buf, 24, "unknown(%d)", t);
+    return buf;
+}
+
+const char *tkp_lib_str(uint32_t lib, char *buf)
+{
+    switch (lib) {
+    case TKP_LIB_CUBLAS: return "cublas";
+    case TKP_LIB_CUBLASLT: return "cublasLt";
+    case TKP_LIB_CUDNN: return "cudnn";
+    }
+    snprintf(buf, 24, "unknown(%u)", lib);
+    return buf;
+}
+
+const char *tkp_step_class_str(int kind)
+{
+    static const char *const names[] = {"unknown", "prefill", "decode", "mixed"};
+    return kind >= 0 && kind < 4 ? names[kind] : "unknown";
+}
+
+int tkp_call_executed(const struct tkp_call *c)
+{
+    return c->status == 0 && !(c->flags & TKP_LIBF_CAPTURED) && c->m && c->n && c->k;
+}
+
+double tkp_call_flops(const struct tkp_call *c)
+{
+    if (!c->m || !c->n || !c->k) return 0;
+    return 2.0 * (double)c->m * (double)c->n * (double)c->k * (double)(c->batch ? c->batch : 1);
+}
+
+/* ---- loading ---------------------------------------------------------------------------------- */
+
+struct ref { /* a launch inside a call, or a step's counters */
+    uint32_t thread, call;
+    uint64_t step;
+    uint32_t launches, graph_launches;
+};
+
+static int cmp_call(const void *a, const void *b)
+{
+    const struct tkp_call *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->call < y->call ? -1 : x->call > y->call;
+}
+
+static int cmp_ref_call(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->call < y->call ? -1 : x->call > y->call;
+}
+
+static int cmp_ref_step(const void *a, const void *b)
+{
+    const struct ref *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->step < y->step ? -1 : x->step > y->step;
+}
+
+/* Token-dimension vote, by operand A: under "tokens are n" A is the weight, whose m and k never
+ * change, while the same weight meets different token counts (n varies); under "tokens are m" A
+ * is the activation, whose m varies. Votes: A operands with more than one m, against A operands
+ * with more than one n. A weight never seen with two token counts votes for neither. */
+struct vkey {
+    uint64_t a, m, n;
+};
+
+static int cmp_vkey(const void *x_, const void *y_)
+{
+    const struct vkey *x = x_, *y = y_;
+    if (x->a != y->a) return x->a < y->a ? -1 : 1;
+    if (x->m != y->m) return x->m < y->m ? -1 : 1;
+    return x->n < y->n ? -1 : x->n > y->n;
+}
+
+static int vote_token_dim(const struct tkp_call *c, uint32_t n)
+{
+    struct vkey *v = calloc(n ? n : 1, sizeof(*v));
+    uint32_t k = 0, vm = 0, vn = 0;
+    if (!v) return 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (tkp_call_executed(&c[i]) && c[i].batch <= 1 && c[i].a_ptr)
+            v[k++] = (struct vkey){c[i].a_ptr, c[i].m, c[i].n};
+    tkp_sort(v, k, sizeof(*v), cmp_vkey);
+    for (uint32_t i = 0; i < k;) {
+        uint32_t j = i + 1, dm = 0, dn = 0;
+        for (; j < k && v[j].a == v[i].a; j++) {
+            if (v[j].m != v[i].m) dm = 1;
+            if (v[j].m == v[j - 1].m && v[j].n != v[j - 1].n) dn = 1;
+        }
+        vm += dm, vn += dn;
+        i = j;
+    }
+    free(v);
+    return vm > vn;
+}
+
+static void classify(struct tkp_libmodel *m)
+{
+    uint32_t thread = UINT32_MAX;
+    int had_decode = 0, prev_decode = 0;
+    uint64_t prev_seqs = 0;
+    for (uint32_t i = 0; i < m->nsteps; i++) {
+        struct tkp_lstep *s = &m->steps[i];
+        if (s->thread != thread) thread = s->thread, had_decode = prev_decode = 0, prev_seqs = 0;
+        const struct tkp_call *last = NULL;
+        for (uint32_t j = s->first; j < s->first + s->ncalls; j++) {
+            const struct tkp_call *c = &m->calls[j];
+            if (!tkp_call_executed(c)) continue;
+            s->flops += (uint64_t)tkp_call_flops(c);
+            if (c->batch > 1) continue;
+            if (c->tokens > s->tokens) s->tokens = c->tokens;
+            last = c;
+        }
+        if (last) {
+            s->seqs = last->tokens;
+            s->kind = s->tokens == s->seqs ? TKP_KIND_DECODE
+                      : had_decode          ? TKP_KIND_MIXED
+                                            : TKP_KIND_PREFILL;
+        } else if (s->graph_launches && prev_decode) {
+            s->kind = TKP_KIND_DECODE; /* a replayed forward without any eager GEMM */
+            s->tokens = s->seqs = prev_seqs;
+        }
+        prev_decode = s->kind == TKP_KIND_DECODE;
+        if (prev_decode) had_decode = 1, prev_seqs = s->seqs;
+    }
+}
+
+/* GPU time per call. A GPU_KERNEL joins its LAUNCH by (thread, step, ordinal of the LAUNCH among
+ * the step's LAUNCH records, in payload order: docs/FORMAT.md "The join"). The load counts the
+ * ordinals per (thread, step) in a hash of steps; each step keeps a bit per ordinal that is a
+ * library launch and, in ordinal order, those launches' call ids and GPU time. A GPU kernel's
+ * duration is added to its launch when the launch was read (most: one probe and a bit test drop
+ * the non-library ones); one read before its launch (the writer drained CUPTI first) waits in a
+ * pending list, matched at the end. Memory: O(steps + library launches), never O(launches). */
+struct lref { /* a launch inside a library call */
+    uint32_t ord, call;
+    uint64_t ns;
+};
+
+struct sordinal { /* one (thread, step) */
+    uint64_t step;
+    uint32_t thread, n, used, nwords; /* n: launches counted so far */
+    uint64_t *lib;                    /* nwords words: bit per ordinal, a library launch */
+    struct lref *lr;                  /* the library launches, ordinals ascending */
+    uint32_t nlr, caplr;
+};
+
+struct pgpu { /* a GPU kernel read before its launch */
+    uint64_t step, ns;
+    uint32_t thread, ord;
+};
+
+struct gpujoin {
+    struct sordinal *so;
+    size_t nso, capso;
+    struct sordinal *last;  /* the entry of the previous launch: runs of one step are the rule */
+    struct sordinal *glast; /* and of the previous GPU kernel (both reset by a rehash) */
+    struct tkp_array pend;
+};
+
+static size_t so_slot(const struct sordinal *t, size_t cap, uint32_t thread, uint64_t step)
+{
+    size_t j = tkp_hash_pair(thread, step) & (cap - 1);
+    while (t[j].used && (t[j].thread != thread || t[j].step != step))
+        j = (j + 1) & (cap - 1);
+    return j;
+}
+
+/* The entry of (thread, step), created when `add`; NULL when absent (or NOMEM with add). */
+static struct sordinal *gj_step(struct gpujoin *g, uint32_t thread, uint64_t step, int add)
+{
+    if (add && (g->nso + 1) * 2 > g->capso) {
+        size_t cap = g->capso ? g->capso * 2 : 1024;
+        struct sordinal *t = calloc(cap, sizeof(*t));
+        if (!t) return NULL;
+        for (size_t i = 0; i < g->capso; i++)
+            if (g->so[i].used) t[so_slot(t, cap, g->so[i].thread, g->so[i].step)] = g->so[i];
+        free(g->so);
+        g->so = t, g->capso = cap, g->last = g->glast = NULL;
+    }
+    if (!g->capso) return NULL;
+    struct sordinal *e = &g->so[so_slot(g->so, g->capso, thread, step)];
+    if (!e->used) {
+        if (!add) return NULL;
+        *e = (struct sordinal){.step = step, .thread = thread, .used = 1};
+        g->nso++;
+    }
+    return e;
+}
+
+/* Counts a LAUNCH of (thread, step); `call` its library call or 0. 0 or NOMEM. */
+static int gj_launch(struct gpujoin *g, uint32_t thread, uint64_t step, uint32_t call)
+{
+    struct sordinal *e = g->last;
+    if (!e || e->thread != thread || e->step != step) {
+        if (!(e = gj_step(g, thread, step, 1))) return TKP_ERR_NOMEM;
+        g->last = e;
+    }
+    uint32_t ord = e->n++;
+    if (!call) return 0;
+    if (ord / 64 >= e->nwords) {
+        uint32_t nw = e->nwords ? e->nwords * 2 : 4;
+        while (ord / 64 >= nw)
+            nw *= 2;
+        uint64_t *b = realloc(e->lib, nw * sizeof(*b));
+        if (!b) return TKP_ERR_NOMEM;
+        memset(b + e->nwords, 0, (nw - e->nwords) * sizeof(*b));
+        e->lib = b, e->nwords = nw;
+    }
+    e->lib[ord / 64] |= 1ull << (ord % 64);
+    if (e->nlr == e->caplr) {
+        uint32_t cap = e->caplr ? e->caplr * 2 : 16;
+        struct lref *q = realloc(e->lr, cap * sizeof(*q));
+        if (!q) return TKP_ERR_NOMEM;
+        e->lr = q, e->caplr = cap;
+    }
+    e->lr[e->nlr++] = (struct lref){ord, call, 0};
+    return 0;
+}
+
+/* Adds ns to launch `ord` of step e when it is a library launch. */
+static void gj_add(struct sordinal *e, uint32_t ord, uint64_t ns)
+{
+    if (ord / 64 >= e->nwords || !(e->lib[ord / 64] >> (ord % 64) & 1)) return;
+    uint32_t lo = 0, hi = e->nlr;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e->lr[mid].ord < ord) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < e->nlr && e->lr[lo].ord == ord) e->lr[lo].ns += ns;
+}
+
+static int gj_kernel(struct gpujoin *g, const struct tkp_record *r)
+{
+    if (r->gpu.join != TKP_JOIN_LAUNCH || r->thread == TKP_GPU_THREAD_NONE) return 0;
+    uint64_t ns = r->gpu.end_ns > r->gpu.start_ns ? r->gpu.end_ns - r->gpu.start_ns : 0;
+    struct sordinal *e = g->glast;
+    if (!e || e->thread != r->thread || e->step != r->step)
+        if ((e = gj_step(g, r->thread, r->step, 0))) g->glast = e;
+    if (e && r->gpu.index < e->n) { /* its launch was read */
+        gj_add(e, r->gpu.index, ns);
+        return 0;
+    }
+    struct pgpu *p = tkp_array_push(&g->pend, sizeof(*p));
+    if (!p) return TKP_ERR_NOMEM;
+    *p = (struct pgpu){r->step, ns, r->thread, r->gpu.index};
+    return 0;
+}
+
+/* Adds every library launch's GPU time to its call (calls sorted by (thread, call)). */
+static void gj_finish(struct gpujoin *g, struct tkp_call *calls, uint32_t ncalls)
+{
+    const struct pgpu *p = g->pend.p;
+    for (uint32_t i = 0; i < g->pend.n; i++) {
+        struct sordinal *e = gj_step(g, p[i].thread, p[i].step, 0);
+        if (e && p[i].ord < e->n) gj_add(e, p[i].ord, p[i].ns);
+    }
+    for (size_t i = 0; i < g->capso; i++)
+        for (uint32_t k = 0; k < g->so[i].nlr; k++) {
+            const struct sordinal *e = &g->so[i];
+            if (!e->lr[k].ns) continue;
+            uint32_t lo = 0, hi = ncalls, call = e->lr[k].call;
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                const struct tkp_call *c = &calls[mid];
+                if (c->thread < e->thread || (c->thread == e->thread && c->call < call)) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < ncalls && calls[lo].thread == e->thread && calls[lo].call == call)
+                calls[lo].gpu_ns += e->lr[k].ns;
+        }
+}
+
+static void gj_free(struct gpujoin *g)
+{
+    for (size_t i = 0; i < g->capso; i++)
+        free(g->so[i].lib), free(g->so[i].lr);
+    free(g->so);
+    free(g->pend.p);
+}
+
+int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
+{
+    struct tkp_array calls = {0}, refs = {0}, steps = {0};
+    struct gpujoin gj = {0};
+    struct tkp_record rec;
+    int err = 0;
+    memset(m, 0, sizeof(*m));
+    while (tkp_reader_next(r, &rec) == 1) {
+        if (rec.type == TKP_REC_GPU_KERNEL) {
+            if (gj_kernel(&gj, &rec)) goto nomem;
+            continue;
+        }
+        if (rec.type == TKP_REC_LIB_CALL) {
+            struct tkp_call *c = tkp_array_push(&calls, sizeof(*c));
+            if (!c) goto nomem;
+            c->thread = rec.thread, c->call = rec.lib_call.call, c->lib = rec.lib_call.lib;
+            c->status = rec.lib_call.status, c->flags = rec.lib_call.flags, c->step = rec.step;
+            c->host_ns = rec.host_ns, c->call_ns = rec.lib_call.call_ns, c->op = rec.lib_call.op;
+            c->m = rec.lib_call.m, c->n = rec.lib_call.n, c->k = rec.lib_call.k;
+            c->batch = rec.lib_call.batch;
+            c->atype = rec.lib_call.atype, c->btype = rec.lib_call.btype;
+            c->ctype = rec.lib_call.ctype, c->compute = rec.lib_call.compute;
+            c->transa = rec.lib_call.transa, c->transb = rec.lib_call.transb;
+            c->stream = rec.lib_call.stream, c->a_ptr = rec.lib_call.a_ptr;
+        } else if (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_GRAPH_LAUNCH) {
+            /* a step's launches are counted in one ref per run of records of that step */
+            struct ref *s = steps.n ? (struct ref *)steps.p + steps.n - 1 : NULL;
+            if (!s || s->thread != rec.thread || s->step != rec.step || s->call) {
+                if (!(s = tkp_array_push(&steps, sizeof(*s)))) goto nomem;
+                s->thread = rec.thread, s->step = rec.step;
+            }
+            if (rec.type == TKP_REC_GRAPH_LAUNCH) {
+                s->graph_launches++;
+                continue;
+            }
+            s->launches++;
+            if (gj_launch(&gj, rec.thread, rec.step, rec.launch.call)) goto nomem;
+            if (rec.launch.call) {
+                struct ref *x = tkp_array_push(&refs, sizeof(*x));
+                if (!x) goto nomem;
+                x->thread = rec.thread, x->call = rec.launch.call;
+            }
+        }
+    }
+    m->calls = calls.p, m->ncalls = calls.n;
+    tkp_sort(m->calls, m->ncalls, sizeof(*m->calls), cmp_call);
+    /* kernels per call: merge the sorted launch references */
+    struct ref *x = refs.p;
+    tkp_sort(x, refs.n, sizeof(*x), cmp_ref_call);
+    for (uint32_t i = 0, j = 0; i < refs.n; i++) {
+        while (j < m->ncalls && cmp_ref_call(&(struct ref){m->calls[j].thread, m->calls[j].call, 0, 0, 0}, &x[i]) < 0) j++;
+        if (j < m->ncalls && m->calls[j].thread == x[i].thread && m->calls[j].call == x[i].call)
+            m->calls[j].kernels++;
+        else
+            m->unmatched_launches++;
+    }
+    free(refs.p);
+    refs.p = NULL;
+    gj_finish(&gj, m->calls, m->ncalls);
+    gj_free(&gj);
+    memset(&gj, 0, sizeof(gj));
+    m->token_dim_m = vote_token_dim(m->calls, m->ncalls);
+    for (uint32_t i = 0; i < m->ncalls; i++)
+        m->calls[i].tokens = m->token_dim_m ? m->calls[i].m : m->calls[i].n;
+    /* steps: those with launches or calls, ordered; a call's step never decreases on its thread */
+    for (uint32_t i = 0; i < m->ncalls; i++) {
+        struct ref *s = tkp_array_push(&steps, sizeof(*s));
+        if (!s) goto nomem;
+        s->thread = m->calls[i].thread, s->step = m->calls[i].step;
+        s->call = 1; /* never extended by a launch run */
+    }
+    struct ref *sr = steps.p;
+    tkp_sort(sr, steps.n, sizeof(*sr), cmp_ref_step);
+    m->steps = calloc(steps.n ? steps.n : 1, sizeof(*m->steps));
+    if (!m->steps) goto nomem;
+    for (uint32_t i = 0, c = 0; i < steps.n;) {
+        struct tkp_lstep *s = &m->steps[m->nsteps++];
+        s->thread = sr[i].thread, s->step = sr[i].step;
+        for (; i < steps.n && sr[i].thread == s->thread && sr[i].step == s->step; i++)
+            s->launches += sr[i].launches, s->graph_launches += sr[i].graph_launches;
+        while (c < m->ncalls && (m->calls[c].thread < s->thread ||
+                                 (m->calls[c].thread == s->thread && m->calls[c].step < s->step)))
+            c++;
+        s->first = c;
+        while (c < m->ncalls && m->calls[c].thread == s->thread && m->calls[c].step == s->step)
+            c++, s->ncalls++;
+    }
+    free(steps.p);
+    classify(m);
+    return 0;
+nomem:
+    free(calls.p);
+    free(refs.p);
+    free(steps.p);
+    gj_free(&gj);
+    memset(m, 0, sizeof(*m));
+    err = TKP_ERR_NOMEM;
+    return err;
+}
+
+void tkp_libmodel_free(struct tkp_libmodel *m)
+{
+    free(m->calls);
+    free(m->steps);
+    memset(m, 0, sizeof(*m));
+}
+
+uint32_t tkp_libmodel_thread_end(const struct tkp_libmodel *m, uint32_t s0)
+{
+    uint32_t s1 = s0;
+    while (s1 < m->nsteps && m->steps[s1].thread == m->steps[s0].thread)
+        s1++;
+    return s1;
+}

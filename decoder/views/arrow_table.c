@@ -1,0 +1,399 @@
+/* tokprof decoder: steps, step classes and records as column tables (table.h). */
+#include "views/arrow_table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/analysis.h"
+#include "capture/enums.h"
+#include "base/err.h"
+#include "model/model.h"
+#include "model/norms.h"
+#include "capture/reader.h"
+
+/* ---- steps ---- */
+
+/* The steps --json keys, in its order: the GPU ones are left out without GPU records. */
+enum {
+    S_THREAD, S_TID, S_SEG, S_STEP, S_KIND, S_TOKENS, S_TOKSRC, S_BEGIN, S_MARK, S_END, S_HOST,
+    S_GAP, S_LAUNCHES, S_GRAPHS, S_COPIES, S_ANOMALY, S_GKERN, S_GCOPY, S_SPAN, S_BUSY, S_IDLE,
+    S_COPYNS, S_LATMEAN, S_LATMAX, S_TOP, S_PID, S_N
+};
+static const struct {
+    const char *name;
+    int kind, nullable, gpu;
+} step_cols[S_N] = {
+    [S_THREAD] = {"thread", TKP_A_I64, 0, 0},       [S_TID] = {"tid", TKP_A_I64, 0, 0},
+    [S_SEG] = {"seg", TKP_A_I64, 0, 0},             [S_STEP] = {"step", TKP_A_I64, 1, 0},
+    [S_KIND] = {"kind", TKP_A_STR, 0, 0},           [S_TOKENS] = {"tokens", TKP_A_I64, 1, 0},
+    [S_TOKSRC] = {"tokens_source", TKP_A_STR, 1, 0}, [S_BEGIN] = {"begin_ns", TKP_A_I64, 1, 0},
+    [S_MARK] = {"mark_ns", TKP_A_I64, 1, 0},        [S_END] = {"end_ns", TKP_A_I64, 1, 0},
+    [S_HOST] = {"host_ns", TKP_A_I64, 1, 0},        [S_GAP] = {"gap_ns", TKP_A_I64, 1, 0},
+    [S_LAUNCHES] = {"launches", TKP_A_I64, 0, 0},   [S_GRAPHS] = {"graph_launches", TKP_A_I64, 0, 0},
+    [S_COPIES] = {"copies", TKP_A_I64, 0, 0},       [S_ANOMALY] = {"anomaly", TKP_A_STR, 1, 0},
+    [S_GKERN] = {"gpu_kernels", TKP_A_I64, 0, 1},   [S_GCOPY] = {"gpu_copies", TKP_A_I64, 0, 1},
+    [S_SPAN] = {"span_ns", TKP_A_I64, 0, 1},        [S_BUSY] = {"busy_ns", TKP_A_I64, 0, 1},
+    [S_IDLE] = {"idle_ns", TKP_A_I64, 0, 1},        [S_COPYNS] = {"copy_ns", TKP_A_I64, 0, 1},
+    [S_LATMEAN] = {"latency_mean_ns", TKP_A_I64, 1, 1},
+    [S_LATMAX] = {"latency_max_ns", TKP_A_I64, 1, 1},
+    [S_TOP] = {"top_class", TKP_A_STR, 1, 1},       [S_PID] = {"pid", TKP_A_I64, 0, 0},
+};
+
+static void opt_i64(struct tkp_acol *c, int has, int64_t v)
+{
+    if (has) tkp_acol_i64(c, v);
+    else tkp_acol_null(c);
+}
+
+int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t)
+{
+    char why[256];
+    int gpu = tkp_model_gpu(m, why, sizeof(why));
+    struct tkp_norms nr;
+    struct tkp_acol *c[S_N] = {0};
+    size_t ncols = 0;
+    uint64_t *tok = malloc((m->nsteps + 1) * sizeof(*tok));
+    int *src = malloc((m->nsteps + 1) * sizeof(*src));
+    int err = tok && src ? tkp_model_norms(m, &nr) : TKP_ERR_NOMEM;
+    if (!err) err = tkp_atab_init(t, gpu ? S_N : S_N - (S_TOP - S_GKERN + 1));
+    if (err) {
+        if (tok && src) tkp_norms_free(&nr);
+        free(tok);
+        free(src);
+        return err;
+    }
+    for (int k = 0; k < S_N; k++) {
+        if (step_cols[k].gpu && !gpu) continue;
+        tkp_atab_col(t, ncols, step_cols[k].name, step_cols[k].kind, step_cols[k].nullable);
+        c[k] = &t->cols[ncols++];
+    }
+    tkp_step_tokens(m, acc, tok, src);
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        int token = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
+        tkp_acol_i64(c[S_THREAD], s->thread);
+        tkp_acol_i64(c[S_TID], s->tid);
+        tkp_acol_i64(c[S_SEG], (int64_t)s->seg);
+        opt_i64(c[S_STEP], token, s->index);
+        tkp_acol_str(c[S_KIND], tkp_mstep_kind_str(s->kind));
+        opt_i64(c[S_TOKENS], src[i] != TKP_TOK_NONE, (int64_t)tok[i]);
+        tkp_acol_str(c[S_TOKSRC], tkp_tok_src_str(src[i]));
+        opt_i64(c[S_BEGIN], closed, (int64_t)s->begin_ns);
+        opt_i64(c[S_MARK], closed, (int64_t)s->mark_ns);
+        opt_i64(c[S_END], closed, (int64_t)s->end_ns);
+        opt_i64(c[S_HOST], closed, (int64_t)tkp_mstep_host_ns(s));
+        opt_i64(c[S_GAP], s->has_gap, s->gap_ns);
+        tkp_acol_i64(c[S_LAUNCHES], (int64_t)s->launches);
+        tkp_acol_i64(c[S_GRAPHS], (int64_t)s->graph_launches);
+        tkp_acol_i64(c[S_COPIES], (int64_t)s->copies);
+        tkp_acol_str(c[S_ANOMALY], tkp_mstep_anomaly(&nr, s));
+        if (gpu) {
+            uint64_t span = tkp_mstep_span_ns(s);
+            int top = tkp_mstep_top_class(m, s);
+            tkp_acol_i64(c[S_GKERN], (int64_t)s->gpu_kernels);
+            tkp_acol_i64(c[S_GCOPY], (int64_t)s->gpu_copies);
+            tkp_acol_i64(c[S_SPAN], (int64_t)span);
+            tkp_acol_i64(c[S_BUSY], (int64_t)s->busy_ns);
+            tkp_acol_i64(c[S_IDLE], (int64_t)(span - s->busy_ns));
+            tkp_acol_i64(c[S_COPYNS], (int64_t)s->copy_ns);
+            opt_i64(c[S_LATMEAN], s->lat_n > 0, s->lat_n ? (int64_t)(s->lat_sum_ns / s->lat_n) : 0);
+            opt_i64(c[S_LATMAX], s->lat_n > 0, (int64_t)s->lat_max_ns);
+            tkp_acol_str(c[S_TOP], top < 0 ? NULL : tkp_classes_name(m->opts.classes, top));
+        }
+        tkp_acol_i64(c[S_PID], (int64_t)s->pid);
+        t->nrows++;
+    }
+    tkp_norms_free(&nr);
+    free(tok);
+    free(src);
+    return t->oom ? TKP_ERR_NOMEM : 0;
+}
+
+int tkp_table_step_classes(const struct tkp_model *m, struct tkp_atab *t)
+{
+    static const char *const names[] = {"thread", "tid", "pid", "seg", "step", "class", "gpu_ns"};
+    int err = tkp_atab_init(t, 7);
+    if (err) return err;
+    for (size_t k = 0; k < 7; k++)
+        tkp_atab_col(t, k, names[k], k == 5 ? TKP_A_DICT : TKP_A_I64, k == 4);
+    struct tkp_acol *c = t->cols;
+    for (int k = 0; k < m->nclasses; k++) tkp_acol_dict_add(&c[5], tkp_classes_name(m->opts.classes, k));
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        for (int k = 0; s->class_ns && k < m->nclasses; k++) {
+            if (!s->class_ns[k]) continue;
+            tkp_acol_i64(&c[0], s->thread);
+            tkp_acol_i64(&c[1], s->tid);
+            tkp_acol_i64(&c[2], (int64_t)s->pid);
+            tkp_acol_i64(&c[3], (int64_t)s->seg);
+            opt_i64(&c[4], s->kind == TKP_STEP_TOKEN, s->index);
+            tkp_acol_dict(&c[5], k);
+            tkp_acol_i64(&c[6], (int64_t)s->class_ns[k]);
+            t->nrows++;
+        }
+    }
+    return t->oom ? TKP_ERR_NOMEM : 0;
+}
+
+/* ---- records ---- */
+
+static const char *const rec_cols[TKP_DEC_COL_COUNT] = {
+    "type", "pid", "thread", "tid", "step", "host_ns", "name", "stream", "start_ns", "end_ns",
+    "graph", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes", "m", "n",
+    "k", "batch", "wait_ns", "value",
+};
+
+const char *tkp_table_col_name(int col)
+{
+    return col >= 0 && col < TKP_DEC_COL_COUNT ? rec_cols[col] : NULL;
+}
+
+/* Kernel and op names into the name column's dictionary, each distinct string once. Looked up
+ * by the string's address first (name strings live as long as the reader, so an address is one
+ * name), then by content (several files of a merged reader define the same names). */
+struct names {
+    const char **key;    /* addresses */
+    int32_t *key_idx;
+    char **str;          /* contents (copies) */
+    int32_t *str_idx;
+    size_t cap, n, scap, sn;
+};
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+    return h;
+}
+
+static int names_grow(struct names *nm)
+{
+    size_t cap = nm->cap ? nm->cap * 2 : 1024;
+    const char **key = calloc(cap, sizeof(*key));
+    int32_t *idx = malloc(cap * sizeof(*idx));
+    if (!key || !idx) {
+        free(key);
+        free(idx);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nm->cap; i++) {
+        if (!nm->key[i]) continue;
+        size_t j = ((uintptr_t)nm->key[i] >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (cap - 1);
+        while (key[j]) j = (j + 1) & (cap - 1);
+        key[j] = nm->key[i];
+        idx[j] = nm->key_idx[i];
+    }
+    free(nm->key);
+    free(nm->key_idx);
+    nm->key = key;
+    nm->key_idx = idx;
+    nm->cap = cap;
+    return 0;
+}
+
+/* The dictionary index of the string content s, added when new; -1 when out of memory. */
+static int32_t names_content(struct names *nm, struct tkp_acol *col, const char *s)
+{
+    if (2 * (nm->sn + 1) > nm->scap) {
+        size_t cap = nm->scap ? nm->scap * 2 : 1024;
+        char **str = calloc(cap, sizeof(*str));
+        int32_t *idx = malloc(cap * sizeof(*idx));
+        if (!str || !idx) {
+            free(str);
+            free(idx);
+            return -1;
+        }
+        for (size_t i = 0; i < nm->scap; i++) {
+            if (!nm->str[i]) continue;
+            size_t j = hash_str(nm->str[i]) & (cap - 1);
+            while (str[j]) j = (j + 1) & (cap - 1);
+            str[j] = nm->str[i];
+            idx[j] = nm->str_idx[i];
+        }
+        free(nm->str);
+        free(nm->str_idx);
+        nm->str = str;
+        nm->str_idx = idx;
+        nm->scap = cap;
+    }
+    size_t j = hash_str(s) & (nm->scap - 1);
+    for (; nm->str[j]; j = (j + 1) & (nm->scap - 1))
+        if (!strcmp(nm->str[j], s)) return nm->str_idx[j];
+    if (!(nm->str[j] = strdup(s))) return -1;
+    nm->sn++;
+    return nm->str_idx[j] = tkp_acol_dict_add(col, s);
+}
+
+/* The index of a name string that lives as long as the reader. */
+static int32_t names_ptr(struct names *nm, struct tkp_acol *col, const char *s)
+{
+    if (2 * (nm->n + 1) > nm->cap && names_grow(nm)) return -1;
+    size_t j = ((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (nm->cap - 1);
+    for (; nm->key[j]; j = (j + 1) & (nm->cap - 1))
+        if (nm->key[j] == s) return nm->key_idx[j];
+    int32_t idx = names_content(nm, col, s);
+    if (idx < 0) return -1;
+    nm->key[j] = s;
+    nm->key_idx[j] = idx;
+    nm->n++;
+    return idx;
+}
+
+static void names_free(struct names *nm)
+{
+    for (size_t i = 0; i < nm->scap; i++) free(nm->str[i]);
+    free(nm->str);
+    free(nm->str_idx);
+    free(nm->key);
+    free(nm->key_idx);
+}
+
+/* One record's values by column; `have` says which are not null. */
+struct rowv {
+    int64_t v[TKP_DEC_COL_COUNT];
+    uint32_t have;
+    const char *name; /* the name column's string */
+    int name_lives;   /* name is a reader name string (vs. valid until the next record) */
+};
+
+#define SET(c, x) (row->v[c] = (int64_t)(x), row->have |= 1u << (c))
+
+static void dims(struct rowv *row, const uint32_t g[3], const uint32_t b[3])
+{
+    SET(TKP_DEC_COL_GRID_X, g[0]);
+    SET(TKP_DEC_COL_GRID_Y, g[1]);
+    SET(TKP_DEC_COL_GRID_Z, g[2]);
+    SET(TKP_DEC_COL_BLOCK_X, b[0]);
+    SET(TKP_DEC_COL_BLOCK_Y, b[1]);
+    SET(TKP_DEC_COL_BLOCK_Z, b[2]);
+}
+
+/* full: any column but type, pid and host_ns is asked for (else the switch is skipped: a light
+ * table costs what the reader costs) */
+static void row_of(const struct tkp_record *r, struct rowv *row, int full)
+{
+    row->have = 1u << TKP_DEC_COL_TYPE | 1u << TKP_DEC_COL_PID;
+    row->name = NULL;
+    row->name_lives = 1;
+    SET(TKP_DEC_COL_PID, r->pid);
+    if (tkp_record_has_time(r->type)) SET(TKP_DEC_COL_HOST_NS, r->host_ns);
+    if (!full) return;
+    switch (r->type) {
+    case TKP_REC_LAUNCH:
+        row->name = r->launch.name;
+        SET(TKP_DEC_COL_STREAM, r->launch.stream);
+        dims(row, r->launch.grid, r->launch.block);
+        break;
+    case TKP_REC_GRAPH_LAUNCH:
+        SET(TKP_DEC_COL_GRAPH, r->graph_launch.graph);
+        SET(TKP_DEC_COL_STREAM, r->graph_launch.stream);
+        break;
+    case TKP_REC_COPY:
+        SET(TKP_DEC_COL_BYTES, r->copy.bytes);
+        SET(TKP_DEC_COL_STREAM, r->copy.stream);
+        break;
+    case TKP_REC_SYNC: SET(TKP_DEC_COL_WAIT_NS, r->sync.wait_ns); break;
+    case TKP_REC_EVENT_RECORD: SET(TKP_DEC_COL_STREAM, r->event_record.stream); break;
+    case TKP_REC_STREAM_WAIT: SET(TKP_DEC_COL_STREAM, r->stream_wait.stream); break;
+    case TKP_REC_STEP:
+        SET(TKP_DEC_COL_START_NS, r->step_rec.begin_ns);
+        SET(TKP_DEC_COL_END_NS, r->step_rec.end_ns);
+        break;
+    case TKP_REC_NVTX: row->name = r->nvtx.name; break;
+    case TKP_REC_NAME:
+        row->name = r->name.str;
+        row->name_lives = 0;
+        break;
+    case TKP_REC_MARKER: SET(TKP_DEC_COL_VALUE, r->marker.value); break;
+    case TKP_REC_LOSS: SET(TKP_DEC_COL_VALUE, r->loss.dropped); break;
+    case TKP_REC_LIB_CALL:
+        row->name = r->lib_call.op;
+        row->name_lives = 0;
+        SET(TKP_DEC_COL_STREAM, r->lib_call.stream);
+        SET(TKP_DEC_COL_M, r->lib_call.m);
+        SET(TKP_DEC_COL_N, r->lib_call.n);
+        SET(TKP_DEC_COL_K, r->lib_call.k);
+        SET(TKP_DEC_COL_BATCH, r->lib_call.batch);
+        break;
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY:
+        row->name = r->gpu.name;
+        SET(TKP_DEC_COL_START_NS, r->gpu.start_ns);
+        SET(TKP_DEC_COL_END_NS, r->gpu.end_ns);
+        SET(TKP_DEC_COL_STREAM, r->gpu.stream);
+        if (r->gpu.graph != TKP_GRAPH_UNKNOWN) SET(TKP_DEC_COL_GRAPH, r->gpu.graph);
+        if (r->type == TKP_REC_GPU_KERNEL) dims(row, r->gpu.grid, r->gpu.block);
+        else SET(TKP_DEC_COL_BYTES, r->gpu.bytes);
+        break;
+    default: break;
+    }
+    /* thread and step: the records that belong to a thread's step (GPU ones only when joined) */
+    if (r->type >= TKP_REC_LAUNCH && r->type != TKP_REC_GRAPH && r->type != TKP_REC_STACK &&
+        r->type != TKP_REC_MODULE && r->type != TKP_REC_GPU_INFO &&
+        r->thread != TKP_GPU_THREAD_NONE) {
+        SET(TKP_DEC_COL_THREAD, r->thread);
+        SET(TKP_DEC_COL_TID, r->tid);
+        if (r->type != TKP_REC_LOSS) SET(TKP_DEC_COL_STEP, r->step);
+    } else if (r->type == TKP_REC_THREAD) {
+        SET(TKP_DEC_COL_THREAD, r->thread);
+        SET(TKP_DEC_COL_TID, r->tid);
+    }
+}
+
+int tkp_table_records(struct tkp_reader *r, uint64_t types, uint64_t columns, struct tkp_atab *t)
+{
+    int sel[TKP_DEC_COL_COUNT], nsel = 0, err;
+    int32_t type_idx[64];
+    struct names nm = {0};
+    struct tkp_record rec;
+    struct rowv row;
+    if (!columns) columns = ~0ull;
+    if (!types) types = ~0ull;
+    int full = (columns & ~(1ull << TKP_DEC_COL_TYPE | 1ull << TKP_DEC_COL_PID |
+                            1ull << TKP_DEC_COL_HOST_NS)) != 0;
+    for (int k = 0; k < TKP_DEC_COL_COUNT; k++)
+        if (columns >> k & 1) sel[nsel++] = k;
+    if ((err = tkp_atab_init(t, (size_t)nsel))) return err;
+    for (int i = 0; i < nsel; i++) {
+        int k = sel[i];
+        int kind = k == TKP_DEC_COL_TYPE || k == TKP_DEC_COL_NAME ? TKP_A_DICT
+                   : k == TKP_DEC_COL_VALUE                       ? TKP_A_I64
+                                                                  : TKP_A_U64;
+        tkp_atab_col(t, (size_t)i, rec_cols[k], kind, k != TKP_DEC_COL_TYPE && k != TKP_DEC_COL_PID);
+    }
+    /* the type column's dictionary: every type this reader knows, in enum order */
+    struct tkp_acol *tcol = NULL;
+    for (int i = 0; i < nsel; i++)
+        if (sel[i] == TKP_DEC_COL_TYPE) tcol = &t->cols[i];
+    for (int k = 0; k < 64; k++) {
+        const char *s = tkp_rec_str((uint32_t)k);
+        if (!s) types &= ~(1ull << k); /* a type without a word is not one the reader delivers */
+        type_idx[k] = s && tcol ? tkp_acol_dict_add(tcol, s) : 0;
+    }
+    while (tkp_reader_next(r, &rec) == 1) {
+        if ((unsigned)rec.type >= 64 || !(types >> rec.type & 1)) continue;
+        row_of(&rec, &row, full);
+        for (int i = 0; i < nsel; i++) {
+            int k = sel[i];
+            struct tkp_acol *c = &t->cols[i];
+            if (k == TKP_DEC_COL_TYPE) {
+                tkp_acol_dict(c, type_idx[rec.type]);
+            } else if (k == TKP_DEC_COL_NAME) {
+                int32_t idx = !row.name       ? -2
+                              : row.name_lives ? names_ptr(&nm, c, row.name)
+                                               : names_content(&nm, c, row.name);
+                if (idx == -1) t->oom = 1;
+                if (idx < 0) tkp_acol_null(c);
+                else tkp_acol_dict(c, idx);
+            } else if (row.have >> k & 1) {
+                tkp_acol_i64(c, row.v[k]); /* u64 columns take the same 8 bytes */
+            } else {
+                tkp_acol_null(c);
+            }
+        }
+        t->nrows++;
+        if (t->oom) break;
+    }
+    names_free(&nm);
+    return t->oom ? TKP_ERR_NOMEM : 0;
+}

@@ -9,7 +9,7 @@ PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev l
 # chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
 # for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
 # (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
-# and the chdb venv below; zlib1g-dev: gzip tables (libz.a, linked statically);
+# and the chdb and torch venvs below; zlib1g-dev: gzip tables (libz.a, linked statically);
 # clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
 # service is not used); libcap2-bin: setcap, for the
 # secure-execution test (tests/security, security_secure)
@@ -53,4 +53,24 @@ if [ -x "$CUDA_HOME/bin/nvcc" ]; then
 fi
 # zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/release and tests/python
 "$(dirname "$0")/pyenv.sh" >/dev/null
+
+# The cached venv of real clients for tests/realstack and simgpu_exports (tests/realstack/README.md):
+# unmodified PyTorch (CUDA 13 wheels), transformers and Triton, pinned, outside the checkout so
+# every worktree and build shares it. It is never modified after creation: the tests point its
+# NVIDIA runtime libraries at simgpu's fakes through a symlinked overlay of their own. The marker
+# file is written last, so a half-made venv (an interrupted pip) is made again. About 5.6 GB; the
+# tests skip with one line where it is absent. TOKPROF_SKIP_TORCH=1 skips it.
+TORCH_REQS="torch==2.15.0 transformers==5.24.0"
+VENV=${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}
+if [ -z "${TOKPROF_SKIP_TORCH:-}" ] && [ "$(cat "$VENV/.tokprof-complete" 2>/dev/null)" != "$TORCH_REQS" ]; then
+    echo "setup: creating $VENV ($TORCH_REQS)" >&2
+    start=$SECONDS
+    rm -rf "$VENV"
+    mkdir -p "$(dirname "$VENV")"
+    python3 -m venv "$VENV"
+    # shellcheck disable=SC2086  # the requirements are words
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check $TORCH_REQS
+    echo "$TORCH_REQS" > "$VENV/.tokprof-complete"
+    echo "setup: $VENV made in $((SECONDS - start)) s, $(du -sh "$VENV" | cut -f1)" >&2
+fi
 exit 0

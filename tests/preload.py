@@ -28,3 +28,11 @@ def foreign_host(env):
     if not env.get("TOKPROF_TEST_PRELOAD_PREFIX"):
         return env
     return dict(env, ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+
+
+def asan_host(env):
+    """`env` for a python that loads our instrumented libraries itself (ctypes on simgpu's fakes)
+    without the shim: in the sanitizer build the ASan runtime must be preloaded first, and
+    CPython's heap is not ours to leak-check (foreign_host). Elsewhere `env` unchanged."""
+    prefix = env.get("TOKPROF_TEST_PRELOAD_PREFIX")
+    return foreign_host(dict(env, LD_PRELOAD=prefix)) if prefix else env

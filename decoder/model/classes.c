@@ -13,7 +13,11 @@
  *   - rope before norm and embedding (llama.cpp `rope_norm`, vLLM `rotary_embedding_kernel`).
  * Plain "softmax" is left to "other" on purpose: it is attention's softmax in llama.cpp's non-FA
  * path, the sampler's in HF eager, the router's in MoE (caught by the moe rule first).
- * Words that name no family (`fill_random_kernel`, `vectorized_elementwise_kernel`) are "other". */
+ * Generic kernels (ATen's `vectorized_elementwise_kernel<..., CUDAFunctor_add>`, `reduce_kernel`,
+ * `indexSelectSmallIndex`, Inductor's `triton_poi_fused_*` / `triton_red_*` / `triton_per_*`) are
+ * "elementwise", decided after every other rule has had both the base and the full name: the
+ * functor in the template arguments (silu, rsqrt, cos) names a family when there is one.
+ * Words that name no family (`fill_random_kernel`) are "other". */
 #include "model/classes.h"
 
 #include <ctype.h>
@@ -46,13 +50,18 @@ static const struct builtin_rule builtin[] = {
     {TKP_CLASS_EMBEDDING, "embed|get_rows"},
     {TKP_CLASS_KVCACHE, "cache"},
     {TKP_CLASS_SAMPLING, "top_k|logits"},
-    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|cast|convert"},
+    /* not "nocast": ATen's elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>> is no copy */
+    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|(^|[^o])cast|convert"},
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(*builtin))
 
+/* Tried last (base name, then full name), after every rule above. */
+static const char generic_elementwise[] =
+    "elementwise|reduce_kernel|index_?select|indexselect|scatter|gather|arange|triton_(poi|red|per)_";
+
 static const char *const builtin_names[TKP_CLASS_BUILTIN] = {
     "attention", "gemm", "moe", "norm", "activation", "rope", "kv-cache",
-    "sampling",  "communication", "copy", "embedding", "other"};
+    "sampling",  "communication", "copy", "embedding", "elementwise", "other"};
 
 struct rule {
     int cls;
@@ -61,6 +70,7 @@ struct rule {
 
 struct tkp_classes {
     struct rule builtin[NBUILTIN];
+    regex_t elementwise;
     struct rule *user;
     int nuser;
     char names[TKP_CLASSES_MAX][TKP_CLASS_NAME_MAX];
@@ -72,6 +82,7 @@ void tkp_classes_free(struct tkp_classes *c)
     if (!c) return;
     for (size_t i = 0; i < NBUILTIN; i++)
         regfree(&c->builtin[i].re);
+    regfree(&c->elementwise);
     for (int i = 0; i < c->nuser; i++)
         regfree(&c->user[i].re);
     free(c->user);
@@ -165,6 +176,12 @@ int tkp_classes_new(const char *path, struct tkp_classes **out, char *why, size_
             return TKP_ERR_NOMEM; /* the table is ours: only allocation can fail */
         }
     }
+    if (regcomp(&c->elementwise, generic_elementwise, REG_EXTENDED | REG_ICASE | REG_NOSUB)) {
+        for (size_t j = 0; j < NBUILTIN; j++)
+            regfree(&c->builtin[j].re);
+        free(c);
+        return TKP_ERR_NOMEM;
+    }
     int err = path ? load_user_rules(c, path, why, whylen) : 0;
     if (err) {
         tkp_classes_free(c);
@@ -201,6 +218,8 @@ int tkp_classes_match(const struct tkp_classes *c, const char *name)
             return c->user[i].cls;
     int cls = match_builtin(c, base);
     if (cls < 0) cls = match_builtin(c, name);
+    if (cls < 0 && (!regexec(&c->elementwise, base, 0, NULL, 0) || !regexec(&c->elementwise, name, 0, NULL, 0)))
+        cls = TKP_CLASS_ELEMENTWISE;
     return cls < 0 ? TKP_CLASS_OTHER : cls;
 }
 

@@ -10,8 +10,10 @@
  * Matching (classes.c has the rule table and why it is ordered as it is): user rules (`--classes
  * FILE`) are tried first, in file order, against the kernel's base name and then its full name;
  * then the built-in rules against the base name; then the built-in rules against the full name
- * (template arguments carry the family for names like cutlass::device_kernel<flash::...>); else
- * "other". The base name is a light demangling (tkp_kernel_base_name). Regexes are POSIX ERE,
+ * (template arguments carry the family for names like cutlass::device_kernel<flash::...>); then
+ * the generic "elementwise" rules (ATen's TensorIterator kernels, reductions, indexing, Triton's
+ * fused kernels) against both, last, so a silu or rsqrt functor inside an elementwise kernel
+ * keeps its family; else "other". The base name is a light demangling (tkp_kernel_base_name). Regexes are POSIX ERE,
  * case-insensitive, searched anywhere in the name. */
 #ifndef TKP_CLASSES_H
 #define TKP_CLASSES_H
@@ -31,6 +33,7 @@ enum tkp_class {
     TKP_CLASS_COMM,
     TKP_CLASS_COPY,
     TKP_CLASS_EMBEDDING,
+    TKP_CLASS_ELEMENTWISE,
     TKP_CLASS_OTHER,
     TKP_CLASS_BUILTIN /* count of the built-ins; user-defined classes follow */
 };

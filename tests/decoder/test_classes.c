@@ -57,7 +57,20 @@ static const struct {
     {"_Z11k_get_rows_fIffEvPKT_PKiPT0_lllmmmmmmmmm", "embedding"},
     {"_Z11cpy_f32_f16IXadL_Z13cpy_1_f32_f16PKcPcEEEvS1_S2_iiiiiiiiiiii", "copy"},
     /* PyTorch eager */
-    {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "other"},
+    {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "elementwise"},
+    /* torch 2.15 on simgpu (tests/realstack): generic kernels are elementwise, a family in the
+     * functor wins, Inductor's fused kernels by their op words */
+    {"_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c108BFloat16EEESt5arrayIPcLm3EELb0EEEviT0_T1_", "elementwise"},
+    {"_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_", "elementwise"},
+    {"_ZN2at6native44_GLOBAL__N__b23ef953_11_Indexing_cu_89862edb21indexSelectSmallIndexIN3c108BFloat16EljLi2ELi2ELin2EEEvNS_4cuda6detail10TensorInfoIT_T1_EENS7_IKS8_S9_EENS7_IKT0_S9_EEiiS9_l", "elementwise"},
+    {"_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_17rsqrt_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE0_clEvENKUlvE0_clEvEUlfE_St5arrayIPcLm2EELb0EEEviT0_T1_", "norm"},
+    {"triton_poi_fused_add_cat_index_mul_neg_slice_stack_0", "elementwise"},
+    {"_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastINS0_13BinaryFunctorIN3c108BFloat16ES5_S5_NS0_15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_", "elementwise"},
+    {"_ZN2at6native29vectorized_elementwise_kernelILi4EZNS0_27converting_copy_kernel_cudaIfN3c108BFloat16EEEvRNS_18TensorIteratorBaseEEUlfE_St5arrayIPcLm2EELb0EEEviT0_T1_", "copy"},
+    {"_Z4cast_kernelPfPKh", "copy"},
+    {"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1", "norm"},
+    {"triton_per_fused_argmax_2", "sampling"},
+    {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_bf16_knob_7_64x128x128_4x1x1_kernel0_0", "attention"},
     {"_ZN2at6native54_GLOBAL__N__d8ceb000_21_CatArrayBatchedCopy_cu_3a2d9ef627CatArrayBatchedCopyI", "copy"},
     {"pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>", "attention"},
     /* minillm (kernels/README.md) */

@@ -96,13 +96,6 @@ void rt_via_runtime(void)
     }
 }
 
-#define INIT_OR_RETURN()                                                                          \
-    do {                                                                                          \
-        cudaError_t e_ = rt_init();                                                               \
-        if (e_ != cudaSuccess)                                                                    \
-            return rt_set(e_);                                                                    \
-    } while (0)
-
 /* ---- errors ---- */
 
 RT_EXPORT cudaError_t cudaGetLastError(void)

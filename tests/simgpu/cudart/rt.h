@@ -105,4 +105,12 @@ void rt_via_runtime(void);
 CUfunction rt_func_of(const void *hostFun);
 const void *rt_host_of(CUfunction f);
 
+/* Returns the init failure from a runtime export. */
+#define INIT_OR_RETURN()                                                                          \
+    do {                                                                                          \
+        cudaError_t e_ = rt_init();                                                               \
+        if (e_ != cudaSuccess)                                                                    \
+            return rt_set(e_);                                                                    \
+    } while (0)
+
 #endif

@@ -18,12 +18,15 @@
  *   - without a registered timestamp callback, times are CLOCK_REALTIME (CUPTI's default on
  *     Linux); with one, they are on the callback's clock — simulated times are CLOCK_MONOTONIC,
  *     so a client that registers a CLOCK_MONOTONIC callback gets the truth exactly.
- * A buffer is completed when the next record does not fit, and by cuptiActivityFlushAll.
- * Completion callbacks run in the thread that filled the buffer (real CUPTI uses its own
- * thread; a client must not care). */
+ * A buffer is completed when the next record does not fit, by cuptiActivityFlushAll, and,
+ * once cuptiActivityFlushPeriod(ms > 0) was called, every ms milliseconds when it holds records
+ * (a thread of the fake's own; 0 stops it). Completion callbacks run in the thread that filled
+ * the buffer, the flushing thread or the period thread (real CUPTI uses its own thread; a client
+ * must not care). */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +38,7 @@
 #define ALIGN8(x) (((x) + 7u) & ~(size_t)7u)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int mode; /* 0 normal, 1 multiple subscribers, 2 unknown (no GPU) */
+static int mode; /* 0 normal, 1 multiple subscribers, 2 unknown (no GPU), 3 late (no flush period) */
 static int subscribed;
 static CUpti_CallbackFunc cb_fn;
 static void *cb_user;
@@ -55,7 +58,11 @@ static int64_t realtime_offset;
 static void init_once(void)
 {
     const char *m = getenv("SIMGPU_CUPTI");
-    mode = !m ? 0 : !strcmp(m, "multiple_subscribers") ? 1 : !strcmp(m, "unknown") ? 2 : 0;
+    mode = !m                                ? 0
+           : !strcmp(m, "multiple_subscribers") ? 1
+           : !strcmp(m, "unknown")              ? 2
+           : !strcmp(m, "late")                 ? 3
+                                                : 0;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     clock_gettime(CLOCK_REALTIME, &b);
@@ -389,10 +396,52 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
     return CUPTI_SUCCESS;
 }
 
+static _Atomic uint32_t period_ms;
+static pthread_once_t period_once = PTHREAD_ONCE_INIT;
+
+/* Completes the current buffer every period_ms when it holds records (0: sleeps and checks). */
+static void *period_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        uint32_t ms = atomic_load(&period_ms);
+        struct timespec ts = {(ms ? ms : 100) / 1000, (long)((ms ? ms : 100) % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (!atomic_load(&period_ms))
+            continue;
+        size_t size = 0, valid = 0;
+        uint8_t *b = NULL;
+        pthread_mutex_lock(&lock);
+        if (buf && buf_used)
+            b = take_buffer(&size, &valid);
+        pthread_mutex_unlock(&lock);
+        complete(b, size, valid);
+    }
+    return NULL;
+}
+
+static void period_start(void)
+{
+    pthread_t t;
+    pthread_attr_t a;
+    sigset_t all, old;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* CUPTI's thread takes no signals */
+    pthread_create(&t, &a, period_thread, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+}
+
 EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
 {
-    (void)ms; /* buffers complete when full or flushed */
-    return NO_GPU() ? CUPTI_ERROR_UNKNOWN : CUPTI_SUCCESS;
+    if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    if (mode == 3) return CUPTI_SUCCESS; /* SIMGPU_CUPTI=late: buffers complete only when full */
+    atomic_store(&period_ms, ms);
+    if (ms)
+        pthread_once(&period_once, period_start);
+    return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id)

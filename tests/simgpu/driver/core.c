@@ -17,7 +17,6 @@ static __thread CUcontext tl_ctx;
 static struct { uint32_t magic; } the_ctx = {MAGIC_CTX};
 #define SIM_CTX ((CUcontext)(void *)&the_ctx)
 
-#define SIM_TOTAL_MEM (141ull << 30) /* H200: 141 GB HBM3e */
 
 static void do_init(void)
 {
@@ -143,7 +142,7 @@ SIM_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = SIM_TOTAL_MEM;
+    *bytes = mem_total();
     return CUDA_SUCCESS;
 }
 
@@ -235,12 +234,16 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return CUDA_ERROR_INVALID_DEVICE;
     sim_ensure_init();
     *pctx = SIM_CTX;
+    ctx_primary_retained(1);
     return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    ctx_primary_retained(-1);
+    return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)

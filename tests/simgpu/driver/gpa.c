@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "unimpl.h"
 
 /* cuda.h (with __CUDA_API_VERSION_INTERNAL) declares every exported name; sim.h the simgpu ones. */
 #define E(name, ver, sym) {name, ver, (void *)sym, NULL, #sym, NULL},
@@ -47,6 +48,21 @@ SIM_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda
             *symbolStatus = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
         return CUDA_ERROR_NOT_FOUND;
     }
+    /* Not simulated by name: every name cuda.h declares still resolves (its base name to the
+     * symbol cuda.h's #defines give it), to an export that reports itself as unimplemented. */
+    const char *want = symbol;
+    for (const struct simgpu_base_proc *b = simgpu_base_procs; b->base; b++)
+        if (!strcmp(b->base, symbol)) {
+            want = ptsz ? b->sym_ptsz : b->sym;
+            break;
+        }
+    for (const struct simgpu_named_proc *p = simgpu_all_procs; p->name; p++)
+        if (!strcmp(p->name, want)) {
+            *pfn = p->fn;
+            if (symbolStatus)
+                *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
+            return CUDA_SUCCESS;
+        }
     for (size_t i = 0; i < NTABLE; i++) {
         void *fn = !strcmp(table[i].sym, symbol) ? table[i].fn
                    : table[i].sym_ptsz && !strcmp(table[i].sym_ptsz, symbol) ? table[i].fn_ptsz

@@ -8,7 +8,23 @@
 
 #include "sim.h"
 
-#define SIM_TOTAL_MEM (141ull << 30)
+/* Device memory size: SIMGPU_MEM (bytes, or with a K/M/G suffix), default an H200's 141 GiB. */
+static size_t total_mem(void)
+{
+    static size_t total;
+    if (!total) {
+        const char *e = getenv("SIMGPU_MEM");
+        char *end = NULL;
+        double v = e ? strtod(e, &end) : 0;
+        if (end && *end)
+            v *= *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+                 : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+        total = v >= 1 ? (size_t)v : (141ull << 30);
+    }
+    return total;
+}
+#define SIM_TOTAL_MEM total_mem()
+size_t mem_total(void) { return SIM_TOTAL_MEM; }
 
 enum { ALLOC_DEVICE = 0, ALLOC_PINNED = 1 };
 struct alloc {
@@ -54,6 +70,50 @@ static void *do_alloc(size_t size, int kind)
         device_bytes += size;
     pthread_mutex_unlock(&mem_lock);
     return p;
+}
+
+/* Memory the driver did not calloc (VMM mappings): known to the registry as device memory. */
+void mem_register(void *p, size_t size)
+{
+    pthread_mutex_lock(&mem_lock);
+    allocs = sim_grow(allocs, &capallocs, nallocs + 1, sizeof *allocs);
+    allocs[nallocs++] = (struct alloc){p, size, ALLOC_DEVICE};
+    device_bytes += size;
+    pthread_mutex_unlock(&mem_lock);
+}
+
+void mem_unregister(void *p)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (size_t i = 0; i < nallocs; i++)
+        if (allocs[i].p == p && allocs[i].kind == ALLOC_DEVICE) {
+            device_bytes -= allocs[i].size;
+            allocs[i] = allocs[--nallocs];
+            break;
+        }
+    pthread_mutex_unlock(&mem_lock);
+}
+
+/* Pinned registration of the caller's own memory (cuMemHostRegister). */
+void mem_register_host(void *p, size_t size)
+{
+    pthread_mutex_lock(&mem_lock);
+    allocs = sim_grow(allocs, &capallocs, nallocs + 1, sizeof *allocs);
+    allocs[nallocs++] = (struct alloc){p, size, ALLOC_PINNED};
+    pthread_mutex_unlock(&mem_lock);
+}
+
+int mem_unregister_host(void *p)
+{
+    int found = 0;
+    pthread_mutex_lock(&mem_lock);
+    for (size_t i = 0; i < nallocs && !found; i++)
+        if (allocs[i].p == p && allocs[i].kind == ALLOC_PINNED) {
+            allocs[i] = allocs[--nallocs];
+            found = 1;
+        }
+    pthread_mutex_unlock(&mem_lock);
+    return found;
 }
 
 static CUresult do_free(void *p, int kind)
@@ -191,7 +251,7 @@ static int copy_pinned(int dir, const void *dst, const void *src)
 
 /* sync: the host waits for the copy's simulated end (cuMemcpy*, non-Async). */
 static CUresult copy_body(void *dst, const void *src, size_t bytes, int dir, CUstream h, int ptsz,
-                          int sync)
+                          int sync, int moved)
 {
     if ((!dst || !src) && bytes)
         return CUDA_ERROR_INVALID_VALUE;
@@ -207,7 +267,7 @@ static CUresult copy_body(void *dst, const void *src, size_t bytes, int dir, CUs
         return CUDA_ERROR_INVALID_HANDLE;
     }
     if (s->cap) {
-        if (sync) {
+        if (sync || moved) {
             pthread_mutex_unlock(&sim_lock);
             return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
@@ -220,7 +280,8 @@ static CUresult copy_body(void *dst, const void *src, size_t bytes, int dir, CUs
         pthread_mutex_unlock(&sim_lock);
         return CUDA_SUCCESS;
     }
-    mem_do_copy(dst, src, bytes);
+    if (!moved)
+        mem_do_copy(dst, src, bytes);
     struct sim_op op = {.kind = 1, .name = "memcpy", .stream = s, .handle = h, .via = li.via,
                         .bytes = (double)bytes, .dir = dir, .pinned = pinned};
     op.end = cost_copy(bytes, dir, pinned);
@@ -282,7 +343,7 @@ static CUresult copy(void *dst, const void *src, size_t bytes, int dir, CUstream
     char api[64];
     snprintf(api, sizeof api, "%s%s", names[sync][dir + 1], ptsz ? (sync ? "_ptds" : "_ptsz") : "");
     sim_api(0, api);
-    CUresult r = copy_body(dst, src, bytes, dir, h, ptsz, sync);
+    CUresult r = copy_body(dst, src, bytes, dir, h, ptsz, sync, 0);
     sim_api(1, api);
     return r;
 }
@@ -329,3 +390,51 @@ SIM_EXPORT CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CU
 SIM_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream h) { return memset_op(d, v, 1, n, h, 1, 0); }
 SIM_EXPORT CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return memset_op(d, v, 4, n, h, 0, 0); }
 SIM_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream h) { return memset_op(d, v, 4, n, h, 1, 0); }
+
+/* 2D copies (cuMemcpy2D[Async]): the rows are moved at call time like any copy; the stream sees
+ * one copy of WidthInBytes x Height bytes. Not capturable here (graphs keep 1D copies only). */
+static char *addr2d(CUmemorytype t, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t pitch)
+{
+    const char *base = t == CU_MEMORYTYPE_HOST ? host : (const char *)(uintptr_t)dev;
+    if (t == CU_MEMORYTYPE_UNIFIED && !base)
+        base = host;
+    return base ? (char *)base + y * pitch + x : NULL;
+}
+
+CUresult mem_copy2d(const CUDA_MEMCPY2D *c, CUstream h, int ptsz, int sync)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    char *dst = addr2d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY, c->dstPitch);
+    const char *src = addr2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch);
+    if ((!dst || !src) && c->WidthInBytes && c->Height)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (c->srcArray || c->dstArray)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    const char *api = sync ? (ptsz ? "cuMemcpy2D_v2_ptds" : "cuMemcpy2D_v2")
+                           : (ptsz ? "cuMemcpy2DAsync_v2_ptsz" : "cuMemcpy2DAsync_v2");
+    sim_api(0, api);
+    CUresult r = CUDA_SUCCESS;
+    {
+        pthread_mutex_lock(&sim_lock);
+        struct sim_stream *s = tl_resolve(h, ptsz);
+        int capturing = s && s->cap;
+        pthread_mutex_unlock(&sim_lock);
+        if (capturing)
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (r == CUDA_SUCCESS) {
+        for (size_t y = 0; y < c->Height; y++)
+            mem_do_copy(dst + y * c->dstPitch, src + y * c->srcPitch, c->WidthInBytes);
+        r = copy_body(dst, src, c->WidthInBytes * c->Height, -1, h, ptsz, sync, 1);
+    }
+    sim_api(1, api);
+    return r;
+}
+
+SIM_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) { return mem_copy2d(c, NULL, 0, 1); }
+SIM_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c) { return mem_copy2d(c, NULL, 1, 1); }
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *c) { return mem_copy2d(c, NULL, 0, 1); }
+SIM_EXPORT CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *c) { return mem_copy2d(c, NULL, 1, 1); }
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *c, CUstream h) { return mem_copy2d(c, h, 0, 0); }
+SIM_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream h) { return mem_copy2d(c, h, 1, 0); }

@@ -180,6 +180,13 @@ void tlog_flush(void);
 
 /* ---- memory.c ---- */
 int mem_is_pinned(const void *p);
+size_t mem_total(void);
+void ctx_primary_retained(int delta); /* extra.c: primary-context reference count */
+void mem_register(void *p, size_t size);
+void mem_unregister(void *p);
+void mem_register_host(void *p, size_t size);
+int mem_unregister_host(void *p);
+CUresult mem_copy2d(const CUDA_MEMCPY2D *c, CUstream h, int ptsz, int sync);
 int mem_is_device(const void *p);
 void mem_do_copy(void *dst, const void *src, size_t bytes);
 void mem_do_set(void *dst, unsigned value, unsigned elemsize, size_t count);

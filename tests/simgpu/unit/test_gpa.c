@@ -50,8 +50,9 @@ Test(gpa, every_table_entry_resolves)
     }
 }
 
-/* ... and, the other way round, every symbol the library exports is in the table. */
-Test(gpa, every_export_is_in_the_table)
+/* ... and, the other way round, every symbol the library exports resolves: through the table, or
+ * (for the names it does not simulate) to the export itself. */
+Test(gpa, every_export_resolves)
 {
     CK(cuInit(0));
     table_fn get_table;
@@ -74,7 +75,14 @@ Test(gpa, every_export_is_in_the_table)
         int found = 0;
         for (size_t i = 0; i < n && !found; i++)
             found = !strcmp(t[i].sym, sym) || (t[i].sym_ptsz && !strcmp(t[i].sym_ptsz, sym));
-        cr_expect(found, "export %s is not in the cuGetProcAddress table", sym);
+        if (!found) {
+            /* Not simulated by name: cuGetProcAddress still answers it, with the export itself
+             * (a generated "unimplemented" stub) or, for a base name cuda.h renames
+             * (cuArrayCreate -> cuArrayCreate_v2), with the newest variant. */
+            void *fn = NULL;
+            found = cuGetProcAddress(sym, &fn, 13000, 0, NULL) == CUDA_SUCCESS && fn;
+        }
+        cr_expect(found, "export %s does not resolve through cuGetProcAddress", sym);
     }
     pclose(p);
     cr_assert_gt(exports, 100);

@@ -1,22 +1,27 @@
-# zstd and msgpack-c built from their sources (TOKPROF_DEPS_SRC: a folder holding libzstd-*/ and
-# msgpack-c-*/, as scripts/deps-src.sh unpacks Debian's source packages) with the build's own
+# zstd, msgpack-c and zlib built from their sources (TOKPROF_DEPS_SRC: a folder holding libzstd-*/,
+# msgpack-c-*/ and zlib-*/, as scripts/deps-src.sh unpacks Debian's source packages) with the build's own
 # compiler: the release toolchain (cmake/zig-glibc228.cmake) cannot link Debian's archives, which
 # were compiled against glibc 2.36's headers. Static, position-independent and hidden, so they
 # link into the shim, the CLI and the decoder library without being re-exported.
-# Sets ZSTD_STATIC, MSGPACK_STATIC (target names), ZSTD_INCLUDE and MSGPACK_INCLUDE.
+# Sets ZSTD_STATIC, MSGPACK_STATIC, ZLIB_STATIC (target names), ZSTD_INCLUDE and MSGPACK_INCLUDE.
 get_filename_component(TOKPROF_DEPS_SRC "${TOKPROF_DEPS_SRC}" ABSOLUTE BASE_DIR "${CMAKE_SOURCE_DIR}")
 file(GLOB _zstd_dir LIST_DIRECTORIES true "${TOKPROF_DEPS_SRC}/libzstd-*")
-if(NOT _zstd_dir)
+file(GLOB _zlib_dir LIST_DIRECTORIES true "${TOKPROF_DEPS_SRC}/zlib-*")
+list(FILTER _zlib_dir EXCLUDE REGEX "\\.(tar|dsc|asc|xz|gz)")
+if(NOT _zstd_dir OR NOT _zlib_dir)
   # `pip wheel .` on a fresh checkout: fetch them (Debian's apt-get source)
   execute_process(COMMAND "${CMAKE_SOURCE_DIR}/scripts/deps-src.sh" "${TOKPROF_DEPS_SRC}")
 endif()
 file(GLOB _zstd_dir LIST_DIRECTORIES true "${TOKPROF_DEPS_SRC}/libzstd-*" "${TOKPROF_DEPS_SRC}/zstd-*")
 file(GLOB _msgpack_dir LIST_DIRECTORIES true "${TOKPROF_DEPS_SRC}/msgpack-c-*")
+file(GLOB _zlib_dir LIST_DIRECTORIES true "${TOKPROF_DEPS_SRC}/zlib-*")
+list(FILTER _zlib_dir EXCLUDE REGEX "\\.(tar|dsc|asc|xz|gz)")
 list(FILTER _zstd_dir EXCLUDE REGEX "\\.(tar|dsc|asc|xz|gz)")
 list(FILTER _msgpack_dir EXCLUDE REGEX "\\.(tar|dsc|asc|xz|gz)")
-if(NOT _zstd_dir OR NOT _msgpack_dir)
-  message(FATAL_ERROR "TOKPROF_DEPS_SRC=${TOKPROF_DEPS_SRC}: no libzstd-*/ or msgpack-c-*/ (run scripts/deps-src.sh)")
+if(NOT _zstd_dir OR NOT _msgpack_dir OR NOT _zlib_dir)
+  message(FATAL_ERROR "TOKPROF_DEPS_SRC=${TOKPROF_DEPS_SRC}: no libzstd-*/, msgpack-c-*/ or zlib-*/ (run scripts/deps-src.sh)")
 endif()
+list(GET _zlib_dir 0 _zlib_dir)
 list(GET _zstd_dir 0 _zstd_dir)
 list(GET _msgpack_dir 0 _msgpack_dir)
 
@@ -48,3 +53,16 @@ set(ZSTD_STATIC tkp_dep_zstd)
 set(MSGPACK_STATIC tkp_dep_msgpack)
 set(ZSTD_INCLUDE "${_zstd_dir}/lib")
 set(MSGPACK_INCLUDE "${_mp_gen}")
+
+# zlib (gzip tables and HTTP bodies of the fleet commands): its library sources at the top level
+set(_zlib_names adler32 compress crc32 deflate gzclose gzlib gzread gzwrite infback inffast inflate
+  inftrees trees uncompr zutil)
+list(TRANSFORM _zlib_names PREPEND "${_zlib_dir}/")
+list(TRANSFORM _zlib_names APPEND ".c")
+add_library(tkp_dep_zlib STATIC ${_zlib_names})
+target_include_directories(tkp_dep_zlib PUBLIC "${_zlib_dir}")
+target_compile_definitions(tkp_dep_zlib PRIVATE HAVE_UNISTD_H HAVE_STDARG_H)
+target_compile_options(tkp_dep_zlib PRIVATE -O2 -w)
+set_target_properties(tkp_dep_zlib PROPERTIES POSITION_INDEPENDENT_CODE ON
+  C_VISIBILITY_PRESET hidden)
+set(ZLIB_STATIC tkp_dep_zlib)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches and unpacks the sources of zstd and msgpack-c for the release build (cmake/deps.cmake):
+# Fetches and unpacks the sources of zstd, msgpack-c and zlib for the release build (cmake/deps.cmake):
 # Debian's source packages (the same versions the default build links), by apt-get source with
 # deb-src entries derived from this machine's own apt sources, in a private apt state so the
 # system's configuration is left as it is. Usage: scripts/deps-src.sh DIR (default .deps);
@@ -9,7 +9,7 @@ dir=${1:-.deps}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 have() { compgen -G "$dir/$1" >/dev/null; }
-if have 'libzstd-*/lib/zstd.h' && have 'msgpack-c-*/src/unpack.c'; then exit 0; fi
+if have 'libzstd-*/lib/zstd.h' && have 'msgpack-c-*/src/unpack.c' && have 'zlib-*/inflate.c'; then exit 0; fi
 
 state="$dir/.apt"
 mkdir -p "$state/lists/partial" "$state/parts"
@@ -29,7 +29,7 @@ apt_opts=(-o "Dir::Etc::SourceList=$state/sources.list" -o "Dir::Etc::SourcePart
 cd "$dir"
 # A mirror may serve the security suite's binaries but not its sources: then the main suite's.
 if ! { apt-get -qq "${apt_opts[@]}" update && \
-       apt-get -qq "${apt_opts[@]}" source --download-only libzstd msgpack-c; } 2>"$state/err"; then
+       apt-get -qq "${apt_opts[@]}" source --download-only libzstd msgpack-c zlib; } 2>"$state/err"; then
     echo "deps-src: $(grep -m1 '^E:' "$state/err" || tail -1 "$state/err"); trying without the security suite" >&2
     for f in "$state"/parts/*.sources; do
         [ -e "$f" ] || continue
@@ -38,12 +38,12 @@ if ! { apt-get -qq "${apt_opts[@]}" update && \
     sed -i '/security/d' "$state/sources.list"
     rm -f ./*.dsc ./*.tar.* ./*.asc
     apt-get -qq "${apt_opts[@]}" update
-    apt-get -qq "${apt_opts[@]}" source --download-only libzstd msgpack-c
+    apt-get -qq "${apt_opts[@]}" source --download-only libzstd msgpack-c zlib
 fi
-for dsc in libzstd_*.dsc msgpack-c_*.dsc; do
+for dsc in libzstd_*.dsc msgpack-c_*.dsc zlib_*.dsc; do
     pkgdir=$(sed -n 's/^Source: //p' "$dsc")-$(sed -n 's/^Version: \(.*:\)\{0,1\}\([^-]*\).*/\2/p' "$dsc")
     rm -rf "$pkgdir"
     dpkg-source -q --no-check -x "$dsc" "$pkgdir" >/dev/null
 done
-have 'libzstd-*/lib/zstd.h' && have 'msgpack-c-*/src/unpack.c' || {
-    echo "deps-src: no zstd or msgpack-c sources unpacked in $dir" >&2; exit 1; }
+have 'libzstd-*/lib/zstd.h' && have 'msgpack-c-*/src/unpack.c' && have 'zlib-*/inflate.c' || {
+    echo "deps-src: no zstd, msgpack-c or zlib sources unpacked in $dir" >&2; exit 1; }

@@ -46,9 +46,10 @@ static struct tkp_fused_step *step_row(struct tkp_fused *f, uint32_t thread, uin
     return s;
 }
 
-/* 1 when the name is a fused expert kernel, 0 when not, negative on no memory. Names are the
- * reader's strings, alive until it closes: each is classified once (a linear list: captures have
- * hundreds of distinct names, and the last one asked is checked first). */
+/* 1 when the name is a fused expert kernel (re[0] and not re[1]), 0 when not, negative on no
+ * memory. Names are the reader's strings, alive until it closes: each is classified once (a
+ * linear list: captures have hundreds of distinct names, and the last one asked is checked
+ * first). */
 static int is_fused(struct tkp_fused *f, const regex_t *re, const char *name)
 {
     if (!name) return 0;
@@ -57,7 +58,7 @@ static int is_fused(struct tkp_fused *f, const regex_t *re, const char *name)
     size_t cap = f->seen_cap;
     if (TKP_GROW(f->seen, f->seen_cap, f->nseen + 1)) return TKP_ERR_NOMEM;
     if (TKP_GROW(f->seen_ok, cap, f->nseen + 1)) return TKP_ERR_NOMEM;
-    int ok = regexec(re, name, 0, NULL, 0) == 0;
+    int ok = regexec(&re[0], name, 0, NULL, 0) == 0 && regexec(&re[1], name, 0, NULL, 0) != 0;
     f->seen[f->nseen] = name, f->seen_ok[f->nseen++] = (unsigned char)ok;
     if (ok && f->nnames < TKP_MOE_FUSED_NAMES) {
         size_t i = 0;
@@ -131,14 +132,19 @@ char *tkp_fused_display_name(const char *name, char *buf, size_t n)
 
 int tkp_fused_load(struct tkp_reader *r, struct tkp_fused *f)
 {
-    regex_t re;
+    regex_t re[2]; /* the names, and the set-up kernels among them that are not */
     struct tkp_record rec;
     int err;
     memset(f, 0, sizeof(*f));
-    if (regcomp(&re, TKP_MOE_FUSED_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB)) return TKP_ERR_NOMEM;
+    if (regcomp(&re[0], TKP_MOE_FUSED_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB)) return TKP_ERR_NOMEM;
+    if (regcomp(&re[1], TKP_MOE_FUSED_NOT_RE, REG_EXTENDED | REG_ICASE | REG_NOSUB)) {
+        regfree(&re[0]);
+        return TKP_ERR_NOMEM;
+    }
     while ((err = tkp_reader_next(r, &rec)) == 1)
-        if ((err = add(f, &re, &rec))) break;
-    regfree(&re);
+        if ((err = add(f, re, &rec))) break;
+    regfree(&re[0]);
+    regfree(&re[1]);
     if (err < 0) return err;
     if (f->nsteps > 1) tkp_sort(f->steps, f->nsteps, sizeof(*f->steps), cmp_step);
     return 0;

@@ -5,8 +5,9 @@
  * is, and what `tokprof moe` reports instead: the grouped kernels' launches and GPU time per step
  * and the trend of that time over the run.
  *
- * A name is a fused expert kernel when it matches TKP_MOE_FUSED_RE (POSIX ERE, case-insensitive,
- * anywhere in the name). Memory: O(steps that launched such a kernel) + O(distinct names). */
+ * A name is a fused expert kernel when it matches TKP_MOE_FUSED_RE and not TKP_MOE_FUSED_NOT_RE
+ * (POSIX ERE, case-insensitive, anywhere in the name): PyTorch 2.15's grouped GEMM is
+ * `cutlass::device_kernel<...GemmUniversal<cutlass::gemm::GroupProblemShape<...>...>>`. Memory: O(steps that launched such a kernel) + O(distinct names). */
 #ifndef TKP_MOE_FUSED_H
 #define TKP_MOE_FUSED_H
 
@@ -17,7 +18,9 @@ struct tkp_reader;
 
 #define TKP_MOE_FUSED_RE                                                                          \
     "fused_moe|moe_gemm|moe_mm|moegemm|grouped_?mm|grouped_?gemm|group_?gemm|gemm_?grouped|"     \
-    "moe_?ggemm"
+    "moe_?ggemm|group_?problem_?shape"
+/* ... but not the set-up kernels around them (PyTorch's prepare_grouped_gemm_data) */
+#define TKP_MOE_FUSED_NOT_RE "prepare_"
 #define TKP_MOE_FUSED_NAMES 8 /* distinct kernel names kept for the report */
 
 struct tkp_fused_step {

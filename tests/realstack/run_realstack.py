@@ -16,7 +16,9 @@ Checks, for every process that executed work (P of them; one truth log and one c
      or --step: the torch.compile tests use the loops' NVTX ranges, README.md says why);
   5. no kernel class is "other" but for the names that say nothing of their family (sort, scan,
      histogram, softmax: AMBIGUOUS below; tests/realstack/README.md);
-  6. `tokprof summary` reads it without a warning (GPU records arrived with their steps).
+  6. `tokprof summary` reads it without a warning (GPU records arrived with their steps);
+  7. moe: `tokprof moe` reports no expert (the experts are CUTLASS grouped GEMMs: per-expert load
+     is not observable from the host) and the grouped kernels' launches and GPU time per step.
 The work directory keeps both runs' truth logs, the captures and their dumps."""
 import argparse
 import collections
@@ -118,6 +120,28 @@ def check_process(truth_path, cap, tokprof, work, want_steps, errors):
     print(f"pid {pid}: {nkernels} kernels, {len(steps)} token steps, {gpu_line(g.stdout)}")
 
 
+def check_moe(cap, tokprof, pid, want_steps, errors):
+    """7: the grouped expert GEMMs are found, no expert count is made up from the cuBLAS calls
+    around them (router, shared expert), and every token step has their GPU time."""
+    p = subprocess.run([tokprof, "moe", "--json", cap], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300)
+    if p.returncode != 0:
+        errors.append(f"pid {pid}: tokprof moe: exit {p.returncode}: {p.stderr.strip()}")
+        return
+    d = json.loads(p.stdout)
+    fu = d.get("fused")
+    if d["threads"] or not fu or fu["per_expert_observable"] is not False:
+        errors.append(f"pid {pid}: tokprof moe made up experts or found no grouped kernel: "
+                      f"{len(d['threads'])} threads of experts, fused {bool(fu)}")
+        return
+    if not any("GroupProblemShape" in k for k in fu["kernels"]):
+        errors.append(f"pid {pid}: moe fused kernels {fu['kernels']}")
+    steps = [s for t in fu["threads"] for s in t["steps"] if s["kernels"]]
+    if len(steps) < want_steps or any(not s["gpu_ns"] for s in steps):
+        errors.append(f"pid {pid}: moe: {len(steps)} steps with grouped kernels and GPU time, "
+                      f"want {want_steps}")
+
+
 def gpu_line(text):
     return text.strip().splitlines()[-1] if text.strip() else ""
 
@@ -182,6 +206,8 @@ def main():
             errors.append(f"pid {pid} executed work but left {len(caps)} captures")
             continue
         check_process(t, caps[0], a.tokprof, d, a.steps + 1, errors)
+        if a.mode == "moe":
+            check_moe(caps[0], a.tokprof, pid, a.steps + 1, errors)
     if errors:
         print("FAIL:\n" + "\n".join(errors[:30]))
         return 1

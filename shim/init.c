@@ -1,5 +1,7 @@
-/* Process-level state of the shim: lazy start at the first CUDA call, exit, fork, and the public
- * step markers.
+/* The top floor: the only file that knows every folder. It wires them together (the calls that
+ * go upward at run time are callbacks set here: the ring's thread hooks, the step detector's
+ * segment hook, the capture's start function, the writer's sink), and owns the process-level
+ * life of a capture: lazy start at the first CUDA call, exit, fork.
  *
  * The constructor does nothing costly: every child of a traced server inherits LD_PRELOAD
  * (compilers, shells, nvidia-smi), and those must pay nothing and write nothing. Capture starts
@@ -10,23 +12,32 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cupti.h"
-#include "graph.h"
-#include "stacks.h"
-#include "ring.h"
-#include "tokprof/format.h"
-#include "tokprof/tokprof.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/real.h"
+#include "core/state.h"
+#include "gpu/cupti.h"
+#include "gpu/graph.h"
+#include "record/ring.h"
+#include "record/stacks.h"
+#include "record/step.h"
+#include "sink/flight.h"
+#include "sink/prod.h"
+#include "sink/stream.h"
+#include "writer/writer.h"
 
-_Atomic int tkp_state;          /* 0 not started, 1 capturing, 2 starting, -1 off */
-_Atomic int tkp_captures_active;
 static int atexit_registered;
 static pid_t started_pid;
 
-void *tkp_resolve_real_dlsym(void);
+static int start(void);
 
 __attribute__((constructor)) static void tkp_on_load(void)
 {
     tkp_resolve_real_dlsym(); /* so dlsym.S's fast path is ready before any library asks */
+    /* What reaches upward at run time, handed down once. */
+    tkp_rings_set_hooks(tkp_step_thread_init, tkp_step_flush_thread);
+    tkp_step_set_segment_hook(tkp_cupti_on_segment);
+    tkp_state_set_start(start);
 }
 
 static void on_exit_flush(void)
@@ -46,24 +57,16 @@ static void after_fork_child(void)
     tkp_rings_reset_after_fork();
     tkp_graph_reset_after_fork();
     tkp_writer_after_fork();
+    tkp_stream_after_fork();
+    tkp_flight_after_fork();
     tkp_cupti_after_fork();
     tkp_stacks_after_fork();
     atomic_store(&tkp_state, 0);
 }
 
-static int start_slow(void);
-
-/* Starting runs inside the program's first CUDA call: files, a thread, maybe a directory. None of
- * that may leak into the errno the program sees. */
-int tkp_start_slow(void)
-{
-    int saved = errno;
-    int rc = start_slow();
-    errno = saved;
-    return rc;
-}
-
-static int start_slow(void)
+/* The program's first CUDA call (through tkp_start_slow, which keeps errno): files, a thread,
+ * maybe a directory. Returns 1 when capturing. */
+static int start(void)
 {
     int expect = 0;
     if (!atomic_compare_exchange_strong(&tkp_state, &expect, 2)) {
@@ -82,6 +85,8 @@ static int start_slow(void)
         return 0;
     }
     tkp_config_load();
+    tkp_stacks_config(); /* TOKPROF_STACKS, TOKPROF_STACKS_UNWINDER (record/stacks.c) */
+    tkp_prod_config_load(); /* TOKPROF_MODE, budgets, flight recorder, triggers (sink/prod.c) */
     if (tkp_cfg.disabled) {
         atomic_store(&tkp_state, -1);
         return 0;
@@ -89,7 +94,7 @@ static int start_slow(void)
     tkp_clock_init();
     started_pid = getpid();
     tkp_stacks_start(); /* TOKPROF_STACKS: the unwinder is loaded here, never on a launch */
-    if (tkp_writer_start()) {
+    if (tkp_writer_start(tkp_prod.flight ? &tkp_flight_sink : &tkp_stream_sink)) {
         atomic_store(&tkp_state, -1);
         return 0;
     }
@@ -103,34 +108,4 @@ static int start_slow(void)
     tkp_cupti_start(); /* tier 2; fails soft to tier 1 */
     atomic_store(&tkp_state, 1);
     return 1;
-}
-
-/* ---- public markers (include/tokprof/tokprof.h) --------------------------------------------- */
-
-static void marker(int kind)
-{
-    if (!tkp_active()) return;
-    struct tkp_ring *r = tkp_ring_self();
-    if (!r) return;
-    uint64_t ts = tkp_stamp();
-    struct tkp_ev *e = tkp_ring_reserve(r);
-    if (e) {
-        e->type = TKP_REC_MARKER;
-        e->sub = (uint8_t)kind;
-        e->step = tkp_step_current(r);
-        e->ts = ts;
-        e->a = 0;
-        tkp_ring_commit(r);
-    }
-    if (tkp_cfg.step_mode == TKP_STEPMODE_MARKER) tkp_step_on_marker(r, kind, ts);
-}
-
-TKP_EXPORT void tokprof_step_begin(void)
-{
-    marker(TKP_MARK_STEP_BEGIN);
-}
-
-TKP_EXPORT void tokprof_step_end(void)
-{
-    marker(TKP_MARK_STEP_END);
 }

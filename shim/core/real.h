@@ -1,0 +1,19 @@
+/* The real functions behind our hooks (real.c). */
+#ifndef TKP_CORE_REAL_H
+#define TKP_CORE_REAL_H
+
+typedef void *(*tkp_dlsym_fn)(void *, const char *);
+/* glibc's dlsym, read by hooks/dlsym.S's fast path; NULL until resolved. */
+extern tkp_dlsym_fn tkp_dlsym_next;
+/* Resolves tkp_dlsym_next (dlvsym of GLIBC_2.34, else GLIBC_2.2.5) once; returns it. */
+void *tkp_resolve_real_dlsym(void);
+void *tkp_real_dlsym(void *handle, const char *name);
+/* The next definition of a runtime symbol for a given major (12 or 13), cached by the caller. */
+void *tkp_real_cudart(const char *name, const char *version);
+/* The definition of name@node in the library whose soname is node ("libcublas.so.13"), found
+ * through RTLD_NEXT or a RTLD_NOLOAD handle, else unversioned; NULL when absent. */
+void *tkp_real_lib(const char *name, const char *node);
+/* The real libcuda's export (dlopen'ed RTLD_NOLOAD first, then loaded), or NULL. */
+void *tkp_real_driver(const char *name);
+
+#endif

@@ -1,0 +1,757 @@
+/* Tier 2: GPU time. CUPTI activity records (exact start/end of every kernel, copy and memset,
+ * graph nodes and library-internal kernels included), joined to the host records of tier 1.
+ *
+ * libcupti is dlopen'ed at capture start, never linked: without it (or when it is taken by nsys
+ * or torch.profiler, or when there is no GPU) the capture goes on with tier 1 alone, after one
+ * warning line, and a GPU_INFO record says why GPU time is missing.
+ *
+ * The join. CUPTI gives every API call a correlation id, shared by the GPU records it caused
+ * (all nodes of a graph launch share the graph launch's). We enable CUPTI *callbacks* for the
+ * launch, graph-launch, copy and memset API ids only (runtime and driver domains). Our own hooks
+ * have already recorded the host record and counted it in the thread's segment when CUPTI calls
+ * back from inside the real call, so the callback knows the record's (thread, step, ordinal) by
+ * reading the thread's step state, and pushes one ring event {correlation, join kind, step,
+ * ordinal}. No CUPTI call is made per launch; the cost is CUPTI's own callback dispatch plus
+ * one ring slot. The writer turns those events into a correlation table (direct-mapped on the
+ * id, writer-private) before it encodes the GPU records of buffers completed earlier, so a
+ * GPU record always finds its launch's event (causality: the buffer completed after the call).
+ * Graph kernels carry CUPTI's graphNodeId; graph.c registers cuptiGetGraphNodeId of every node
+ * at instantiation, which maps it to our capture-local graph and node ids.
+ *
+ * Buffers CUPTI hands back are pushed on a lock-free list and walked by the writer thread, never
+ * in CUPTI's thread. Their total is capped (TOKPROF_GPU_BUFFER_MB): past it the request callback
+ * declines and CUPTI counts drops, which we record. */
+#include "gpu/cupti.h"
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/map.h"
+#include "core/real.h"
+#include "core/state.h"
+#include "record/col.h"
+#include "record/ring.h"
+#include "record/step.h"
+#include "tokprof/format.h"
+
+/* Kernel records are read through the prefix common to Kernel5..Kernel10 (notes §2.1), so a
+ * CUPTI 12 (Kernel9) or a later one works the same. */
+_Static_assert(offsetof(CUpti_ActivityKernel10, start) == 16, "kernel start");
+_Static_assert(offsetof(CUpti_ActivityKernel10, end) == 24, "kernel end");
+_Static_assert(offsetof(CUpti_ActivityKernel10, deviceId) == 40, "kernel deviceId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, streamId) == 48, "kernel streamId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, gridX) == 52, "kernel gridX");
+_Static_assert(offsetof(CUpti_ActivityKernel10, correlationId) == 92, "kernel correlationId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, name) == 104, "kernel name");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphNodeId) == 144, "kernel graphNodeId");
+_Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156, "kernel graphId");
+
+#define BUF_SIZE (256u << 10)
+#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
+#define NODEMAP_MAX (1u << 20)
+#define RANGES_MAX 256
+
+enum gpu_mode { MODE_ALWAYS, MODE_WINDOW, MODE_TRIGGER, MODE_OFF };
+
+/* ---- CUPTI entry points (dlsym'ed) ---- */
+static struct {
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
+                                   CUpti_CallbackId);
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
+                                      CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*register_ts)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*enable)(CUpti_ActivityKind);
+    CUptiResult (*disable)(CUpti_ActivityKind);
+    CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*flush_all)(uint32_t);
+    CUptiResult (*flush_period)(uint32_t);
+    CUptiResult (*node_id)(CUgraphNode, uint64_t *);
+} api;
+
+static struct {
+    int mode;
+    unsigned win_n, win_m, trigger_steps;
+    uint64_t buffer_cap;
+    int status; /* enum tkp_gpu_status */
+    char reason[160];
+    int loaded; /* CUPTI loaded and subscribed in this process */
+    _Atomic int active; /* records are being collected */
+    _Atomic int kinds_on;
+    _Atomic uint32_t main_thread; /* capture-local index of the stepping thread, or none */
+    _Atomic uint32_t cur_seg;     /* its current segment */
+    _Atomic unsigned armed;       /* trigger: steps to trace from the next boundary */
+    uint32_t range_from[RANGES_MAX], range_to[RANGES_MAX];
+    _Atomic uint32_t nranges;
+    /* buffers */
+    _Atomic uint64_t buf_bytes, buf_peak;
+    struct gbuf *_Atomic done_list;
+    _Atomic uint64_t cupti_dropped;
+    /* writer-private */
+    uint64_t records, bad_time, unjoined, filtered;
+    uint64_t info_sig; /* counters last emitted in GPU_INFO */
+    int info_sent;
+} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
+
+/* The open COLS (writer-private; "columns", below). */
+#define COLS_FIELDS 17
+static struct {
+    int type; /* of the open COLS */
+    uint32_t n, nf;
+    uint64_t prev[COLS_FIELDS];
+    struct tkp_col c[COLS_FIELDS];
+} cols;
+
+struct gbuf {
+    struct gbuf *next;
+    size_t valid;
+    uint8_t data[] __attribute__((aligned(8)));
+};
+
+/* ---- configuration ---- */
+
+static void config(void)
+{
+    const char *v = getenv("TOKPROF_GPU");
+    gpu.mode = MODE_ALWAYS;
+    if (v && *v) {
+        unsigned n, m;
+        char c;
+        if (!strcmp(v, "always")) gpu.mode = MODE_ALWAYS;
+        else if (!strcmp(v, "off")) gpu.mode = MODE_OFF;
+        else if (!strcmp(v, "trigger")) gpu.mode = MODE_TRIGGER;
+        else if (sscanf(v, "window:%u/%u%c", &n, &m, &c) == 2 && n >= 1 && m >= n) {
+            gpu.mode = MODE_WINDOW;
+            gpu.win_n = n;
+            gpu.win_m = m;
+        } else
+            tkp_warn("TOKPROF_GPU=%s is not always|off|trigger|window:N/M (1<=N<=M); using always",
+                     v);
+    }
+    gpu.trigger_steps = 10;
+    v = getenv("TOKPROF_GPU_TRIGGER_STEPS");
+    if (v && *v) gpu.trigger_steps = (unsigned)strtoul(v, NULL, 10);
+    if (!gpu.trigger_steps) gpu.trigger_steps = 10;
+    gpu.buffer_cap = 32ull << 20;
+    v = getenv("TOKPROF_GPU_BUFFER_MB");
+    if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
+}
+
+static const char *mode_str(char *buf, size_t n)
+{
+    switch (gpu.mode) {
+    case MODE_WINDOW: snprintf(buf, n, "window:%u/%u", gpu.win_n, gpu.win_m); return buf;
+    case MODE_TRIGGER: snprintf(buf, n, "trigger:%u", gpu.trigger_steps); return buf;
+    case MODE_OFF: return "off";
+    default: return "always";
+    }
+}
+
+/* ---- which steps are traced ---- */
+
+static int traced(uint32_t seg)
+{
+    if (gpu.mode == MODE_WINDOW) return seg % gpu.win_m < gpu.win_n;
+    if (gpu.mode == MODE_TRIGGER) {
+        uint32_t n = atomic_load_explicit(&gpu.nranges, memory_order_acquire);
+        for (uint32_t i = n > RANGES_MAX ? n - RANGES_MAX : 0; i < n; i++)
+            if (seg >= gpu.range_from[i % RANGES_MAX] && seg < gpu.range_to[i % RANGES_MAX])
+                return 1;
+        return 0;
+    }
+    return 1;
+}
+
+static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                           CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+/* Switches the activity kinds; the subscription and callbacks stay (no teardown per window). */
+static void set_kinds(int on)
+{
+    if (atomic_exchange(&gpu.kinds_on, on) == on) return;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        (on ? api.enable : api.disable)(kinds[i]);
+}
+
+void tkp_gpu_arm(unsigned steps)
+{
+    atomic_store(&gpu.armed, steps ? steps : gpu.trigger_steps);
+}
+
+static void on_sigusr2(int sig)
+{
+    (void)sig;
+    tkp_gpu_arm(gpu.trigger_steps);
+}
+
+void tkp_cupti_on_segment(uint32_t seg)
+{
+    if (!atomic_load_explicit(&gpu.active, memory_order_relaxed) || gpu.mode == MODE_ALWAYS) return;
+    struct tkp_ring *r = tkp_tls.ring;
+    if (!r) return;
+    uint32_t none = UINT32_MAX;
+    atomic_compare_exchange_strong(&gpu.main_thread, &none, r->thread_idx);
+    if (atomic_load(&gpu.main_thread) != r->thread_idx) return;
+    atomic_store(&gpu.cur_seg, seg);
+    unsigned armed = atomic_exchange(&gpu.armed, 0);
+    if (armed) {
+        uint32_t n = atomic_load(&gpu.nranges);
+        gpu.range_from[n % RANGES_MAX] = seg;
+        gpu.range_to[n % RANGES_MAX] = seg + armed;
+        atomic_store_explicit(&gpu.nranges, n + 1, memory_order_release);
+    }
+    /* Switched on eagerly: the segment's first launch must be seen. Switched off lazily, at the
+     * next launch (the callback), so that the previous step's last copy, issued after its
+     * boundary was detected, is still traced. The writer drops what falls outside. */
+    if (traced(seg)) tkp_tls.depth++, set_kinds(1), tkp_tls.depth--;
+}
+
+/* ---- callbacks (application threads) ---- */
+
+static uint8_t cb_join[3][1024]; /* [domain][cbid] -> enum tkp_gpu_join */
+
+static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid,
+                            const void *data)
+{
+    (void)ud;
+    const CUpti_CallbackData *d = data;
+    if (d->callbackSite != CUPTI_API_ENTER || (unsigned)dom > 2 || cbid >= 1024) return;
+    int join = cb_join[dom][cbid];
+    struct tkp_ring *r = tkp_tls.ring;
+    if (!join || !r || !atomic_load_explicit(&gpu.active, memory_order_relaxed)) return;
+    struct tkp_stepstate *s = tkp_step_state(r);
+    uint32_t step = s->seg, idx;
+    if (join == TKP_JOIN_LAUNCH) {
+        if (!s->launches) return;
+        idx = s->launches - 1;
+    } else if (join == TKP_JOIN_GRAPH_LAUNCH) {
+        if (!s->graph_launches) return;
+        idx = s->graph_launches - 1;
+    } else if (s->copies) {
+        idx = s->copies - 1;
+    } else if (s->npending && s->last_marked + 1 == (int64_t)s->seg) {
+        /* the copy that ended the previous segment (auto mode): counted there */
+        const struct tkp_pending *p =
+            &s->pending[(s->pending_head + s->npending - 1) % TKP_PENDING_MAX];
+        if (!p->copies) return;
+        step = p->seg;
+        idx = p->copies - 1;
+    } else {
+        return;
+    }
+    if (gpu.mode != MODE_ALWAYS && atomic_load_explicit(&gpu.kinds_on, memory_order_relaxed) &&
+        atomic_load_explicit(&gpu.main_thread, memory_order_relaxed) == r->thread_idx &&
+        !traced(s->seg))
+        set_kinds(0);
+    /* Outside a window nothing will need the join: no ring slot, and the writer's table keeps
+     * its slots for the correlations that will */
+    if (!atomic_load_explicit(&gpu.kinds_on, memory_order_relaxed)) return;
+    struct tkp_ev *e = tkp_ring_reserve(r);
+    if (!e) return;
+    e->type = TKP_EV_GPU_CORR;
+    e->sub = (uint8_t)join;
+    e->step = step;
+    e->ts = 0;
+    e->a = d->correlationId;
+    e->u[0] = idx;
+    tkp_ring_commit(r);
+}
+
+static void enable_callbacks(CUpti_SubscriberHandle sub)
+{
+    static const struct { int dom, cbid, join; } ids[] = {
+#define RT(n, j) {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_##n, j}
+#define DR(n, j) {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##n, j}
+        RT(cudaLaunchKernel_v7000, 1), RT(cudaLaunchKernel_ptsz_v7000, 1),
+        RT(cudaLaunchKernelExC_v11060, 1), RT(cudaLaunchKernelExC_ptsz_v11060, 1),
+        RT(__cudaLaunchKernel_v13000, 1), RT(__cudaLaunchKernel_ptsz_v13000, 1),
+        RT(cudaLaunchCooperativeKernel_v9000, 1), RT(cudaLaunchCooperativeKernel_ptsz_v9000, 1),
+        RT(cudaGraphLaunch_v10000, 2), RT(cudaGraphLaunch_ptsz_v10000, 2),
+        RT(cudaMemcpy_v3020, 3), RT(cudaMemcpy_ptds_v7000, 3), RT(cudaMemcpyAsync_v3020, 3),
+        RT(cudaMemcpyAsync_ptsz_v7000, 3), RT(cudaMemset_v3020, 3), RT(cudaMemset_ptds_v7000, 3),
+        RT(cudaMemsetAsync_v3020, 3), RT(cudaMemsetAsync_ptsz_v7000, 3),
+        DR(cuLaunchKernel, 1), DR(cuLaunchKernel_ptsz, 1), DR(cuLaunchKernelEx, 1),
+        DR(cuLaunchKernelEx_ptsz, 1), DR(cuLaunchCooperativeKernel, 1),
+        DR(cuLaunchCooperativeKernel_ptsz, 1), DR(cuGraphLaunch, 2), DR(cuGraphLaunch_ptsz, 2),
+        DR(cuMemcpy, 3), DR(cuMemcpy_ptds, 3), DR(cuMemcpyAsync, 3), DR(cuMemcpyAsync_ptsz, 3),
+        DR(cuMemcpyHtoD_v2, 3), DR(cuMemcpyHtoD_v2_ptds, 3), DR(cuMemcpyDtoH_v2, 3),
+        DR(cuMemcpyDtoH_v2_ptds, 3), DR(cuMemcpyDtoD_v2, 3), DR(cuMemcpyDtoD_v2_ptds, 3),
+        DR(cuMemcpyHtoDAsync_v2, 3), DR(cuMemcpyHtoDAsync_v2_ptsz, 3),
+        DR(cuMemcpyDtoHAsync_v2, 3), DR(cuMemcpyDtoHAsync_v2_ptsz, 3),
+        DR(cuMemcpyDtoDAsync_v2, 3), DR(cuMemcpyDtoDAsync_v2_ptsz, 3), DR(cuMemsetD8_v2, 3),
+        DR(cuMemsetD8_v2_ptds, 3), DR(cuMemsetD32_v2, 3), DR(cuMemsetD32_v2_ptds, 3),
+        DR(cuMemsetD8Async, 3), DR(cuMemsetD8Async_ptsz, 3), DR(cuMemsetD32Async, 3),
+        DR(cuMemsetD32Async_ptsz, 3),
+#undef RT
+#undef DR
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        if (ids[i].cbid >= 1024) continue;
+        cb_join[ids[i].dom][ids[i].cbid] = (uint8_t)ids[i].join;
+        api.enable_callback(1, sub, (CUpti_CallbackDomain)ids[i].dom,
+                            (CUpti_CallbackId)ids[i].cbid);
+    }
+}
+
+/* ---- buffers (CUPTI's threads) ---- */
+
+static uint64_t CUPTIAPI clock_ns(void)
+{
+    return tkp_now_ns(); /* GPU times land on the capture's CLOCK_MONOTONIC */
+}
+
+static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0;
+    uint64_t total = atomic_fetch_add(&gpu.buf_bytes, BUF_SIZE) + BUF_SIZE;
+    if (total > gpu.buffer_cap) { /* declined: CUPTI drops and counts */
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
+        return;
+    }
+    struct gbuf *b = malloc(sizeof *b + BUF_SIZE);
+    if (!b) {
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
+        return;
+    }
+    uint64_t peak = atomic_load(&gpu.buf_peak);
+    while (total > peak && !atomic_compare_exchange_weak(&gpu.buf_peak, &peak, total)) {
+    }
+    *buffer = b->data;
+    *size = BUF_SIZE;
+}
+
+static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                  size_t valid)
+{
+    (void)ctx, (void)size;
+    size_t n = 0;
+    if (api.dropped && api.dropped(NULL, stream, &n) == CUPTI_SUCCESS && n)
+        atomic_fetch_add(&gpu.cupti_dropped, n);
+    if (!buffer) return;
+    struct gbuf *b = (struct gbuf *)(buffer - offsetof(struct gbuf, data));
+    b->valid = valid;
+    b->next = atomic_load(&gpu.done_list);
+    while (!atomic_compare_exchange_weak(&gpu.done_list, &b->next, b)) {
+    }
+}
+
+/* ---- start, stop ---- */
+
+static void off(int status, const char *why)
+{
+    gpu.status = status;
+    snprintf(gpu.reason, sizeof gpu.reason, "%s", why);
+    tkp_warn("GPU time off: %s; host capture continues", why);
+}
+
+void tkp_cupti_start(void)
+{
+    config();
+    if (gpu.mode == MODE_OFF) {
+        gpu.status = TKP_GPU_OFF;
+        snprintf(gpu.reason, sizeof gpu.reason, "TOKPROF_GPU=off");
+        return;
+    }
+    if (gpu.loaded) return;
+    tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
+    /* tkp_env: a secure-execution process never dlopens a path from its environment (it never
+     * starts capture at all: init.c; this is the second lock on the same door). */
+    const char *path = tkp_env("TOKPROF_CUPTI_PATH");
+    void *h = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        off(TKP_GPU_NO_CUPTI, "libcupti.so.13 not found");
+        goto out;
+    }
+#define SYM(f, n) *(void **)&api.f = tkp_real_dlsym(h, n)
+    SYM(subscribe, "cuptiSubscribe");
+    SYM(enable_callback, "cuptiEnableCallback");
+    SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
+    SYM(register_ts, "cuptiActivityRegisterTimestampCallback");
+    SYM(enable, "cuptiActivityEnable");
+    SYM(disable, "cuptiActivityDisable");
+    SYM(next, "cuptiActivityGetNextRecord");
+    SYM(dropped, "cuptiActivityGetNumDroppedRecords");
+    SYM(flush_all, "cuptiActivityFlushAll");
+    SYM(flush_period, "cuptiActivityFlushPeriod");
+    SYM(node_id, "cuptiGetGraphNodeId");
+#undef SYM
+    if (!api.subscribe || !api.enable_callback || !api.register_callbacks || !api.register_ts ||
+        !api.enable || !api.disable || !api.next || !api.flush_all) {
+        off(TKP_GPU_NO_CUPTI, "libcupti.so.13 lacks the activity API");
+        goto out;
+    }
+    CUpti_SubscriberHandle sub;
+    CUptiResult rc = api.subscribe(&sub, on_api, NULL);
+    if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
+        goto out;
+    }
+    if (rc != CUPTI_SUCCESS) {
+        char why[96];
+        snprintf(why, sizeof why, "cuptiSubscribe failed (%d)%s", (int)rc,
+                 rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
+        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, why);
+        goto out;
+    }
+    gpu.loaded = 1;
+    /* The timestamp callback first: it must be in place before any kind is enabled. */
+    if ((rc = api.register_ts(clock_ns)) != CUPTI_SUCCESS ||
+        (rc = api.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
+        char why[96];
+        snprintf(why, sizeof why, "CUPTI activity API failed (%d)%s", (int)rc,
+                 rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
+        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, why);
+        goto out;
+    }
+    enable_callbacks(sub);
+    if (api.flush_period) api.flush_period(tkp_cfg.flush_ms);
+    gpu.status = TKP_GPU_ON;
+    gpu.reason[0] = 0;
+    atomic_store(&gpu.active, 1);
+    if (gpu.mode == MODE_TRIGGER) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        /* only when the program left SIGUSR2 alone: never take a signal from it */
+        if (sigaction(SIGUSR2, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+            sa.sa_handler = on_sigusr2;
+            sa.sa_flags = SA_RESTART;
+            sigaction(SIGUSR2, &sa, NULL);
+        }
+    }
+    if (gpu.mode == MODE_ALWAYS || (gpu.mode == MODE_WINDOW && traced(0))) set_kinds(1);
+    if (atomic_load(&gpu.kinds_on) == 0 && gpu.mode == MODE_ALWAYS) {
+        off(TKP_GPU_ERROR, "cuptiActivityEnable failed");
+        atomic_store(&gpu.active, 0);
+    }
+out:
+    tkp_tls.depth--;
+}
+
+void tkp_cupti_stop(void)
+{
+    if (!gpu.loaded) return;
+    tkp_tls.depth++;
+    /* Forced: records still in CUPTI's incomplete buffers are delivered too. */
+    api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    tkp_tls.depth--;
+}
+
+void tkp_cupti_after_fork(void)
+{
+    /* CUPTI does not follow a fork: the child keeps tier 1 only, and says so. */
+    atomic_store(&gpu.active, 0);
+    atomic_store(&gpu.done_list, NULL);
+    cols.n = 0; /* a COLS the parent's writer was filling */
+    for (int k = 0; k < COLS_FIELDS; k++) cols.c[k].n = 0;
+    gpu.info_sent = 0;
+    if (gpu.loaded) {
+        gpu.status = TKP_GPU_ERROR;
+        snprintf(gpu.reason, sizeof gpu.reason, "fork child: CUPTI is not inherited");
+    }
+}
+
+/* ---- graph nodes ---- */
+
+static pthread_mutex_t node_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nodeent { uint64_t cupti; uint32_t graph; uint64_t node; } *nodes; /* dense ids */
+static uint32_t nodes_cap;
+static struct tkp_map nodemap; /* CUPTI node id -> index in nodes */
+
+uint64_t tkp_cupti_node_id(void *node)
+{
+    uint64_t id = 0;
+    if (!gpu.loaded || !api.node_id || api.node_id((CUgraphNode)node, &id) != CUPTI_SUCCESS)
+        return 0;
+    return id;
+}
+
+static int node_eq(const void *ctx, uint32_t id, const void *key)
+{
+    (void)ctx;
+    return nodes[id].cupti == *(const uint64_t *)key;
+}
+
+void tkp_cupti_graph_node(uint64_t cupti, uint32_t graph, uint64_t node)
+{
+    if (!cupti) return;
+    uint64_t h = tkp_hash_u64(cupti);
+    pthread_mutex_lock(&node_lock);
+    int64_t id = tkp_map_find(&nodemap, h, node_eq, NULL, &cupti);
+    if (id < 0 && nodemap.n < NODEMAP_MAX &&
+        !tkp_grow((void **)&nodes, &nodes_cap, nodemap.n, sizeof *nodes, 4096) &&
+        !tkp_map_add(&nodemap, h, nodemap.n))
+        id = nodemap.n - 1;
+    if (id >= 0) nodes[id] = (struct nodeent){cupti, graph, node};
+    pthread_mutex_unlock(&node_lock);
+}
+
+static int node_lookup(uint64_t cupti, uint32_t *graph, uint64_t *node)
+{
+    pthread_mutex_lock(&node_lock);
+    int64_t id = tkp_map_find(&nodemap, tkp_hash_u64(cupti), node_eq, NULL, &cupti);
+    if (id >= 0) {
+        *graph = nodes[id].graph;
+        *node = nodes[id].node;
+    }
+    pthread_mutex_unlock(&node_lock);
+    return id >= 0;
+}
+
+/* ---- writer side ---- */
+
+struct corr { uint32_t id, thread, step, join_idx; }; /* join_idx: join << 28 | index */
+static struct corr *corrs;
+
+struct tkp_gpu_batch { struct gbuf *head; };
+static struct tkp_gpu_batch batch;
+
+struct tkp_gpu_batch *tkp_cupti_take(void)
+{
+    struct gbuf *l = atomic_exchange(&gpu.done_list, NULL), *rev = NULL;
+    while (l) { /* the list is LIFO; buffers are encoded in completion order */
+        struct gbuf *n = l->next;
+        l->next = rev;
+        rev = l;
+        l = n;
+    }
+    batch.head = rev;
+    return &batch;
+}
+
+void tkp_cupti_note(const struct tkp_ev *e, uint32_t thread)
+{
+    if (!corrs && !(corrs = calloc(CORR_SLOTS, sizeof *corrs))) return;
+    struct corr *c = &corrs[e->a & (CORR_SLOTS - 1)];
+    uint32_t ji = (uint32_t)e->sub << 28 | (e->u[0] & 0x0fffffffu);
+    /* runtime and driver callbacks of one call both note; the first (outermost) wins */
+    if (c->id == (uint32_t)e->a && c->thread == thread) return;
+    *c = (struct corr){(uint32_t)e->a, thread, e->step, ji};
+}
+
+static const struct corr *corr_find(uint32_t id)
+{
+    const struct corr *c = corrs ? &corrs[id & (CORR_SLOTS - 1)] : NULL;
+    return c && c->id == id && id ? c : NULL;
+}
+
+static int dir_of(uint8_t copy_kind)
+{
+    switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return TKP_DIR_HTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return TKP_DIR_DTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return TKP_DIR_DTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return TKP_DIR_HTOH;
+    default: return TKP_DIR_DEFAULT;
+    }
+}
+
+/* 0 when the window/trigger filter drops the record: it belongs to a step of the stepping
+ * thread that is not traced (CUPTI was switched on early or off late around it). */
+static int keep(uint32_t corr)
+{
+    const struct corr *c = corr_find(corr);
+    uint32_t main = atomic_load(&gpu.main_thread);
+    if (c && gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) &&
+        !traced(c->step)) {
+        gpu.filtered++;
+        return 0;
+    }
+    return 1;
+}
+
+/* thread, step, join, index, graph, node of a GPU record: v[0..5] */
+static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
+{
+    const struct corr *c = corr_find(corr);
+    if (c) {
+        v[0] = c->thread;
+        v[1] = c->step;
+        v[2] = c->join_idx >> 28;
+        v[3] = c->join_idx & 0x0fffffffu;
+    } else {
+        gpu.unjoined++;
+        v[0] = TKP_GPU_THREAD_NONE;
+        v[1] = 0;
+        v[2] = TKP_JOIN_NONE;
+        v[3] = 0;
+    }
+    uint32_t g;
+    uint64_t n;
+    if (graph_node && node_lookup(graph_node, &g, &n)) {
+        v[4] = g;
+        v[5] = n;
+    } else {
+        v[4] = v[5] = UINT64_MAX; /* -1 */
+    }
+}
+
+/* ---- columns (FORMAT.md, "Columns") ----
+ * The GPU records of one writer cycle are written as COLS records: each field a column of
+ * zigzag deltas against the same field of the record before, so that start and end times take
+ * two bytes, the join and the dimensions (which repeat kernel after kernel) one. A COLS holds
+ * records of one type; a record of the other type ends it, and so does the end of
+ * tkp_cupti_encode, so GPU records keep their order and no COLS spans two chunks. NAME records
+ * of kernel names are written as the records are added, before the COLS that uses them. */
+/* (cols, the open COLS, is declared with gpu above.) */
+
+static void cols_flush(const struct tkp_enc *enc)
+{
+    if (!cols.n) return;
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 4 + cols.nf);
+    msgpack_pack_int(pk, TKP_REC_COLS);
+    msgpack_pack_int(pk, cols.type);
+    msgpack_pack_uint32(pk, cols.n);
+    msgpack_pack_uint32(pk, cols.nf);
+    tkp_cols_pack(pk, cols.c, cols.nf);
+    cols.n = 0;
+}
+
+/* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
+ * caller writes it as a record of its own). */
+static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
+{
+    if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
+    if (tkp_cols_room(cols.c, nf)) {
+        cols_flush(enc);
+        return 0;
+    }
+    if (!cols.n) {
+        cols.type = type;
+        cols.nf = nf;
+        memset(cols.prev, 0, sizeof cols.prev);
+    }
+    for (uint32_t k = 0; k < nf; k++) {
+        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
+        cols.prev[k] = v[k];
+    }
+    cols.n++;
+    return 1;
+}
+
+/* The record as msgpack, after the open COLS (out of memory for columns). */
+static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
+{
+    cols_flush(enc);
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 1 + nf);
+    msgpack_pack_int(pk, type);
+    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
+    for (uint32_t k = 0; k < nf; k++) {
+        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
+            msgpack_pack_int(pk, -1);
+        else
+            msgpack_pack_uint64(pk, v[k]);
+    }
+}
+
+static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
+{
+    const uint8_t *p = (const uint8_t *)a;
+    uint64_t start, end;
+    uint32_t corr;
+    uint64_t gnode;
+    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        memcpy(&start, p + 16, 8);
+        memcpy(&end, p + 24, 8);
+        memcpy(&corr, p + 92, 4);
+        memcpy(&gnode, p + 144, 8);
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const CUpti_ActivityMemcpy6 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const CUpti_ActivityMemset4 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else {
+        return;
+    }
+    if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
+        gpu.bad_time++;
+        return;
+    }
+    if (!keep(corr)) return;
+    gpu.records++;
+    uint64_t v[COLS_FIELDS];
+    v[0] = start;
+    v[1] = end;
+    if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY || a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        int set = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
+        const CUpti_ActivityMemcpy6 *m = (const void *)a;
+        const CUpti_ActivityMemset4 *s = (const void *)a;
+        v[2] = set ? TKP_COPY_MEMSET : TKP_COPY_MEMCPY;
+        v[3] = (uint64_t)(set ? TKP_DIR_DEFAULT : dir_of(m->copyKind));
+        v[4] = set ? s->bytes : m->bytes;
+        v[5] = set ? s->streamId : m->streamId;
+        v[6] = corr;
+        join_fields(v + 7, corr, gnode);
+        if (!cols_add(enc, TKP_REC_GPU_COPY, v, 13)) pack_plain(enc, TKP_REC_GPU_COPY, v, 13);
+        return;
+    }
+    const char *name;
+    uint32_t stream;
+    int32_t dims[6];
+    memcpy(&name, p + 104, sizeof name);
+    memcpy(&stream, p + 48, 4);
+    memcpy(dims, p + 52, sizeof dims);
+    v[2] = enc->name(enc->ctx, name ? name : "?");
+    v[3] = stream;
+    v[4] = corr;
+    join_fields(v + 5, corr, gnode);
+    for (int i = 0; i < 6; i++) v[11 + i] = (uint32_t)dims[i];
+    if (!cols_add(enc, TKP_REC_GPU_KERNEL, v, 17)) pack_plain(enc, TKP_REC_GPU_KERNEL, v, 17);
+}
+
+static void emit_info(const struct tkp_enc *enc, int final)
+{
+    uint64_t dropped = atomic_load(&gpu.cupti_dropped);
+    uint64_t sig =
+        gpu.records * 31 + dropped * 17 + gpu.bad_time * 13 + gpu.unjoined * 7 + gpu.filtered;
+    if (gpu.info_sent && sig == gpu.info_sig && !final) return;
+    gpu.info_sent = 1;
+    gpu.info_sig = sig;
+    char mb[48];
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 11);
+    msgpack_pack_int(pk, TKP_REC_GPU_INFO);
+    msgpack_pack_int(pk, gpu.status);
+    const char *m = mode_str(mb, sizeof mb), *why = gpu.reason;
+    msgpack_pack_str(pk, strlen(m));
+    msgpack_pack_str_body(pk, m, strlen(m));
+    msgpack_pack_str(pk, strlen(why));
+    msgpack_pack_str_body(pk, why, strlen(why));
+    msgpack_pack_str(pk, 9);
+    msgpack_pack_str_body(pk, "monotonic", 9);
+    msgpack_pack_uint64(pk, gpu.records);
+    msgpack_pack_uint64(pk, dropped);
+    msgpack_pack_uint64(pk, gpu.bad_time);
+    msgpack_pack_uint64(pk, gpu.unjoined);
+    msgpack_pack_uint64(pk, gpu.filtered);
+    msgpack_pack_uint64(pk, atomic_load(&gpu.buf_peak));
+}
+
+void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
+{
+    for (struct gbuf *g = b->head, *n; g; g = n) {
+        n = g->next;
+        CUpti_Activity *rec = NULL;
+        while (api.next && api.next(g->data, g->valid, &rec) == CUPTI_SUCCESS)
+            encode_record(enc, rec);
+        free(g);
+        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
+    }
+    b->head = NULL;
+    cols_flush(enc); /* before any other record, and within this chunk */
+    if (gpu.status != TKP_GPU_OFF || gpu.reason[0] || final) emit_info(enc, final);
+}

@@ -1,0 +1,508 @@
+/* CUDA runtime hooks.
+ *
+ * Each hook is exported twice, as name@libcudart.so.12 and name@@libcudart.so.13: a cu12 PyTorch
+ * and a cu13 library can share a process, and each caller must reach its own runtime (an
+ * unversioned wrapper forwarding through RTLD_NEXT sends a cu13 caller into the cu12 library).
+ * RT_PAIR generates the two exports around one body, hook_NAME(real, args...), each export with
+ * its own lazily resolved real pointer.
+ *
+ * nvcc 13 stubs call __cudaGetKernel + __cudaLaunchKernel(_ptsz); nvcc 12 stubs and the legacy
+ * launch path call cudaLaunchKernel. Kernel names come from __cudaRegisterFunction, which runs in
+ * the program's constructors before anything else of ours. */
+#include <cuda_runtime_api.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/real.h"
+#include "gpu/graph.h"
+#include "hooks/hooks.h"
+#include "hooks/pinned.h"
+#include "record/symtab.h"
+
+#define TKP_UNPACK(...) __VA_ARGS__
+
+#define RT_PAIR(ret, name, errval, PARAMS, ARGS)                                                  \
+    typedef ret(*name##_fn) PARAMS;                                                               \
+    static inline __attribute__((always_inline)) ret hook_##name(name##_fn real,                  \
+                                                                 TKP_UNPACK PARAMS);              \
+    static name##_fn real12_##name, real13_##name;                                                \
+    TKP_EXPORT ret tkp12_##name PARAMS                                                            \
+    {                                                                                             \
+        if (TKP_UNLIKELY(!real12_##name))                                                         \
+            real12_##name = (name##_fn)tkp_real_cudart(#name, "libcudart.so.12");                 \
+        if (TKP_UNLIKELY(!real12_##name)) return errval;                                          \
+        return hook_##name(real12_##name, TKP_UNPACK ARGS);                                       \
+    }                                                                                             \
+    TKP_EXPORT ret tkp13_##name PARAMS                                                            \
+    {                                                                                             \
+        if (TKP_UNLIKELY(!real13_##name))                                                         \
+            real13_##name = (name##_fn)tkp_real_cudart(#name, "libcudart.so.13");                 \
+        if (TKP_UNLIKELY(!real13_##name)) return errval;                                          \
+        return hook_##name(real13_##name, TKP_UNPACK ARGS);                                       \
+    }                                                                                             \
+    __asm__(".symver tkp12_" #name ", " #name "@libcudart.so.12");                               \
+    __asm__(".symver tkp13_" #name ", " #name "@@libcudart.so.13");
+
+#define NOSYM cudaErrorSharedObjectSymbolNotFound
+
+/* Calls the real function as the program would, with our own nested calls (cudart -> driver)
+ * passing straight through, errno as the real function left it. */
+#define CALL_REAL(call)                                                                           \
+    ({                                                                                            \
+        tkp_tls.depth++;                                                                          \
+        __typeof__(call) rv_ = (call);                                                            \
+        tkp_tls.depth--;                                                                          \
+        rv_;                                                                                      \
+    })
+
+/* ---- registration and kernel handles ---------------------------------------------------- */
+
+typedef void (*register_function_fn)(void **, const char *, char *, const char *, int, uint3 *,
+                                     uint3 *, dim3 *, dim3 *, int *);
+static register_function_fn reg12, reg13;
+
+static void register_function(register_function_fn real, void **h, const char *host_fun,
+                              char *device_fun, const char *device_name, int tl, uint3 *tid,
+                              uint3 *bid, dim3 *bdim, dim3 *gdim, int *wsize)
+{
+    /* deviceFun is the mangled kernel name; deviceName repeats it in current nvcc. */
+    tkp_sym_register(host_fun, device_fun ? device_fun : device_name);
+    if (real) real(h, host_fun, device_fun, device_name, tl, tid, bid, bdim, gdim, wsize);
+}
+
+TKP_EXPORT void tkp12___cudaRegisterFunction(void **h, const char *hf, char *df, const char *dn,
+                                             int tl, uint3 *tid, uint3 *bid, dim3 *bd, dim3 *gd,
+                                             int *ws)
+{
+    if (!reg12)
+        reg12 = (register_function_fn)tkp_real_cudart("__cudaRegisterFunction", "libcudart.so.12");
+    register_function(reg12, h, hf, df, dn, tl, tid, bid, bd, gd, ws);
+}
+TKP_EXPORT void tkp13___cudaRegisterFunction(void **h, const char *hf, char *df, const char *dn,
+                                             int tl, uint3 *tid, uint3 *bid, dim3 *bd, dim3 *gd,
+                                             int *ws)
+{
+    if (!reg13)
+        reg13 = (register_function_fn)tkp_real_cudart("__cudaRegisterFunction", "libcudart.so.13");
+    register_function(reg13, h, hf, df, dn, tl, tid, bid, bd, gd, ws);
+}
+__asm__(".symver tkp12___cudaRegisterFunction, __cudaRegisterFunction@libcudart.so.12");
+__asm__(".symver tkp13___cudaRegisterFunction, __cudaRegisterFunction@@libcudart.so.13");
+
+RT_PAIR(cudaError_t, __cudaGetKernel, NOSYM, (cudaKernel_t * k, const void *f), (k, f))
+static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k, const void *f)
+{
+    cudaError_t rv = CALL_REAL(real(k, f));
+    if (rv == cudaSuccess && k && *k) tkp_sym_alias(*k, f);
+    return rv;
+}
+
+/* ---- launches ----------------------------------------------------------------------------- */
+
+#define LAUNCH_BODY(via, key, kind, stream, g, b, smem, call)                                      \
+    do {                                                                                          \
+        if (tkp_should_record()) {                                                                \
+            int e_ = errno;                                                                       \
+            tkp_emit_launch(via, (uint64_t)(uintptr_t)(key), kind, (uint64_t)(uintptr_t)(stream), \
+                           (g).x, (g).y, (g).z, (b).x, (b).y, (b).z, (unsigned)(smem));           \
+            errno = e_;                                                                           \
+        }                                                                                         \
+        return CALL_REAL(call);                                                                   \
+    } while (0)
+
+RT_PAIR(cudaError_t, __cudaLaunchKernel, NOSYM,
+        (cudaKernel_t k, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
+        (k, g, b, args, smem, s))
+static cudaError_t hook___cudaLaunchKernel(__cudaLaunchKernel_fn real, cudaKernel_t k, dim3 g,
+                                           dim3 b, void **args, size_t smem, cudaStream_t s)
+{
+    LAUNCH_BODY(TKP_VIA_RUNTIME, k, TKP_KEY_KERNEL, s, g, b, smem, real(k, g, b, args, smem, s));
+}
+
+RT_PAIR(cudaError_t, __cudaLaunchKernel_ptsz, NOSYM,
+        (cudaKernel_t k, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
+        (k, g, b, args, smem, s))
+static cudaError_t hook___cudaLaunchKernel_ptsz(__cudaLaunchKernel_ptsz_fn real, cudaKernel_t k,
+                                                dim3 g, dim3 b, void **args, size_t smem,
+                                                cudaStream_t s)
+{
+    LAUNCH_BODY(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, k, TKP_KEY_KERNEL, s, g, b, smem,
+                real(k, g, b, args, smem, s));
+}
+
+RT_PAIR(cudaError_t, cudaLaunchKernel, NOSYM,
+        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
+        (f, g, b, args, smem, s))
+static cudaError_t hook_cudaLaunchKernel(cudaLaunchKernel_fn real, const void *f, dim3 g, dim3 b,
+                                         void **args, size_t smem, cudaStream_t s)
+{
+    LAUNCH_BODY(TKP_VIA_RUNTIME, f, TKP_KEY_HOSTFUN, s, g, b, smem, real(f, g, b, args, smem, s));
+}
+
+RT_PAIR(cudaError_t, cudaLaunchKernel_ptsz, NOSYM,
+        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
+        (f, g, b, args, smem, s))
+static cudaError_t hook_cudaLaunchKernel_ptsz(cudaLaunchKernel_ptsz_fn real, const void *f,
+                                              dim3 g, dim3 b, void **args, size_t smem,
+                                              cudaStream_t s)
+{
+    LAUNCH_BODY(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, f, TKP_KEY_HOSTFUN, s, g, b, smem,
+                real(f, g, b, args, smem, s));
+}
+
+RT_PAIR(cudaError_t, cudaLaunchCooperativeKernel, NOSYM,
+        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
+        (f, g, b, args, smem, s))
+static cudaError_t hook_cudaLaunchCooperativeKernel(cudaLaunchCooperativeKernel_fn real,
+                                                    const void *f, dim3 g, dim3 b, void **args,
+                                                    size_t smem, cudaStream_t s)
+{
+    LAUNCH_BODY(TKP_VIA_RUNTIME, f, TKP_KEY_HOSTFUN, s, g, b, smem, real(f, g, b, args, smem, s));
+}
+
+static cudaError_t launch_exc(cudaError_t (*real)(const cudaLaunchConfig_t *, const void *,
+                                                  void **),
+                              int via, const cudaLaunchConfig_t *c, const void *f, void **args)
+{
+    if (c) {
+        LAUNCH_BODY(via, f, TKP_KEY_HOSTFUN, c->stream, c->gridDim, c->blockDim,
+                    c->dynamicSmemBytes, real(c, f, args));
+    }
+    return CALL_REAL(real(c, f, args));
+}
+
+RT_PAIR(cudaError_t, cudaLaunchKernelExC, NOSYM,
+        (const cudaLaunchConfig_t *c, const void *f, void **args), (c, f, args))
+static cudaError_t hook_cudaLaunchKernelExC(cudaLaunchKernelExC_fn real,
+                                            const cudaLaunchConfig_t *c, const void *f,
+                                            void **args)
+{
+    return launch_exc(real, TKP_VIA_RUNTIME_EX, c, f, args);
+}
+
+RT_PAIR(cudaError_t, cudaLaunchKernelExC_ptsz, NOSYM,
+        (const cudaLaunchConfig_t *c, const void *f, void **args), (c, f, args))
+static cudaError_t hook_cudaLaunchKernelExC_ptsz(cudaLaunchKernelExC_ptsz_fn real,
+                                                 const cudaLaunchConfig_t *c, const void *f,
+                                                 void **args)
+{
+    return launch_exc(real, TKP_VIA_RUNTIME_EX | TKP_VIA_PTSZ, c, f, args);
+}
+
+/* ---- graphs ------------------------------------------------------------------------------- */
+
+#define GRAPH_LAUNCH_BODY(via, exec, stream, call)                                                 \
+    do {                                                                                           \
+        if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)(stream), 0)) {         \
+            int e_ = errno;                                                                        \
+            tkp_emit_graph_launch(via, (uint64_t)(uintptr_t)(exec),                                \
+                                  (uint64_t)(uintptr_t)(stream));                                  \
+            errno = e_;                                                                            \
+        }                                                                                          \
+        return CALL_REAL(call);                                                                    \
+    } while (0)
+
+RT_PAIR(cudaError_t, cudaGraphLaunch, NOSYM, (cudaGraphExec_t e, cudaStream_t s), (e, s))
+static cudaError_t hook_cudaGraphLaunch(cudaGraphLaunch_fn real, cudaGraphExec_t e, cudaStream_t s)
+{
+    GRAPH_LAUNCH_BODY(TKP_VIA_GRAPH_RT, e, s, real(e, s));
+}
+
+RT_PAIR(cudaError_t, cudaGraphLaunch_ptsz, NOSYM, (cudaGraphExec_t e, cudaStream_t s), (e, s))
+static cudaError_t hook_cudaGraphLaunch_ptsz(cudaGraphLaunch_ptsz_fn real, cudaGraphExec_t e,
+                                             cudaStream_t s)
+{
+    GRAPH_LAUNCH_BODY(TKP_VIA_GRAPH_RT | TKP_VIA_PTSZ, e, s, real(e, s));
+}
+
+RT_PAIR(cudaError_t, cudaGraphInstantiate, NOSYM,
+        (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))
+static cudaError_t hook_cudaGraphInstantiate(cudaGraphInstantiate_fn real, cudaGraphExec_t *e,
+                                             cudaGraph_t g, unsigned long long flags)
+{
+    int top = tkp_tls.depth == 0;
+    cudaError_t rv = CALL_REAL(real(e, g, flags));
+    if (top && rv == cudaSuccess && e && tkp_active()) tkp_graph_instantiated(*e, g);
+    return rv;
+}
+
+RT_PAIR(cudaError_t, cudaGraphInstantiateWithFlags, NOSYM,
+        (cudaGraphExec_t * e, cudaGraph_t g, unsigned long long flags), (e, g, flags))
+static cudaError_t hook_cudaGraphInstantiateWithFlags(cudaGraphInstantiateWithFlags_fn real,
+                                                      cudaGraphExec_t *e, cudaGraph_t g,
+                                                      unsigned long long flags)
+{
+    int top = tkp_tls.depth == 0;
+    cudaError_t rv = CALL_REAL(real(e, g, flags));
+    if (top && rv == cudaSuccess && e && tkp_active()) tkp_graph_instantiated(*e, g);
+    return rv;
+}
+
+/* Capture bookkeeping: a counter, so that launches check "is this stream capturing" only while
+ * some capture is in progress. */
+#define CAPTURE_BEGIN(call)                                                                       \
+    do {                                                                                          \
+        cudaError_t rv_ = CALL_REAL(call);                                                        \
+        if (rv_ == cudaSuccess) atomic_fetch_add(&tkp_captures_active, 1);                        \
+        return rv_;                                                                               \
+    } while (0)
+#define CAPTURE_END(call)                                                                         \
+    do {                                                                                          \
+        cudaError_t rv_ = CALL_REAL(call);                                                        \
+        if (atomic_load(&tkp_captures_active) > 0) atomic_fetch_sub(&tkp_captures_active, 1);     \
+        return rv_;                                                                               \
+    } while (0)
+
+RT_PAIR(cudaError_t, cudaStreamBeginCapture, NOSYM, (cudaStream_t s, enum cudaStreamCaptureMode m),
+        (s, m))
+static cudaError_t hook_cudaStreamBeginCapture(cudaStreamBeginCapture_fn real, cudaStream_t s,
+                                               enum cudaStreamCaptureMode m)
+{
+    CAPTURE_BEGIN(real(s, m));
+}
+RT_PAIR(cudaError_t, cudaStreamBeginCapture_ptsz, NOSYM,
+        (cudaStream_t s, enum cudaStreamCaptureMode m), (s, m))
+static cudaError_t hook_cudaStreamBeginCapture_ptsz(cudaStreamBeginCapture_ptsz_fn real,
+                                                    cudaStream_t s, enum cudaStreamCaptureMode m)
+{
+    CAPTURE_BEGIN(real(s, m));
+}
+RT_PAIR(cudaError_t, cudaStreamEndCapture, NOSYM, (cudaStream_t s, cudaGraph_t * g), (s, g))
+static cudaError_t hook_cudaStreamEndCapture(cudaStreamEndCapture_fn real, cudaStream_t s,
+                                             cudaGraph_t *g)
+{
+    CAPTURE_END(real(s, g));
+}
+RT_PAIR(cudaError_t, cudaStreamEndCapture_ptsz, NOSYM, (cudaStream_t s, cudaGraph_t * g), (s, g))
+static cudaError_t hook_cudaStreamEndCapture_ptsz(cudaStreamEndCapture_ptsz_fn real,
+                                                  cudaStream_t s, cudaGraph_t *g)
+{
+    CAPTURE_END(real(s, g));
+}
+
+/* ---- copies ------------------------------------------------------------------------------- */
+
+static int copy_dir(enum cudaMemcpyKind k)
+{
+    switch (k) {
+    case cudaMemcpyHostToHost: return TKP_DIR_HTOH;
+    case cudaMemcpyHostToDevice: return TKP_DIR_HTOD;
+    case cudaMemcpyDeviceToHost: return TKP_DIR_DTOH;
+    case cudaMemcpyDeviceToDevice: return TKP_DIR_DTOD;
+    default: return TKP_DIR_DEFAULT;
+    }
+}
+
+static cudaError_t memcpy_common(cudaError_t (*real_sync)(void *, const void *, size_t,
+                                                          enum cudaMemcpyKind),
+                                 cudaError_t (*real_async)(void *, const void *, size_t,
+                                                           enum cudaMemcpyKind, cudaStream_t),
+                                 void *dst, const void *src, size_t n, enum cudaMemcpyKind k,
+                                 cudaStream_t s)
+{
+    if (!tkp_should_record())
+        return real_async ? CALL_REAL(real_async(dst, src, n, k, s))
+                          : CALL_REAL(real_sync(dst, src, n, k));
+    int e_ = errno;
+    int dir = copy_dir(k);
+    const void *host = dir == TKP_DIR_DTOH ? dst : dir == TKP_DIR_HTOD ? src : NULL;
+    unsigned flags = (real_async ? TKP_COPY_ASYNC : 0) | (host && tkp_pinned_has(host) ? TKP_COPY_PINNED : 0);
+    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
+    errno = e_;
+    if (real_async) return CALL_REAL(real_async(dst, src, n, k, s));
+    uint64_t t0 = tkp_stamp();
+    cudaError_t rv = CALL_REAL(real_sync(dst, src, n, k));
+    e_ = errno;
+    tkp_emit_copy_return(marked, t0, tkp_stamp());
+    errno = e_;
+    return rv;
+}
+
+RT_PAIR(cudaError_t, cudaMemcpy, NOSYM, (void *d, const void *s, size_t n, enum cudaMemcpyKind k),
+        (d, s, n, k))
+static cudaError_t hook_cudaMemcpy(cudaMemcpy_fn real, void *d, const void *s, size_t n,
+                                   enum cudaMemcpyKind k)
+{
+    return memcpy_common(real, NULL, d, s, n, k, 0);
+}
+RT_PAIR(cudaError_t, cudaMemcpy_ptds, NOSYM,
+        (void *d, const void *s, size_t n, enum cudaMemcpyKind k), (d, s, n, k))
+static cudaError_t hook_cudaMemcpy_ptds(cudaMemcpy_ptds_fn real, void *d, const void *s, size_t n,
+                                        enum cudaMemcpyKind k)
+{
+    return memcpy_common(real, NULL, d, s, n, k, (cudaStream_t)2);
+}
+RT_PAIR(cudaError_t, cudaMemcpyAsync, NOSYM,
+        (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st),
+        (d, s, n, k, st))
+static cudaError_t hook_cudaMemcpyAsync(cudaMemcpyAsync_fn real, void *d, const void *s, size_t n,
+                                        enum cudaMemcpyKind k, cudaStream_t st)
+{
+    return memcpy_common(NULL, real, d, s, n, k, st);
+}
+RT_PAIR(cudaError_t, cudaMemcpyAsync_ptsz, NOSYM,
+        (void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st),
+        (d, s, n, k, st))
+static cudaError_t hook_cudaMemcpyAsync_ptsz(cudaMemcpyAsync_ptsz_fn real, void *d, const void *s,
+                                             size_t n, enum cudaMemcpyKind k, cudaStream_t st)
+{
+    return memcpy_common(NULL, real, d, s, n, k, st);
+}
+
+#define MEMSET_BODY(stream, async, call)                                                          \
+    do {                                                                                          \
+        if (tkp_should_record()) {                                                                \
+            int e_ = errno;                                                                       \
+            tkp_emit_copy(TKP_COPY_MEMSET, TKP_DIR_DTOD, n, (uint64_t)(uintptr_t)(stream),        \
+                         (async) ? TKP_COPY_ASYNC : 0);                                           \
+            errno = e_;                                                                           \
+        }                                                                                         \
+        return CALL_REAL(call);                                                                   \
+    } while (0)
+
+RT_PAIR(cudaError_t, cudaMemset, NOSYM, (void *p, int v, size_t n), (p, v, n))
+static cudaError_t hook_cudaMemset(cudaMemset_fn real, void *p, int v, size_t n)
+{
+    MEMSET_BODY(0, 0, real(p, v, n));
+}
+RT_PAIR(cudaError_t, cudaMemset_ptds, NOSYM, (void *p, int v, size_t n), (p, v, n))
+static cudaError_t hook_cudaMemset_ptds(cudaMemset_ptds_fn real, void *p, int v, size_t n)
+{
+    MEMSET_BODY(2, 0, real(p, v, n));
+}
+RT_PAIR(cudaError_t, cudaMemsetAsync, NOSYM, (void *p, int v, size_t n, cudaStream_t s),
+        (p, v, n, s))
+static cudaError_t hook_cudaMemsetAsync(cudaMemsetAsync_fn real, void *p, int v, size_t n,
+                                        cudaStream_t s)
+{
+    MEMSET_BODY(s, 1, real(p, v, n, s));
+}
+RT_PAIR(cudaError_t, cudaMemsetAsync_ptsz, NOSYM, (void *p, int v, size_t n, cudaStream_t s),
+        (p, v, n, s))
+static cudaError_t hook_cudaMemsetAsync_ptsz(cudaMemsetAsync_ptsz_fn real, void *p, int v, size_t n,
+                                             cudaStream_t s)
+{
+    MEMSET_BODY(s, 1, real(p, v, n, s));
+}
+
+/* Pinned allocations, so a copy can say whether its host side was page-locked. */
+RT_PAIR(cudaError_t, cudaMallocHost, NOSYM, (void **p, size_t n), (p, n))
+static cudaError_t hook_cudaMallocHost(cudaMallocHost_fn real, void **p, size_t n)
+{
+    cudaError_t rv = CALL_REAL(real(p, n));
+    if (rv == cudaSuccess && p) tkp_pinned_add(*p, n);
+    return rv;
+}
+RT_PAIR(cudaError_t, cudaHostAlloc, NOSYM, (void **p, size_t n, unsigned int f), (p, n, f))
+static cudaError_t hook_cudaHostAlloc(cudaHostAlloc_fn real, void **p, size_t n, unsigned int f)
+{
+    cudaError_t rv = CALL_REAL(real(p, n, f));
+    if (rv == cudaSuccess && p) tkp_pinned_add(*p, n);
+    return rv;
+}
+RT_PAIR(cudaError_t, cudaFreeHost, NOSYM, (void *p), (p))
+static cudaError_t hook_cudaFreeHost(cudaFreeHost_fn real, void *p)
+{
+    tkp_pinned_remove(p);
+    return CALL_REAL(real(p));
+}
+
+/* ---- synchronisation and events ----------------------------------------------------------- */
+
+#define SYNC_BODY(kind, handle, call)                                                             \
+    do {                                                                                          \
+        if (!tkp_should_record()) return CALL_REAL(call);                                         \
+        uint64_t t0_ = tkp_stamp();                                                              \
+        cudaError_t rv_ = CALL_REAL(call);                                                        \
+        int e_ = errno;                                                                           \
+        if (rv_ == cudaSuccess)                                                                   \
+            tkp_emit_sync(kind, (uint64_t)(uintptr_t)(handle), t0_, tkp_stamp());                 \
+        errno = e_;                                                                               \
+        return rv_;                                                                               \
+    } while (0)
+
+RT_PAIR(cudaError_t, cudaStreamSynchronize, NOSYM, (cudaStream_t s), (s))
+static cudaError_t hook_cudaStreamSynchronize(cudaStreamSynchronize_fn real, cudaStream_t s)
+{
+    SYNC_BODY(TKP_SYNC_STREAM, s, real(s));
+}
+RT_PAIR(cudaError_t, cudaStreamSynchronize_ptsz, NOSYM, (cudaStream_t s), (s))
+static cudaError_t hook_cudaStreamSynchronize_ptsz(cudaStreamSynchronize_ptsz_fn real,
+                                                   cudaStream_t s)
+{
+    SYNC_BODY(TKP_SYNC_STREAM, s, real(s));
+}
+RT_PAIR(cudaError_t, cudaEventSynchronize, NOSYM, (cudaEvent_t e), (e))
+static cudaError_t hook_cudaEventSynchronize(cudaEventSynchronize_fn real, cudaEvent_t e)
+{
+    SYNC_BODY(TKP_SYNC_EVENT, e, real(e));
+}
+typedef cudaError_t (*device_sync_fn)(void);
+static device_sync_fn dsync12, dsync13;
+static cudaError_t device_sync(device_sync_fn real)
+{
+    if (!real) return NOSYM;
+    SYNC_BODY(TKP_SYNC_DEVICE, 0, real());
+}
+TKP_EXPORT cudaError_t tkp12_cudaDeviceSynchronize(void)
+{
+    if (!dsync12) dsync12 = (device_sync_fn)tkp_real_cudart("cudaDeviceSynchronize", "libcudart.so.12");
+    return device_sync(dsync12);
+}
+TKP_EXPORT cudaError_t tkp13_cudaDeviceSynchronize(void)
+{
+    if (!dsync13) dsync13 = (device_sync_fn)tkp_real_cudart("cudaDeviceSynchronize", "libcudart.so.13");
+    return device_sync(dsync13);
+}
+__asm__(".symver tkp12_cudaDeviceSynchronize, cudaDeviceSynchronize@libcudart.so.12");
+__asm__(".symver tkp13_cudaDeviceSynchronize, cudaDeviceSynchronize@@libcudart.so.13");
+
+/* A query answering "ready" is how busy-polling servers learn a step is done. */
+RT_PAIR(cudaError_t, cudaEventQuery, NOSYM, (cudaEvent_t e), (e))
+static cudaError_t hook_cudaEventQuery(cudaEventQuery_fn real, cudaEvent_t e)
+{
+    SYNC_BODY(TKP_SYNC_EVENT_QUERY, e, real(e));
+}
+
+#define PAIR_BODY(type, a, b, cap_stream, call)                                                   \
+    do {                                                                                          \
+        if (tkp_should_record() && !tkp_skip_captured((uint64_t)(uintptr_t)(cap_stream), 0)) {    \
+            int e_ = errno;                                                                       \
+            tkp_emit_pair(type, (uint64_t)(uintptr_t)(a), (uint64_t)(uintptr_t)(b));               \
+            errno = e_;                                                                           \
+        }                                                                                         \
+        return CALL_REAL(call);                                                                   \
+    } while (0)
+
+RT_PAIR(cudaError_t, cudaEventRecord, NOSYM, (cudaEvent_t e, cudaStream_t s), (e, s))
+static cudaError_t hook_cudaEventRecord(cudaEventRecord_fn real, cudaEvent_t e, cudaStream_t s)
+{
+    PAIR_BODY(TKP_REC_EVENT_RECORD, e, s, s, real(e, s));
+}
+RT_PAIR(cudaError_t, cudaEventRecord_ptsz, NOSYM, (cudaEvent_t e, cudaStream_t s), (e, s))
+static cudaError_t hook_cudaEventRecord_ptsz(cudaEventRecord_ptsz_fn real, cudaEvent_t e,
+                                             cudaStream_t s)
+{
+    PAIR_BODY(TKP_REC_EVENT_RECORD, e, s, s, real(e, s));
+}
+RT_PAIR(cudaError_t, cudaEventRecordWithFlags, NOSYM,
+        (cudaEvent_t e, cudaStream_t s, unsigned int f), (e, s, f))
+static cudaError_t hook_cudaEventRecordWithFlags(cudaEventRecordWithFlags_fn real, cudaEvent_t e,
+                                                 cudaStream_t s, unsigned int f)
+{
+    PAIR_BODY(TKP_REC_EVENT_RECORD, e, s, s, real(e, s, f));
+}
+RT_PAIR(cudaError_t, cudaStreamWaitEvent, NOSYM, (cudaStream_t s, cudaEvent_t e, unsigned int f),
+        (s, e, f))
+static cudaError_t hook_cudaStreamWaitEvent(cudaStreamWaitEvent_fn real, cudaStream_t s,
+                                            cudaEvent_t e, unsigned int f)
+{
+    PAIR_BODY(TKP_REC_STREAM_WAIT, s, e, s, real(s, e, f));
+}
+RT_PAIR(cudaError_t, cudaStreamWaitEvent_ptsz, NOSYM,
+        (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))
+static cudaError_t hook_cudaStreamWaitEvent_ptsz(cudaStreamWaitEvent_ptsz_fn real, cudaStream_t s,
+                                                 cudaEvent_t e, unsigned int f)
+{
+    PAIR_BODY(TKP_REC_STREAM_WAIT, s, e, s, real(s, e, f));
+}

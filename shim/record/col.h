@@ -1,0 +1,56 @@
+/* tokprof shim: a column of LEB128 varints being filled on the writer thread (docs/FORMAT.md
+ * "Runs", "Columns"): the writer's RUN columns (writer.c) and the COLS columns of GPU records
+ * (cupti.c). */
+#ifndef TKP_RECORD_COL_H
+#define TKP_RECORD_COL_H
+
+#include <stdint.h>
+#include <msgpack.h>
+#include <stdlib.h>
+
+struct tkp_col {
+    uint8_t *p;
+    uint32_t n, cap;
+};
+/* Room for one more varint (10 bytes); -1 when memory ran out (the column is as it was). */
+static inline int tkp_col_room(struct tkp_col *c)
+{
+    if (c->cap - c->n >= 10) return 0;
+    uint32_t cap = c->cap ? c->cap * 2 : 4096;
+    uint8_t *p = realloc(c->p, cap);
+    if (!p) return -1;
+    c->p = p;
+    c->cap = cap;
+    return 0;
+}
+/* The same for each of n columns; -1 when memory ran out for one. */
+static inline int tkp_cols_room(struct tkp_col *c, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (tkp_col_room(&c[k])) return -1;
+    return 0;
+}
+/* n columns as msgpack bins, each emptied for the next record. */
+static inline void tkp_cols_pack(msgpack_packer *pk, struct tkp_col *c, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++) {
+        msgpack_pack_bin(pk, c[k].n);
+        msgpack_pack_bin_body(pk, c[k].p, c[k].n);
+        c[k].n = 0;
+    }
+}
+static inline void tkp_col_put(struct tkp_col *c, uint64_t v)
+{
+    while (v >= 0x80) {
+        c->p[c->n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    c->p[c->n++] = (uint8_t)v;
+}
+static inline uint64_t tkp_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+
+#endif

@@ -1,0 +1,192 @@
+/* Per-thread single-producer single-consumer rings.
+ *
+ * The launch path does: read TLS, reserve a slot (one compare against a cached tail), fill 64
+ * bytes, publish the head with a release store. No lock, no allocation, no syscall. A full ring
+ * drops the event and counts it; the count reaches the capture as a LOSS record.
+ *
+ * A ring is mmap'ed once per thread (the only syscall a thread ever pays, at its first event;
+ * populated then, so that no page fault lands on a later launch) and
+ * returned to a free list when the thread exits and the writer has drained it. The number of
+ * rings alive is bounded by TOKPROF_BUFFER_MB / TOKPROF_RING_KB; a thread that finds none counts
+ * its events as dropped.
+ *
+ * Event field use: ring_types.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "record/ring.h"
+#include "tokprof/format.h"
+
+#define TKP_RINGS_MAX 4096
+
+_Atomic uint64_t tkp_ringless_drops;
+
+static struct tkp_ring *rings[TKP_RINGS_MAX];
+static _Atomic uint32_t nrings;       /* ring memory objects published in rings[] */
+static _Atomic uint32_t next_thread;  /* capture-local thread indices */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER; /* registration only */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static tkp_ring_claim_fn claim_hook;
+static tkp_ring_exit_fn exit_hook;
+
+void tkp_rings_set_hooks(tkp_ring_claim_fn on_claim, tkp_ring_exit_fn on_exit)
+{
+    claim_hook = on_claim;
+    exit_hook = on_exit;
+}
+
+static void on_thread_exit(void *p)
+{
+    struct tkp_ring *r = p;
+    if (!r) return;
+    if (exit_hook) exit_hook(r, tkp_stamp()); /* its pending steps end with it */
+    tkp_tls.ring = NULL;
+    atomic_store_explicit(&r->state, TKP_RING_EXITED, memory_order_release);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&exit_key, on_thread_exit);
+}
+
+static void ring_claim(struct tkp_ring *r)
+{
+    memset(r->user, 0, sizeof r->user);
+    r->os_tid = (int)syscall(SYS_gettid);
+    r->thread_idx = atomic_fetch_add(&next_thread, 1);
+    if (claim_hook) claim_hook(r);
+}
+
+static struct tkp_ring *ring_get_slow(void);
+
+/* A thread's first event: one mmap, which must not touch the program's errno. */
+struct tkp_ring *tkp_ring_get_slow(void)
+{
+    int saved = errno;
+    struct tkp_ring *r = ring_get_slow();
+    errno = saved;
+    return r;
+}
+
+static struct tkp_ring *ring_get_slow(void)
+{
+    if (atomic_load(&tkp_state) != 1) return NULL;
+    pthread_once(&key_once, make_key);
+    struct tkp_ring *r = NULL;
+    pthread_mutex_lock(&reg_lock);
+    uint32_t n = atomic_load(&nrings);
+    for (uint32_t i = 0; i < n; i++) { /* reuse a ring the writer has drained and freed */
+        int expect = TKP_RING_FREE;
+        if (atomic_compare_exchange_strong(&rings[i]->state, &expect, TKP_RING_OWNED)) {
+            r = rings[i];
+            break;
+        }
+    }
+    size_t bytes = (size_t)tkp_cfg.ring_kb << 10;
+    size_t cap = 1;
+    while (cap * 2 * sizeof(struct tkp_ev) <= bytes) cap *= 2;
+    if (!r && n < TKP_RINGS_MAX &&
+        ((uint64_t)(n + 1) * bytes) <= ((uint64_t)tkp_cfg.buffer_mb << 20)) {
+        size_t hdr = (sizeof(struct tkp_ring) + 63) & ~(size_t)63;
+        void *mem = mmap(NULL, hdr + cap * sizeof(struct tkp_ev), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (mem != MAP_FAILED) {
+            r = mem;
+            r->slots = (struct tkp_ev *)((char *)mem + hdr);
+            r->mask = cap - 1;
+            r->mem_idx = n;
+            atomic_store(&r->state, TKP_RING_OWNED);
+            rings[n] = r;
+            atomic_store_explicit(&nrings, n + 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&reg_lock);
+    if (!r) {
+        tkp_debug("no ring for thread %ld (budget TOKPROF_BUFFER_MB=%u)", syscall(SYS_gettid),
+                  tkp_cfg.buffer_mb);
+        return NULL;
+    }
+    ring_claim(r);
+    tkp_tls.ring = r;
+    pthread_setspecific(exit_key, r);
+    return r;
+}
+
+void tkp_ring_count_drop(struct tkp_ring *r)
+{
+    atomic_store_explicit(&r->dropped, atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx)
+{
+    size_t total = 0;
+    uint32_t n = atomic_load_explicit(&nrings, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct tkp_ring *r = rings[i];
+        int state = atomic_load_explicit(&r->state, memory_order_acquire);
+        if (state == TKP_RING_FREE) continue;
+        uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+        for (; t != h; t++) fn(ctx, &r->slots[t & r->mask], r->thread_idx, r->os_tid);
+        total += (size_t)(h - atomic_load_explicit(&r->tail, memory_order_relaxed));
+        atomic_store_explicit(&r->tail, h, memory_order_release);
+        if (state == TKP_RING_EXITED &&
+            atomic_load_explicit(&r->head, memory_order_acquire) == h) {
+            /* The owner is gone and everything it wrote is out: the memory can serve a new
+             * thread. Its final drop count goes out first, as a LOSS event of its own. */
+            uint64_t dropped = atomic_load(&r->dropped);
+            if (dropped) {
+                struct tkp_ev loss = {.type = TKP_REC_LOSS, .ts = 0, .a = dropped};
+                fn(ctx, &loss, r->thread_idx, r->os_tid);
+            }
+            atomic_store(&r->head, 0);
+            atomic_store(&r->tail, 0);
+            r->tail_cache = 0;
+            atomic_store(&r->dropped, 0);
+            atomic_store_explicit(&r->state, TKP_RING_FREE, memory_order_release);
+        }
+    }
+    return total;
+}
+
+uint32_t tkp_rings_count(void)
+{
+    return atomic_load_explicit(&nrings, memory_order_acquire);
+}
+
+int tkp_ring_info(uint32_t i, int *os_tid, uint64_t *dropped)
+{
+    if (i >= atomic_load_explicit(&nrings, memory_order_acquire)) return -1;
+    struct tkp_ring *r = rings[i];
+    if (atomic_load(&r->state) == TKP_RING_FREE) return -1;
+    *os_tid = r->os_tid;
+    *dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed);
+    return (int)r->thread_idx;
+}
+
+void tkp_rings_reset_after_fork(void)
+{
+    /* Only the forking thread exists in the child. Its ring keeps serving it, emptied; every
+     * other ring belonged to a thread that is not here. */
+    uint32_t n = atomic_load(&nrings);
+    atomic_store(&next_thread, 0);
+    for (uint32_t i = 0; i < n; i++) {
+        struct tkp_ring *r = rings[i];
+        atomic_store(&r->head, 0);
+        atomic_store(&r->tail, 0);
+        r->tail_cache = 0;
+        atomic_store(&r->dropped, 0);
+        if (r == tkp_tls.ring) ring_claim(r);
+        else atomic_store(&r->state, TKP_RING_FREE);
+    }
+    pthread_mutex_init(&reg_lock, NULL);
+}

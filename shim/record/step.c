@@ -1,0 +1,286 @@
+/* Online step detection: which decode step (token) each record belongs to.
+ *
+ * Records are tagged with the current *segment* of their thread at the moment they are made.
+ * A segment becomes a token step when its end is marked, and is reported (a STEP record) once the
+ * host has seen it complete, so the record carries the inter-token time the server saw.
+ *
+ * auto (the default) follows the three end-of-step patterns of real servers
+ * (shared/notes/serving-loops.md):
+ *   - a small device-to-host copy (sampled ids, a logits row, a 1-byte flag) after kernels marks
+ *     the end of a step's launches: later launches belong to the next segment;
+ *   - the host waiting for it (event sync on an event recorded after the copy, stream or device
+ *     sync, a blocking copy) completes it. With vLLM's async scheduling that wait comes after the
+ *     next step was launched, so completed steps are paired through the event they waited on;
+ *   - work synchronised before the first marked step (weights, warm-up) is one or more
+ *     "outside" segments.
+ * sync: every host sync after launches ends and completes a step. graph: each graph launch
+ * begins a step. kernel:RE: a launch of a matching kernel begins a step. nvtx:RE and marker:
+ * ranges (a matching NVTX push/start, tokprof_step_begin) begin and end steps.
+ *
+ * State is per thread (struct tkp_stepstate, in the ring's user bytes): each serving thread has its own
+ * sequence of steps. Only the owning thread touches it. */
+#include <regex.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "record/step.h"
+#include "record/symtab.h"
+#include "tokprof/format.h"
+
+static tkp_step_segment_fn segment_hook;
+
+void tkp_step_set_segment_hook(tkp_step_segment_fn fn)
+{
+    segment_hook = fn;
+}
+
+void tkp_step_thread_init(struct tkp_ring *r)
+{
+    tkp_step_state(r)->last_marked = -1;
+}
+
+static void emit_step(struct tkp_ring *r, uint32_t seg, int kind, uint64_t begin, uint64_t mark,
+                      uint64_t end, int closed_by, uint32_t launches, uint32_t glaunches,
+                      uint32_t copies)
+{
+    struct tkp_ev *e = tkp_ring_reserve(r);
+    if (!e) return;
+    e->type = TKP_REC_STEP;
+    e->sub = (uint8_t)kind;
+    e->flags = 0;
+    e->step = seg;
+    e->ts = begin;
+    e->a = mark;
+    e->b = end;
+    e->u[0] = (uint32_t)closed_by;
+    e->u[1] = launches;
+    e->u[2] = glaunches;
+    e->u[3] = copies;
+    tkp_ring_commit(r);
+}
+
+static int seg_has_work(const struct tkp_stepstate *s)
+{
+    return s->launches + s->graph_launches > 0;
+}
+
+static void seg_reset(struct tkp_stepstate *s)
+{
+    s->seg++;
+    s->launches = s->graph_launches = s->copies = 0;
+    s->begin_ns = s->last_ns = 0;
+    if (segment_hook) segment_hook(s->seg); /* GPU window/trigger modes switch here */
+}
+
+/* Ends the current segment's launches; it waits in `pending` for the host to see it complete. */
+static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (s->npending == TKP_PENDING_MAX) {
+        /* The host never waits (or we do not see it): report the oldest as closed by the next
+         * step rather than grow. */
+        struct tkp_pending *p = &s->pending[s->pending_head];
+        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, mark_ns, TKP_CLOSE_NEXT_STEP,
+                  p->launches, p->graph_launches, p->copies);
+        s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
+        s->npending--;
+    }
+    struct tkp_pending *p = &s->pending[(s->pending_head + s->npending) % TKP_PENDING_MAX];
+    p->seg = s->seg;
+    p->launches = s->launches;
+    p->graph_launches = s->graph_launches;
+    p->copies = s->copies;
+    p->begin_ns = s->begin_ns ? s->begin_ns : mark_ns;
+    p->mark_ns = mark_ns;
+    s->npending++;
+    s->last_marked = s->seg;
+    s->seen_token = 1;
+    seg_reset(s);
+}
+
+/* Completes pending steps up to and including segment `upto` (-1: all). */
+static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int closed_by)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    while (s->npending) {
+        struct tkp_pending *p = &s->pending[s->pending_head];
+        if (upto >= 0 && (int64_t)p->seg > upto) break;
+        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, end_ns, closed_by,
+                  p->launches, p->graph_launches, p->copies);
+        s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
+        s->npending--;
+    }
+}
+
+/* Ends and completes the current segment at once (sync, graph, kernel, range modes). */
+static void close_current(struct tkp_ring *r, int kind, uint64_t end_ns, int closed_by)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    uint64_t begin = s->begin_ns ? s->begin_ns : end_ns;
+    emit_step(r, s->seg, kind, begin, s->last_ns ? s->last_ns : end_ns, end_ns, closed_by,
+              s->launches, s->graph_launches, s->copies);
+    if (kind == TKP_STEP_TOKEN) s->seen_token = 1;
+    seg_reset(s);
+}
+
+static void touch(struct tkp_stepstate *s, uint64_t ts)
+{
+    if (!s->begin_ns) s->begin_ns = ts;
+    s->last_ns = ts;
+}
+
+uint32_t tkp_step_current(struct tkp_ring *r)
+{
+    return tkp_step_state(r)->seg;
+}
+
+void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (s->graph_launches > 0) close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NEXT_STEP);
+    else if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);
+}
+
+static regex_t kernel_re;
+static int kernel_re_state; /* 0 not compiled, 1 ok, -1 bad */
+
+static int kernel_matches(const char *name)
+{
+    if (!kernel_re_state) {
+        kernel_re_state = regcomp(&kernel_re, tkp_cfg.step_regex, REG_EXTENDED | REG_NOSUB) ? -1 : 1;
+        if (kernel_re_state < 0) tkp_warn("TOKPROF_STEP=kernel:%s: bad regex", tkp_cfg.step_regex);
+    }
+    return kernel_re_state > 0 && name && regexec(&kernel_re, name, 0, NULL, 0) == 0;
+}
+
+/* kernel:RE mode, called before a launch is tagged. Names are looked up per launch here, which
+ * costs a table probe: this mode is opt-in. */
+int tkp_step_launch_boundary(struct tkp_ring *r, uint64_t key, int key_kind, uint64_t ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (!kernel_matches(tkp_sym_name(key, key_kind))) return 0;
+    /* what ran before the first matching kernel is not a step */
+    if (seg_has_work(s) || s->copies)
+        close_current(r, s->in_range ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);
+    s->in_range = 1;
+    return 1;
+}
+
+uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    (void)async;
+    touch(s, ts);
+    s->copies++;
+    uint32_t seg = s->seg;
+    if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO && dir == TKP_DIR_DTOH &&
+        bytes <= tkp_cfg.step_copy_max && seg_has_work(s))
+        mark_current(r, ts);
+    return seg;
+}
+
+void tkp_step_on_copy_return(struct tkp_ring *r, uint64_t ts, int marked)
+{
+    /* A blocking copy: the host has the data, so whatever was marked before is complete. */
+    (void)marked;
+    if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO) close_pending(r, -1, ts, TKP_CLOSE_BLOCKING_COPY);
+    else tkp_step_on_sync(r, TKP_SYNC_MEMCPY, 0, ts);
+}
+
+void tkp_step_on_event_record(struct tkp_ring *r, uint64_t event)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    for (uint32_t i = 0; i < TKP_EVMAP_MAX; i++)
+        if (s->ev_key[i] == event) {
+            s->ev_seg[i] = s->last_marked;
+            return;
+        }
+    s->ev_key[s->ev_next] = event;
+    s->ev_seg[s->ev_next] = s->last_marked;
+    s->ev_next = (s->ev_next + 1) % TKP_EVMAP_MAX;
+}
+
+static const int close_kind[] = {
+    [TKP_SYNC_STREAM] = TKP_CLOSE_STREAM_SYNC, [TKP_SYNC_EVENT] = TKP_CLOSE_EVENT_SYNC,
+    [TKP_SYNC_DEVICE] = TKP_CLOSE_DEVICE_SYNC, [TKP_SYNC_CTX] = TKP_CLOSE_DEVICE_SYNC,
+    [TKP_SYNC_EVENT_QUERY] = TKP_CLOSE_EVENT_QUERY, [TKP_SYNC_MEMCPY] = TKP_CLOSE_BLOCKING_COPY,
+};
+
+void tkp_step_on_sync(struct tkp_ring *r, int kind, uint64_t handle, uint64_t end_ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    int closed_by = close_kind[kind];
+    switch (tkp_cfg.step_mode) {
+    case TKP_STEPMODE_AUTO:
+        if (kind == TKP_SYNC_EVENT || kind == TKP_SYNC_EVENT_QUERY) {
+            int64_t upto = -2;
+            for (uint32_t i = 0; i < TKP_EVMAP_MAX; i++)
+                if (s->ev_key[i] == handle) upto = s->ev_seg[i];
+            if (upto >= 0) close_pending(r, upto, end_ts, closed_by);
+        } else {
+            close_pending(r, -1, end_ts, closed_by);
+        }
+        /* Set-up work that the host waited for before any step: one "outside" segment. */
+        if (!s->seen_token && seg_has_work(s) && kind != TKP_SYNC_EVENT_QUERY)
+            close_current(r, TKP_STEP_OUTSIDE, end_ts, closed_by);
+        break;
+    case TKP_STEPMODE_SYNC:
+        if (seg_has_work(s)) close_current(r, TKP_STEP_TOKEN, end_ts, closed_by);
+        break;
+    default:
+        break;
+    }
+}
+
+void tkp_step_on_marker(struct tkp_ring *r, int kind, uint64_t ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (kind == TKP_MARK_STEP_BEGIN) {
+        if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_MARKER);
+        s->in_range = 1;
+        touch(s, ts);
+    } else if (s->in_range) {
+        close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_MARKER);
+        s->in_range = 0;
+    }
+}
+
+static regex_t nvtx_re;
+static int nvtx_re_state;
+
+void tkp_step_on_nvtx(struct tkp_ring *r, int kind, const char *name, uint64_t ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (tkp_cfg.step_mode != TKP_STEPMODE_NVTX) return;
+    if (kind == TKP_NVTX_PUSH || kind == TKP_NVTX_RANGE_START) {
+        if (!nvtx_re_state)
+            nvtx_re_state = regcomp(&nvtx_re, tkp_cfg.step_regex, REG_EXTENDED | REG_NOSUB) ? -1 : 1;
+        if (nvtx_re_state < 0 || !name || regexec(&nvtx_re, name, 0, NULL, 0)) {
+            if (s->in_range) s->in_range++; /* nested non-matching range */
+            return;
+        }
+        if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NVTX);
+        s->in_range = 1;
+        touch(s, ts);
+    } else if (kind == TKP_NVTX_POP || kind == TKP_NVTX_RANGE_END) {
+        if (s->in_range > 1) s->in_range--;
+        else if (s->in_range == 1) {
+            close_current(r, TKP_STEP_TOKEN, ts, TKP_CLOSE_NVTX);
+            s->in_range = 0;
+        }
+    }
+}
+
+/* Program exit: report what is pending; trailing work after the last step is "outside". */
+void tkp_step_flush_thread(struct tkp_ring *r, uint64_t ts)
+{
+    close_pending(r, -1, ts, TKP_CLOSE_EXIT);
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (!seg_has_work(s) && !s->copies) return;
+    /* A step that a boundary began (kernel, graph, a range still open) is a step cut short. */
+    int token = (tkp_cfg.step_mode == TKP_STEPMODE_KERNEL && s->in_range) ||
+                (tkp_cfg.step_mode == TKP_STEPMODE_GRAPH && s->graph_launches) ||
+                ((tkp_cfg.step_mode == TKP_STEPMODE_NVTX || tkp_cfg.step_mode == TKP_STEPMODE_MARKER) &&
+                 s->in_range);
+    close_current(r, token ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE, ts, TKP_CLOSE_EXIT);
+}

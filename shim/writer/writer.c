@@ -1,0 +1,690 @@
+/* The writer: one background thread that drains the rings, encodes msgpack, compresses each
+ * chunk as one zstd frame and appends it to the capture file.
+ *
+ * Chunks are self-contained (docs/FORMAT.md): every name, thread and graph topology a chunk uses
+ * is defined in it, so a capture cut anywhere decodes up to its last whole chunk. A launch or
+ * library call whose configuration was seen before is written as a template id (TMPL, LIB_TMPL
+ * once per chunk) plus what changes: its time, step and call. The thread
+ * drains often (so rings rarely fill) and writes a chunk at least every TOKPROF_FLUSH_MS, which
+ * bounds what os._exit or SIGKILL can lose. It runs with every signal blocked, and never calls
+ * into CUDA except cuFuncGetName-style name queries and device queries for the metadata. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/state.h"
+#include "gpu/cupti.h"
+#include "gpu/graph.h"
+#include "record/col.h"
+#include "record/libcall.h"
+#include "record/ring.h"
+#include "record/stacks.h"
+#include "record/symtab.h"
+#include "sink/sink.h"
+#include "tokprof/format.h"
+#include "writer/fixed.h"
+#include "writer/meta.h"
+#include "writer/tables.h"
+#include "writer/writer.h"
+
+#define CHUNK_SOFT_MAX (4u << 20) /* raw bytes that force a chunk before the flush period */
+#define POLL_MS_MAX 20
+
+enum { RUN_KIND, RUN_DT, RUN_TMPL, RUN_CALL, RUN_HOST, RUN_COLS };
+
+static struct {
+    int fd;
+    pthread_t thread;
+    int running;
+    _Atomic int stop;
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    ZSTD_CCtx *cctx;
+    void *zbuf;
+    size_t zcap;
+    uint32_t seq;
+    int chunk_open;
+    uint64_t prev_ns;
+    uint64_t last_flush_ns;
+    int meta_written;
+    const struct tkp_sink *sink; /* where chunks go (sink/sink.h) */
+    struct tkp_names names;
+    /* threads and graphs defined in the current chunk */
+    struct tkp_gen threads, graphs;
+    /* launch and library-call templates (FORMAT.md, "Templates") */
+    struct tkp_tmpl launch_tm, lib_tm;
+    /* the open RUN (FORMAT.md, "Runs"): launches and library calls of one step as columns */
+    struct tkp_col run[RUN_COLS]; /* kinds, dts, tmpls, calls, host_ns */
+    uint32_t run_n, run_step; /* records; their step */
+    uint32_t run_call0, run_call; /* the base of the calls column (set: run_based), the last call */
+    int run_based;
+    int failed;
+    char path[PATH_MAX];
+} writer = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
+
+static uint64_t start_realtime_ns, start_monotonic_ns;
+
+/* ---- encoding -------------------------------------------------------------------------------- */
+
+static void emit_meta(void)
+{
+    tkp_meta_pack(&writer.pk, writer.sink, start_realtime_ns, start_monotonic_ns);
+    writer.meta_written = 1;
+}
+
+static void chunk_begin(void)
+{
+    if (writer.chunk_open) return;
+    writer.chunk_open = 1;
+    writer.prev_ns = tkp_now_ns();
+    int first; /* writer.seq counts chunks over the process; a file counts its own (the sink) */
+    uint32_t seq = writer.sink->chunk_begin(writer.seq, &first);
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&writer.pk, seq);
+    msgpack_pack_uint64(&writer.pk, writer.prev_ns);
+    if (first) emit_meta(); /* every file, rotated ones included, starts with its META */
+}
+
+/* A record's stamp (clock.c), as ns delta-encoded against the previous record. */
+static int64_t next_dt(uint64_t stamp)
+{
+    uint64_t ts = tkp_stamp_ns(stamp);
+    int64_t dt = (int64_t)(ts - writer.prev_ns);
+    writer.prev_ns = ts;
+    return dt;
+}
+
+static void pack_dt(uint64_t stamp)
+{
+    msgpack_pack_int64(&writer.pk, next_dt(stamp));
+}
+
+/* ---- runs (FORMAT.md, "Runs") ----
+ * A step's LAUNCH_T and LIB_CALL_T records go into one RUN record as columns: the times alone in
+ * one column, the template ids (which repeat step after step) in another, so that zstd finds long
+ * matches and the reader walks arrays instead of msgpack. Every other record ends the open run
+ * first (run_flush), so the payload keeps the order of the timed records and their dt chain;
+ * definitions (TMPL, NAME, THREAD, STACK) may come between, before the RUN that uses them. */
+
+static void run_flush(void)
+{
+    if (!writer.run_n) return;
+    msgpack_packer *pk = &writer.pk;
+    msgpack_pack_array(pk, 9);
+    msgpack_pack_int(pk, TKP_REC_RUN);
+    msgpack_pack_uint32(pk, writer.run_step);
+    msgpack_pack_uint32(pk, writer.run_n);
+    msgpack_pack_uint32(pk, writer.run_call0);
+    tkp_cols_pack(pk, writer.run, RUN_COLS);
+    writer.run_n = 0;
+}
+
+/* Room for one more record in every column; 0 when memory ran out (the caller writes the
+ * record on its own, as LAUNCH_T / LIB_CALL_T). */
+static int run_room(uint32_t step)
+{
+    if (writer.run_n && (step != writer.run_step || writer.run_n == TKP_RUN_MAX)) run_flush();
+    if (tkp_cols_room(writer.run, RUN_COLS)) {
+        run_flush();
+        return 0;
+    }
+    if (!writer.run_n) {
+        writer.run_step = step;
+        writer.run_call0 = writer.run_call = 0;
+        writer.run_based = 0;
+    }
+    return 1;
+}
+
+/* Adds a launch (lib 0: call 0 outside any library call) or a library call (lib 1, host_ns its
+ * time inside) of template tmpl to the open run. */
+static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
+{
+    writer.run[RUN_KIND].p[writer.run[RUN_KIND].n++] = (uint8_t)lib;
+    tkp_col_put(&writer.run[RUN_DT], tkp_zigzag(next_dt(stamp)));
+    tkp_col_put(&writer.run[RUN_TMPL], tmpl);
+    if (call && !writer.run_based) { /* the first call id of the run: the column counts from it */
+        writer.run_call0 = writer.run_call = call - 1;
+        writer.run_based = 1;
+    }
+    uint64_t d = tkp_zigzag((int64_t)call - ((int64_t)writer.run_call + 1));
+    if (lib) {
+        tkp_col_put(&writer.run[RUN_CALL], d);
+        tkp_col_put(&writer.run[RUN_HOST], host_ns);
+        writer.run_call = call;
+    } else {
+        tkp_col_put(&writer.run[RUN_CALL], call ? d + 1 : 0);
+    }
+    writer.run_n++;
+}
+
+/* The id of a string, defined in the current chunk before it is returned. */
+static uint32_t name_id(const char *s)
+{
+    return tkp_names_id(&writer.names, &writer.pk, writer.seq, s);
+}
+
+static uint32_t key_name_id(uint64_t key, int kind)
+{
+    return tkp_names_key(&writer.names, &writer.pk, writer.seq, key, kind, tkp_sym_name);
+}
+
+static void define_thread(uint32_t idx, int os_tid)
+{
+    if (tkp_gen_mark(&writer.threads, idx, writer.seq) <= 0) return;
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_THREAD);
+    msgpack_pack_uint32(&writer.pk, idx);
+    msgpack_pack_int(&writer.pk, os_tid);
+}
+
+static void emit_graph(void *ctx, const struct tkp_graph *g)
+{
+    (void)ctx;
+    if (tkp_gen_mark(&writer.graphs, g->id, writer.seq) <= 0) return;
+    uint32_t *ids = calloc(g->n ? g->n : 1, sizeof *ids);
+    if (!ids) return;
+    for (uint32_t i = 0; i < g->n; i++)
+        ids[i] = g->nodes[i].type == TKP_NODE_KERNEL
+                     ? key_name_id(g->nodes[i].key, g->nodes[i].key_kind)
+                     : name_id(g->nodes[i].type == TKP_NODE_MEMCPY   ? "memcpy"
+                               : g->nodes[i].type == TKP_NODE_MEMSET ? "memset"
+                                                                     : "node");
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_GRAPH);
+    msgpack_pack_uint32(&writer.pk, g->id);
+    msgpack_pack_array(&writer.pk, g->n);
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct tkp_gnode *n = &g->nodes[i];
+        msgpack_pack_array(&writer.pk, 10);
+        msgpack_pack_uint64(&writer.pk, g->node_base + i);
+        msgpack_pack_int(&writer.pk, n->type);
+        msgpack_pack_uint32(&writer.pk, ids[i]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&writer.pk, n->grid[k]);
+        for (int k = 0; k < 3; k++) msgpack_pack_uint32(&writer.pk, n->block[k]);
+        msgpack_pack_array(&writer.pk, n->ndeps);
+        for (uint32_t d = 0; d < n->ndeps; d++)
+            msgpack_pack_uint64(&writer.pk, g->node_base + n->deps[d]);
+    }
+    free(ids);
+}
+
+struct gl_ctx { uint32_t id; };
+static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
+{
+    ((struct gl_ctx *)ctx)->id = g->id;
+    emit_graph(NULL, g);
+}
+
+/* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file.
+ * What repeats from step to step (the shape, types, operands, stream) goes in a LIB_TMPL record
+ * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template. */
+static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
+{
+    msgpack_packer *pk = &writer.pk;
+    msgpack_pack_int(pk, e->sub);
+    msgpack_pack_uint32(pk, op);
+    for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
+    for (int i = 0; i < 4; i++) {
+        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
+        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN8 ? -1 : (int)t);
+    }
+    for (int i = 0; i < 2; i++) {
+        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
+        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN4 ? -1 : (int)t);
+    }
+    msgpack_pack_uint64(pk, e->a);
+    msgpack_pack_uint64(pk, e->b);
+}
+
+static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &writer.pk;
+    uint32_t op = name_id(tkp_lib_op_name(e->flags));
+    uint64_t key[10] = {thread | (uint64_t)op << 32, e->u[0], e->u[1], e->u[2], e->u[3],
+                        e->u[5], e->u[6], e->a, e->b, (uint64_t)(uint32_t)e->sub};
+    int fresh = 0;
+    int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
+    if (t < 0) { /* no template: the full form */
+        run_flush();
+        msgpack_pack_array(pk, 22);
+        msgpack_pack_int(pk, TKP_REC_LIB_CALL);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        msgpack_pack_uint32(pk, e->u[4]);
+        pack_lib_fields(e, op);
+        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
+        msgpack_pack_uint32(pk, e->u[6] >> 16);
+        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        return;
+    }
+    if (fresh) {
+        msgpack_pack_array(pk, 19);
+        msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
+        msgpack_pack_uint32(pk, (uint32_t)t);
+        msgpack_pack_uint32(pk, thread);
+        pack_lib_fields(e, op);
+        msgpack_pack_uint32(pk, e->u[6] >> 16);
+        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+    }
+    if (run_room(e->step)) {
+        run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
+        return;
+    }
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
+    pack_dt(e->ts);
+    msgpack_pack_uint32(pk, e->step);
+    msgpack_pack_uint32(pk, e->u[4]);
+    msgpack_pack_uint32(pk, (uint32_t)t);
+    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
+}
+
+static void encode_other(const struct tkp_ev *e, uint32_t thread);
+
+static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
+{
+    (void)ctx;
+    chunk_begin();
+    define_thread(thread, os_tid);
+    msgpack_packer *pk = &writer.pk;
+    switch (e->type) {
+    case TKP_REC_LAUNCH: {
+        uint32_t nm = key_name_id(e->a, e->flags);
+        uint32_t stk = tkp_stacks_encode(pk, writer.seq, thread, e->ts); /* STACK/MODULE first */
+        const uint32_t *u = e->u;
+        uint64_t key[6] = {thread | (uint64_t)nm << 32, e->b,
+                           (uint32_t)e->sub | (uint64_t)u[6] << 32, u[0] | (uint64_t)u[1] << 32,
+                           u[2] | (uint64_t)u[3] << 32, u[4] | (uint64_t)u[5] << 32};
+        int fresh = 0;
+        int64_t t = tkp_tmpl_id(&writer.launch_tm, key, writer.seq, &fresh);
+        if (t >= 0) { /* the configuration once per chunk (TMPL), then LAUNCH_T per launch */
+            if (fresh) {
+                msgpack_pack_array(pk, 13);
+                msgpack_pack_int(pk, TKP_REC_TMPL);
+                msgpack_pack_uint32(pk, (uint32_t)t);
+                msgpack_pack_uint32(pk, thread);
+                msgpack_pack_uint32(pk, nm);
+                msgpack_pack_uint64(pk, e->b);
+                msgpack_pack_int(pk, e->sub);
+                for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+            }
+            if (!stk && run_room(e->step)) {
+                run_add(0, e->ts, (uint32_t)t, e->u[7], 0);
+                break;
+            }
+            run_flush(); /* a launch with a stack is a record of its own */
+            msgpack_pack_array(pk, stk ? 6 : e->u[7] ? 5 : 4);
+            msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
+            pack_dt(e->ts);
+            msgpack_pack_uint32(pk, e->step);
+            msgpack_pack_uint32(pk, (uint32_t)t);
+        } else {
+            run_flush();
+            /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
+            msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
+            msgpack_pack_int(pk, TKP_REC_LAUNCH);
+            pack_dt(e->ts);
+            msgpack_pack_uint32(pk, thread);
+            msgpack_pack_uint32(pk, e->step);
+            msgpack_pack_uint32(pk, nm);
+            msgpack_pack_uint64(pk, e->b);
+            msgpack_pack_int(pk, e->sub);
+            for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+        }
+        if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
+        if (stk) msgpack_pack_uint32(pk, stk);
+        break;
+    }
+    case TKP_REC_LIB_CALL:
+        encode_lib_call(e, thread);
+        break;
+    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
+        tkp_cupti_note(e, thread);
+        break;
+    case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
+        tkp_stacks_note(e, thread);
+        break;
+    default:
+        run_flush(); /* every other record ends the open run, keeping the payload's order */
+        encode_other(e, thread);
+        break;
+    }
+}
+
+/* The fixed-layout records (writer/fixed.h, from include/tokprof/records.def): where each field
+ * comes from in the ring event (record/ring_types.h). 0 when e is not one of them. */
+static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
+{
+    msgpack_packer *pk = &writer.pk;
+    struct tkp_fixed_head h = {0, thread, e->step};
+    switch (e->type) {
+    case TKP_REC_COPY:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_COPY(pk, &h,
+                            &(struct tkp_fixed_COPY){.kind = e->sub, .dir = e->flags & 0xffu,
+                                                     .bytes = e->a, .stream = e->b,
+                                                     .flags = (uint32_t)e->flags >> 8});
+        return 1;
+    case TKP_REC_SYNC:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_SYNC(pk, &h,
+                            &(struct tkp_fixed_SYNC){.kind = e->sub, .handle = e->a,
+                                                     .wait_ns = tkp_stamp_dur_ns(e->b)});
+        return 1;
+    case TKP_REC_EVENT_RECORD:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_EVENT_RECORD(
+            pk, &h, &(struct tkp_fixed_EVENT_RECORD){.event = e->a, .stream = e->b});
+        return 1;
+    case TKP_REC_STREAM_WAIT:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_STREAM_WAIT(pk, &h,
+                                   &(struct tkp_fixed_STREAM_WAIT){.stream = e->a, .event = e->b});
+        return 1;
+    case TKP_REC_STEP: { /* its times are absolute: no dt */
+        struct tkp_fixed_STEP v = {.kind = e->sub, .begin_ns = tkp_stamp_ns(e->ts),
+                                   .mark_ns = tkp_stamp_ns(e->a), .end_ns = tkp_stamp_ns(e->b),
+                                   .closed_by = e->u[0], .launches = e->u[1],
+                                   .graph_launches = e->u[2], .copies = e->u[3]};
+        if (writer.sink->on_step)
+            writer.sink->on_step(e->sub, v.begin_ns, v.end_ns); /* flight: slow? */
+        tkp_fixed_pack_STEP(pk, &h, &v);
+        return 1;
+    }
+    case TKP_REC_NVTX: {
+        uint32_t nm = name_id((const char *)(uintptr_t)e->a); /* its NAME first */
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_NVTX(pk, &h,
+                            &(struct tkp_fixed_NVTX){.kind = e->sub, .name_id = nm,
+                                                     .range_id = e->u[0]});
+        return 1;
+    }
+    case TKP_REC_MARKER:
+        h.dt = next_dt(e->ts);
+        tkp_fixed_pack_MARKER(pk, &h,
+                              &(struct tkp_fixed_MARKER){.kind = e->sub, .value = (int64_t)e->a});
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void encode_other(const struct tkp_ev *e, uint32_t thread)
+{
+    if (encode_fixed(e, thread)) return;
+    msgpack_packer *pk = &writer.pk;
+    switch (e->type) {
+    case TKP_REC_GRAPH_LAUNCH: {
+        struct gl_ctx g = {UINT32_MAX};
+        tkp_graph_with(e->a, emit_graph_and_id, &g);
+        msgpack_pack_array(pk, 7);
+        msgpack_pack_int(pk, TKP_REC_GRAPH_LAUNCH);
+        pack_dt(e->ts);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint32(pk, e->step);
+        if (g.id == UINT32_MAX) msgpack_pack_int(pk, -1); /* topology never seen */
+        else msgpack_pack_uint32(pk, g.id);
+        msgpack_pack_uint64(pk, e->b);
+        msgpack_pack_int(pk, e->sub);
+        break;
+    }
+    case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
+        msgpack_pack_array(pk, 3);
+        msgpack_pack_int(pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(pk, thread);
+        msgpack_pack_uint64(pk, e->a);
+        break;
+    default:
+        break;
+    }
+}
+
+/* The encoder context handed to the GPU tier (gpu/cupti.h), which encodes its records on this
+ * thread. */
+static msgpack_packer *enc_packer(void *ctx)
+{
+    (void)ctx;
+    chunk_begin();
+    run_flush(); /* GPU records come after the run before them */
+    return &writer.pk;
+}
+
+/* GPU kernel names are strings CUPTI owns, the same few again and again: a string at an
+ * address seen before is compared with the name it had (a strcmp, not a hash of it and a
+ * table probe) before name_id() is asked. */
+static uint32_t enc_name(void *ctx, const char *s)
+{
+    (void)ctx;
+    static struct {
+        const char *p;
+        uint32_t id;
+    } seen[64];
+    chunk_begin();
+    __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
+    const char *known = c->p == s ? tkp_names_str(&writer.names, c->id) : NULL;
+    if (known && !strcmp(known, s) && tkp_names_defined(&writer.names, c->id, writer.seq))
+        return c->id; /* defined in this chunk already */
+    uint32_t id = name_id(s);
+    known = tkp_names_str(&writer.names, id);
+    if (known && !strcmp(known, s)) c->p = s, c->id = id;
+    return id;
+}
+
+static const struct tkp_enc gpu_enc = {NULL, enc_packer, enc_name};
+
+/* ---- metadata, losses, chunks ---------------------------------------------------------------- */
+
+/* The sink's way to a META chunk of its own (sink/sink.h). */
+static void *meta_payload(size_t *len)
+{
+    /* Packs into a buffer of its own: the chunk being encoded stays as it is. */
+    msgpack_sbuffer saved = writer.sb;
+    int meta_written = writer.meta_written;
+    msgpack_sbuffer_init(&writer.sb);
+    msgpack_pack_array(&writer.pk, 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_CHUNK);
+    msgpack_pack_uint32(&writer.pk, 0);
+    msgpack_pack_uint64(&writer.pk, tkp_now_ns());
+    emit_meta();
+    *len = writer.sb.size;
+    void *p = msgpack_sbuffer_release(&writer.sb);
+    writer.sb = saved;
+    writer.meta_written = meta_written;
+    return p;
+}
+
+/* `stop`: the capture ends with this chunk (free space under the floor): the LOSS of threads
+ * without a ring is written even when zero, with a trailing 1 that says so (FORMAT.md, LOSS). */
+static void emit_losses(int stop)
+{
+    uint32_t n = tkp_rings_count();
+    for (uint32_t i = 0; i < n; i++) {
+        int tid;
+        uint64_t dropped;
+        int idx = tkp_ring_info(i, &tid, &dropped);
+        if (idx < 0 || !dropped) continue;
+        chunk_begin();
+        define_thread((uint32_t)idx, tid);
+        msgpack_pack_array(&writer.pk, 3);
+        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&writer.pk, (uint32_t)idx);
+        msgpack_pack_uint64(&writer.pk, dropped);
+    }
+    uint64_t ringless = atomic_load(&tkp_ringless_drops);
+    if (ringless || stop) {
+        chunk_begin();
+        msgpack_pack_array(&writer.pk, stop ? 4 : 3);
+        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
+        msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
+        msgpack_pack_uint64(&writer.pk, ringless);
+        if (stop) msgpack_pack_uint32(&writer.pk, 1);
+    }
+}
+
+static void fail(const char *what)
+{
+    if (writer.failed) return;
+    writer.failed = 1;
+    tkp_warn("%s %s: %s; capture stopped, the program is unaffected", what, writer.path,
+             strerror(errno));
+    atomic_store(&tkp_state, -1);
+}
+
+static void flush_chunk(void)
+{
+    uint64_t since = writer.last_flush_ns;
+    writer.last_flush_ns = tkp_now_ns();
+    if (!writer.chunk_open || writer.failed) return;
+    /* Under the free-space floor (the stream sink; flight mode keeps its chunks in memory):
+     * recording stops now, what the rings hold is drained into this chunk, the capture's last. */
+    int stop = writer.sink->low_space && writer.sink->low_space(writer.sb.size, "capture stopped");
+    if (stop) {
+        atomic_store(&tkp_state, -1);
+        tkp_rings_drain(encode, NULL);
+    }
+    run_flush();
+    emit_losses(stop);
+    size_t raw = writer.sb.size;
+    size_t bound = ZSTD_compressBound(raw);
+    if (bound > writer.zcap) {
+        void *z = realloc(writer.zbuf, bound);
+        if (!z) return fail("out of memory compressing for");
+        writer.zbuf = z;
+        writer.zcap = bound;
+    }
+    ZSTD_CCtx_setPledgedSrcSize(writer.cctx, raw);
+    size_t zn = ZSTD_compress2(writer.cctx, writer.zbuf, writer.zcap, writer.sb.data, raw);
+    if (ZSTD_isError(zn)) {
+        tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
+        zn = 0;
+    }
+    /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
+    if (zn && writer.sink->put(writer.zbuf, zn, (uint32_t)raw, since, writer.last_flush_ns))
+        writer.failed = 1;
+    if (stop) writer.failed = 1; /* nothing more is written */
+    writer.seq++;
+    writer.chunk_open = 0;
+    msgpack_sbuffer_clear(&writer.sb);
+}
+
+/* Returns the number of events drained. */
+static size_t cycle(int force)
+{
+    if (!writer.meta_written) {
+        chunk_begin(); /* META, in stream mode */
+        writer.meta_written = 1;
+    }
+    /* GPU buffers completed before the drain: their launches' join events are in the rings. */
+    struct tkp_gpu_batch *gpu = tkp_cupti_take();
+    tkp_clock_anchor(); /* before the drain: the stamps drained next are converted against it */
+    size_t n = tkp_rings_drain(encode, NULL);
+    tkp_cupti_encode(gpu, force, &gpu_enc);
+    uint64_t now = tkp_now_ns();
+    if (force || writer.sb.size >= CHUNK_SOFT_MAX ||
+        now - writer.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
+        flush_chunk();
+    if (writer.sink->poll) writer.sink->poll(now); /* flight mode: triggers, snapshots */
+    return n;
+}
+
+static void *writer_main(void *arg)
+{
+    (void)arg;
+    unsigned poll = tkp_cfg.flush_ms < POLL_MS_MAX ? tkp_cfg.flush_ms : POLL_MS_MAX;
+    struct timespec idle = {poll / 1000, (long)(poll % 1000) * 1000000L};
+    struct timespec busy = {0, 2000000L};
+    /* A drain that found a lot means the rings fill fast: come back sooner, so that a burst of
+     * launches is drained rather than dropped. */
+    size_t busy_at = ((size_t)tkp_cfg.ring_kb << 10) / sizeof(struct tkp_ev) / 8;
+    size_t last = 0;
+    tkp_tls.depth = 1; /* nothing this thread does is the program's */
+    while (!atomic_load(&writer.stop)) {
+        nanosleep(last >= busy_at ? &busy : &idle, NULL);
+        last = cycle(0);
+    }
+    return NULL;
+}
+
+int tkp_writer_start(const struct tkp_sink *sink)
+{
+    writer.sink = sink;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    start_monotonic_ns = tkp_now_ns();
+    start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
+    if (sink->open(meta_payload)) return -1; /* the first file, or the flight recorder */
+    snprintf(writer.path, sizeof writer.path, "%s", sink->path());
+    msgpack_sbuffer_init(&writer.sb);
+    msgpack_packer_init(&writer.pk, &writer.sb, msgpack_sbuffer_write);
+    writer.cctx = ZSTD_createCCtx();
+    if (!writer.cctx) return -1;
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_compressionLevel, 3);
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_contentSizeFlag, 1);
+    writer.last_flush_ns = tkp_now_ns();
+    atomic_store(&writer.stop, 0);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&writer.thread, NULL, writer_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        tkp_warn("cannot start the writer thread; capture off");
+        return -1;
+    }
+    writer.running = 1;
+    tkp_debug("capturing to %s", writer.path);
+    return 0;
+}
+
+void tkp_writer_stop(void)
+{
+    if (!writer.running) return;
+    atomic_store(&writer.stop, 1);
+    pthread_join(writer.thread, NULL);
+    writer.running = 0;
+    int d = tkp_tls.depth;
+    tkp_tls.depth = 1;
+    if (writer.sink->last_chunk) writer.sink->last_chunk();
+    cycle(1);
+    tkp_tls.depth = d;
+    writer.sink->close();
+}
+
+void tkp_writer_after_fork(void)
+{
+    /* The child has no writer thread; the parent's file and buffers are not ours to touch. */
+    writer.running = 0;
+    writer.seq = 0;
+    writer.chunk_open = 0;
+    writer.meta_written = 0;
+    writer.failed = 0;
+    if (writer.sb.data) msgpack_sbuffer_clear(&writer.sb);
+    writer.run_n = 0; /* the parent's open run was the parent's */
+    for (int c = 0; c < RUN_COLS; c++) writer.run[c].n = 0;
+    tkp_gen_clear(&writer.names.gen);
+    tkp_gen_clear(&writer.threads);
+    tkp_gen_clear(&writer.graphs);
+    tkp_gen_clear(&writer.launch_tm.gen);
+    tkp_gen_clear(&writer.lib_tm.gen);
+    if (writer.cctx) ZSTD_freeCCtx(writer.cctx);
+    writer.cctx = NULL;
+    if (writer.sb.data) msgpack_sbuffer_destroy(&writer.sb);
+    memset(&writer.sb, 0, sizeof writer.sb);
+}

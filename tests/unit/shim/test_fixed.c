@@ -1,0 +1,104 @@
+/* The writer's fixed-layout records (shim/writer/fixed.h, generated from
+ * include/tokprof/records.def) against docs/FORMAT.md's record table, written here from
+ * FORMAT.md alone: each field set to a distinct value must land at FORMAT.md's position, after
+ * the head, with nothing more. The decoder reads the same records.def, so a mistake there would
+ * pass every end-to-end test; this one compares with the normative text. */
+#include <criterion/criterion.h>
+#include <msgpack.h>
+
+#include "writer/fixed.h"
+
+/* The record packed into sb as the integers of its array. */
+static int unpack(msgpack_sbuffer *sb, int64_t *out, int cap)
+{
+    size_t off = 0;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    cr_assert_eq(msgpack_unpack_next(&u, sb->data, sb->size, &off), MSGPACK_UNPACK_SUCCESS);
+    cr_assert_eq(off, sb->size, "one record");
+    cr_assert_eq(u.data.type, MSGPACK_OBJECT_ARRAY);
+    int n = (int)u.data.via.array.size;
+    cr_assert_leq(n, cap);
+    for (int i = 0; i < n; i++) {
+        msgpack_object *o = &u.data.via.array.ptr[i];
+        cr_assert(o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+                  o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER);
+        out[i] = o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ? (int64_t)o->via.u64 : o->via.i64;
+    }
+    msgpack_unpacked_destroy(&u);
+    msgpack_sbuffer_clear(sb);
+    return n;
+}
+
+static msgpack_sbuffer sb;
+static msgpack_packer pk;
+static void setup(void)
+{
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+}
+TestSuite(shim_fixed, .init = setup);
+
+static const struct tkp_fixed_head head = {.dt = -7, .thread = 8, .step = 9};
+
+/* FORMAT.md: [type, dt, thread, step, fields...] */
+static void expect_host(int type, const int64_t *fields, int n)
+{
+    int64_t got[32];
+    cr_assert_eq(unpack(&sb, got, 32), 4 + n, "type %d: %d fields", type, n);
+    cr_assert_eq(got[0], type);
+    cr_assert_eq(got[1], -7);
+    cr_assert_eq(got[2], 8);
+    cr_assert_eq(got[3], 9);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(got[4 + i], fields[i], "type %d field %d", type, i);
+}
+
+Test(shim_fixed, copy_sync_events_nvtx_marker_in_format_md_order)
+{
+    /* COPY: dt, thread, step, kind, dir, bytes, stream, flags */
+    tkp_fixed_pack_COPY(
+        &pk, &head,
+        &(struct tkp_fixed_COPY){
+            .kind = 1, .dir = 2, .bytes = 1u << 20, .stream = 0x7f00aa, .flags = 3});
+    expect_host(TKP_REC_COPY, (int64_t[]){1, 2, 1 << 20, 0x7f00aa, 3}, 5);
+    /* SYNC: dt, thread, step, kind, handle, wait_ns */
+    tkp_fixed_pack_SYNC(&pk, &head,
+                        &(struct tkp_fixed_SYNC){.kind = 1, .handle = 0xe0, .wait_ns = 12345});
+    expect_host(TKP_REC_SYNC, (int64_t[]){1, 0xe0, 12345}, 3);
+    /* EVENT_RECORD: dt, thread, step, event, stream */
+    tkp_fixed_pack_EVENT_RECORD(&pk, &head,
+                                &(struct tkp_fixed_EVENT_RECORD){.event = 0xe1, .stream = 0x51});
+    expect_host(TKP_REC_EVENT_RECORD, (int64_t[]){0xe1, 0x51}, 2);
+    /* STREAM_WAIT: dt, thread, step, stream, event */
+    tkp_fixed_pack_STREAM_WAIT(&pk, &head,
+                               &(struct tkp_fixed_STREAM_WAIT){.stream = 0x52, .event = 0xe2});
+    expect_host(TKP_REC_STREAM_WAIT, (int64_t[]){0x52, 0xe2}, 2);
+    /* NVTX: dt, thread, step, kind, name, range_id */
+    tkp_fixed_pack_NVTX(&pk, &head,
+                        &(struct tkp_fixed_NVTX){.kind = 3, .name_id = 44, .range_id = 55});
+    expect_host(TKP_REC_NVTX, (int64_t[]){3, 44, 55}, 3);
+    /* MARKER: dt, thread, step, kind, value (signed) */
+    tkp_fixed_pack_MARKER(&pk, &head, &(struct tkp_fixed_MARKER){.kind = 1, .value = -2});
+    expect_host(TKP_REC_MARKER, (int64_t[]){1, -2}, 2);
+}
+
+Test(shim_fixed, step_has_no_dt)
+{
+    /* STEP: step, thread, kind, begin_ns, mark_ns, end_ns, closed_by, launches, graph_launches,
+     * copies */
+    tkp_fixed_pack_STEP(&pk, &head,
+                        &(struct tkp_fixed_STEP){.kind = 1,
+                                                 .begin_ns = 100,
+                                                 .mark_ns = 200,
+                                                 .end_ns = 300,
+                                                 .closed_by = 4,
+                                                 .launches = 5,
+                                                 .graph_launches = 6,
+                                                 .copies = 7});
+    int64_t got[32];
+    cr_assert_eq(unpack(&sb, got, 32), 11);
+    static const int64_t want[] = {TKP_REC_STEP, 9, 8, 1, 100, 200, 300, 4, 5, 6, 7};
+    for (int i = 0; i < 11; i++)
+        cr_assert_eq(got[i], want[i], "element %d", i);
+}

@@ -1,0 +1,147 @@
+/* The per-thread ring (shim/record/ring.c): reserve and commit in order, a full ring drops and
+ * counts, a thread that exits hands its drops over as a LOSS event and frees its ring for the
+ * next thread, and the floor above hears of claims and exits through its hooks. Criterion runs
+ * each test in a process of its own, so each starts with no ring. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/state.h"
+#include "record/ring.h"
+#include "tokprof/format.h"
+
+#define SLOTS 64 /* TOKPROF_RING_KB=4: 4096 bytes of 64-byte events */
+
+static int claims, exits;
+static void on_claim(struct tkp_ring *r)
+{
+    for (size_t i = 0; i < sizeof r->user; i++)
+        cr_assert_eq(r->user[i], 0);
+    claims++;
+}
+static void on_exit_hook(struct tkp_ring *r, uint64_t stamp)
+{
+    (void)r, (void)stamp;
+    exits++;
+}
+
+static void setup(void)
+{
+    tkp_cfg.ring_kb = 4;
+    tkp_cfg.buffer_mb = 1;
+    atomic_store(&tkp_state, 1);
+    tkp_rings_set_hooks(on_claim, on_exit_hook);
+}
+
+static int push(uint64_t a)
+{
+    struct tkp_ring *r = tkp_ring_self();
+    cr_assert_not_null(r);
+    struct tkp_ev *e = tkp_ring_reserve(r);
+    if (!e) return 0;
+    e->type = TKP_REC_MARKER;
+    e->a = a;
+    tkp_ring_commit(r);
+    return 1;
+}
+
+struct seen {
+    uint64_t a[4 * SLOTS];
+    int type[4 * SLOTS];
+    uint32_t thread[4 * SLOTS];
+    int n;
+};
+static void collect(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
+{
+    (void)os_tid;
+    struct seen *s = ctx;
+    cr_assert_lt(s->n, 4 * SLOTS);
+    s->a[s->n] = e->a;
+    s->type[s->n] = e->type;
+    s->thread[s->n++] = thread;
+}
+
+TestSuite(shim_ring, .init = setup);
+
+Test(shim_ring, no_ring_unless_capturing)
+{
+    atomic_store(&tkp_state, 0);
+    cr_assert_null(tkp_ring_self());
+    cr_assert_eq(tkp_rings_count(), 0);
+}
+
+Test(shim_ring, events_come_out_in_order_once)
+{
+    for (uint64_t i = 0; i < 10; i++)
+        cr_assert(push(100 + i));
+    cr_assert_eq(claims, 1);
+    struct seen s = {.n = 0};
+    cr_assert_eq(tkp_rings_drain(collect, &s), 10);
+    cr_assert_eq(s.n, 10);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(s.a[i], 100u + (uint64_t)i);
+    s.n = 0;
+    cr_assert_eq(tkp_rings_drain(collect, &s), 0, "drained events are gone");
+    int tid;
+    uint64_t dropped;
+    cr_assert_eq(tkp_ring_info(0, &tid, &dropped), 0);
+    cr_assert_eq(tid, (int)syscall(SYS_gettid));
+    cr_assert_eq(dropped, 0);
+}
+
+Test(shim_ring, a_full_ring_drops_and_counts_then_has_room_again)
+{
+    for (int i = 0; i < SLOTS; i++)
+        cr_assert(push((uint64_t)i), "slot %d", i);
+    cr_assert_not(push(999));
+    cr_assert_not(push(999));
+    int tid;
+    uint64_t dropped;
+    tkp_ring_info(0, &tid, &dropped);
+    cr_assert_eq(dropped, 2);
+    struct seen s = {.n = 0};
+    cr_assert_eq(tkp_rings_drain(collect, &s), SLOTS);
+    for (int i = 0; i < SLOTS; i++)
+        cr_assert_eq(s.a[i], (uint64_t)i, "the dropped ones never land");
+    /* wrapping around: the head passes the end of the slots */
+    for (int i = 0; i < SLOTS / 2 + 3; i++)
+        cr_assert(push(1000 + (uint64_t)i));
+    s.n = 0;
+    tkp_rings_drain(collect, &s);
+    cr_assert_eq(s.n, SLOTS / 2 + 3);
+    cr_assert_eq(s.a[s.n - 1], 1000u + SLOTS / 2 + 2);
+}
+
+static void *overfill_and_exit(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < SLOTS + 5; i++)
+        push((uint64_t)i);
+    return NULL;
+}
+
+Test(shim_ring, an_exited_thread_leaves_its_loss_and_its_ring)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, overfill_and_exit, NULL);
+    pthread_join(t, NULL);
+    cr_assert_eq(exits, 1, "the exit hook ran on the exiting thread");
+    struct seen s = {.n = 0};
+    tkp_rings_drain(collect, &s);
+    cr_assert_eq(s.n, SLOTS + 1);
+    cr_assert_eq(s.type[SLOTS], TKP_REC_LOSS);
+    cr_assert_eq(s.a[SLOTS], 5, "its final drop count");
+    int tid;
+    uint64_t dropped;
+    cr_assert_eq(tkp_ring_info(0, &tid, &dropped), -1, "freed");
+    /* the next thread gets the same memory, with a new capture-local index */
+    cr_assert(push(7));
+    cr_assert_eq(tkp_rings_count(), 1);
+    s.n = 0;
+    tkp_rings_drain(collect, &s);
+    cr_assert_eq(s.n, 1);
+    cr_assert_eq(s.thread[0], 1);
+    cr_assert_eq(claims, 2);
+}

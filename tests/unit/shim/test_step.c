@@ -1,0 +1,251 @@
+/* The step detector's state machine (shim/record/step.c), fed synthetic sequences of what the
+ * hooks report: the STEP events it leaves in the thread's ring must be the steps a server made,
+ * closed by what closed them, with their counts. Criterion runs each test in a process of its
+ * own. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "core/config.h"
+#include "core/state.h"
+#include "record/ring.h"
+#include "record/step.h"
+#include "record/symtab.h"
+#include "tokprof/format.h"
+
+static uint32_t segments[64];
+static int nsegments;
+static void on_segment(uint32_t seg)
+{
+    if (nsegments < 64) segments[nsegments] = seg;
+    nsegments++;
+}
+
+static void setup(void)
+{
+    tkp_cfg.ring_kb = 64;
+    tkp_cfg.buffer_mb = 1;
+    tkp_cfg.step_mode = TKP_STEPMODE_AUTO;
+    tkp_cfg.step_copy_max = 4u << 20;
+    atomic_store(&tkp_state, 1);
+    tkp_rings_set_hooks(tkp_step_thread_init, tkp_step_flush_thread);
+    tkp_step_set_segment_hook(on_segment);
+}
+TestSuite(shim_step, .init = setup);
+
+static uint64_t now = 1000;
+static struct tkp_ring *R(void)
+{
+    struct tkp_ring *r = tkp_ring_self();
+    cr_assert_not_null(r);
+    return r;
+}
+static void launches(int n)
+{
+    for (int i = 0; i < n; i++)
+        tkp_step_on_launch(R(), now += 10, 0);
+}
+static void graph_launch(void)
+{
+    tkp_step_on_launch(R(), now += 10, 1);
+}
+static void dtoh(uint64_t bytes)
+{
+    tkp_step_on_copy(R(), now += 10, TKP_DIR_DTOH, bytes, 1);
+}
+static void sync_on(int kind, uint64_t handle)
+{
+    tkp_step_on_sync(R(), kind, handle, now += 10);
+}
+
+struct step {
+    uint32_t seg, closed_by, launches, glaunches, copies;
+    int kind;
+    uint64_t begin, mark, end;
+};
+static struct step steps[64];
+static int nsteps;
+static void take(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
+{
+    (void)ctx, (void)thread, (void)os_tid;
+    if (e->type != TKP_REC_STEP) return;
+    cr_assert_lt(nsteps, 64);
+    steps[nsteps++] =
+        (struct step){e->step, e->u[0], e->u[1], e->u[2], e->u[3], e->sub, e->ts, e->a, e->b};
+}
+static void drain(void)
+{
+    nsteps = 0;
+    tkp_rings_drain(take, NULL);
+}
+static void expect(int i, uint32_t seg, int kind, uint32_t closed_by, uint32_t launches_,
+                   uint32_t copies)
+{
+    cr_assert_gt(nsteps, i, "step %d missing (%d steps)", i, nsteps);
+    cr_expect_eq(steps[i].seg, seg, "step %d: seg %u", i, steps[i].seg);
+    cr_expect_eq(steps[i].kind, kind, "step %d: kind %d", i, steps[i].kind);
+    cr_expect_eq(steps[i].closed_by, closed_by, "step %d: closed by %u", i, steps[i].closed_by);
+    cr_expect_eq(steps[i].launches, launches_, "step %d: %u launches", i, steps[i].launches);
+    cr_expect_eq(steps[i].copies, copies, "step %d: %u copies", i, steps[i].copies);
+    cr_expect_leq(steps[i].begin, steps[i].mark);
+    cr_expect_leq(steps[i].mark, steps[i].end);
+}
+
+/* vLLM's async scheduling: step N+1 is launched before the host waits for step N's event. */
+Test(shim_step, auto_pairs_a_late_event_wait_with_its_step)
+{
+    launches(3), dtoh(16), tkp_step_on_event_record(R(), 0xE0);
+    launches(4), dtoh(16), tkp_step_on_event_record(R(), 0xE1);
+    drain();
+    cr_assert_eq(nsteps, 0, "marked, not complete: nothing reported yet");
+    sync_on(TKP_SYNC_EVENT, 0xE0);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_SYNC, 3, 1);
+    sync_on(TKP_SYNC_EVENT, 0xE1);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 1, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_SYNC, 4, 1);
+    cr_assert_eq(nsegments, 2);
+    cr_assert_eq(segments[0], 1, "the GPU tier hears of each new segment");
+    cr_assert_eq(segments[1], 2);
+}
+
+Test(shim_step, auto_large_copies_and_unknown_events_end_nothing)
+{
+    launches(3), dtoh(64u << 20); /* a weight download, not sampled ids */
+    sync_on(TKP_SYNC_EVENT_QUERY, 0x99);
+    drain();
+    cr_assert_eq(nsteps, 0);
+    cr_assert_eq(tkp_step_current(R()), 0);
+}
+
+Test(shim_step, auto_work_waited_for_before_any_step_is_outside)
+{
+    launches(5);
+    sync_on(TKP_SYNC_STREAM, 0);
+    launches(2), dtoh(4);
+    sync_on(TKP_SYNC_STREAM, 0);
+    drain();
+    cr_assert_eq(nsteps, 2);
+    expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_STREAM_SYNC, 5, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 2, 1);
+}
+
+Test(shim_step, auto_a_blocking_copy_completes_what_is_pending)
+{
+    launches(2), dtoh(4);
+    tkp_step_on_copy_return(R(), now += 10, 1);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_BLOCKING_COPY, 2, 1);
+}
+
+Test(shim_step, auto_a_host_that_never_waits_is_bounded)
+{
+    for (int i = 0; i < TKP_PENDING_MAX + 1; i++)
+        launches(1), dtoh(4);
+    drain();
+    cr_assert_eq(nsteps, 1, "the oldest pending step is reported, closed by the next");
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 1, 1);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, TKP_PENDING_MAX);
+    for (int i = 0; i < TKP_PENDING_MAX; i++)
+        expect(i, (uint32_t)i + 1, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 1, 1);
+}
+
+Test(shim_step, sync_mode_every_wait_after_launches_is_a_step)
+{
+    tkp_cfg.step_mode = TKP_STEPMODE_SYNC;
+    launches(3), sync_on(TKP_SYNC_DEVICE, 0);
+    sync_on(TKP_SYNC_DEVICE, 0); /* nothing launched since: no step */
+    launches(1), sync_on(TKP_SYNC_EVENT, 0xE);
+    drain();
+    cr_assert_eq(nsteps, 2);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_DEVICE_SYNC, 3, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_SYNC, 1, 0);
+}
+
+Test(shim_step, graph_mode_each_replay_begins_a_step)
+{
+    tkp_cfg.step_mode = TKP_STEPMODE_GRAPH;
+    launches(2); /* warm-up, eager */
+    graph_launch(), launches(1);
+    graph_launch();
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_NEXT_STEP, 2, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 1, 0);
+    cr_expect_eq(steps[1].glaunches, 1);
+    expect(2, 2, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 0, 0);
+}
+
+Test(shim_step, marker_mode_ranges)
+{
+    tkp_cfg.step_mode = TKP_STEPMODE_MARKER;
+    launches(2);
+    tkp_step_on_marker(R(), TKP_MARK_STEP_BEGIN, now += 10);
+    launches(3);
+    tkp_step_on_marker(R(), TKP_MARK_STEP_END, now += 10);
+    tkp_step_on_marker(R(), TKP_MARK_STEP_END, now += 10); /* outside a range: nothing */
+    drain();
+    cr_assert_eq(nsteps, 2);
+    expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_MARKER, 2, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_MARKER, 3, 0);
+}
+
+Test(shim_step, nvtx_mode_nested_ranges_end_at_the_matching_pop)
+{
+    tkp_cfg.step_mode = TKP_STEPMODE_NVTX;
+    snprintf(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, "^decode");
+    tkp_step_on_nvtx(R(), TKP_NVTX_PUSH, "decode_step", now += 10);
+    launches(1);
+    tkp_step_on_nvtx(R(), TKP_NVTX_PUSH, "layer", now += 10);
+    tkp_step_on_nvtx(R(), TKP_NVTX_RANGE_START, "attention", now += 10);
+    launches(2);
+    tkp_step_on_nvtx(R(), TKP_NVTX_RANGE_END, NULL, now += 10);
+    tkp_step_on_nvtx(R(), TKP_NVTX_POP, NULL, now += 10);
+    drain();
+    cr_assert_eq(nsteps, 0, "the inner ends end the inner ranges only");
+    tkp_step_on_nvtx(R(), TKP_NVTX_POP, NULL, now += 10);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_NVTX, 3, 0);
+}
+
+Test(shim_step, exit_reports_trailing_work_as_outside)
+{
+    launches(2), dtoh(4);
+    launches(3);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 2);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 2, 1);
+    expect(1, 1, TKP_STEP_OUTSIDE, TKP_CLOSE_EXIT, 3, 0);
+}
+
+static void launch_kernel(const void *stub)
+{
+    uint64_t ts = now += 10;
+    tkp_step_launch_boundary(R(), (uint64_t)(uintptr_t)stub, TKP_KEY_HOSTFUN, ts);
+    tkp_step_on_launch(R(), ts, 0);
+}
+
+Test(shim_step, kernel_mode_a_matching_launch_begins_a_step)
+{
+    static const char embed, attn; /* host stubs: any distinct addresses */
+    tkp_sym_register(&embed, "embedding_kernel");
+    tkp_sym_register(&attn, "attention_kernel");
+    tkp_cfg.step_mode = TKP_STEPMODE_KERNEL;
+    snprintf(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, "^embed");
+    launch_kernel(&attn); /* warm-up before the first matching kernel */
+    launch_kernel(&embed), launch_kernel(&attn), launch_kernel(&attn);
+    launch_kernel(&embed), launch_kernel(&attn);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_NEXT_STEP, 1, 0);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 3, 0);
+    expect(2, 2, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 2, 0);
+}

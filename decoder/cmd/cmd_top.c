@@ -1,7 +1,9 @@
 /* tokprof top [DIR|CAPTURE]: running processes' tokens/s, latency and GPU time, refreshed every
  * second (curses), or one frame (--once, or when stdout is not a terminal). */
 #define _XOPEN_SOURCE_EXTENDED 1
+#ifndef TKP_NO_CURSES
 #include <curses.h>
+#endif
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include "views/live_view.h"
 #include "capture/reader.h"
 
+#ifndef TKP_NO_CURSES
 static int interactive(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_live *l,
                        const struct tkp_classes *cl, struct tkp_live_view *v, unsigned interval)
 {
@@ -84,6 +87,7 @@ static int interactive(struct tkp_ctx *ctx, struct tkp_follow *f, struct tkp_liv
     endwin();
     return rc;
 }
+#endif
 
 static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
@@ -126,7 +130,12 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_live_view v = {
         .source = path, .window_s = (unsigned)window, .show_classes = 1, .name_width = 100};
     tkp_live_signals();
-    if (once || !isatty(STDOUT_FILENO)) {
+#ifdef TKP_NO_CURSES
+    int plain = 1; /* a release build without curses: plain frames on a terminal too */
+#else
+    int plain = !isatty(STDOUT_FILENO);
+#endif
+    if (once || plain) {
         /* one frame of everything already written; without a terminal, one per interval */
         v.show_kernels = 1;
         do {
@@ -140,7 +149,9 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
         } while (!tkp_live_stop);
         rc = 0;
     } else {
+#ifndef TKP_NO_CURSES
         rc = interactive(ctx, f, l, cl, &v, (unsigned)interval);
+#endif
     }
 out:
     tkp_live_free(l);

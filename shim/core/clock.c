@@ -17,6 +17,7 @@
 #include <x86intrin.h>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 
 int tkp_clock_tsc;
@@ -67,7 +68,7 @@ static void pair(uint64_t *tsc, uint64_t *ns)
 
 void tkp_clock_init(void)
 {
-    const char *v = getenv("TOKPROF_CLOCK");
+    const char *v = tkp_env("TOKPROF_CLOCK");
     int want_tsc = 1;
     if (v && *v) {
         if (!strcmp(v, "monotonic")) want_tsc = 0;

@@ -122,7 +122,7 @@ struct gbuf {
 
 static void config(void)
 {
-    const char *v = getenv("TOKPROF_GPU");
+    const char *v = tkp_env("TOKPROF_GPU");
     gpu.mode = MODE_ALWAYS;
     if (v && *v) {
         unsigned n, m;
@@ -139,11 +139,11 @@ static void config(void)
                      v);
     }
     gpu.trigger_steps = 10;
-    v = getenv("TOKPROF_GPU_TRIGGER_STEPS");
+    v = tkp_env("TOKPROF_GPU_TRIGGER_STEPS");
     if (v && *v) gpu.trigger_steps = (unsigned)strtoul(v, NULL, 10);
     if (!gpu.trigger_steps) gpu.trigger_steps = 10;
     gpu.buffer_cap = 32ull << 20;
-    v = getenv("TOKPROF_GPU_BUFFER_MB");
+    v = tkp_env("TOKPROF_GPU_BUFFER_MB");
     if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
 }
 

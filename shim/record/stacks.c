@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/real.h"
 #include "tokprof/format.h"
@@ -78,7 +79,7 @@ static struct {
 void tkp_stacks_config(void)
 {
     tkp_stacks_mode = TKP_STACKS_OFF;
-    const char *v = getenv("TOKPROF_STACKS");
+    const char *v = tkp_env("TOKPROF_STACKS");
     if (v && *v && strcmp(v, "off")) {
         char *end;
         unsigned long x = 0;
@@ -93,7 +94,7 @@ void tkp_stacks_config(void)
         else
             tkp_stacks_mode = mode, tkp_stacks_n = (uint32_t)x;
     }
-    v = getenv("TOKPROF_STACKS_UNWINDER");
+    v = tkp_env("TOKPROF_STACKS_UNWINDER");
     force_backtrace = v && !strcmp(v, "backtrace");
     if (v && *v && !force_backtrace && strcmp(v, "auto") && strcmp(v, "libunwind"))
         tkp_warn("TOKPROF_STACKS_UNWINDER=%s is not auto|libunwind|backtrace; using auto", v);

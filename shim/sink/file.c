@@ -17,7 +17,9 @@
  *   "<name>.alt<N>.tokprof". TOKPROF_KEEP removes only files this process created.
  * - Free space: before each chunk the writer asks tkp_file_low_space(); under the floor
  *   (TOKPROF_MIN_FREE_MB / _PCT) the capture stops with one warning, so that a forgotten
- *   always-on capture never takes the host's last gigabyte from its other writers. */
+ *   always-on capture never takes the host's last gigabyte from its other writers. The check
+ *   counts whole blocks and keeps TKP_FLOOR_RESERVE for the capture's last chunk; a last chunk
+ *   bigger than what is left is replaced by the LOSS that counts its records (tkp_file_fits). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -275,16 +277,35 @@ int tkp_file_dir_writable(void)
     return faccessat(out_dirfd, ".", W_OK | X_OK, AT_EACCESS);
 }
 
-int tkp_file_low_space(uint64_t need, const char *what)
+/* Room above the floor in the output filesystem: 1 with *room set, 0 when it cannot be told. */
+static int room_above_floor(uint64_t *room, uint64_t *avail, uint64_t *floor, uint64_t *unit)
 {
     struct statvfs sv;
     if (out_dirfd < 0 || fstatvfs(out_dirfd, &sv)) return 0; /* cannot tell: writes will */
-    uint64_t unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-    uint64_t avail = (uint64_t)sv.f_bavail * unit, total = (uint64_t)sv.f_blocks * unit;
-    uint64_t floor = tkp_prod.min_free_bytes;
+    *unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+    if (!*unit) *unit = 4096;
+    *avail = (uint64_t)sv.f_bavail * *unit;
+    uint64_t total = (uint64_t)sv.f_blocks * *unit;
+    *floor = tkp_prod.min_free_bytes;
     uint64_t pct = total / 100 * tkp_prod.min_free_pct;
-    if (pct > floor) floor = pct;
-    if (avail >= floor && avail - floor >= need) return 0;
+    if (pct > *floor) *floor = pct;
+    *room = *avail >= *floor ? *avail - *floor : 0;
+    return 1;
+}
+
+/* What writing `n` bytes at a file's end can take: its blocks, and one more for the partly
+ * filled block the file may already end with. */
+static uint64_t blocks_for(uint64_t n, uint64_t unit)
+{
+    return (n + unit - 1) / unit * unit + unit;
+}
+
+int tkp_file_low_space(uint64_t need, const char *what)
+{
+    uint64_t room, avail, floor, unit;
+    if (!room_above_floor(&room, &avail, &floor, &unit)) return 0;
+    /* TKP_FLOOR_RESERVE stays free for the chunk that ends the capture (what the rings hold) */
+    if (room >= blocks_for(need, unit) + TKP_FLOOR_RESERVE) return 0;
     if (!low_warned) {
         low_warned = 1;
         tkp_warn("%s: %.1f MB free, too close to the floor of %.1f MB (TOKPROF_MIN_FREE_MB, "
@@ -292,6 +313,13 @@ int tkp_file_low_space(uint64_t need, const char *what)
                  tkp_cfg.out_dir, (double)avail / 1048576.0, (double)floor / 1048576.0, what);
     }
     return 1;
+}
+
+int tkp_file_fits(uint64_t n)
+{
+    uint64_t room, avail, floor, unit;
+    if (!room_above_floor(&room, &avail, &floor, &unit)) return 1;
+    return room >= blocks_for(n, unit);
 }
 
 void tkp_file_test_delay(void)

@@ -20,11 +20,17 @@ enum tkp_out_kind { TKP_OUT_STREAM = 0, TKP_OUT_SNAPSHOT = 1 };
  * removes this process's file `index - keep` of the same kind. The path (for messages) goes into
  * `path`, also on failure. Returns the fd, or -1 with errno set. */
 int tkp_file_create(int kind, unsigned index, unsigned flags, char *path, size_t cap);
-/* 1 when the output filesystem's free space less `need` bytes is under the floor
- * (TOKPROF_MIN_FREE_MB, or TOKPROF_MIN_FREE_PCT of its size, whichever is larger); the first time,
+/* Bytes kept above the floor for the chunk that ends a capture stopped by it. */
+#define TKP_FLOOR_RESERVE (256u << 10)
+/* 1 when the output filesystem's free space less `need` bytes (in whole blocks) and
+ * TKP_FLOOR_RESERVE is under the floor (TOKPROF_MIN_FREE_MB, or TOKPROF_MIN_FREE_PCT of its
+ * size, whichever is larger); the first time,
  * one warning line ending "<what>, the program is unaffected". One fstatvfs: writer thread,
  * chunk rate, never a launch. 0 when it cannot tell (the write will say). */
 int tkp_file_low_space(uint64_t need, const char *what);
+/* 1 when `n` bytes (in whole blocks) can still be written without crossing the floor; 1 when
+ * it cannot tell. No warning. */
+int tkp_file_fits(uint64_t n);
 /* write(2) of all n bytes: EINTR retried; RLIMIT_FSIZE's SIGXFSZ never reaches the program (the
  * signal is blocked around the write and consumed if the write raised it). 0, or -1 with errno. */
 int tkp_file_write(int fd, const void *buf, size_t n);

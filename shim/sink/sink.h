@@ -37,6 +37,9 @@ struct tkp_sink {
      * unaffected"; the writer then ends the capture with that chunk. NULL: no floor (flight mode
      * applies it to its snapshots itself). */
     int (*low_space)(uint64_t need, const char *what);
+    /* After low_space said stop: 1 when the capture's last chunk, `n` bytes, still fits above
+     * the floor; else the writer puts only the LOSS that counts its records. NULL: it fits. */
+    int (*fits)(uint64_t n);
     /* The writer encoded a STEP record (a slow one may be a trigger). NULL: not wanted. */
     void (*on_step)(int kind, uint64_t begin_ns, uint64_t end_ns);
     /* Closes every file (the final chunk has been put). */

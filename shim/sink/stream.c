@@ -127,6 +127,7 @@ const struct tkp_sink tkp_stream_sink = {
     .last_chunk = stream_last_chunk,
     .put = stream_put,
     .low_space = tkp_file_low_space,
+    .fits = tkp_file_fits,
     .close = stream_close,
     .path = stream_path,
 };

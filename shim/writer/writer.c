@@ -57,6 +57,7 @@ static struct {
     size_t zcap;
     uint32_t seq;
     int chunk_open;
+    uint64_t chunk_events; /* ring events encoded into the open chunk */
     uint64_t prev_ns;
     uint64_t last_flush_ns;
     int meta_written;
@@ -97,6 +98,7 @@ static void chunk_begin(void)
     msgpack_pack_uint32(&writer.pk, seq);
     msgpack_pack_uint64(&writer.pk, writer.prev_ns);
     if (first) emit_meta(); /* every file, rotated ones included, starts with its META */
+    writer.chunk_events = 0;
 }
 
 /* A record's stamp (clock.c), as ns delta-encoded against the previous record. */
@@ -301,6 +303,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
 {
     (void)ctx;
     chunk_begin();
+    writer.chunk_events++;
     define_thread(thread, os_tid);
     msgpack_packer *pk = &writer.pk;
     switch (e->type) {
@@ -511,7 +514,11 @@ static void *meta_payload(size_t *len)
 
 /* `stop`: the capture ends with this chunk (free space under the floor): the LOSS of threads
  * without a ring is written even when zero, with a trailing 1 that says so (FORMAT.md, LOSS). */
-static void emit_losses(int stop)
+static void pack_stop_loss(uint64_t count, int stop);
+static void fail(const char *what);
+
+/* `extra`: records to count on the LOSS of thread 4294967295 besides those of ringless threads. */
+static void emit_losses(int stop, uint64_t extra)
 {
     uint32_t n = tkp_rings_count();
     for (uint32_t i = 0; i < n; i++) {
@@ -526,15 +533,43 @@ static void emit_losses(int stop)
         msgpack_pack_uint32(&writer.pk, (uint32_t)idx);
         msgpack_pack_uint64(&writer.pk, dropped);
     }
-    uint64_t ringless = atomic_load(&tkp_ringless_drops);
+    uint64_t ringless = atomic_load(&tkp_ringless_drops) + extra;
     if (ringless || stop) {
         chunk_begin();
-        msgpack_pack_array(&writer.pk, stop ? 4 : 3);
-        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
-        msgpack_pack_uint64(&writer.pk, ringless);
-        if (stop) msgpack_pack_uint32(&writer.pk, 1);
+        pack_stop_loss(ringless, stop);
     }
+}
+
+static void pack_stop_loss(uint64_t count, int stop)
+{
+    msgpack_pack_array(&writer.pk, stop ? 4 : 3);
+    msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
+    msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
+    msgpack_pack_uint64(&writer.pk, count);
+    if (stop) msgpack_pack_uint32(&writer.pk, 1);
+}
+
+/* zstd frame of the open chunk into writer.zbuf: its size, 0 after a warning. */
+static size_t compress_chunk(void)
+{
+    size_t raw = writer.sb.size;
+    size_t bound = ZSTD_compressBound(raw);
+    if (bound > writer.zcap) {
+        void *z = realloc(writer.zbuf, bound);
+        if (!z) {
+            fail("out of memory compressing for");
+            return 0;
+        }
+        writer.zbuf = z;
+        writer.zcap = bound;
+    }
+    ZSTD_CCtx_setPledgedSrcSize(writer.cctx, raw);
+    size_t zn = ZSTD_compress2(writer.cctx, writer.zbuf, writer.zcap, writer.sb.data, raw);
+    if (ZSTD_isError(zn)) {
+        tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
+        zn = 0;
+    }
+    return zn;
 }
 
 static void fail(const char *what)
@@ -559,20 +594,23 @@ static void flush_chunk(void)
         tkp_rings_drain(encode, NULL);
     }
     run_flush();
-    emit_losses(stop);
+    emit_losses(stop, 0);
     size_t raw = writer.sb.size;
-    size_t bound = ZSTD_compressBound(raw);
-    if (bound > writer.zcap) {
-        void *z = realloc(writer.zbuf, bound);
-        if (!z) return fail("out of memory compressing for");
-        writer.zbuf = z;
-        writer.zcap = bound;
-    }
-    ZSTD_CCtx_setPledgedSrcSize(writer.cctx, raw);
-    size_t zn = ZSTD_compress2(writer.cctx, writer.zbuf, writer.zcap, writer.sb.data, raw);
-    if (ZSTD_isError(zn)) {
-        tkp_warn("zstd: %s", ZSTD_getErrorName(zn));
-        zn = 0;
+    size_t zn = compress_chunk();
+    if (writer.failed) return;
+    if (stop && zn && writer.sink->fits && !writer.sink->fits(zn)) {
+        /* The last chunk (what the rings held at the stop) would itself cross the floor: it is
+         * left out, its records counted on the LOSS that says the capture stopped, which is
+         * written alone if even that fits (FORMAT.md, LOSS). */
+        uint64_t lost = writer.chunk_events;
+        msgpack_sbuffer_clear(&writer.sb);
+        writer.chunk_open = 0;
+        writer.seq++; /* a fresh chunk: THREAD and NAME records are defined again */
+        emit_losses(1, lost);
+        raw = writer.sb.size;
+        zn = compress_chunk();
+        if (writer.failed) return;
+        if (zn && !writer.sink->fits(zn)) zn = 0; /* not even that: the file just ends */
     }
     /* to the file, or to the flight recorder; a failure was reported and stopped the capture */
     if (zn && writer.sink->put(writer.zbuf, zn, (uint32_t)raw, since, writer.last_flush_ns))

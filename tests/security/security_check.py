@@ -27,7 +27,9 @@ usage: security_check.py CASE BUILD_DIR WORKDIR SECPROBE EVILCUPTI
             a run that would write ~2 MB: one warning, the program runs to its end (exit 0),
             at least 7 MB still free after the run, the capture decodes whole and
             ends with the LOSS record that says it stopped; in flight mode a trigger under the
-            floor writes no snapshot, with one warning. Needs root to mount: else skipped
+            floor writes no snapshot, with one warning; a run whose one chunk is bigger than the
+            24 KiB left above the floor writes only META and the LOSS counting its records.
+            Needs root to mount: else skipped
 """
 import glob, json, os, shutil, stat, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -388,6 +390,36 @@ elif case == "floor":
                 "no snapshot is written while it lasts" not in lines[0]:
             fail(f"flight: exit {p.returncode}, {p.stdout!r}, files {os.listdir(out)}, {lines}")
         print(f"flight: {lines[0]}")
+        # a last chunk bigger than what is left above the floor: left out, its records counted
+        # on the LOSS that ends the file (one chunk for the whole run: the flush period is long)
+        out = os.path.join(mnt, "last")
+        os.mkdir(out, 0o700)
+        sv = os.statvfs(mnt)
+        floor = (sv.f_bavail * sv.f_frsize - (24 << 10)) / 1048576.0  # 24 KiB of room
+        p = subprocess.run([MINILLM, "--steps", "2000", "--style", "hf"],
+                           env=env(TOKPROF_OUT=out, TOKPROF_MIN_FREE_MB=f"{floor:.6f}",
+                                   TOKPROF_FLUSH_MS=600000), capture_output=True, text=True,
+                           timeout=170)
+        sv = os.statvfs(mnt)
+        free = sv.f_bavail * sv.f_frsize
+        caps = glob.glob(os.path.join(out, "*.tokprof"))
+        lines = p.stderr.strip().splitlines()
+        if p.returncode or len(lines) != 1 or "too close to the floor" not in lines[0]:
+            fail(f"last chunk: exit {p.returncode}, {lines}")
+        if free < floor * 1048576:
+            fail(f"last chunk: {free} bytes free after the run, under the floor of {floor} MB")
+        if len(caps) != 1:
+            fail(f"last chunk: files {caps}")
+        rc, recs, err = dump(caps[0])
+        kinds = [r["type"] for r in recs]
+        if rc or err or kinds != ["meta", "loss"] or recs[-1]["dropped"] < 2000:
+            fail(f"last chunk: exit {rc}, {err!r}, records {recs}")
+        q = subprocess.run([TKP, "summary", "--json", caps[0]], capture_output=True, text=True,
+                           timeout=60)
+        if q.returncode or json.loads(q.stdout).get("dropped") != recs[-1]["dropped"]:
+            fail(f"last chunk summary: exit {q.returncode}, {q.stdout[:200]!r} {q.stderr!r}")
+        print(f"last chunk left out: {recs[-1]}, {os.path.getsize(caps[0])} bytes written, "
+              f"{free / 1048576:.3f} MB free over a floor of {floor:.3f} MB")
     finally:
         subprocess.run(["umount", "-l", mnt])
 else:

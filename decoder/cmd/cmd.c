@@ -54,11 +54,11 @@ int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
 
 /* Where parse() puts the arguments that are not options. */
 struct pos {
-    int mode;            /* CAPTURES (tkp_cmd_input), ARGS (into args), CMDLINE (stop at one) */
-    const char **path;   /* CAPTURES: the first */
-    const char **args;   /* ARGS */
+    int mode;          /* CAPTURES (tkp_cmd_input), ARGS (into args), CMDLINE (stop at one) */
+    const char **path; /* CAPTURES: the first */
+    const char **args; /* ARGS */
     size_t max, n;
-    int first;           /* CMDLINE: the index of the first, argc when none */
+    int first; /* CMDLINE: the index of the first, argc when none */
 };
 enum { CAPTURES, ARGS, CMDLINE };
 
@@ -87,9 +87,9 @@ static int option(struct tkp_ctx *ctx, char **argv, int *i, const struct tkp_opt
     if (!(v = eq ? eq + 1 : argv[++*i])) /* argv[argc] is NULL */
         return o->needs ? tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", o->needs)
                         : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", o->name);
-    if (o->kind == 's') *(const char **)o->dst = v;
-    else if (o->kind == 'u') return tkp_cmd_num(ctx, o->name, v, o->max, o->dst);
-    else return o->fn(ctx, o->name, v, o->dst);
+    if (o->kind == 'u') return tkp_cmd_num(ctx, o->name, v, o->max, o->dst);
+    if (o->kind == 'c') return o->fn(ctx, o->name, v, o->dst);
+    *(const char **)o->dst = v;
     return 0;
 }
 

@@ -58,15 +58,12 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
                                  TKP_CMD_INPUTS_MAX + 1, &n);
     if (err) return err;
     o->level = (int)level;
-    for (size_t i = 0; i < n && !o->ddl; i++) { /* --ddl takes no table and no capture */
-        if (i > 0) {
-            if ((err = tkp_cmd_input(ctx, &first, args[i]))) return err;
-        } else if ((o->table = tkp_tab_find(args[i])) < 0) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
-                                "'%s' is not a table (steps, step_classes, kernels, calls, moe)",
-                                args[i]);
-        }
-    }
+    if (n && (o->table = tkp_tab_find(args[0])) < 0)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                            "'%s' is not a table (steps, step_classes, kernels, calls, moe)",
+                            args[0]);
+    for (size_t i = 1; i < n && !o->ddl; i++) /* --ddl prints the schema, reading no capture */
+        if ((err = tkp_cmd_input(ctx, &first, args[i]))) return err;
     if (o->ddl) {
         if (strcmp(o->ddl, "clickhouse"))
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--ddl: '%s' is not a known store (clickhouse)",

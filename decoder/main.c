@@ -87,13 +87,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "tokprof: unknown command '%s' (try 'tokprof help')\n", name);
         return 2;
     }
-    /* `tokprof run CMD --help` is CMD's help: run's own options end at its command */
-    if (argc > 2 && is_help(argv[2])) {
+    struct tkp_ctx ctx = {.out = stdout, .argv0 = argv[0], .warn = warn};
+    int err = c->run(argc - 1, argv + 1, &ctx);
+    if (ctx.help) { /* --help or -h among the command's options (cmd.h: tkp_cmd_parse) */
         fputs(c->usage, stdout);
         return 0;
     }
-    struct tkp_ctx ctx = {.out = stdout, .argv0 = argv[0], .warn = warn};
-    int err = c->run(argc - 1, argv + 1, &ctx);
     if (fflush(stdout) && !err)
         snprintf(ctx.why, sizeof(ctx.why), "cannot write the output"), err = TKP_ERR_IO;
     if (!err) return 0;

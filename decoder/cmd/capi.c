@@ -188,6 +188,8 @@ TKP_API int tkp_dec_command(int argc, const char *const *argv, char **out, char 
         return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
     }
     int err = c->run(argc, args, &a.ctx);
+    if (a.ctx.help) /* --help among the options: the answer is the usage, as main.c prints it */
+        fputs(c->usage, a.ctx.out), err = 0;
     if (fclose(a.ctx.out) && !err) err = tkp_cmd_fail(&a.ctx, TKP_ERR_NOMEM, "out of memory");
     free(args);
     return actx_done(&a, err, warn, why, whylen);

@@ -52,40 +52,106 @@ int tkp_cmd_input(struct tkp_ctx *ctx, const char **first, const char *arg)
     return 0;
 }
 
-int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
-                  const char **path)
+/* Where parse() puts the arguments that are not options. */
+struct pos {
+    int mode;          /* CAPTURES (tkp_cmd_input), ARGS (into args), CMDLINE (stop at one) */
+    const char **path; /* CAPTURES: the first */
+    const char **args; /* ARGS */
+    size_t max, n;
+    int first; /* CMDLINE: the index of the first, argc when none */
+};
+enum { CAPTURES, ARGS, CMDLINE };
+
+static int positional(struct tkp_ctx *ctx, struct pos *p, const char *a)
 {
-    int err;
-    *path = NULL;
+    if (p->mode == CAPTURES) return tkp_cmd_input(ctx, p->path, a);
+    if (p->n == p->max) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments ('%s')", a);
+    p->args[p->n++] = a;
+    return 0;
+}
+
+/* One option argument a (argv[*i]), its value taken from '=' or argv[*i + 1]. */
+static int option(struct tkp_ctx *ctx, char **argv, int *i, const struct tkp_opt *opts, size_t n)
+{
+    const char *a = argv[*i], *eq = a[1] == '-' ? strchr(a, '=') : NULL, *v;
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    const struct tkp_opt *o = NULL;
+    for (size_t k = 0; !o && k < n; k++)
+        if (!strncmp(a, opts[k].name, len) && !opts[k].name[len]) o = &opts[k];
+    if (!o) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
+    if (o->kind == 'f') {
+        if (eq) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s takes no value", o->name);
+        *(int *)o->dst = 1;
+        return 0;
+    }
+    if (!(v = eq ? eq + 1 : argv[++*i])) /* argv[argc] is NULL */
+        return o->needs ? tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", o->needs)
+                        : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", o->name);
+    if (o->kind == 'u') return tkp_cmd_num(ctx, o->name, v, o->max, o->dst);
+    if (o->kind == 'c') return o->fn(ctx, o->name, v, o->dst);
+    *(const char **)o->dst = v;
+    return 0;
+}
+
+static int parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                 struct pos *p)
+{
+    int err, ended = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const struct tkp_opt *o = NULL;
-        for (size_t k = 0; !o && k < n; k++)
-            if (!strcmp(a, opts[k].name)) o = &opts[k];
-        if (o && o->kind == 'f') {
-            *(int *)o->dst = 1;
-        } else if (o && o->kind == 's') {
-            if (!(*(const char **)o->dst = argv[++i]))
-                return o->needs ? tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", o->needs)
-                                : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
-        } else if (o) {
-            if ((err = tkp_cmd_num(ctx, a, argv[++i], o->max, o->dst))) return err;
-        } else if (a[0] == '-' && a[1]) {
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        } else if ((err = tkp_cmd_input(ctx, path, a))) {
+        if (ended || a[0] != '-' || !a[1]) {
+            if (p->mode == CMDLINE) {
+                p->first = i;
+                return 0;
+            }
+            if ((err = positional(ctx, p, a))) return err;
+        } else if (!strcmp(a, "--")) {
+            ended = 1;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            ctx->help = 1;
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s", a);
+        } else if ((err = option(ctx, argv, &i, opts, n))) {
             return err;
         }
     }
+    p->first = argc;
+    return 0;
+}
+
+int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
+                  const char **path)
+{
+    struct pos p = {.mode = CAPTURES, .path = path};
+    int err;
+    *path = NULL;
+    if ((err = parse(ctx, argc, argv, opts, n, &p))) return err;
     if (!*path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     return 0;
+}
+
+int tkp_cmd_parse_args(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts,
+                       size_t n, const char **args, size_t max, size_t *nargs)
+{
+    struct pos p = {.mode = ARGS, .args = args, .max = max};
+    int err = parse(ctx, argc, argv, opts, n, &p);
+    *nargs = p.n;
+    return err;
+}
+
+int tkp_cmd_parse_cmdline(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts,
+                          size_t n, int *first)
+{
+    struct pos p = {.mode = CMDLINE};
+    int err = parse(ctx, argc, argv, opts, n, &p);
+    *first = p.first;
+    return err;
 }
 
 int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
                               int *json, const char **classes)
 {
-    const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL},
-                                   /* as these commands always said */
-                                   {"--classes", 's', classes, 0, "unknown option '--classes'"}};
+    const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL, NULL},
+                                   {"--classes", 's', classes, 0, NULL, NULL}};
     *json = 0, *classes = NULL;
     return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
 }

@@ -19,6 +19,8 @@ struct tkp_ctx {
     /* the capture arguments tkp_cmd_input() collected (argv strings, not owned) */
     const char *inputs[TKP_CMD_INPUTS_MAX];
     size_t ninputs;
+    /* set by tkp_cmd_parse() on --help or -h: main.c prints the command's usage, exit 0 */
+    int help;
     /* prints "tokprof: warning: ..." on stderr; the command keeps going */
     void (*warn)(struct tkp_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 };
@@ -58,20 +60,46 @@ int tkp_cmd_classes(struct tkp_ctx *ctx, const char *path, struct tkp_classes **
  * error naming opt ("--from: 'x' is not a number"). */
 int tkp_cmd_num(struct tkp_ctx *ctx, const char *opt, const char *v, uint64_t max, uint64_t *out);
 
-/* One option of a command for tkp_cmd_parse(): its name and where its value goes. */
+/* One option of a command for the option parser (tkp_cmd_parse and its two siblings below):
+ * its name and where its value goes. A value is the next argument (`--opt V`) or, for a long
+ * option, what follows '=' (`--opt=V`). Given twice, the last 's' or 'u' value wins; a 'c'
+ * option sees every one (repeatable options, choices, values of other types). */
 struct tkp_opt {
-    const char *name;  /* "--json" */
-    char kind;         /* 'f': a flag, *(int *)dst = 1; 's': a string, *(const char **)dst;
-                        * 'u': a decimal number up to max, *(uint64_t *)dst (an int64_t works) */
+    const char *name;  /* "--json", "-o" */
+    char kind;         /* 'f': a flag, *(int *)dst = 1 (it takes no value); 's': a string,
+                        * *(const char **)dst; 'u': a decimal number up to max, *(uint64_t *)dst
+                        * (an int64_t works); 'c': the value handed to fn */
     void *dst;
     uint64_t max;      /* 'u' */
-    const char *needs; /* 's': the message when the value is missing; NULL: "NAME needs a value" */
+    const char *needs; /* the message when the value is missing; NULL: "NAME needs a value" */
+    /* 'c': takes the value v of option `name` (dst as given here); returns 0, or a tkp_err with
+     * one line in ctx->why naming the option */
+    int (*fn)(struct tkp_ctx *ctx, const char *name, const char *v, void *dst);
 };
-/* The one option parser of the commands: argv[1..argc) by the n options of opts, every other
- * argument a capture (tkp_cmd_input; *path gets the first). Returns 0, or TKP_ERR_USAGE with
- * the reason in ctx->why (a value missing or not a number, an unknown option, no capture). */
+/* The one option parser of the commands, and what every command gets from it alike:
+ *  - an option not in opts: "unknown option '--x'"; a missing value: "--x needs a value" (or
+ *    the option's own `needs`); a flag given a value: "--x takes no value"; a number that is
+ *    not one: "--x: 'v' is not a number" -- each TKP_ERR_USAGE with the line in ctx->why;
+ *  - `--help` or `-h` (before `--`): ctx->help = 1 and TKP_ERR_USAGE, so the command stops
+ *    and main.c prints its usage on stdout (exit 0);
+ *  - `--` ends the options: every later argument is an argument, even one starting with '-';
+ *    a lone `-` is always an argument.
+ * The first problem in argument order is the one reported.
+ *
+ * tkp_cmd_parse: argv[1..argc) by the n options of opts, every other argument a capture
+ * (tkp_cmd_input; *path gets the first). Returns 0, or TKP_ERR_USAGE with the reason in
+ * ctx->why (the above, more than TKP_CMD_INPUTS_MAX captures, or no capture given). */
 int tkp_cmd_parse(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts, size_t n,
                   const char **path);
+/* The same, for a command whose other arguments are not (all) captures: they go, in order, to
+ * args[0..*nargs), at most max of them (one more: "too many arguments ('ARG')"). The command
+ * checks how many it got and what they are. */
+int tkp_cmd_parse_args(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts,
+                       size_t n, const char **args, size_t max, size_t *nargs);
+/* The same, for a command that runs a command line (tokprof run): options end at the first
+ * argument that is not one (or after `--`); *first gets its index in argv (argc: none). */
+int tkp_cmd_parse_cmdline(struct tkp_ctx *ctx, int argc, char **argv, const struct tkp_opt *opts,
+                          size_t n, int *first);
 
 /* The arguments of a command whose only options are --json and --classes FILE, followed by
  * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or

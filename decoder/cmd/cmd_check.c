@@ -165,34 +165,47 @@ static int verdict(struct tkp_ctx *ctx, const struct tkp_spec *sp, const struct 
                    R->inconclusive ? R->unknown_note : tkp_why_str(why));
 }
 
+/* --inconclusive=pass|fail: *(int *)dst 1 or 2 */
+static int inconclusive(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    if (strcmp(v, "pass") && strcmp(v, "fail"))
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not pass or fail", name, v);
+    *(int *)dst = !strcmp(v, "pass") ? 1 : 2;
+    return 0;
+}
+
 static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     int json = 0, explain = 0, inc = 0; /* --inconclusive: 0 exit 3, 1 pass, 2 fail */
-    const char *base = NULL, *spec = NULL, *cap = NULL;
-    for (int i = 1; i < argc; i++) /* live captures: cmd_check_follow.c */
-        if (!strcmp(argv[i], "--follow")) return tkp_cmd_check_follow(argc, argv, ctx);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--explain")) explain = 1;
-        else if (!strcmp(argv[i], "--baseline") && i + 1 < argc) base = argv[++i];
-        else if (!strcmp(argv[i], "--inconclusive=pass")) inc = 1;
-        else if (!strcmp(argv[i], "--inconclusive=fail")) inc = 2;
-        else if (!strncmp(argv[i], "--inconclusive", 14))
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "'%s': write --inconclusive=pass or "
-                                "--inconclusive=fail", argv[i]);
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else if (!cap) cap = argv[i];
-        else return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments");
+    int follow = 0, exit_on = 0;
+    const char *base = NULL, *arg[3], *spec, *cap;
+    size_t n;
+    const struct tkp_opt opts[] = {
+        {"--json", 'f', &json, 0, NULL, NULL},
+        {"--explain", 'f', &explain, 0, NULL, NULL},
+        {"--baseline", 's', &base, 0, NULL, NULL},
+        {"--inconclusive", 'c', &inc, 0, NULL, inconclusive},
+        {"--follow", 'f', &follow, 0, NULL, NULL},
+        {"--exit-on-violation", 'f', &exit_on, 0, NULL, NULL},
+    };
+    int rc = tkp_cmd_parse_args(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), arg, 3, &n);
+    if (rc) return rc;
+    if (n > 2) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments ('%s')", arg[2]);
+    spec = n > 0 ? arg[0] : NULL, cap = n > 1 ? arg[1] : NULL;
+    if (follow) { /* live captures: cmd_check_follow.c */
+        const char *other = explain ? "--explain" : base ? "--baseline" : inc ? "--inconclusive"
+                                                                              : NULL;
+        if (other) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s does not go with --follow", other);
+        if (!cap) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected SPEC and DIR|CAPTURE");
+        return tkp_cmd_check_follow(ctx, spec, cap, json, exit_on);
     }
+    if (exit_on) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--exit-on-violation goes with --follow");
     if (!spec || (!cap && !explain))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected SPEC and CAPTURE");
     struct tkp_spec *sp = NULL;
     struct tkp_mon *m = NULL, *bm = NULL;
     double *fig = NULL;
-    int rc = load_spec(ctx, spec, &sp);
-    if (rc) goto out;
+    if ((rc = load_spec(ctx, spec, &sp))) goto out;
     if (explain) {
         tkp_report_explain(ctx->out, sp);
         if (!cap) goto out;

@@ -99,27 +99,10 @@ static void on_viol(void *arg, uint64_t pid, const struct tkp_spec *sp, int as,
     }
 }
 
-int tkp_cmd_check_follow(int argc, char **argv, struct tkp_ctx *ctx)
+int tkp_cmd_check_follow(struct tkp_ctx *ctx, const char *spec, const char *path, int json,
+                         int exit_on)
 {
-    struct cf c = {.ctx = ctx};
-    const char *spec = NULL, *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--follow"))
-            continue;
-        else if (!strcmp(argv[i], "--json"))
-            c.json = 1;
-        else if (!strcmp(argv[i], "--exit-on-violation"))
-            c.exit_on = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s' with --follow", argv[i]);
-        else if (!spec)
-            spec = argv[i];
-        else if (!path)
-            path = argv[i];
-        else
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments");
-    }
-    if (!spec || !path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected SPEC and DIR|CAPTURE");
+    struct cf c = {.ctx = ctx, .json = json, .exit_on = exit_on};
     struct tkp_spec *sp = NULL;
     struct tkp_follow *f = NULL;
     struct tkp_live_mons *ms = NULL;

@@ -277,29 +277,30 @@ static void print(FILE *f, const struct row *rows, size_t n, int gpu, int json, 
     if (hidden) fprintf(f, "(%zu kernels with no change not shown; --all shows them)\n", hidden);
 }
 
+/* --threshold PCT: a percentage, 0 to 1e6 */
+static int pct(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !(x >= 0) || x > 1e6)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a percentage", name, v);
+    *(double *)dst = x;
+    return 0;
+}
+
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path[2] = {0}, *classes = NULL;
+    const char *path[3], *classes = NULL;
     double thr = 5;
-    int json = 0, all = 0, np = 0, err;
-    char why[256], *end;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--all")) all = 1;
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc) classes = argv[++i];
-        else if (!strcmp(argv[i], "--threshold")) {
-            if (i + 1 >= argc) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--threshold needs PCT");
-            thr = strtod(argv[++i], &end);
-            if (end == argv[i] || *end || !(thr >= 0) || thr > 1e6)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--threshold: '%s' is not a percentage",
-                                    argv[i]);
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (np == 2)
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "two captures, A and B ('%s')", argv[i]);
-        else
-            path[np++] = argv[i];
-    }
+    int json = 0, all = 0, err;
+    size_t np;
+    char why[256];
+    const struct tkp_opt opts[] = {{"--json", 'f', &json, 0, NULL, NULL},
+                                   {"--all", 'f', &all, 0, NULL, NULL},
+                                   {"--classes", 's', &classes, 0, NULL, NULL},
+                                   {"--threshold", 'c', &thr, 0, NULL, pct}};
+    if ((err = tkp_cmd_parse_args(ctx, argc, argv, opts, 4, path, 3, &np))) return err;
+    if (np > 2) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "two captures, A and B ('%s')", path[2]);
     if (np != 2) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "two captures needed: A B");
     struct tkp_classes *cl;
     if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;

@@ -251,21 +251,11 @@ static int parse_types(struct tkp_ctx *ctx, const char *list, unsigned char want
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     unsigned char want[TYPES_MAX];
-    const char *path = NULL, *types = NULL;
+    const char *path, *types = NULL;
     int raw = 0, err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--raw"))
-            raw = 1;
-        else if (!strcmp(argv[i], "--type") && i + 1 < argc)
-            types = argv[++i];
-        else if (!strncmp(argv[i], "--type=", 7))
-            types = argv[i] + 7;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
-            return err;
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    const struct tkp_opt opts[] = {{"--raw", 'f', &raw, 0, NULL, NULL},
+                                   {"--type", 's', &types, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 2, &path))) return err;
     if (types) {
         if ((err = parse_types(ctx, types, want))) return err;
     } else {

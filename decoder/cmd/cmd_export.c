@@ -191,21 +191,13 @@ static int one(struct ex *e, struct tkp_acc *acc, const struct tkp_record *r)
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path = NULL, *out = NULL, *format = "perfetto";
+    const char *path, *out = NULL, *format = "perfetto";
     int err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--format") && i + 1 < argc)
-            format = argv[++i];
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            out = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if ((err = tkp_cmd_input(ctx, &path, argv[i])))
-            return err;
-    }
+    const struct tkp_opt opts[] = {{"--format", 's', &format, 0, NULL, NULL},
+                                   {"-o", 's', &out, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 2, &path))) return err;
     if (strcmp(format, "perfetto") && strcmp(format, "chrome"))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--format perfetto or chrome, not '%s'", format);
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.json needed");
     struct tkp_reader *r;
     struct tkp_record rec;

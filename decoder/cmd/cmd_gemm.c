@@ -49,17 +49,15 @@ static void print_call_fields(FILE *f, const struct tkp_call *c)
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path = NULL;
+    const char *arg[2], *path;
     int json = 0, steps = 0, err;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--steps")) steps = 1;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time");
-        else path = argv[i];
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    size_t n;
+    const struct tkp_opt opts[] = {{"--json", 'f', &json, 0, NULL, NULL},
+                                   {"--steps", 'f', &steps, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse_args(ctx, argc, argv, opts, 2, arg, 2, &n))) return err;
+    if (!n) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    if (n > 1) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", arg[1]);
+    path = arg[0];
     struct tkp_reader *r;
     struct tkp_libmodel m;
     if ((err = tkp_cmd_open(ctx, path, &r))) return err;

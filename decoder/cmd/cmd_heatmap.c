@@ -248,10 +248,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     const char *path = NULL, *out = NULL, *kind = "class", *classes = NULL;
     char why[256];
     int err;
-    /* an option without its value reads as unknown, as this command always said */
-    const struct tkp_opt opts[] = {{"--kind", 's', &kind, 0, "unknown option '--kind'"},
-                                   {"-o", 's', &out, 0, "unknown option '-o'"},
-                                   {"--classes", 's', &classes, 0, "unknown option '--classes'"}};
+    const struct tkp_opt opts[] = {{"--kind", 's', &kind, 0, NULL, NULL},
+                                   {"-o", 's', &out, 0, NULL, NULL},
+                                   {"--classes", 's', &classes, 0, NULL, NULL}};
     if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 3, &path))) return err;
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.svg needed");
     if (strcmp(kind, "class") && strcmp(kind, "position") && strcmp(kind, "expert"))

@@ -15,15 +15,22 @@ static void say(void *arg, int warn, const char *line)
     ctx->warn(ctx, "%s", line);
 }
 
-static int seconds(struct tkp_ctx *ctx, const char *opt, const char *v, double *out)
+/* --settle S, --poll S: seconds, 0 to a day, into a double */
+static int seconds(struct tkp_ctx *ctx, const char *opt, const char *v, void *dst)
 {
     char *end;
-    if (!v) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", opt);
     double x = strtod(v, &end);
     if (end == v || *end || x < 0 || x > 86400)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not a number of seconds", opt, v);
-    *out = x;
+    *(double *)dst = x;
     return 0;
+}
+
+/* --label KEY=VALUE, repeatable: v is an argv string, writable, alive as long as id */
+static int label(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    (void)name;
+    return tkp_tab_label(dst, (char *)v, ctx->why, sizeof(ctx->why));
 }
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
@@ -39,36 +46,24 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     const char *url = NULL, *classes = NULL, *first = NULL;
     struct tkp_classes *cl;
     int err;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int takes = !strcmp(a, "--url") || !strcmp(a, "--watch") || !strcmp(a, "--state") ||
-                    !strcmp(a, "--database") || !strcmp(a, "--label") || !strcmp(a, "--classes") ||
-                    !strcmp(a, "--settle") || !strcmp(a, "--poll");
-        if (takes && !argv[i + 1]) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
-        const char *v = takes ? argv[++i] : NULL;
-        if (!strcmp(a, "--url"))
-            url = v;
-        else if (!strcmp(a, "--watch"))
-            in.watch = v;
-        else if (!strcmp(a, "--state"))
-            in.state = v;
-        else if (!strcmp(a, "--database"))
-            in.db = v;
-        else if (!strcmp(a, "--classes"))
-            classes = v;
-        else if (!strcmp(a, "--label")) {
-            if ((err = tkp_tab_label(&id, argv[i], ctx->why, sizeof(ctx->why)))) return err;
-        } else if (!strcmp(a, "--settle")) {
-            if ((err = seconds(ctx, a, v, &in.settle_s))) return err;
-        } else if (!strcmp(a, "--poll")) {
-            if ((err = seconds(ctx, a, v, &in.poll_s))) return err;
-        } else if (!strcmp(a, "--exit-when-idle"))
-            in.exit_when_idle = 1;
-        else if (a[0] == '-' && a[1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        else if ((err = tkp_cmd_input(ctx, &first, a)))
-            return err;
-    }
+    const char *args[TKP_CMD_INPUTS_MAX + 1];
+    size_t n;
+    const struct tkp_opt opts[] = {
+        {"--url", 's', &url, 0, NULL, NULL},
+        {"--watch", 's', &in.watch, 0, NULL, NULL},
+        {"--state", 's', &in.state, 0, NULL, NULL},
+        {"--database", 's', &in.db, 0, NULL, NULL},
+        {"--label", 'c', &id, 0, NULL, label},
+        {"--classes", 's', &classes, 0, NULL, NULL},
+        {"--settle", 'c', &in.settle_s, 0, NULL, seconds},
+        {"--poll", 'c', &in.poll_s, 0, NULL, seconds},
+        {"--exit-when-idle", 'f', &in.exit_when_idle, 0, NULL, NULL},
+    };
+    if ((err = tkp_cmd_parse_args(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), args,
+                                  TKP_CMD_INPUTS_MAX + 1, &n)))
+        return err;
+    for (size_t i = 0; i < n; i++)
+        if ((err = tkp_cmd_input(ctx, &first, args[i]))) return err;
     if (!url) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--url http://HOST:PORT is required");
     if (!first && !in.watch)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture given (or --watch DIR)");

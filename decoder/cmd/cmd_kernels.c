@@ -42,16 +42,16 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
     uint64_t tid = o->tid;
     const char *by = NULL;
     const struct tkp_opt opts[] = {
-        {"--json", 'f', &o->json, 0, NULL},
-        {"--csv", 'f', &o->csv, 0, NULL},
-        {"--by", 's', &by, 0, "--by name or --by class"},
-        {"--classes", 's', &o->classes, 0, NULL},
-        {"--class", 's', &o->cls, 0, NULL},
-        {"--name", 's', &o->name_re, 0, NULL},
-        {"--from", 'u', &o->from, INT64_MAX, NULL},
-        {"--to", 'u', &o->to, INT64_MAX, NULL},
-        {"--thread", 'u', &tid, INT64_MAX, NULL},
-        {"--top", 'u', &o->top, INT64_MAX, NULL},
+        {"--json", 'f', &o->json, 0, NULL, NULL},
+        {"--csv", 'f', &o->csv, 0, NULL, NULL},
+        {"--by", 's', &by, 0, "--by name or --by class", NULL},
+        {"--classes", 's', &o->classes, 0, NULL, NULL},
+        {"--class", 's', &o->cls, 0, NULL, NULL},
+        {"--name", 's', &o->name_re, 0, NULL, NULL},
+        {"--from", 'u', &o->from, INT64_MAX, NULL, NULL},
+        {"--to", 'u', &o->to, INT64_MAX, NULL, NULL},
+        {"--thread", 'u', &tid, INT64_MAX, NULL, NULL},
+        {"--top", 'u', &o->top, INT64_MAX, NULL, NULL},
     };
     int err = tkp_cmd_parse(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), &o->path);
     if (err) return err;

@@ -212,21 +212,20 @@ static int fused_view(FILE *f, int json, const struct tkp_fused *x)
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path = NULL, *svg_path = NULL;
+    const char *arg[2], *path, *svg_path = NULL;
     int json = 0, err;
-    uint32_t experts = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg_path = argv[++i];
-        else if (!strcmp(argv[i], "--experts") && i + 1 < argc) experts = (uint32_t)atoi(argv[++i]);
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time");
-        else path = argv[i];
-    }
-    if (!path) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
-    if (experts > TKP_MOE_MAX_EXPERTS)
+    uint64_t nexp = 0;
+    size_t n;
+    const struct tkp_opt opts[] = {{"--json", 'f', &json, 0, NULL, NULL},
+                                   {"--svg", 's', &svg_path, 0, NULL, NULL},
+                                   {"--experts", 'u', &nexp, UINT32_MAX, NULL, NULL}};
+    if ((err = tkp_cmd_parse_args(ctx, argc, argv, opts, 3, arg, 2, &n))) return err;
+    if (!n) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no capture file given");
+    if (n > 1) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", arg[1]);
+    path = arg[0];
+    if (nexp > TKP_MOE_MAX_EXPERTS)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--experts: at most %d", TKP_MOE_MAX_EXPERTS);
+    uint32_t experts = (uint32_t)nexp;
     struct tkp_reader *r;
     struct tkp_libmodel m;
     struct tkp_fused fx;

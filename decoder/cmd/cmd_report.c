@@ -256,10 +256,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *path = NULL, *out = NULL, *spec = NULL, *classes = NULL;
     int err;
-    /* an option without its value reads as unknown, as this command always said */
-    const struct tkp_opt opts[] = {{"-o", 's', &out, 0, "unknown option '-o'"},
-                                   {"--spec", 's', &spec, 0, "unknown option '--spec'"},
-                                   {"--classes", 's', &classes, 0, "unknown option '--classes'"}};
+    const struct tkp_opt opts[] = {{"-o", 's', &out, 0, NULL, NULL},
+                                   {"--spec", 's', &spec, 0, NULL, NULL},
+                                   {"--classes", 's', &classes, 0, NULL, NULL}};
     if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 3, &path))) return err;
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.html needed");
     char *spec_text = NULL;

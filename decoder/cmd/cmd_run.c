@@ -60,22 +60,11 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     const char *dir = ".", *step = NULL, *shim = getenv("TOKPROF_SHIM");
     char shim_path[PATH_MAX], dir_path[PATH_MAX];
     int i, err;
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (a[0] != '-') break;
-        if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(a, "--step") && i + 1 < argc)
-            step = argv[++i];
-        else if (!strcmp(a, "--shim") && i + 1 < argc)
-            shim = argv[++i];
-        else
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option or missing value '%s'", a);
-    }
+    const struct tkp_opt opts[] = {{"-o", 's', &dir, 0, NULL, NULL},
+                                   {"--output", 's', &dir, 0, NULL, NULL},
+                                   {"--step", 's', &step, 0, NULL, NULL},
+                                   {"--shim", 's', &shim, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse_cmdline(ctx, argc, argv, opts, 4, &i))) return err;
     if (i >= argc) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no command to run");
     if ((err = find_shim(ctx, shim && *shim ? shim : NULL, shim_path, sizeof(shim_path))) ||
         (err = out_dir(ctx, dir, dir_path)))

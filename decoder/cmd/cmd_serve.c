@@ -91,50 +91,53 @@ struct ended {
     uint64_t pid, at_ms;
 };
 
+/* Where --label pairs go, as Prometheus label text `k="v",...`. */
+struct labels {
+    char text[1024];
+    size_t len;
+};
+
+/* --label NAME=VALUE, repeatable */
+static int label(struct tkp_ctx *ctx, const char *name, const char *kv, void *dst)
+{
+    struct labels *L = dst;
+    const char *eq = strchr(kv, '=');
+    size_t kl = eq ? (size_t)(eq - kv) : 0;
+    int ok = kl > 0 && (kv[0] < '0' || kv[0] > '9');
+    for (size_t k = 0; ok && k < kl; k++)
+        ok = kv[k] == '_' || (kv[k] >= 'a' && kv[k] <= 'z') || (kv[k] >= 'A' && kv[k] <= 'Z') ||
+             (kv[k] >= '0' && kv[k] <= '9');
+    if (!ok || (kl == 3 && !memcmp(kv, "pid", 3)) || (kl == 7 && !memcmp(kv, "program", 7)))
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                            "%s: expected NAME=VALUE with a "
+                            "label name [a-zA-Z_][a-zA-Z0-9_]* other than pid and "
+                            "program, got '%s'",
+                            name, kv);
+    char val[256];
+    tkp_prom_escape(val, sizeof(val), eq + 1);
+    int w = snprintf(L->text + L->len, sizeof(L->text) - L->len, "%s%.*s=\"%s\"",
+                     L->len ? "," : "", (int)kl, kv, val);
+    if (w < 0 || (size_t)w >= sizeof(L->text) - L->len)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: too many labels", name);
+    L->len += (size_t)w;
+    return 0;
+}
+
 static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *addr = NULL, *path = NULL, *classes = NULL, *specpath = NULL;
-    char labels[1024] = "";
-    size_t ll = 0;
+    const char *addr = NULL, *path = NULL, *classes = NULL, *specpath = NULL, *arg[2];
+    struct labels lab = {"", 0};
     uint64_t keep_s = SERVE_KEEP_ENDED_S;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--prometheus") && i + 1 < argc)
-            addr = argv[++i];
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
-            classes = argv[++i];
-        else if (!strcmp(argv[i], "--spec") && i + 1 < argc)
-            specpath = argv[++i];
-        else if (!strcmp(argv[i], "--keep-ended")) {
-            int rc =
-                tkp_cmd_num(ctx, "--keep-ended", i + 1 < argc ? argv[++i] : NULL, 86400, &keep_s);
-            if (rc) return rc;
-        } else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
-            const char *kv = argv[++i], *eq = strchr(kv, '=');
-            size_t kl = eq ? (size_t)(eq - kv) : 0;
-            int ok = kl > 0 && (kv[0] < '0' || kv[0] > '9');
-            for (size_t k = 0; ok && k < kl; k++)
-                ok = kv[k] == '_' || (kv[k] >= 'a' && kv[k] <= 'z') ||
-                     (kv[k] >= 'A' && kv[k] <= 'Z') || (kv[k] >= '0' && kv[k] <= '9');
-            if (!ok || (kl == 3 && !memcmp(kv, "pid", 3)) || (kl == 7 && !memcmp(kv, "program", 7)))
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
-                                    "--label: expected NAME=VALUE with a "
-                                    "label name [a-zA-Z_][a-zA-Z0-9_]* other than pid and "
-                                    "program, got '%s'",
-                                    kv);
-            char val[256];
-            tkp_prom_escape(val, sizeof(val), eq + 1);
-            int w = snprintf(labels + ll, sizeof(labels) - ll, "%s%.*s=\"%s\"", ll ? "," : "",
-                             (int)kl, kv, val);
-            if (w < 0 || (size_t)w >= sizeof(labels) - ll)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--label: too many labels");
-            ll += (size_t)w;
-        } else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (!path)
-            path = argv[i];
-        else
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
-    }
+    size_t n;
+    const struct tkp_opt opts[] = {{"--prometheus", 's', &addr, 0, NULL, NULL},
+                                   {"--classes", 's', &classes, 0, NULL, NULL},
+                                   {"--spec", 's', &specpath, 0, NULL, NULL},
+                                   {"--keep-ended", 'u', &keep_s, 86400, NULL, NULL},
+                                   {"--label", 'c', &lab, 0, NULL, label}};
+    int rc = tkp_cmd_parse_args(ctx, argc, argv, opts, 5, arg, 2, &n);
+    if (rc) return rc;
+    if (n > 1) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE ('%s')", arg[1]);
+    if (n) path = arg[0];
     struct sockaddr_in sa;
     if (!addr) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "expected --prometheus ADDR:PORT");
     if (parse_addr(addr, &sa))
@@ -147,8 +150,8 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_live_mons *ms = NULL;
     struct ended *ended = NULL;
     size_t nended = 0;
-    int s = -1, rc = tkp_cmd_classes(ctx, classes, &cl);
-    if (rc) goto out;
+    int s = -1;
+    if ((rc = tkp_cmd_classes(ctx, classes, &cl))) goto out;
     if (specpath && (rc = tkp_live_load_spec(ctx, specpath, &sp))) goto out;
     struct tkp_follow_opts fo = {0};
     if ((rc = tkp_follow_open(path, &fo, &f, ctx->why, sizeof(ctx->why)))) goto out;
@@ -210,7 +213,7 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
         while (!tkp_live_stop && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
             int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
             if (c < 0) break;
-            answer(c, l, cl, labels, sp ? &ps : NULL);
+            answer(c, l, cl, lab.text, sp ? &ps : NULL);
             close(c);
         }
     }

@@ -7,6 +7,7 @@
  * waiting for their GPU record), never O(launches). A sampled launch is remembered by
  * (thread, step, index) — the GPU join key of docs/FORMAT.md — until its GPU_KERNEL arrives. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -466,29 +467,38 @@ static int output_svg(struct st *s)
 
 /* ---- command ---------------------------------------------------------------------------------- */
 
+/* --by kernel|class */
+static int by(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    if (strcmp(v, "kernel") && strcmp(v, "class"))
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s takes kernel or class", name);
+    *(int *)dst = !strcmp(v, "class");
+    return 0;
+}
+
 static int parse(struct st *s, int argc, char **argv, const char **path, const char **root,
                  const char **classes)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) s->json = 1;
-        else if (!strcmp(a, "--folded")) s->folded = 1;
-        else if (!strcmp(a, "--svg") && v) s->svg = v, i++;
-        else if (!strcmp(a, "--root") && v) *root = v, i++;
-        else if (!strcmp(a, "--classes") && v) *classes = v, i++;
-        else if (!strcmp(a, "--top") && v) s->top = atoi(v), i++;
-        else if (!strcmp(a, "--depth") && v) s->depth = atoi(v), i++;
-        else if (!strcmp(a, "--by") && v) {
-            if (strcmp(v, "kernel") && strcmp(v, "class"))
-                return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "--by takes kernel or class");
-            s->by_class = !strcmp(v, "class"), i++;
-        } else if (a[0] == '-' && a[1])
-            return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "unknown option or missing value '%s'", a);
-        else if (*path)
-            return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", a);
-        else *path = a;
-    }
-    if (!*path) return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "no capture file given");
+    const char *arg[2];
+    uint64_t top = (uint64_t)s->top, depth = (uint64_t)s->depth;
+    size_t n;
+    const struct tkp_opt opts[] = {
+        {"--json", 'f', &s->json, 0, NULL, NULL},
+        {"--folded", 'f', &s->folded, 0, NULL, NULL},
+        {"--svg", 's', &s->svg, 0, NULL, NULL},
+        {"--root", 's', root, 0, NULL, NULL},
+        {"--classes", 's', classes, 0, NULL, NULL},
+        {"--top", 'u', &top, INT_MAX, NULL, NULL},
+        {"--depth", 'u', &depth, INT_MAX, NULL, NULL},
+        {"--by", 'c', &s->by_class, 0, NULL, by},
+    };
+    int err = tkp_cmd_parse_args(s->ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), arg, 2,
+                                 &n);
+    if (err) return err;
+    if (!n) return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "no capture file given");
+    if (n > 1) return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "one capture at a time ('%s')", arg[1]);
+    *path = arg[0];
+    s->top = (int)top, s->depth = (int)depth;
     if (s->top < 1 || s->depth < 1)
         return tkp_cmd_fail(s->ctx, TKP_ERR_USAGE, "--top and --depth take a number above 0");
     if (s->json + s->folded > 1)

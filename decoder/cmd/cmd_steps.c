@@ -35,12 +35,12 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
     uint64_t tid = o->tid;
     const struct tkp_opt opts[] = {
-        {"--json", 'f', &o->json, 0, NULL},
-        {"--csv", 'f', &o->csv, 0, NULL},
-        {"--classes", 's', &o->classes, 0, "--classes needs a file"},
-        {"--from", 'u', &o->from, INT64_MAX, NULL},
-        {"--to", 'u', &o->to, INT64_MAX, NULL},
-        {"--thread", 'u', &tid, UINT32_MAX, NULL},
+        {"--json", 'f', &o->json, 0, NULL, NULL},
+        {"--csv", 'f', &o->csv, 0, NULL, NULL},
+        {"--classes", 's', &o->classes, 0, "--classes needs a file", NULL},
+        {"--from", 'u', &o->from, INT64_MAX, NULL, NULL},
+        {"--to", 'u', &o->to, INT64_MAX, NULL, NULL},
+        {"--thread", 'u', &tid, UINT32_MAX, NULL, NULL},
     };
     int err = tkp_cmd_parse(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), &o->path);
     o->tid = (uint32_t)tid;

@@ -16,53 +16,54 @@ struct opts {
     struct tkp_tab_ident id;
 };
 
+static int format(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    if ((*(int *)dst = tkp_tab_fmt_parse(v)) < 0)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not tsv, json or native", name, v);
+    return 0;
+}
+
+static int compress(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    if ((*(int *)dst = tkp_tab_z_parse(v)) < 0)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not zstd, gzip or none", name, v);
+    return 0;
+}
+
+/* --label KEY=VALUE, repeatable: v is an argv string, writable, alive as long as id */
+static int label(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+{
+    (void)name;
+    return tkp_tab_label(dst, (char *)v, ctx->why, sizeof(ctx->why));
+}
+
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
-    const char *first = NULL;
-    uint64_t v;
-    int err;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = argv[i + 1];
-        int takes = !strcmp(a, "--format") || !strcmp(a, "--compress") || !strcmp(a, "--label") ||
-                    !strcmp(a, "--ddl") || !strcmp(a, "--database") || !strcmp(a, "--cluster") ||
-                    !strcmp(a, "--classes") || !strcmp(a, "-o") || !strcmp(a, "--level");
-        if (takes && !val) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
-        if (takes) i++;
-        if (!strcmp(a, "--format")) {
-            if ((o->fmt = tkp_tab_fmt_parse(val)) < 0)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--format: '%s' is not tsv, json or native",
-                                    val);
-        } else if (!strcmp(a, "--compress")) {
-            if ((o->z = tkp_tab_z_parse(val)) < 0)
-                return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
-                                    "--compress: '%s' is not zstd, gzip or none", val);
-        } else if (!strcmp(a, "--level")) {
-            if ((err = tkp_cmd_num(ctx, a, val, 19, &v))) return err;
-            o->level = (int)v;
-        } else if (!strcmp(a, "--label")) {
-            if ((err = tkp_tab_label(&o->id, argv[i], ctx->why, sizeof(ctx->why)))) return err;
-        } else if (!strcmp(a, "--ddl"))
-            o->ddl = val;
-        else if (!strcmp(a, "--database"))
-            o->db = val;
-        else if (!strcmp(a, "--cluster"))
-            o->cluster = val;
-        else if (!strcmp(a, "--classes"))
-            o->classes = val;
-        else if (!strcmp(a, "-o"))
-            o->out = val;
-        else if (!strcmp(a, "--columns"))
-            o->columns = 1;
-        else if (a[0] == '-' && a[1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", a);
-        else if (o->table < 0 && !o->ddl) {
-            if ((o->table = tkp_tab_find(a)) < 0)
-                return tkp_cmd_fail(
-                    ctx, TKP_ERR_USAGE,
-                    "'%s' is not a table (steps, step_classes, kernels, calls, moe)", a);
-        } else if ((err = tkp_cmd_input(ctx, &first, a)))
-            return err;
-    }
+    const char *first = NULL, *args[TKP_CMD_INPUTS_MAX + 1];
+    uint64_t level = (uint64_t)o->level;
+    size_t n;
+    const struct tkp_opt opts[] = {
+        {"--format", 'c', &o->fmt, 0, NULL, format},
+        {"--compress", 'c', &o->z, 0, NULL, compress},
+        {"--level", 'u', &level, 19, NULL, NULL},
+        {"--label", 'c', &o->id, 0, NULL, label},
+        {"--ddl", 's', &o->ddl, 0, NULL, NULL},
+        {"--database", 's', &o->db, 0, NULL, NULL},
+        {"--cluster", 's', &o->cluster, 0, NULL, NULL},
+        {"--classes", 's', &o->classes, 0, NULL, NULL},
+        {"-o", 's', &o->out, 0, NULL, NULL},
+        {"--columns", 'f', &o->columns, 0, NULL, NULL},
+    };
+    int err = tkp_cmd_parse_args(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), args,
+                                 TKP_CMD_INPUTS_MAX + 1, &n);
+    if (err) return err;
+    o->level = (int)level;
+    if (n && (o->table = tkp_tab_find(args[0])) < 0)
+        return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
+                            "'%s' is not a table (steps, step_classes, kernels, calls, moe)",
+                            args[0]);
+    for (size_t i = 1; i < n && !o->ddl; i++) /* --ddl prints the schema, reading no capture */
+        if ((err = tkp_cmd_input(ctx, &first, args[i]))) return err;
     if (o->ddl) {
         if (strcmp(o->ddl, "clickhouse"))
             return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--ddl: '%s' is not a known store (clickhouse)",

@@ -93,25 +93,16 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     int once = 0;
     uint64_t window = 10, interval = 1000;
-    const char *path = NULL, *classes = NULL;
-    for (int i = 1; i < argc; i++) {
-        int rc = 0;
-        if (!strcmp(argv[i], "--once"))
-            once = 1;
-        else if (!strcmp(argv[i], "--window"))
-            rc = tkp_cmd_num(ctx, "--window", i + 1 < argc ? argv[++i] : NULL, 60, &window);
-        else if (!strcmp(argv[i], "--interval"))
-            rc = tkp_cmd_num(ctx, "--interval", i + 1 < argc ? argv[++i] : NULL, 60000, &interval);
-        else if (!strcmp(argv[i], "--classes") && i + 1 < argc)
-            classes = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1])
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "unknown option '%s'", argv[i]);
-        else if (!path)
-            path = argv[i];
-        else
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE");
-        if (rc) return rc;
-    }
+    const char *path = NULL, *classes = NULL, *arg[2];
+    size_t n;
+    const struct tkp_opt opts[] = {{"--once", 'f', &once, 0, NULL, NULL},
+                                   {"--window", 'u', &window, 60, NULL, NULL},
+                                   {"--interval", 'u', &interval, 60000, NULL, NULL},
+                                   {"--classes", 's', &classes, 0, NULL, NULL}};
+    int rc = tkp_cmd_parse_args(ctx, argc, argv, opts, 4, arg, 2, &n);
+    if (rc) return rc;
+    if (n > 1) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "one DIR or CAPTURE ('%s')", arg[1]);
+    if (n) path = arg[0];
     if (!path) /* where the shim writes by default */
         path = getenv("TOKPROF_OUT") && *getenv("TOKPROF_OUT") ? getenv("TOKPROF_OUT") : ".";
     if (!window) window = 1;
@@ -119,8 +110,7 @@ static int top_run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_classes *cl = NULL;
     struct tkp_follow *f = NULL;
     struct tkp_live *l = NULL;
-    int rc = tkp_cmd_classes(ctx, classes, &cl);
-    if (rc) return rc;
+    if ((rc = tkp_cmd_classes(ctx, classes, &cl))) return rc;
     struct tkp_follow_opts fo = {.until_exit = 0};
     if ((rc = tkp_follow_open(path, &fo, &f, ctx->why, sizeof(ctx->why)))) goto out;
     if ((rc = tkp_live_new(cl, &l))) {

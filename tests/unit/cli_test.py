@@ -9,12 +9,12 @@ import argparse, json, os, shutil, subprocess, sys
 A = None
 
 
-def tokprof(*args, env=None, exe=None):
+def tokprof(*args, env=None, exe=None, cwd=None):
     # an ASan build of tokprof refuses to start behind a preload; the check is not the point
     env = dict(env or os.environ, ASAN_OPTIONS="verify_asan_link_order=0:" +
                os.environ.get("ASAN_OPTIONS", ""))
     return subprocess.run([exe or A.tokprof, *args], capture_output=True, text=True, env=env,
-                          timeout=60)
+                          timeout=60, cwd=cwd)
 
 
 def capture(kind):
@@ -227,6 +227,90 @@ def t_moe_grouped():
           f"text view: {p.stdout[:300]!r}")
     p = tokprof("heatmap", "-o", os.path.join(A.tmp, "e.svg"), "--kind", "expert", path)
     one_line_error(p, 2, ["fused kernels", "not observable"])
+
+
+# issue 18: every command parses its options with the one parser (decoder/cmd/cmd.c,
+# tkp_cmd_parse). For each command: an option that takes a value, one that takes a number and a
+# flag (None: it has none).
+OPTIONS = {
+    "summary": ("--classes", None, "--json"), "dump": ("--type", None, "--raw"),
+    "run": ("--shim", None, None), "gemm": (None, None, "--steps"),
+    "moe": ("--svg", "--experts", "--json"), "check": ("--baseline", None, "--explain"),
+    "steps": ("--to", "--from", "--csv"), "kernels": ("--name", "--top", "--json"),
+    "analyze": ("--classes", None, "--json"), "diff": ("--threshold", None, "--all"),
+    "export": ("--format", None, None), "heatmap": ("--kind", None, None),
+    "report": ("--spec", None, None), "stacks": ("--root", "--depth", "--folded"),
+    "table": ("--database", "--level", "--columns"), "ingest": ("--url", None, "--exit-when-idle"),
+    "top": ("--classes", "--window", "--once"), "serve": ("--prometheus", "--keep-ended", None),
+}
+
+
+def t_options():
+    """Every command, alike: an unknown option, a missing value, a flag given a value and a
+    number that is not one are each one line naming the option, exit 2; --opt=V is --opt V;
+    --help and -h anywhere among the options print the usage, exit 0; `--` ends the options."""
+    errs = []
+
+    def want(cond, msg):
+        if not cond:
+            errs.append(msg)
+
+    def usage_error(cmd, args, words):
+        p = tokprof(cmd, *args)
+        lines = p.stderr.splitlines()
+        want(p.returncode == 2 and len(lines) == 1 and p.stdout == ""
+             and lines[0].startswith(f"tokprof {cmd}: ")
+             and lines[0].endswith(f"(try 'tokprof help {cmd}')")
+             and all(w in lines[0] for w in words),
+             f"{cmd} {' '.join(args)}: exit {p.returncode}, want 2 and one line with {words}: "
+             f"{p.stderr!r}")
+
+    listed = [l.split()[0] for l in tokprof("help").stdout.split("commands:\n")[1].splitlines()]
+    cmds = [c for c in listed if c not in ("help", "version")]
+    want(sorted(cmds) == sorted(OPTIONS), f"commands {cmds}: update OPTIONS")
+    gone = os.path.join(A.tmp, "gone.tokprof")
+    for cmd in cmds:
+        valued, number, flag = OPTIONS.get(cmd, (None, None, None))
+        usage_error(cmd, ["--no-such-option", gone], ["unknown option '--no-such-option'"])
+        usage_error(cmd, ["--no-such-option=3", gone], ["unknown option '--no-such-option=3'"])
+        if flag:
+            usage_error(cmd, [gone, flag + "=1"], [f"{flag} takes no value"])
+        if valued:
+            args = [valued] if cmd == "run" else [gone, valued]  # run's options end at gone
+            usage_error(cmd, args, [f"{valued} needs a value"])
+            # the same answer, whichever way the value is given (not "unknown option")
+            a = tokprof(cmd, valued, "v1", "--", gone)
+            b = tokprof(cmd, valued + "=v1", "--", gone)
+            want((a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+                 and "unknown option" not in a.stderr,
+                 f"{cmd}: {valued} v1 gives {a.stderr!r}, {valued}=v1 gives {b.stderr!r}")
+        if number:
+            for v in ("12x", "-3", ""):
+                usage_error(cmd, [number + "=" + v, gone], [f"{number}: '{v}' is not a number"])
+        for h in ("--help", "-h"):
+            args = ["-o", A.tmp, h, "true"] if cmd == "run" else [gone, h]
+            p = tokprof(cmd, *args)
+            want(p.returncode == 0 and p.stdout.startswith(f"usage: tokprof {cmd}")
+                 and p.stderr == "", f"{cmd} {' '.join(args)}: exit {p.returncode} "
+                 f"{p.stdout[:60]!r} {p.stderr!r}")
+            p = tokprof(cmd, "--once", "--", h) if cmd == "top" else tokprof(cmd, "--", h)
+            # after --, --help is an argument
+            want(not p.stdout.startswith("usage:"), f"{cmd} -- {h}: printed the usage")
+    # `--` ends the options: what follows is an argument even when it starts with '-'
+    dash = os.path.join(A.tmp, "-dash.tokprof")
+    shutil.copy(capture("golden"), dash)
+    for cmd in ("summary", "dump", "gemm", "moe", "steps", "kernels", "analyze", "stacks"):
+        p = tokprof(cmd, "--", "-dash.tokprof", cwd=A.tmp)
+        want("unknown option" not in p.stderr and "No such file" not in p.stderr,
+             f"{cmd} -- -dash.tokprof: {p.returncode} {p.stderr!r}")
+        p = tokprof(cmd, "--", "-gone.tokprof", cwd=A.tmp)
+        want(p.returncode == 2 and "-gone.tokprof" in p.stderr and "No such file" in p.stderr,
+             f"{cmd} -- -gone.tokprof: {p.returncode} {p.stderr!r}")
+    p = tokprof("run", "--shim", A.noop, "-o", A.tmp, "--", "-not-a-program")
+    want(p.returncode == 2 and "cannot run '-not-a-program'" in p.stderr, f"run --: {p.stderr!r}")
+    for e in errs:
+        print("FAIL:", e)
+    check(not errs, f"{len(errs)} failures")
 
 
 def main():

@@ -26,7 +26,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/state.h"
-#include "gpu/cupti.h"
+#include "gpu/gpuenc.h"
 #include "gpu/graph.h"
 #include "record/col.h"
 #include "record/libcall.h"
@@ -357,8 +357,8 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     case TKP_REC_LIB_CALL:
         encode_lib_call(e, thread);
         break;
-    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
-        tkp_cupti_note(e, thread);
+    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (gpu/gpuenc.c) */
+        tkp_gpuenc_note(e, thread);
         break;
     case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
         tkp_stacks_note(e, thread);
@@ -458,7 +458,7 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
     }
 }
 
-/* The encoder context handed to the GPU tier (gpu/cupti.h), which encodes its records on this
+/* The encoder context handed to the GPU tier (gpu/gpuenc.h), which encodes its records on this
  * thread. */
 static msgpack_packer *enc_packer(void *ctx)
 {
@@ -629,10 +629,10 @@ static size_t cycle(int force)
         writer.meta_written = 1;
     }
     /* GPU buffers completed before the drain: their launches' join events are in the rings. */
-    struct tkp_gpu_batch *gpu = tkp_cupti_take();
+    struct tkp_gpu_batch *gpu = tkp_gpuenc_take();
     tkp_clock_anchor(); /* before the drain: the stamps drained next are converted against it */
     size_t n = tkp_rings_drain(encode, NULL);
-    tkp_cupti_encode(gpu, force, &gpu_enc);
+    tkp_gpuenc_encode(gpu, force, &gpu_enc);
     uint64_t now = tkp_now_ns();
     if (force || writer.sb.size >= CHUNK_SOFT_MAX ||
         now - writer.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 struct dec {
     struct tkp_mp *c;
@@ -90,26 +91,13 @@ static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
     dst[n] = 0;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap) return 0;
-    uint32_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, (size_t)n * size);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     uint32_t n, ndeps = 0;
     if (tkp_mp_array(d->c, &n)) return bad_type(d, "nodes", "an array", TKP_MP_ARRAY);
     if (n > TKP_GRAPH_MAX_NODES)
         return fail(d, "%u nodes, above the limit %u", n, TKP_GRAPH_MAX_NODES);
-    if (grow((void **)&b->nodes, &b->nodes_cap, n, sizeof(*b->nodes))) return TKP_ERR_NOMEM;
+    if (TKP_GROW_FROM(b->nodes, b->nodes_cap, n, 64)) return TKP_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         struct tkp_graph_node *g = &b->nodes[i];
         uint32_t m, k;
@@ -123,8 +111,7 @@ static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_bu
         if (tkp_mp_array(d->c, &k)) return bad_type(d, "deps", "an array", TKP_MP_ARRAY);
         if (k > TKP_GRAPH_MAX_DEPS - ndeps)
             return fail(d, "more than %u dependency edges", TKP_GRAPH_MAX_DEPS);
-        if (grow((void **)&b->deps, &b->deps_cap, ndeps + k, sizeof(*b->deps)))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW_FROM(b->deps, b->deps_cap, (size_t)ndeps + k, 64)) return TKP_ERR_NOMEM;
         /* deps stays an offset until the buffer stops moving */
         g->deps = (const uint64_t *)(uintptr_t)ndeps;
         g->ndeps = k;
@@ -402,16 +389,7 @@ static int tmplf(struct dec *d, uint32_t *id)
 /* A template slot for id, the table grown to hold it. */
 static void *tmpl_slot(void **tab, uint32_t *cap, uint32_t id, size_t size)
 {
-    if (id >= *cap) {
-        uint32_t n = *cap ? *cap : 64;
-        while (n <= id)
-            n *= 2;
-        char *q = realloc(*tab, (size_t)n * size);
-        if (!q) return NULL;
-        memset(q + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
-        *tab = q;
-        *cap = n;
-    }
+    if (tkp_grow_to32(tab, cap, (size_t)id + 1, size, 64, 1)) return NULL;
     return (char *)*tab + (size_t)id * size;
 }
 
@@ -702,7 +680,7 @@ static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     if (tkp_mp_array(d->c, &n)) return bad_type(d, "pcs", "an array", TKP_MP_ARRAY);
     if (n > TKP_STACK_MAX_FRAMES)
         return fail(d, "%u frames, above the limit %u", n, TKP_STACK_MAX_FRAMES);
-    if (grow((void **)&b->pcs, &b->pcs_cap, n ? n : 1, sizeof(*b->pcs))) return TKP_ERR_NOMEM;
+    if (TKP_GROW_FROM(b->pcs, b->pcs_cap, n ? n : 1, 64)) return TKP_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++)
         if (u64f(d, "pcs[]", &b->pcs[i])) return TKP_ERR_RECORD;
     r->stack.n = n;

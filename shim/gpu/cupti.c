@@ -36,6 +36,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/map.h"
 #include "core/real.h"

@@ -82,6 +82,35 @@ static int dim3(struct dec *d, const char *field, uint32_t v[3])
     return 0;
 }
 
+/* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
+ * field with its wire name in the reason a malformed one gets. dec_TYPE() reads the fields after
+ * the head (a TMPL's are a LAUNCH's). */
+static int anythreadf(struct dec *d, uint32_t *v)
+{
+    if (u32f(d, "thread", v)) return TKP_ERR_RECORD;
+    if (*v != TKP_THREAD_NONE && *v >= TKP_THREADS_MAX)
+        return fail(d, "thread index %u above the limit %u", *v, TKP_THREADS_MAX - 1);
+    return 0;
+}
+#define DEC_HEAD_HOST head(d, r, b)
+#define DEC_HEAD_STEP u64f(d, "step", &r->step) || threadf(d, &r->thread)
+#define DEC_HEAD_ANYTHREAD anythreadf(d, &r->thread) /* LOSS of threads that never got a ring */
+#define DEC_u32(wire, m) u32f(d, wire, &(m))
+#define DEC_u64(wire, m) u64f(d, wire, &(m))
+#define DEC_i64(wire, m) i64f(d, wire, &(m))
+#define DEC_dim3(wire, m) dim3(d, wire, m)
+#define DEC_F(kind, name, wire) || DEC_##kind(wire, x_->name)
+#define DEC_X(ctype, name)
+#define DEC_FIELDS(T, member, head, fields, extra)                                                 \
+    static inline int dec_##T(struct dec *d, __typeof__(((struct tkp_record *)0)->member) *x_)     \
+    {                                                                                              \
+        return 0 fields;                                                                           \
+    }
+TKP_RECORDS_FIXED(DEC_FIELDS, DEC_F, DEC_X)
+#define DEC_R(T, member, head, fields, extra)                                                      \
+    case TKP_REC_##T:                                                                              \
+        return DEC_HEAD_##head || dec_##T(d, &r->member);
+
 /* Copies a msgpack str into dst, truncated to cap-1 bytes, NUL bytes replaced. */
 static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
 {
@@ -399,10 +428,7 @@ static int tmpl_def(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     uint32_t id;
     if (tmplf(d, &id) || threadf(d, &r->thread)) return TKP_ERR_RECORD;
     if (r->type == TKP_REC_TMPL) {
-        if (u64f(d, "name", &r->launch.name_id) || u64f(d, "stream", &r->launch.stream) ||
-            u32f(d, "via", &r->launch.via) || dim3(d, "grid", r->launch.grid) ||
-            dim3(d, "block", r->launch.block) || u32f(d, "smem", &r->launch.smem))
-            return TKP_ERR_RECORD;
+        if (dec_LAUNCH(d, &r->launch)) return TKP_ERR_RECORD;
         struct tkp_launch_tmpl *t =
             tmpl_slot((void **)&b->ltmpl, &b->ltmpl_cap, id, sizeof(*b->ltmpl));
         if (!t) return TKP_ERR_NOMEM;
@@ -688,18 +714,6 @@ static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     return 0;
 }
 
-/* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
- * field with its wire name in the reason a malformed one gets. */
-#define DEC_HEAD_HOST head(d, r, b)
-#define DEC_HEAD_STEP u64f(d, "step", &r->step) || threadf(d, &r->thread)
-#define DEC_F(kind, name, wire) || kind##f(d, wire, &x_->name)
-#define DEC_X(ctype, name)
-#define DEC_R(T, member, head, fields, extra)                                                      \
-    case TKP_REC_##T: {                                                                            \
-        __typeof__(r->member) *x_ = &r->member;                                                    \
-        return DEC_HEAD_##head fields;                                                             \
-    }
-
 static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     uint32_t tid;
@@ -717,11 +731,6 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
         if (threadf(d, &r->thread) || u32f(d, "os_tid", &tid)) return TKP_ERR_RECORD;
         r->tid = tid;
         return 0;
-    case TKP_REC_LAUNCH:
-        return head(d, r, b) || u64f(d, "name", &r->launch.name_id) ||
-               u64f(d, "stream", &r->launch.stream) || u32f(d, "via", &r->launch.via) ||
-               dim3(d, "grid", r->launch.grid) || dim3(d, "block", r->launch.block) ||
-               u32f(d, "smem", &r->launch.smem);
     case TKP_REC_GRAPH_LAUNCH:
         /* graph -1: a graph instantiated before capture started (topology unknown) */
         if (head(d, r, b)) return TKP_ERR_RECORD;
@@ -736,13 +745,9 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_GRAPH:
         if (u64f(d, "graph", &r->graph.graph)) return TKP_ERR_RECORD;
         return graph_nodes(d, r, b);
-    /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER */
+        /* LAUNCH (its trailing call and stack: tkp_record_decode), COPY, SYNC, EVENT_RECORD,
+         * STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER, LOSS */
         TKP_RECORDS_FIXED(DEC_R, DEC_F, DEC_X)
-    case TKP_REC_LOSS: /* thread TKP_THREAD_NONE: threads that never got a ring */
-        if (u32f(d, "thread", &r->thread)) return TKP_ERR_RECORD;
-        if (r->thread != TKP_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
-            return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
-        return u64f(d, "dropped_total", &r->loss.dropped);
     case TKP_REC_LIB_CALL:
         return lib_call(d, r, b);
     case TKP_REC_STACK:

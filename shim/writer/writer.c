@@ -299,6 +299,18 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread);
 
+/* A launch's fields (records.def's LAUNCH, a TMPL's too) from its ring event (ring_types.h). */
+static struct tkp_fixed_LAUNCH launch_fields(const struct tkp_ev *e, uint32_t nm)
+{
+    const uint32_t *u = e->u;
+    return (struct tkp_fixed_LAUNCH){.name_id = nm,
+                                     .stream = e->b,
+                                     .via = e->sub,
+                                     .grid = {u[0], u[1], u[2]},
+                                     .block = {u[3], u[4], u[5]},
+                                     .smem = u[6]};
+}
+
 static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
 {
     (void)ctx;
@@ -317,15 +329,13 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         int fresh = 0;
         int64_t t = tkp_tmpl_id(&writer.launch_tm, key, writer.seq, &fresh);
         if (t >= 0) { /* the configuration once per chunk (TMPL), then LAUNCH_T per launch */
-            if (fresh) {
-                msgpack_pack_array(pk, 13);
+            if (fresh) { /* [TMPL, tmpl, thread, a LAUNCH's fields] */
+                msgpack_pack_array(pk, 3 + TKP_FIXED_N_LAUNCH);
                 msgpack_pack_int(pk, TKP_REC_TMPL);
                 msgpack_pack_uint32(pk, (uint32_t)t);
                 msgpack_pack_uint32(pk, thread);
-                msgpack_pack_uint32(pk, nm);
-                msgpack_pack_uint64(pk, e->b);
-                msgpack_pack_int(pk, e->sub);
-                for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+                struct tkp_fixed_LAUNCH v = launch_fields(e, nm);
+                tkp_fixed_fields_LAUNCH(pk, &v);
             }
             if (!stk && run_room(e->step)) {
                 run_add(0, e->ts, (uint32_t)t, e->u[7], 0);
@@ -340,15 +350,9 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         } else {
             run_flush();
             /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
-            msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
-            msgpack_pack_int(pk, TKP_REC_LAUNCH);
-            pack_dt(e->ts);
-            msgpack_pack_uint32(pk, thread);
-            msgpack_pack_uint32(pk, e->step);
-            msgpack_pack_uint32(pk, nm);
-            msgpack_pack_uint64(pk, e->b);
-            msgpack_pack_int(pk, e->sub);
-            for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+            struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
+            struct tkp_fixed_LAUNCH v = launch_fields(e, nm);
+            tkp_fixed_pack_more_LAUNCH(pk, &h, &v, stk ? 2 : e->u[7] ? 1 : 0);
         }
         if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
         if (stk) msgpack_pack_uint32(pk, stk);
@@ -448,10 +452,8 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
         break;
     }
     case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
-        msgpack_pack_array(pk, 3);
-        msgpack_pack_int(pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint64(pk, e->a);
+        tkp_fixed_pack_LOSS(pk, &(struct tkp_fixed_head){.thread = thread},
+                            &(struct tkp_fixed_LOSS){.dropped = e->a});
         break;
     default:
         break;
@@ -528,10 +530,8 @@ static void emit_losses(int stop, uint64_t extra)
         if (idx < 0 || !dropped) continue;
         chunk_begin();
         define_thread((uint32_t)idx, tid);
-        msgpack_pack_array(&writer.pk, 3);
-        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(&writer.pk, (uint32_t)idx);
-        msgpack_pack_uint64(&writer.pk, dropped);
+        tkp_fixed_pack_LOSS(&writer.pk, &(struct tkp_fixed_head){.thread = (uint32_t)idx},
+                            &(struct tkp_fixed_LOSS){.dropped = dropped});
     }
     uint64_t ringless = atomic_load(&tkp_ringless_drops) + extra;
     if (ringless || stop) {
@@ -542,10 +542,9 @@ static void emit_losses(int stop, uint64_t extra)
 
 static void pack_stop_loss(uint64_t count, int stop)
 {
-    msgpack_pack_array(&writer.pk, stop ? 4 : 3);
-    msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
-    msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
-    msgpack_pack_uint64(&writer.pk, count);
+    tkp_fixed_pack_more_LOSS(&writer.pk, /* threads that got no ring; then `stopped` */
+                             &(struct tkp_fixed_head){.thread = UINT32_MAX},
+                             &(struct tkp_fixed_LOSS){.dropped = count}, stop ? 1 : 0);
     if (stop) msgpack_pack_uint32(&writer.pk, 1);
 }
 

@@ -64,6 +64,8 @@ struct tkp_meta {
 #define TKP_CTYPE_u64 uint64_t
 #define TKP_CTYPE_i64 int64_t
 #define TKP_CTYPE_dim3 uint32_t
+#define TKP_CTYPE_cenum int32_t
+#define TKP_DIMS_cenum
 #define TKP_DIMS_u32
 #define TKP_DIMS_u64
 #define TKP_DIMS_i64
@@ -116,17 +118,12 @@ struct tkp_record {
         /* LAUNCH (launch: via is an enum tkp_via, maybe | TKP_VIA_PTSZ; call, the library call
          * (LIB_CALL.call, same thread) it is part of, 0 none; stack, its sampled host call stack
          * (STACK id), 0 none), COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP (step_rec), NVTX,
-         * MARKER, LOSS (loss.dropped: cumulative for the thread): one struct each, generated
-         * from include/tokprof/records.def (its fields in wire order, then its extra members) */
+         * MARKER, LIB_CALL (lib_call: lib an enum tkp_lib, flags TKP_LIBF_*, op "cublasGemmEx",
+         * ...; m..batch 0 unknown; atype..transb CUDA enums, -1 unknown; call_ns the host time
+         * inside the call), LOSS (loss.dropped: cumulative for the thread): one struct each,
+         * generated from include/tokprof/records.def (its fields in wire order, then its extra
+         * members) */
         TKP_RECORDS_FIXED(TKP_STRUCT_R, TKP_STRUCT_F, TKP_STRUCT_X)
-        struct {
-            uint32_t call, lib, status, flags; /* enum tkp_lib, TKP_LIBF_* */
-            uint64_t op_id;
-            const char *op; /* "cublasGemmEx", ... */
-            uint64_t m, n, k, batch; /* 0 unknown */
-            int32_t atype, btype, ctype, compute, transa, transb; /* CUDA enums, -1 unknown */
-            uint64_t stream, a_ptr, call_ns; /* call_ns: host time inside the call */
-        } lib_call;
         /* GPU_KERNEL and GPU_COPY: `thread` above is the joined host thread (its `tid` the
          * last mapping seen), TKP_GPU_THREAD_NONE when not joined; `step` its segment. */
         struct {

@@ -82,6 +82,17 @@ static int dim3(struct dec *d, const char *field, uint32_t v[3])
     return 0;
 }
 
+/* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
+static int enumf(struct dec *d, const char *field, int32_t *v)
+{
+    int64_t x;
+    if (i64f(d, field, &x)) return TKP_ERR_RECORD;
+    if (x < -1 || x > INT32_MAX)
+        return fail(d, "field '%s': %lld out of range", field, (long long)x);
+    *v = (int32_t)x;
+    return 0;
+}
+
 /* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
  * field with its wire name in the reason a malformed one gets. dec_TYPE() reads the fields after
  * the head (a TMPL's are a LAUNCH's). */
@@ -99,6 +110,7 @@ static int anythreadf(struct dec *d, uint32_t *v)
 #define DEC_u64(wire, m) u64f(d, wire, &(m))
 #define DEC_i64(wire, m) i64f(d, wire, &(m))
 #define DEC_dim3(wire, m) dim3(d, wire, m)
+#define DEC_cenum(wire, m) enumf(d, wire, &(m))
 #define DEC_F(kind, name, wire) || DEC_##kind(wire, x_->name)
 #define DEC_X(ctype, name)
 #define DEC_FIELDS(T, member, head, fields, extra)                                                 \
@@ -376,16 +388,6 @@ static int gpu_rec(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b
     return 0;
 }
 
-/* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
-static int enumf(struct dec *d, const char *field, int32_t *v)
-{
-    int64_t x;
-    if (i64f(d, field, &x)) return TKP_ERR_RECORD;
-    if (x < -1 || x > INT32_MAX) return fail(d, "field '%s': %lld out of range", field, (long long)x);
-    *v = (int32_t)x;
-    return 0;
-}
-
 /* The fields of a LIB_CALL after lib and op that a LIB_TMPL holds too: m .. a_ptr */
 static int lib_shape(struct dec *d, struct tkp_record *x)
 {
@@ -395,15 +397,6 @@ static int lib_shape(struct dec *d, struct tkp_record *x)
            enumf(d, "ctype", &x->lib_call.ctype) || enumf(d, "compute", &x->lib_call.compute) ||
            enumf(d, "transa", &x->lib_call.transa) || enumf(d, "transb", &x->lib_call.transb) ||
            u64f(d, "stream", &x->lib_call.stream) || u64f(d, "a_ptr", &x->lib_call.a_ptr);
-}
-
-static int lib_call(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
-{
-    struct tkp_record *x = r;
-    return head(d, r, b) || u32f(d, "call", &x->lib_call.call) || u32f(d, "lib", &x->lib_call.lib) ||
-           u64f(d, "op", &x->lib_call.op_id) || lib_shape(d, x) ||
-           u64f(d, "host_ns", &x->lib_call.call_ns) || u32f(d, "status", &x->lib_call.status) ||
-           u32f(d, "flags", &x->lib_call.flags);
 }
 
 /* ---- templates (FORMAT.md, "Templates") ---- */
@@ -746,10 +739,8 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
         if (u64f(d, "graph", &r->graph.graph)) return TKP_ERR_RECORD;
         return graph_nodes(d, r, b);
         /* LAUNCH (its trailing call and stack: tkp_record_decode), COPY, SYNC, EVENT_RECORD,
-         * STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER, LOSS */
+         * STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER, LIB_CALL, LOSS */
         TKP_RECORDS_FIXED(DEC_R, DEC_F, DEC_X)
-    case TKP_REC_LIB_CALL:
-        return lib_call(d, r, b);
     case TKP_REC_STACK:
         return stack(d, r, b);
     case TKP_REC_MODULE:

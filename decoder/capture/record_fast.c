@@ -156,9 +156,9 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
 /* LIB_CALL enum fields: a CUDA enum value or -1 */
 #define ENUM(dst)                                                                                  \
     do {                                                                                           \
-        int64_t x_;                                                                                \
-        if (!ri64(&p, &x_) || x_ < -1 || x_ > INT32_MAX) return 0;                                 \
-        (dst) = (int32_t)x_;                                                                       \
+        int64_t e_;                                                                                \
+        if (!ri64(&p, &e_) || e_ < -1 || e_ > INT32_MAX) return 0;                                 \
+        (dst) = (int32_t)e_;                                                                       \
     } while (0)
 /* dt, thread, step: the common head of the timed records */
 #define HEAD()                                                                                     \
@@ -176,12 +176,12 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
 #define NF_u64 1
 #define NF_i64 1
 #define NF_dim3 3
+#define NF_cenum 1
 #define NF_F(kind, name, wire) +NF_##kind
 #define NF_X(ctype, name)
 #define NF_R(T, member, head, fields, extra) [TKP_REC_##T] = HEADN_##head fields,
 static const uint8_t fields[] = {
     [TKP_REC_GRAPH_LAUNCH] = 6,
-    [TKP_REC_LIB_CALL] = 21,
     [TKP_REC_LAUNCH_T] = 3,             /* LIB_CALL_T: tmpl_fast() only */
     TKP_RECORDS_FIXED(NF_R, NF_F, NF_X) /* the fixed-layout types (records.def) */
 };
@@ -202,6 +202,7 @@ static const uint8_t fields[] = {
 #define FAST_u32 U32
 #define FAST_u64 U64
 #define FAST_i64 I64
+#define FAST_cenum ENUM
 #define FAST_dim3(m)                                                                               \
     U32((m)[0]);                                                                                   \
     U32((m)[1]);                                                                                   \
@@ -370,28 +371,6 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         if (!ltmpl_ok(b, id)) return 0;
         launch_from(r, b, id);
         break; /* its call and stack: after the switch */
-    case TKP_REC_LIB_CALL:
-        HEAD();
-        U32(r->lib_call.call);
-        U32(r->lib_call.lib);
-        U64(r->lib_call.op_id);
-        r->lib_call.op = NULL;
-        U64(r->lib_call.m);
-        U64(r->lib_call.n);
-        U64(r->lib_call.k);
-        U64(r->lib_call.batch);
-        ENUM(r->lib_call.atype);
-        ENUM(r->lib_call.btype);
-        ENUM(r->lib_call.ctype);
-        ENUM(r->lib_call.compute);
-        ENUM(r->lib_call.transa);
-        ENUM(r->lib_call.transb);
-        U64(r->lib_call.stream);
-        U64(r->lib_call.a_ptr);
-        U64(r->lib_call.call_ns);
-        U32(r->lib_call.status);
-        U32(r->lib_call.flags);
-        break;
     case TKP_REC_GRAPH_LAUNCH:
         HEAD();
         if (*p == 0xff) { /* -1: a graph instantiated before capture started */
@@ -404,7 +383,7 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         U32(r->graph_launch.via);
         break;
         /* LAUNCH (its call and stack: below), COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX
-         * (its string: the reader), MARKER, LOSS */
+         * (its string: the reader), MARKER, LIB_CALL, LOSS */
         TKP_RECORDS_FIXED(FAST_R, FAST_F, FAST_X)
     default:
         return 0;
@@ -496,6 +475,7 @@ _Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry pe
 #define CK_u32 CK(len_u32)
 #define CK_u64 CK(len_u64)
 #define CK_i64 CK(len_i64)
+#define CK_cenum CK(len_enum)
 #define CK_dim3                                                                                    \
     CK(len_u32);                                                                                   \
     CK(len_u32);                                                                                   \
@@ -540,27 +520,6 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
         CK(len_i64);
         CK(len_u64);
         CK_LTMPL();
-        break;
-    case TKP_REC_LIB_CALL:
-        CK_HEAD();
-        CK(len_u32); /* call */
-        CK(len_u32); /* lib */
-        CK(len_u64); /* op */
-        CK(len_u64); /* m */
-        CK(len_u64); /* n */
-        CK(len_u64); /* k */
-        CK(len_u64); /* batch */
-        CK(len_enum); /* atype */
-        CK(len_enum); /* btype */
-        CK(len_enum); /* ctype */
-        CK(len_enum); /* compute */
-        CK(len_enum); /* transa */
-        CK(len_enum); /* transb */
-        CK(len_u64); /* stream */
-        CK(len_u64); /* a_ptr */
-        CK(len_u64); /* host_ns */
-        CK(len_u32); /* status */
-        CK(len_u32); /* flags */
         break;
     case TKP_REC_GRAPH_LAUNCH:
         CK_HEAD();

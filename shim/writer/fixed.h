@@ -15,14 +15,17 @@
 #define TKP_FIXED_MEMBER_u32(name) uint32_t name;
 #define TKP_FIXED_MEMBER_u64(name) uint64_t name;
 #define TKP_FIXED_MEMBER_i64(name) int64_t name;
+#define TKP_FIXED_MEMBER_cenum(name) int32_t name;
 #define TKP_FIXED_MEMBER_dim3(name) uint32_t name[3];
 #define TKP_FIXED_N_u32 1
 #define TKP_FIXED_N_u64 1
 #define TKP_FIXED_N_i64 1
+#define TKP_FIXED_N_cenum 1
 #define TKP_FIXED_N_dim3 3
 #define TKP_FIXED_PACK_u32(pk, v) msgpack_pack_uint32(pk, v)
 #define TKP_FIXED_PACK_u64(pk, v) msgpack_pack_uint64(pk, v)
 #define TKP_FIXED_PACK_i64(pk, v) msgpack_pack_int64(pk, v)
+#define TKP_FIXED_PACK_cenum(pk, v) msgpack_pack_int32(pk, v)
 #define TKP_FIXED_PACK_dim3(pk, v)                                                                 \
     msgpack_pack_uint32(pk, (v)[0]);                                                               \
     msgpack_pack_uint32(pk, (v)[1]);                                                               \

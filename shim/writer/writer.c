@@ -234,23 +234,59 @@ static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
 
 /* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file.
  * What repeats from step to step (the shape, types, operands, stream) goes in a LIB_TMPL record
- * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template. */
-static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
+ * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template.
+ * A library call's fields (records.def's LIB_CALL) from its ring event (ring_types.h). */
+static struct tkp_fixed_LIB_CALL lib_fields(const struct tkp_ev *e, uint32_t op)
+{
+    int32_t ty[6];
+    for (int i = 0; i < 4; i++) { /* atype, btype, ctype, compute */
+        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
+        ty[i] = t == TKP_LIB_UNKNOWN8 ? -1 : (int32_t)t;
+    }
+    for (int i = 0; i < 2; i++) { /* transa, transb */
+        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
+        ty[4 + i] = t == TKP_LIB_UNKNOWN4 ? -1 : (int32_t)t;
+    }
+    return (struct tkp_fixed_LIB_CALL){.call = e->u[4],
+                                       .lib = e->sub,
+                                       .op_id = op,
+                                       .m = e->u[0],
+                                       .n = e->u[1],
+                                       .k = e->u[2],
+                                       .batch = e->u[3],
+                                       .atype = ty[0],
+                                       .btype = ty[1],
+                                       .ctype = ty[2],
+                                       .compute = ty[3],
+                                       .transa = ty[4],
+                                       .transb = ty[5],
+                                       .stream = e->a,
+                                       .a_ptr = e->b,
+                                       .call_ns = tkp_stamp_dur_ns(e->u[7]),
+                                       .status = e->u[6] >> 16,
+                                       .flags = (e->u[6] >> 8) & 0xff};
+}
+
+/* A LIB_TMPL's fields: a LIB_CALL's from lib to a_ptr, then status and flags. */
+static void pack_lib_tmpl(const struct tkp_fixed_LIB_CALL *v)
 {
     msgpack_packer *pk = &writer.pk;
-    msgpack_pack_int(pk, e->sub);
-    msgpack_pack_uint32(pk, op);
-    for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
-    for (int i = 0; i < 4; i++) {
-        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
-        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN8 ? -1 : (int)t);
-    }
-    for (int i = 0; i < 2; i++) {
-        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
-        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN4 ? -1 : (int)t);
-    }
-    msgpack_pack_uint64(pk, e->a);
-    msgpack_pack_uint64(pk, e->b);
+    msgpack_pack_uint32(pk, v->lib);
+    msgpack_pack_uint64(pk, v->op_id);
+    msgpack_pack_uint64(pk, v->m);
+    msgpack_pack_uint64(pk, v->n);
+    msgpack_pack_uint64(pk, v->k);
+    msgpack_pack_uint64(pk, v->batch);
+    msgpack_pack_int32(pk, v->atype);
+    msgpack_pack_int32(pk, v->btype);
+    msgpack_pack_int32(pk, v->ctype);
+    msgpack_pack_int32(pk, v->compute);
+    msgpack_pack_int32(pk, v->transa);
+    msgpack_pack_int32(pk, v->transb);
+    msgpack_pack_uint64(pk, v->stream);
+    msgpack_pack_uint64(pk, v->a_ptr);
+    msgpack_pack_uint32(pk, v->status);
+    msgpack_pack_uint32(pk, v->flags);
 }
 
 static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
@@ -261,18 +297,11 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
                         e->u[5], e->u[6], e->a, e->b, (uint64_t)(uint32_t)e->sub};
     int fresh = 0;
     int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
+    struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
     if (t < 0) { /* no template: the full form */
         run_flush();
-        msgpack_pack_array(pk, 22);
-        msgpack_pack_int(pk, TKP_REC_LIB_CALL);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_uint32(pk, e->u[4]);
-        pack_lib_fields(e, op);
-        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
-        msgpack_pack_uint32(pk, e->u[6] >> 16);
-        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
+        tkp_fixed_pack_LIB_CALL(pk, &h, &v);
         return;
     }
     if (fresh) {
@@ -280,21 +309,19 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
         msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
         msgpack_pack_uint32(pk, (uint32_t)t);
         msgpack_pack_uint32(pk, thread);
-        pack_lib_fields(e, op);
-        msgpack_pack_uint32(pk, e->u[6] >> 16);
-        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        pack_lib_tmpl(&v);
     }
     if (run_room(e->step)) {
-        run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
+        run_add(1, e->ts, (uint32_t)t, v.call, v.call_ns);
         return;
     }
     msgpack_pack_array(pk, 6);
     msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
     pack_dt(e->ts);
     msgpack_pack_uint32(pk, e->step);
-    msgpack_pack_uint32(pk, e->u[4]);
+    msgpack_pack_uint32(pk, v.call);
     msgpack_pack_uint32(pk, (uint32_t)t);
-    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
+    msgpack_pack_uint64(pk, v.call_ns);
 }
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread);

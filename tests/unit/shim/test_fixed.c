@@ -151,3 +151,30 @@ Test(shim_fixed, loss_has_a_thread_and_no_dt)
     cr_assert_eq(got[2], 0);
     cr_assert_eq(got[3], 1);
 }
+
+Test(shim_fixed, lib_call_in_format_md_order)
+{
+    /* LIB_CALL: dt, thread, step, call, lib, op, m, n, k, batch, atype, btype, ctype, compute,
+     * transa, transb, stream, a_ptr, host_ns, status, flags; the types are -1 when unknown */
+    tkp_fixed_pack_LIB_CALL(&pk, &head,
+                            &(struct tkp_fixed_LIB_CALL){.call = 1,
+                                                         .lib = 2,
+                                                         .op_id = 3,
+                                                         .m = 4,
+                                                         .n = 5,
+                                                         .k = 6,
+                                                         .batch = 7,
+                                                         .atype = -1,
+                                                         .btype = 8,
+                                                         .ctype = 9,
+                                                         .compute = 10,
+                                                         .transa = 11,
+                                                         .transb = -1,
+                                                         .stream = 12,
+                                                         .a_ptr = 13,
+                                                         .call_ns = 14,
+                                                         .status = 15,
+                                                         .flags = 16});
+    static const int64_t want[] = {1, 2, 3, 4, 5, 6, 7, -1, 8, 9, 10, 11, -1, 12, 13, 14, 15, 16};
+    expect_host(TKP_REC_LIB_CALL, want, 18);
+}

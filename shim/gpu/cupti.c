@@ -86,6 +86,7 @@ static struct {
     uint64_t buffer_cap;
     int status; /* enum tkp_gpu_status */
     char reason[160];
+    char mode_text[48]; /* mode as GPU_INFO says it (config) */
     int loaded; /* CUPTI loaded and subscribed in this process */
     _Atomic int active; /* records are being collected */
     _Atomic int kinds_on;
@@ -98,7 +99,9 @@ static struct {
     _Atomic uint64_t buf_bytes, buf_peak;
     struct gbuf *_Atomic done_list;
     _Atomic uint64_t cupti_dropped;
-} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
+} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF, .mode_text = "always"};
+
+static void mode_str(char *buf, size_t n);
 
 /* A buffer handed to CUPTI; struct tkp_cupti_buf to the writer's side. */
 struct gbuf {
@@ -134,6 +137,7 @@ static void config(void)
     gpu.buffer_cap = 32ull << 20;
     v = tkp_env("TOKPROF_GPU_BUFFER_MB");
     if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
+    mode_str(gpu.mode_text, sizeof gpu.mode_text);
 }
 
 static void mode_str(char *buf, size_t n)
@@ -531,6 +535,11 @@ struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b)
     return (struct tkp_cupti_buf *)n;
 }
 
+int tkp_cupti_filters(void)
+{
+    return gpu.mode != MODE_ALWAYS;
+}
+
 int tkp_cupti_untraced(uint32_t thread, uint32_t step)
 {
     uint32_t main = atomic_load(&gpu.main_thread);
@@ -540,8 +549,8 @@ int tkp_cupti_untraced(uint32_t thread, uint32_t step)
 void tkp_cupti_status(struct tkp_cupti_status *st)
 {
     st->status = gpu.status;
-    mode_str(st->mode, sizeof st->mode);
-    snprintf(st->reason, sizeof st->reason, "%s", gpu.reason);
+    st->mode = gpu.mode_text;
+    st->reason = gpu.reason;
     st->dropped = atomic_load(&gpu.cupti_dropped);
     st->buf_peak = atomic_load(&gpu.buf_peak);
 }

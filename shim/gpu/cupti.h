@@ -38,17 +38,20 @@ struct tkp_cupti_buf *tkp_cupti_take(void);
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
 /* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */
 struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b);
+/* 1 when the GPU mode (window, trigger) may leave records out: tkp_cupti_untraced() can say 1. */
+int tkp_cupti_filters(void);
 /* 1 when a record of (capture-local thread, step) falls outside the traced steps (window and
  * trigger modes: CUPTI was switched on early or off late around it), so the encoder drops it. */
 int tkp_cupti_untraced(uint32_t thread, uint32_t step);
 /* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered; 0 when
  * unknown. */
 int tkp_cupti_node_lookup(uint64_t cupti_id, uint32_t *graph, uint64_t *node);
-/* The tier's state as GPU_INFO reports it. */
+/* The tier's state as GPU_INFO reports it; the strings are the tier's own (valid until the next
+ * capture start or fork). */
 struct tkp_cupti_status {
     int status;        /* enum tkp_gpu_status */
-    char mode[48];     /* TOKPROF_GPU as applied: always, off, trigger:N, window:N/M */
-    char reason[160];  /* why GPU time is off or partial; "" when on */
+    const char *mode;  /* TOKPROF_GPU as applied: always, off, trigger:N, window:N/M */
+    const char *reason; /* why GPU time is off or partial; "" when on */
     uint64_t dropped;  /* records CUPTI dropped (declined buffers) */
     uint64_t buf_peak; /* the most buffer bytes held at once */
 };

@@ -22,6 +22,9 @@
 
 #define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
 
+/* The GPU mode may leave records out (tkp_cupti_filters), as of this batch. */
+static int filters;
+
 /* What was encoded, for GPU_INFO. */
 static struct {
     uint64_t records, bad_time, unjoined, filtered;
@@ -91,6 +94,7 @@ static int dir_of(uint8_t copy_kind)
  * thread that is not traced (CUPTI was switched on early or off late around it). */
 static int keep(uint32_t corr)
 {
+    if (!filters) return 1;
     const struct corr *c = corr_find(corr);
     if (c && tkp_cupti_untraced(c->thread, c->step)) {
         counts.filtered++;
@@ -271,6 +275,7 @@ static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *
 
 void tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
 {
+    filters = tkp_cupti_filters();
     for (struct tkp_cupti_buf *g = b->head; g; g = tkp_cupti_release(g)) {
         CUpti_Activity *rec = NULL;
         while (tkp_cupti_next_record(g, &rec))

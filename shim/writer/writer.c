@@ -297,14 +297,15 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
                         e->u[5], e->u[6], e->a, e->b, (uint64_t)(uint32_t)e->sub};
     int fresh = 0;
     int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
-    struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
     if (t < 0) { /* no template: the full form */
         run_flush();
         struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
+        struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
         tkp_fixed_pack_LIB_CALL(pk, &h, &v);
         return;
     }
-    if (fresh) {
+    if (fresh) { /* once per chunk: the fields are unpacked only here */
+        struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
         msgpack_pack_array(pk, 19);
         msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
         msgpack_pack_uint32(pk, (uint32_t)t);
@@ -312,16 +313,16 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
         pack_lib_tmpl(&v);
     }
     if (run_room(e->step)) {
-        run_add(1, e->ts, (uint32_t)t, v.call, v.call_ns);
+        run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
         return;
     }
     msgpack_pack_array(pk, 6);
     msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
     pack_dt(e->ts);
     msgpack_pack_uint32(pk, e->step);
-    msgpack_pack_uint32(pk, v.call);
+    msgpack_pack_uint32(pk, e->u[4]);
     msgpack_pack_uint32(pk, (uint32_t)t);
-    msgpack_pack_uint64(pk, v.call_ns);
+    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
 }
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread);

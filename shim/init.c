@@ -17,6 +17,7 @@
 #include "core/real.h"
 #include "core/state.h"
 #include "gpu/cupti.h"
+#include "gpu/gpuenc.h"
 #include "gpu/graph.h"
 #include "record/ring.h"
 #include "record/stacks.h"
@@ -60,6 +61,7 @@ static void after_fork_child(void)
     tkp_stream_after_fork();
     tkp_flight_after_fork();
     tkp_cupti_after_fork();
+    tkp_gpuenc_after_fork();
     tkp_stacks_after_fork();
     atomic_store(&tkp_state, 0);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 #define WARN_KEEP 8
 #define WARN_LEN 320
@@ -401,15 +402,9 @@ static int scan(struct tkp_follow *f)
     for (struct dirent *de; !err && (de = readdir(d));) {
         size_t len = strlen(de->d_name);
         if (de->d_name[0] == '.' || len <= 8 || strcmp(de->d_name + len - 8, ".tokprof")) continue;
-        if (n == cap) {
-            size_t c = cap ? cap * 2 : 64;
-            char **q = realloc(names, c * sizeof(*q));
-            if (!q) {
-                err = TKP_ERR_NOMEM;
-                break;
-            }
-            names = q;
-            cap = c;
+        if (TKP_GROW_FROM(names, cap, n + 1, 64)) {
+            err = TKP_ERR_NOMEM;
+            break;
         }
         if (!(names[n] = strdup(de->d_name)))
             err = TKP_ERR_NOMEM;

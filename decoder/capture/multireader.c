@@ -96,13 +96,8 @@ static int add_path(struct tkp_mreader *m, size_t *cap, const char *path, char *
 {
     if (m->nfiles == TKP_INPUTS_MAX)
         return tkp_why(why, wl, TKP_ERR_USAGE, "more than %d captures", TKP_INPUTS_MAX);
-    if (m->nfiles == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        struct mfile *p = realloc(m->files, c * sizeof(*p));
-        if (!p) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
-        m->files = p;
-        *cap = c;
-    }
+    if (TKP_GROW(m->files, *cap, m->nfiles + 1))
+        return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
     struct mfile *f = &m->files[m->nfiles];
     memset(f, 0, sizeof(*f));
     if (!(f->path = strdup(path))) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");

@@ -263,15 +263,9 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
     str[n] = 0;
     if (slot->chunk) { /* redefined differently: earlier records may still point at the old one */
         r->changes += slot->chunk == r->nchunk + 1;
-        if (r->nretired == r->retired_cap) {
-            size_t cap = r->retired_cap ? r->retired_cap * 2 : 16;
-            char **p = realloc(r->retired, cap * sizeof(*p));
-            if (!p) {
-                free(str);
-                goto unstored;
-            }
-            r->retired = p;
-            r->retired_cap = cap;
+        if (TKP_GROW(r->retired, r->retired_cap, r->nretired + 1)) {
+            free(str);
+            goto unstored;
         }
         r->retired[r->nretired++] = slot->str;
     } else {

@@ -63,7 +63,14 @@ struct tkp_meta {
 #define TKP_CTYPE_u32 uint32_t
 #define TKP_CTYPE_u64 uint64_t
 #define TKP_CTYPE_i64 int64_t
-#define TKP_STRUCT_F(kind, name, wire) TKP_CTYPE_##kind name;
+#define TKP_CTYPE_dim3 uint32_t
+#define TKP_CTYPE_cenum int32_t
+#define TKP_DIMS_cenum
+#define TKP_DIMS_u32
+#define TKP_DIMS_u64
+#define TKP_DIMS_i64
+#define TKP_DIMS_dim3 [3]
+#define TKP_STRUCT_F(kind, name, wire) TKP_CTYPE_##kind name TKP_DIMS_##kind;
 #define TKP_STRUCT_X(ctype, name) ctype name;
 #define TKP_STRUCT_R(T, member, head, fields, extra)                                              \
     struct {                                                                                       \
@@ -90,15 +97,6 @@ struct tkp_record {
         struct tkp_meta meta;
         /* THREAD: `thread` and `tid` above */
         struct {
-            uint64_t name_id;
-            const char *name;
-            uint64_t stream;
-            uint32_t via; /* enum tkp_via, maybe | TKP_VIA_PTSZ */
-            uint32_t grid[3], block[3], smem;
-            uint32_t call; /* the library call (LIB_CALL.call, same thread) it is part of, 0 none */
-            uint32_t stack; /* its sampled host call stack (STACK id), 0 none */
-        } launch;
-        struct {
             uint64_t id;
             uint32_t n;
             const uint64_t *pcs; /* innermost first; return addresses: symbolise pc - 1 */
@@ -117,20 +115,15 @@ struct tkp_record {
             uint32_t nnodes;
             const struct tkp_graph_node *nodes;
         } graph;
-        /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP (step_rec), NVTX, MARKER: one struct each,
-         * generated from include/tokprof/records.def (its fields in wire order) */
+        /* LAUNCH (launch: via is an enum tkp_via, maybe | TKP_VIA_PTSZ; call, the library call
+         * (LIB_CALL.call, same thread) it is part of, 0 none; stack, its sampled host call stack
+         * (STACK id), 0 none), COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP (step_rec), NVTX,
+         * MARKER, LIB_CALL (lib_call: lib an enum tkp_lib, flags TKP_LIBF_*, op "cublasGemmEx",
+         * ...; m..batch 0 unknown; atype..transb CUDA enums, -1 unknown; call_ns the host time
+         * inside the call), LOSS (loss.dropped: cumulative for the thread): one struct each,
+         * generated from include/tokprof/records.def (its fields in wire order, then its extra
+         * members) */
         TKP_RECORDS_FIXED(TKP_STRUCT_R, TKP_STRUCT_F, TKP_STRUCT_X)
-        struct {
-            uint64_t dropped;
-        } loss; /* cumulative for the thread */
-        struct {
-            uint32_t call, lib, status, flags; /* enum tkp_lib, TKP_LIBF_* */
-            uint64_t op_id;
-            const char *op; /* "cublasGemmEx", ... */
-            uint64_t m, n, k, batch; /* 0 unknown */
-            int32_t atype, btype, ctype, compute, transa, transb; /* CUDA enums, -1 unknown */
-            uint64_t stream, a_ptr, call_ns; /* call_ns: host time inside the call */
-        } lib_call;
         /* GPU_KERNEL and GPU_COPY: `thread` above is the joined host thread (its `tid` the
          * last mapping seen), TKP_GPU_THREAD_NONE when not joined; `step` its segment. */
         struct {

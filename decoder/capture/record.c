@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 struct dec {
     struct tkp_mp *c;
@@ -81,6 +82,47 @@ static int dim3(struct dec *d, const char *field, uint32_t v[3])
     return 0;
 }
 
+/* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
+static int enumf(struct dec *d, const char *field, int32_t *v)
+{
+    int64_t x;
+    if (i64f(d, field, &x)) return TKP_ERR_RECORD;
+    if (x < -1 || x > INT32_MAX)
+        return fail(d, "field '%s': %lld out of range", field, (long long)x);
+    *v = (int32_t)x;
+    return 0;
+}
+
+/* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
+ * field with its wire name in the reason a malformed one gets. dec_TYPE() reads the fields after
+ * the head (a TMPL's are a LAUNCH's). */
+static int anythreadf(struct dec *d, uint32_t *v)
+{
+    if (u32f(d, "thread", v)) return TKP_ERR_RECORD;
+    if (*v != TKP_THREAD_NONE && *v >= TKP_THREADS_MAX)
+        return fail(d, "thread index %u above the limit %u", *v, TKP_THREADS_MAX - 1);
+    return 0;
+}
+#define DEC_HEAD_HOST head(d, r, b)
+#define DEC_HEAD_STEP u64f(d, "step", &r->step) || threadf(d, &r->thread)
+#define DEC_HEAD_ANYTHREAD anythreadf(d, &r->thread) /* LOSS of threads that never got a ring */
+#define DEC_u32(wire, m) u32f(d, wire, &(m))
+#define DEC_u64(wire, m) u64f(d, wire, &(m))
+#define DEC_i64(wire, m) i64f(d, wire, &(m))
+#define DEC_dim3(wire, m) dim3(d, wire, m)
+#define DEC_cenum(wire, m) enumf(d, wire, &(m))
+#define DEC_F(kind, name, wire) || DEC_##kind(wire, x_->name)
+#define DEC_X(ctype, name)
+#define DEC_FIELDS(T, member, head, fields, extra)                                                 \
+    static inline int dec_##T(struct dec *d, __typeof__(((struct tkp_record *)0)->member) *x_)     \
+    {                                                                                              \
+        return 0 fields;                                                                           \
+    }
+TKP_RECORDS_FIXED(DEC_FIELDS, DEC_F, DEC_X)
+#define DEC_R(T, member, head, fields, extra)                                                      \
+    case TKP_REC_##T:                                                                              \
+        return DEC_HEAD_##head || dec_##T(d, &r->member);
+
 /* Copies a msgpack str into dst, truncated to cap-1 bytes, NUL bytes replaced. */
 static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
 {
@@ -90,26 +132,13 @@ static void copy_str(char *dst, size_t cap, const char *s, uint32_t len)
     dst[n] = 0;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap) return 0;
-    uint32_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, (size_t)n * size);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     uint32_t n, ndeps = 0;
     if (tkp_mp_array(d->c, &n)) return bad_type(d, "nodes", "an array", TKP_MP_ARRAY);
     if (n > TKP_GRAPH_MAX_NODES)
         return fail(d, "%u nodes, above the limit %u", n, TKP_GRAPH_MAX_NODES);
-    if (grow((void **)&b->nodes, &b->nodes_cap, n, sizeof(*b->nodes))) return TKP_ERR_NOMEM;
+    if (TKP_GROW_FROM(b->nodes, b->nodes_cap, n, 64)) return TKP_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++) {
         struct tkp_graph_node *g = &b->nodes[i];
         uint32_t m, k;
@@ -123,8 +152,7 @@ static int graph_nodes(struct dec *d, struct tkp_record *r, struct tkp_decode_bu
         if (tkp_mp_array(d->c, &k)) return bad_type(d, "deps", "an array", TKP_MP_ARRAY);
         if (k > TKP_GRAPH_MAX_DEPS - ndeps)
             return fail(d, "more than %u dependency edges", TKP_GRAPH_MAX_DEPS);
-        if (grow((void **)&b->deps, &b->deps_cap, ndeps + k, sizeof(*b->deps)))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW_FROM(b->deps, b->deps_cap, (size_t)ndeps + k, 64)) return TKP_ERR_NOMEM;
         /* deps stays an offset until the buffer stops moving */
         g->deps = (const uint64_t *)(uintptr_t)ndeps;
         g->ndeps = k;
@@ -360,16 +388,6 @@ static int gpu_rec(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b
     return 0;
 }
 
-/* LIB_CALL enum fields: a CUDA enum value or -1 (unknown) */
-static int enumf(struct dec *d, const char *field, int32_t *v)
-{
-    int64_t x;
-    if (i64f(d, field, &x)) return TKP_ERR_RECORD;
-    if (x < -1 || x > INT32_MAX) return fail(d, "field '%s': %lld out of range", field, (long long)x);
-    *v = (int32_t)x;
-    return 0;
-}
-
 /* The fields of a LIB_CALL after lib and op that a LIB_TMPL holds too: m .. a_ptr */
 static int lib_shape(struct dec *d, struct tkp_record *x)
 {
@@ -379,15 +397,6 @@ static int lib_shape(struct dec *d, struct tkp_record *x)
            enumf(d, "ctype", &x->lib_call.ctype) || enumf(d, "compute", &x->lib_call.compute) ||
            enumf(d, "transa", &x->lib_call.transa) || enumf(d, "transb", &x->lib_call.transb) ||
            u64f(d, "stream", &x->lib_call.stream) || u64f(d, "a_ptr", &x->lib_call.a_ptr);
-}
-
-static int lib_call(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
-{
-    struct tkp_record *x = r;
-    return head(d, r, b) || u32f(d, "call", &x->lib_call.call) || u32f(d, "lib", &x->lib_call.lib) ||
-           u64f(d, "op", &x->lib_call.op_id) || lib_shape(d, x) ||
-           u64f(d, "host_ns", &x->lib_call.call_ns) || u32f(d, "status", &x->lib_call.status) ||
-           u32f(d, "flags", &x->lib_call.flags);
 }
 
 /* ---- templates (FORMAT.md, "Templates") ---- */
@@ -402,16 +411,7 @@ static int tmplf(struct dec *d, uint32_t *id)
 /* A template slot for id, the table grown to hold it. */
 static void *tmpl_slot(void **tab, uint32_t *cap, uint32_t id, size_t size)
 {
-    if (id >= *cap) {
-        uint32_t n = *cap ? *cap : 64;
-        while (n <= id)
-            n *= 2;
-        char *q = realloc(*tab, (size_t)n * size);
-        if (!q) return NULL;
-        memset(q + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
-        *tab = q;
-        *cap = n;
-    }
+    if (tkp_grow_to32(tab, cap, (size_t)id + 1, size, 64, 1)) return NULL;
     return (char *)*tab + (size_t)id * size;
 }
 
@@ -421,10 +421,7 @@ static int tmpl_def(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     uint32_t id;
     if (tmplf(d, &id) || threadf(d, &r->thread)) return TKP_ERR_RECORD;
     if (r->type == TKP_REC_TMPL) {
-        if (u64f(d, "name", &r->launch.name_id) || u64f(d, "stream", &r->launch.stream) ||
-            u32f(d, "via", &r->launch.via) || dim3(d, "grid", r->launch.grid) ||
-            dim3(d, "block", r->launch.block) || u32f(d, "smem", &r->launch.smem))
-            return TKP_ERR_RECORD;
+        if (dec_LAUNCH(d, &r->launch)) return TKP_ERR_RECORD;
         struct tkp_launch_tmpl *t =
             tmpl_slot((void **)&b->ltmpl, &b->ltmpl_cap, id, sizeof(*b->ltmpl));
         if (!t) return TKP_ERR_NOMEM;
@@ -702,25 +699,13 @@ static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     if (tkp_mp_array(d->c, &n)) return bad_type(d, "pcs", "an array", TKP_MP_ARRAY);
     if (n > TKP_STACK_MAX_FRAMES)
         return fail(d, "%u frames, above the limit %u", n, TKP_STACK_MAX_FRAMES);
-    if (grow((void **)&b->pcs, &b->pcs_cap, n ? n : 1, sizeof(*b->pcs))) return TKP_ERR_NOMEM;
+    if (TKP_GROW_FROM(b->pcs, b->pcs_cap, n ? n : 1, 64)) return TKP_ERR_NOMEM;
     for (uint32_t i = 0; i < n; i++)
         if (u64f(d, "pcs[]", &b->pcs[i])) return TKP_ERR_RECORD;
     r->stack.n = n;
     r->stack.pcs = b->pcs;
     return 0;
 }
-
-/* The checked decode of a fixed-layout record (include/tokprof/records.def): its head, then each
- * field with its wire name in the reason a malformed one gets. */
-#define DEC_HEAD_HOST head(d, r, b)
-#define DEC_HEAD_STEP u64f(d, "step", &r->step) || threadf(d, &r->thread)
-#define DEC_F(kind, name, wire) || kind##f(d, wire, &x_->name)
-#define DEC_X(ctype, name)
-#define DEC_R(T, member, head, fields, extra)                                                      \
-    case TKP_REC_##T: {                                                                            \
-        __typeof__(r->member) *x_ = &r->member;                                                    \
-        return DEC_HEAD_##head fields;                                                             \
-    }
 
 static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
@@ -739,11 +724,6 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
         if (threadf(d, &r->thread) || u32f(d, "os_tid", &tid)) return TKP_ERR_RECORD;
         r->tid = tid;
         return 0;
-    case TKP_REC_LAUNCH:
-        return head(d, r, b) || u64f(d, "name", &r->launch.name_id) ||
-               u64f(d, "stream", &r->launch.stream) || u32f(d, "via", &r->launch.via) ||
-               dim3(d, "grid", r->launch.grid) || dim3(d, "block", r->launch.block) ||
-               u32f(d, "smem", &r->launch.smem);
     case TKP_REC_GRAPH_LAUNCH:
         /* graph -1: a graph instantiated before capture started (topology unknown) */
         if (head(d, r, b)) return TKP_ERR_RECORD;
@@ -758,15 +738,9 @@ static int body(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
     case TKP_REC_GRAPH:
         if (u64f(d, "graph", &r->graph.graph)) return TKP_ERR_RECORD;
         return graph_nodes(d, r, b);
-    /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER */
+        /* LAUNCH (its trailing call and stack: tkp_record_decode), COPY, SYNC, EVENT_RECORD,
+         * STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER, LIB_CALL, LOSS */
         TKP_RECORDS_FIXED(DEC_R, DEC_F, DEC_X)
-    case TKP_REC_LOSS: /* thread TKP_THREAD_NONE: threads that never got a ring */
-        if (u32f(d, "thread", &r->thread)) return TKP_ERR_RECORD;
-        if (r->thread != TKP_THREAD_NONE && r->thread >= TKP_THREADS_MAX)
-            return fail(d, "thread index %u above the limit %u", r->thread, TKP_THREADS_MAX - 1);
-        return u64f(d, "dropped_total", &r->loss.dropped);
-    case TKP_REC_LIB_CALL:
-        return lib_call(d, r, b);
     case TKP_REC_STACK:
         return stack(d, r, b);
     case TKP_REC_MODULE:

@@ -156,9 +156,9 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
 /* LIB_CALL enum fields: a CUDA enum value or -1 */
 #define ENUM(dst)                                                                                  \
     do {                                                                                           \
-        int64_t x_;                                                                                \
-        if (!ri64(&p, &x_) || x_ < -1 || x_ > INT32_MAX) return 0;                                 \
-        (dst) = (int32_t)x_;                                                                       \
+        int64_t e_;                                                                                \
+        if (!ri64(&p, &e_) || e_ < -1 || e_ > INT32_MAX) return 0;                                 \
+        (dst) = (int32_t)e_;                                                                       \
     } while (0)
 /* dt, thread, step: the common head of the timed records */
 #define HEAD()                                                                                     \
@@ -171,12 +171,18 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
 /* Elements after the type that this path reads (FORMAT.md); 0: a type it declines. */
 #define HEADN_HOST 3 /* dt, thread, step */
 #define HEADN_STEP 2 /* step, thread */
-#define NF_F(kind, name, wire) +1
+#define HEADN_ANYTHREAD 1 /* thread */
+#define NF_u32 1
+#define NF_u64 1
+#define NF_i64 1
+#define NF_dim3 3
+#define NF_cenum 1
+#define NF_F(kind, name, wire) +NF_##kind
 #define NF_X(ctype, name)
 #define NF_R(T, member, head, fields, extra) [TKP_REC_##T] = HEADN_##head fields,
 static const uint8_t fields[] = {
-    [TKP_REC_LAUNCH] = 13, [TKP_REC_GRAPH_LAUNCH] = 6, [TKP_REC_LIB_CALL] = 21,
-    [TKP_REC_LAUNCH_T] = 3, /* LIB_CALL_T: tmpl_fast() only */
+    [TKP_REC_GRAPH_LAUNCH] = 6,
+    [TKP_REC_LAUNCH_T] = 3,             /* LIB_CALL_T: tmpl_fast() only */
     TKP_RECORDS_FIXED(NF_R, NF_F, NF_X) /* the fixed-layout types (records.def) */
 };
 
@@ -188,9 +194,19 @@ static const uint8_t fields[] = {
         U64(r->step);                                                                              \
         THREAD(r->thread);                                                                         \
     } while (0)
+#define FAST_HEAD_ANYTHREAD                                                                        \
+    do {                                                                                           \
+        U32(r->thread);                                                                            \
+        if (r->thread != TKP_THREAD_NONE && r->thread >= TKP_THREADS_MAX) return 0;                \
+    } while (0)
 #define FAST_u32 U32
 #define FAST_u64 U64
 #define FAST_i64 I64
+#define FAST_cenum ENUM
+#define FAST_dim3(m)                                                                               \
+    U32((m)[0]);                                                                                   \
+    U32((m)[1]);                                                                                   \
+    U32((m)[2])
 #define FAST_F(kind, name, wire) FAST_##kind(x_->name);
 #define FAST_X(ctype, name) x_->name = 0;
 #define FAST_R(T, member, head, fields, extra)                                                     \
@@ -354,66 +370,7 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         U32(id);
         if (!ltmpl_ok(b, id)) return 0;
         launch_from(r, b, id);
-        goto launch_tail;
-    case TKP_REC_LAUNCH:
-        HEAD();
-        U64(r->launch.name_id);
-        U64(r->launch.stream);
-        U32(r->launch.via);
-        U32(r->launch.grid[0]);
-        U32(r->launch.grid[1]);
-        U32(r->launch.grid[2]);
-        U32(r->launch.block[0]);
-        U32(r->launch.block[1]);
-        U32(r->launch.block[2]);
-        U32(r->launch.smem);
-        r->launch.name = NULL;
-        r->launch.call = 0;
-        r->launch.stack = 0;
-    launch_tail:
-        /* the optional `call`: an unsigned int there is it; anything else is an extra field.
-         * A non-negative value in a signed encoding is an unsigned int to the general decoder */
-        if (n > 1 + want) {
-            uint8_t x = *p;
-            if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
-                U32(r->launch.call);
-                n--;
-                if (n > 1 + want) { /* then the optional `stack` (stacks.c), read the same way */
-                    x = *p;
-                    if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
-                        U32(r->launch.stack);
-                        n--;
-                    } else if (x >= 0xd0 && x <= 0xd3) {
-                        return 0;
-                    }
-                }
-            } else if (x >= 0xd0 && x <= 0xd3) {
-                return 0;
-            }
-        }
-        break;
-    case TKP_REC_LIB_CALL:
-        HEAD();
-        U32(r->lib_call.call);
-        U32(r->lib_call.lib);
-        U64(r->lib_call.op_id);
-        r->lib_call.op = NULL;
-        U64(r->lib_call.m);
-        U64(r->lib_call.n);
-        U64(r->lib_call.k);
-        U64(r->lib_call.batch);
-        ENUM(r->lib_call.atype);
-        ENUM(r->lib_call.btype);
-        ENUM(r->lib_call.ctype);
-        ENUM(r->lib_call.compute);
-        ENUM(r->lib_call.transa);
-        ENUM(r->lib_call.transb);
-        U64(r->lib_call.stream);
-        U64(r->lib_call.a_ptr);
-        U64(r->lib_call.call_ns);
-        U32(r->lib_call.status);
-        U32(r->lib_call.flags);
-        break;
+        break; /* its call and stack: after the switch */
     case TKP_REC_GRAPH_LAUNCH:
         HEAD();
         if (*p == 0xff) { /* -1: a graph instantiated before capture started */
@@ -425,10 +382,31 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         U64(r->graph_launch.stream);
         U32(r->graph_launch.via);
         break;
-    /* COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX (its string: the reader), MARKER */
+        /* LAUNCH (its call and stack: below), COPY, SYNC, EVENT_RECORD, STREAM_WAIT, STEP, NVTX
+         * (its string: the reader), MARKER, LIB_CALL, LOSS */
         TKP_RECORDS_FIXED(FAST_R, FAST_F, FAST_X)
     default:
         return 0;
+    }
+    /* a launch's optional `call`: an unsigned int there is it; anything else is an extra field.
+     * A non-negative value in a signed encoding is an unsigned int to the general decoder */
+    if ((type == TKP_REC_LAUNCH || type == TKP_REC_LAUNCH_T) && n > 1 + want) {
+        uint8_t x = *p;
+        if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
+            U32(r->launch.call);
+            n--;
+            if (n > 1 + want) { /* then the optional `stack` (stacks.c), read the same way */
+                x = *p;
+                if (x <= 0x7f || (x >= 0xcc && x <= 0xcf)) {
+                    U32(r->launch.stack);
+                    n--;
+                } else if (x >= 0xd0 && x <= 0xd3) {
+                    return 0;
+                }
+            }
+        } else if (x >= 0xd0 && x <= 0xd3) {
+            return 0;
+        }
     }
     /* extra trailing elements of a later writer: skipped, as the general decoder does */
     if (n > 1 + want) {
@@ -489,7 +467,20 @@ _Static_assert(sizeof(len_u64) == 256 && sizeof(len_graph) == 256, "one entry pe
         CK(len_u64);                                                                               \
         CK(len_thread);                                                                            \
     } while (0)
-#define CK_F(kind, name, wire) CK(len_##kind);
+#define CK_HEAD_ANYTHREAD                                                                          \
+    do {                                                                                           \
+        uint32_t t_;                                                                               \
+        if (!ru32(&p, &t_) || (t_ != TKP_THREAD_NONE && t_ >= TKP_THREADS_MAX)) return -1;         \
+    } while (0)
+#define CK_u32 CK(len_u32)
+#define CK_u64 CK(len_u64)
+#define CK_i64 CK(len_i64)
+#define CK_cenum CK(len_enum)
+#define CK_dim3                                                                                    \
+    CK(len_u32);                                                                                   \
+    CK(len_u32);                                                                                   \
+    CK(len_u32)
+#define CK_F(kind, name, wire) CK_##kind;
 #define CK_X(ctype, name)
 #define CK_R(T, member, head, fields, extra)                                                       \
     case TKP_REC_##T:                                                                              \
@@ -529,41 +520,6 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
         CK(len_i64);
         CK(len_u64);
         CK_LTMPL();
-        break;
-    case TKP_REC_LAUNCH:
-        CK_HEAD();
-        CK(len_u64); /* name */
-        CK(len_u64); /* stream */
-        /* via, grid, block, smem: unrolled, so that each field has its own predicted branch */
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        CK(len_u32);
-        break;
-    case TKP_REC_LIB_CALL:
-        CK_HEAD();
-        CK(len_u32); /* call */
-        CK(len_u32); /* lib */
-        CK(len_u64); /* op */
-        CK(len_u64); /* m */
-        CK(len_u64); /* n */
-        CK(len_u64); /* k */
-        CK(len_u64); /* batch */
-        CK(len_enum); /* atype */
-        CK(len_enum); /* btype */
-        CK(len_enum); /* ctype */
-        CK(len_enum); /* compute */
-        CK(len_enum); /* transa */
-        CK(len_enum); /* transb */
-        CK(len_u64); /* stream */
-        CK(len_u64); /* a_ptr */
-        CK(len_u64); /* host_ns */
-        CK(len_u32); /* status */
-        CK(len_u32); /* flags */
         break;
     case TKP_REC_GRAPH_LAUNCH:
         CK_HEAD();

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check/monitor_int.h"
+#include "base/grow.h"
 #include "base/sort.h"
 #include "check/eval.h"
 #include "check/agg.h"
@@ -14,13 +15,7 @@ static const struct tkp_val UNK = {VT_UNK, 0, NULL};
 
 int tkp_vec_push(struct vec *v, const struct tkp_srec *r)
 {
-    if (v->n == v->cap) {
-        uint32_t cap = v->cap ? 2 * v->cap : 256;
-        struct tkp_srec *p = realloc(v->v, cap * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        v->v = p;
-        v->cap = cap;
-    }
+    if (TKP_GROW_FROM(v->v, v->cap, (size_t)v->n + 1, 256)) return TKP_ERR_NOMEM;
     v->v[v->n++] = *r;
     return 0;
 }
@@ -40,13 +35,7 @@ static double pct_of(double *v, uint64_t n, double p)
 
 static int push_value(double **v, uint64_t *n, uint64_t *cap, double x)
 {
-    if (*n == *cap) {
-        uint64_t c = *cap ? 2 * *cap : 1024;
-        double *p = realloc(*v, c * sizeof(double));
-        if (!p) return TKP_ERR_NOMEM;
-        *v = p;
-        *cap = c;
-    }
+    if (TKP_GROW_FROM(*v, *cap, *n + 1, 1024)) return TKP_ERR_NOMEM;
     (*v)[(*n)++] = x;
     return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "base/sort.h"
 #include "check/eval.h"
 #include "check/agg.h"
@@ -36,16 +37,11 @@ static struct thr *thread_new(struct tkp_mon *m, uint32_t t)
 {
     if (t >= TKP_THREADS_MAX) return NULL;
     if (t >= m->nt) {
-        uint32_t n = m->nt ? m->nt : 4;
-        while (n <= t) n *= 2;
-        struct thr *p = realloc(m->t, n * sizeof(*p));
-        if (!p) return NULL;
+        uint32_t old = m->nt;
+        if (TKP_GROW_ZEROED_FROM(m->t, m->nt, (size_t)t + 1, 4)) return NULL;
         /* cur caches a pointer into its thread's own open[]: it moved with the table */
-        for (uint32_t i = 0; i < m->nt; i++)
-            p[i].cur = NULL;
-        memset(p + m->nt, 0, (n - m->nt) * sizeof(*p));
-        m->t = p;
-        m->nt = n;
+        for (uint32_t i = 0; i < old; i++)
+            m->t[i].cur = NULL;
     }
     struct thr *h = &m->t[t];
     if (!h->seen) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
 #include "check/ast.h"
 #include "check/lex.h"
 #include "check/parse.h"
@@ -582,13 +583,13 @@ static int option(struct parser *P, struct tkp_assert *a)
     return 0;
 }
 
+/* Room for element n of an array whose capacity is implied by its count: it grows when n is 0
+ * or a power of two (the array is full then), to 2n (4 at first). 0, or -1 out of memory. */
 static int grow(void **p, int n, size_t sz)
 {
-    if (n & (n - 1) && n) return 0; /* grows at powers of two */
-    void *q = realloc(*p, (size_t)(n ? 2 * n : 4) * sz);
-    if (!q) return -1;
-    *p = q;
-    return 0;
+    if (n & (n - 1) && n) return 0;
+    size_t cap = (size_t)n;
+    return tkp_grow_to(p, &cap, cap + 1, sz, 4, 0) ? -1 : 0;
 }
 
 static int decl(struct parser *P)

@@ -29,6 +29,7 @@
 #include "model/analysis.h"
 #include "cmd/cmd.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/json.h"
 #include "tokprof/format.h"
 #include "base/sort.h"
@@ -138,12 +139,7 @@ static const struct tkp_mname *find_name(const struct tkp_model *m, const char *
 
 static int push(struct row **rows, size_t *n, size_t *cap, struct row r)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 64;
-        struct row *p = realloc(*rows, c * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        *rows = p, *cap = c;
-    }
+    if (TKP_GROW_FROM(*rows, *cap, *n + 1, 64)) return TKP_ERR_NOMEM;
     (*rows)[(*n)++] = r;
     return 0;
 }

@@ -20,6 +20,7 @@
 #include "model/analysis.h"
 #include "cmd/cmd.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/json.h"
 #include "capture/reader.h"
 #include "tokprof/format.h"
@@ -69,14 +70,12 @@ static int host_tid(struct ex *e, uint64_t tid, size_t *at)
 {
     for (size_t i = 0; i < e->ntids; i++)
         if (e->tids[i] == tid) return *at = i, 0;
-    if (e->ntids == e->captids) {
-        size_t c = e->captids ? e->captids * 2 : 16;
-        uint64_t *p = realloc(e->tids, c * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        e->tids = p;
-        uint64_t(*l)[LANES] = realloc(e->lanes, c * sizeof(*l));
-        if (!l) return TKP_ERR_NOMEM;
-        e->lanes = l, e->captids = c;
+    if (e->ntids == e->captids) { /* two arrays of one capacity */
+        size_t c = e->captids;
+        if (TKP_GROW(e->tids, c, e->ntids + 1)) return TKP_ERR_NOMEM;
+        c = e->captids;
+        if (TKP_GROW(e->lanes, c, e->ntids + 1)) return TKP_ERR_NOMEM;
+        e->captids = c;
     }
     memset(e->lanes[e->ntids], 0, sizeof(*e->lanes));
     *at = e->ntids;

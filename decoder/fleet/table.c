@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 
@@ -211,12 +212,7 @@ static int add_file(struct tkp_tab_groups *g, size_t *cap, const char *path)
         return 0;
     }
     if (g->nfiles == TKP_INPUTS_MAX) return TKP_ERR_USAGE;
-    if (g->nfiles == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        char **p = realloc(g->files, c * sizeof(*p));
-        if (!p) return TKP_ERR_NOMEM;
-        g->files = p, *cap = c;
-    }
+    if (TKP_GROW(g->files, *cap, g->nfiles + 1)) return TKP_ERR_NOMEM;
     if (!(g->files[g->nfiles] = strdup(path))) return TKP_ERR_NOMEM;
     g->nfiles++;
     return 0;

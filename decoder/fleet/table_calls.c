@@ -114,15 +114,7 @@ static long row_of(struct tkp_tcalls *c, const struct tkp_tcall *key)
 static struct wthread *thread_at(struct tkp_tcalls *c, uint32_t t)
 {
     if (t >= TKP_THREADS_MAX) return NULL;
-    if (t >= c->nth) {
-        size_t n = c->nth ? c->nth : 4;
-        while (n <= t)
-            n *= 2;
-        struct wthread *p = realloc(c->th, n * sizeof(*p));
-        if (!p) return NULL;
-        memset(p + c->nth, 0, (n - c->nth) * sizeof(*p));
-        c->th = p, c->nth = n;
-    }
+    if (TKP_GROW_ZEROED_FROM(c->th, c->nth, (size_t)t + 1, 4)) return NULL;
     struct wthread *w = &c->th[t];
     if (!w->steps) {
         w->steps = calloc(TKP_TCALLS_STEPS, sizeof(*w->steps));

@@ -13,6 +13,7 @@
 #include <zstd.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 struct buf {
     uint8_t *p;
@@ -39,14 +40,8 @@ struct tkp_tab_out {
 
 static int put(struct tkp_tab_out *o, struct buf *b, const void *p, size_t n)
 {
-    if (b->len + n > b->cap) {
-        size_t c = b->cap ? b->cap : 4096;
-        while (c < b->len + n)
-            c *= 2;
-        uint8_t *q = realloc(b->p, c);
-        if (!q) return o->err = o->err ? o->err : TKP_ERR_NOMEM;
-        b->p = q, b->cap = c;
-    }
+    if (n > SIZE_MAX - b->len || TKP_GROW_FROM(b->p, b->cap, b->len + n, 4096))
+        return o->err = o->err ? o->err : TKP_ERR_NOMEM;
     memcpy(b->p + b->len, p, n);
     b->len += n;
     return 0;

@@ -206,15 +206,7 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
     if (p->moe_hint || l->status || (l->flags & TKP_LIBF_CAPTURED) || !l->n || l->batch > 1 ||
         r->thread >= TKP_THREADS_MAX)
         return 0;
-    if (r->thread >= p->ngs) {
-        size_t n = p->ngs ? p->ngs * 2 : 4;
-        while (n <= r->thread)
-            n *= 2;
-        struct gstep *q = realloc(p->gs, n * sizeof(*q));
-        if (!q) return TKP_ERR_NOMEM;
-        memset(q + p->ngs, 0, (n - p->ngs) * sizeof(*q));
-        p->gs = q, p->ngs = n;
-    }
+    if (TKP_GROW_ZEROED_FROM(p->gs, p->ngs, (size_t)r->thread + 1, 4)) return TKP_ERR_NOMEM;
     int err = 0;
     size_t *w = l->a_ptr ? map_at(&p->weights, l->a_ptr, 1, &err) : NULL;
     if (err) return err;

@@ -261,22 +261,9 @@ static int gj_launch(struct gpujoin *g, uint32_t thread, uint64_t step, uint32_t
     }
     uint32_t ord = e->n++;
     if (!call) return 0;
-    if (ord / 64 >= e->nwords) {
-        uint32_t nw = e->nwords ? e->nwords * 2 : 4;
-        while (ord / 64 >= nw)
-            nw *= 2;
-        uint64_t *b = realloc(e->lib, nw * sizeof(*b));
-        if (!b) return TKP_ERR_NOMEM;
-        memset(b + e->nwords, 0, (nw - e->nwords) * sizeof(*b));
-        e->lib = b, e->nwords = nw;
-    }
+    if (TKP_GROW_ZEROED_FROM(e->lib, e->nwords, ord / 64 + 1, 4)) return TKP_ERR_NOMEM;
     e->lib[ord / 64] |= 1ull << (ord % 64);
-    if (e->nlr == e->caplr) {
-        uint32_t cap = e->caplr ? e->caplr * 2 : 16;
-        struct lref *q = realloc(e->lr, cap * sizeof(*q));
-        if (!q) return TKP_ERR_NOMEM;
-        e->lr = q, e->caplr = cap;
-    }
+    if (TKP_GROW_FROM(e->lr, e->caplr, e->nlr + 1, 16)) return TKP_ERR_NOMEM;
     e->lr[e->nlr++] = (struct lref){ord, call, 0};
     return 0;
 }

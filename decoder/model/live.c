@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/sort.h"
 #include "model/model.h"
 #include "capture/reader.h"
@@ -180,10 +181,8 @@ static struct lname *name_at(struct tkp_live *l, struct tkp_live_proc *p, const 
         }
     if (!n && p->nnames < TKP_LIVE_NAMES) {
         if (!(p->nnames & (p->nnames + 1)) || !p->names) { /* grow at 0, 1, 3, 7, ... */
-            size_t cap = (p->nnames + 1) * 2;
-            struct lname *q = realloc(p->names, cap * sizeof(*q));
-            if (!q) return NULL;
-            p->names = q;
+            size_t cap = p->nnames + 1;                    /* to 2, 4, 8, 16, ... */
+            if (TKP_GROW_FROM(p->names, cap, p->nnames + 2, 2)) return NULL;
         }
         n = &p->names[p->nnames];
         memset(n, 0, sizeof(*n));
@@ -396,13 +395,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
                 if (thread != TKP_LIVE_ALL)
                     itl[nitl++] = s->itl;
                 else {
-                    if (nitl == cap) {
-                        size_t c = cap ? cap * 2 : 1024;
-                        uint64_t *q = realloc(itls, c * sizeof(*q));
-                        if (!q) continue; /* a percentile over fewer steps */
-                        itls = q;
-                        cap = c;
-                    }
+                    if (TKP_GROW_FROM(itls, cap, nitl + 1, 1024))
+                        continue; /* a percentile over fewer steps */
                     itls[nitl++] = s->itl;
                 }
             }

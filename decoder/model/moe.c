@@ -83,12 +83,7 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
     for (k = 0; k < e->ncl; k++)
         if (e->cl[k].m == c->m && e->cl[k].k == c->k && e->cl[k].at == c->atype) break;
     if (k == e->ncl) {
-        if (e->ncl == e->capcl) {
-            uint32_t cap = e->capcl ? e->capcl * 2 : 16;
-            struct wclass *q = realloc(e->cl, cap * sizeof(*q));
-            if (!q) return NULL;
-            e->cl = q, e->capcl = cap;
-        }
+        if (TKP_GROW_FROM(e->cl, e->capcl, e->ncl + 1, 16)) return NULL;
         e->cl[e->ncl++] = (struct wclass){c->m, c->k, c->atype, 0, 0};
     }
     size_t j = tkp_hash_u64(c->a_ptr) & (e->wcap - 1);

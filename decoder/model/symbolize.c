@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/sort.h"
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -82,12 +83,7 @@ int tkp_symbolizer_add_module(struct tkp_symbolizer *s, uint64_t id, const char 
     if (m) {
         module_clear(m);
     } else {
-        if (s->nmods == s->cap) {
-            size_t c = s->cap ? 2 * s->cap : 64;
-            struct module *p = realloc(s->mods, c * sizeof *p);
-            if (!p) return TKP_ERR_NOMEM;
-            s->mods = p, s->cap = c;
-        }
+        if (TKP_GROW_FROM(s->mods, s->cap, s->nmods + 1, 64)) return TKP_ERR_NOMEM;
         m = &s->mods[s->nmods++];
         memset(m, 0, sizeof *m);
     }

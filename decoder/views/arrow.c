@@ -5,20 +5,15 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 
 int tkp_abuf_grow(struct tkp_abuf *b, size_t more, int *oom)
 {
-    if (b->len + more <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more) cap *= 2;
     /* Arrow wants 8-byte aligned buffers (64 recommended); realloc gives 16 */
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) {
+    if (more > SIZE_MAX - b->len || TKP_GROW_FROM(b->p, b->cap, b->len + more, 256)) {
         *oom = 1;
         return -1;
     }
-    b->p = p;
-    b->cap = cap;
     return 0;
 }
 

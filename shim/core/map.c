@@ -4,6 +4,8 @@
 
 #include "core/map.h"
 
+#include "core/grow.h"
+
 uint64_t tkp_hash_bytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
@@ -69,20 +71,6 @@ void tkp_map_free(struct tkp_map *m)
     free(m->slots);
     m->slots = NULL;
     m->cap = m->n = 0;
-}
-
-int tkp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
-{
-    if (need < *cap) return 0;
-    uint32_t c = *cap ? *cap : first;
-    while (c <= need)
-        c *= 2;
-    unsigned char *p = realloc(*arr, (size_t)c * elem);
-    if (!p) return -1;
-    memset(p + (size_t)*cap * elem, 0, (size_t)(c - *cap) * elem);
-    *arr = p;
-    *cap = c;
-    return 0;
 }
 
 int tkp_gen_mark(struct tkp_gen *g, uint32_t i, uint32_t seq)

@@ -35,10 +35,6 @@ int64_t tkp_map_find(const struct tkp_map *m, uint64_t hash, tkp_map_eq_fn eq, c
 int tkp_map_add(struct tkp_map *m, uint64_t hash, uint32_t id);
 void tkp_map_free(struct tkp_map *m);
 
-/* Grows a zero-filled array of `elem`-byte items so that index `need` exists (capacity doubles
- * from `first`). 0, or -1 when memory ran out (the array is unchanged). */
-int tkp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first);
-
 /* Which items (names, threads, graphs, templates) the current chunk has defined already: chunks
  * are self-contained, so each chunk defines what it uses once. */
 struct tkp_gen {

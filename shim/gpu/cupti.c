@@ -1,5 +1,6 @@
-/* Tier 2: GPU time. CUPTI activity records (exact start/end of every kernel, copy and memset,
- * graph nodes and library-internal kernels included), joined to the host records of tier 1.
+/* Tier 2: GPU time, the side that runs on application threads and on CUPTI's. CUPTI activity
+ * records (exact start/end of every kernel, copy and memset, graph nodes and library-internal
+ * kernels included), joined to the host records of tier 1.
  *
  * libcupti is dlopen'ed at capture start, never linked: without it (or when it is taken by nsys
  * or torch.profiler, or when there is no GPU) the capture goes on with tier 1 alone, after one
@@ -12,11 +13,11 @@
  * back from inside the real call, so the callback knows the record's (thread, step, ordinal) by
  * reading the thread's step state, and pushes one ring event {correlation, join kind, step,
  * ordinal}. No CUPTI call is made per launch; the cost is CUPTI's own callback dispatch plus
- * one ring slot. The writer turns those events into a correlation table (direct-mapped on the
- * id, writer-private) before it encodes the GPU records of buffers completed earlier, so a
- * GPU record always finds its launch's event (causality: the buffer completed after the call).
- * Graph kernels carry CUPTI's graphNodeId; graph.c registers cuptiGetGraphNodeId of every node
- * at instantiation, which maps it to our capture-local graph and node ids.
+ * one ring slot. The writer thread's side (gpuenc.c) turns those events into a correlation table
+ * and encodes the GPU records; it reads this file's buffers, filter and node map through the
+ * hand-over functions of cupti.h, and nothing here calls it. Graph kernels carry CUPTI's
+ * graphNodeId; graph.c registers cuptiGetGraphNodeId of every node at instantiation, which maps it
+ * to our capture-local graph and node ids.
  *
  * Buffers CUPTI hands back are pushed on a lock-free list and walked by the writer thread, never
  * in CUPTI's thread. Their total is capped (TOKPROF_GPU_BUFFER_MB): past it the request callback
@@ -28,17 +29,18 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/map.h"
 #include "core/real.h"
 #include "core/state.h"
-#include "record/col.h"
 #include "record/ring.h"
 #include "record/step.h"
 #include "tokprof/format.h"
@@ -56,7 +58,6 @@ _Static_assert(offsetof(CUpti_ActivityKernel10, graphNodeId) == 144, "kernel gra
 _Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156, "kernel graphId");
 
 #define BUF_SIZE (256u << 10)
-#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
 #define NODEMAP_MAX (1u << 20)
 #define RANGES_MAX 256
 
@@ -85,6 +86,7 @@ static struct {
     uint64_t buffer_cap;
     int status; /* enum tkp_gpu_status */
     char reason[160];
+    char mode_text[48]; /* mode as GPU_INFO says it (config) */
     int loaded; /* CUPTI loaded and subscribed in this process */
     _Atomic int active; /* records are being collected */
     _Atomic int kinds_on;
@@ -97,21 +99,11 @@ static struct {
     _Atomic uint64_t buf_bytes, buf_peak;
     struct gbuf *_Atomic done_list;
     _Atomic uint64_t cupti_dropped;
-    /* writer-private */
-    uint64_t records, bad_time, unjoined, filtered;
-    uint64_t info_sig; /* counters last emitted in GPU_INFO */
-    int info_sent;
-} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF};
+} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF, .mode_text = "always"};
 
-/* The open COLS (writer-private; "columns", below). */
-#define COLS_FIELDS 17
-static struct {
-    int type; /* of the open COLS */
-    uint32_t n, nf;
-    uint64_t prev[COLS_FIELDS];
-    struct tkp_col c[COLS_FIELDS];
-} cols;
+static void mode_str(char *buf, size_t n);
 
+/* A buffer handed to CUPTI; struct tkp_cupti_buf to the writer's side. */
 struct gbuf {
     struct gbuf *next;
     size_t valid;
@@ -145,15 +137,24 @@ static void config(void)
     gpu.buffer_cap = 32ull << 20;
     v = tkp_env("TOKPROF_GPU_BUFFER_MB");
     if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
+    mode_str(gpu.mode_text, sizeof gpu.mode_text);
 }
 
-static const char *mode_str(char *buf, size_t n)
+static void mode_str(char *buf, size_t n)
 {
     switch (gpu.mode) {
-    case MODE_WINDOW: snprintf(buf, n, "window:%u/%u", gpu.win_n, gpu.win_m); return buf;
-    case MODE_TRIGGER: snprintf(buf, n, "trigger:%u", gpu.trigger_steps); return buf;
-    case MODE_OFF: return "off";
-    default: return "always";
+    case MODE_WINDOW:
+        snprintf(buf, n, "window:%u/%u", gpu.win_n, gpu.win_m);
+        break;
+    case MODE_TRIGGER:
+        snprintf(buf, n, "trigger:%u", gpu.trigger_steps);
+        break;
+    case MODE_OFF:
+        snprintf(buf, n, "off");
+        break;
+    default:
+        snprintf(buf, n, "always");
+        break;
     }
 }
 
@@ -453,9 +454,6 @@ void tkp_cupti_after_fork(void)
     /* CUPTI does not follow a fork: the child keeps tier 1 only, and says so. */
     atomic_store(&gpu.active, 0);
     atomic_store(&gpu.done_list, NULL);
-    cols.n = 0; /* a COLS the parent's writer was filling */
-    for (int k = 0; k < COLS_FIELDS; k++) cols.c[k].n = 0;
-    gpu.info_sent = 0;
     if (gpu.loaded) {
         gpu.status = TKP_GPU_ERROR;
         snprintf(gpu.reason, sizeof gpu.reason, "fork child: CUPTI is not inherited");
@@ -497,7 +495,7 @@ void tkp_cupti_graph_node(uint64_t cupti, uint32_t graph, uint64_t node)
     pthread_mutex_unlock(&node_lock);
 }
 
-static int node_lookup(uint64_t cupti, uint32_t *graph, uint64_t *node)
+int tkp_cupti_node_lookup(uint64_t cupti, uint32_t *graph, uint64_t *node)
 {
     pthread_mutex_lock(&node_lock);
     int64_t id = tkp_map_find(&nodemap, tkp_hash_u64(cupti), node_eq, NULL, &cupti);
@@ -509,15 +507,9 @@ static int node_lookup(uint64_t cupti, uint32_t *graph, uint64_t *node)
     return id >= 0;
 }
 
-/* ---- writer side ---- */
+/* ---- the hand-over to the writer thread (gpuenc.c) ---- */
 
-struct corr { uint32_t id, thread, step, join_idx; }; /* join_idx: join << 28 | index */
-static struct corr *corrs;
-
-struct tkp_gpu_batch { struct gbuf *head; };
-static struct tkp_gpu_batch batch;
-
-struct tkp_gpu_batch *tkp_cupti_take(void)
+struct tkp_cupti_buf *tkp_cupti_take(void)
 {
     struct gbuf *l = atomic_exchange(&gpu.done_list, NULL), *rev = NULL;
     while (l) { /* the list is LIFO; buffers are encoded in completion order */
@@ -526,232 +518,39 @@ struct tkp_gpu_batch *tkp_cupti_take(void)
         rev = l;
         l = n;
     }
-    batch.head = rev;
-    return &batch;
+    return (struct tkp_cupti_buf *)rev;
 }
 
-void tkp_cupti_note(const struct tkp_ev *e, uint32_t thread)
+int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec)
 {
-    if (!corrs && !(corrs = calloc(CORR_SLOTS, sizeof *corrs))) return;
-    struct corr *c = &corrs[e->a & (CORR_SLOTS - 1)];
-    uint32_t ji = (uint32_t)e->sub << 28 | (e->u[0] & 0x0fffffffu);
-    /* runtime and driver callbacks of one call both note; the first (outermost) wins */
-    if (c->id == (uint32_t)e->a && c->thread == thread) return;
-    *c = (struct corr){(uint32_t)e->a, thread, e->step, ji};
+    const struct gbuf *g = (const struct gbuf *)b;
+    return api.next && api.next((uint8_t *)g->data, g->valid, rec) == CUPTI_SUCCESS;
 }
 
-static const struct corr *corr_find(uint32_t id)
+struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b)
 {
-    const struct corr *c = corrs ? &corrs[id & (CORR_SLOTS - 1)] : NULL;
-    return c && c->id == id && id ? c : NULL;
+    struct gbuf *g = (struct gbuf *)b, *n = g->next;
+    free(g);
+    atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
+    return (struct tkp_cupti_buf *)n;
 }
 
-static int dir_of(uint8_t copy_kind)
+int tkp_cupti_filters(void)
 {
-    switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return TKP_DIR_HTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return TKP_DIR_DTOH;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return TKP_DIR_DTOD;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return TKP_DIR_HTOH;
-    default: return TKP_DIR_DEFAULT;
-    }
+    return gpu.mode != MODE_ALWAYS;
 }
 
-/* 0 when the window/trigger filter drops the record: it belongs to a step of the stepping
- * thread that is not traced (CUPTI was switched on early or off late around it). */
-static int keep(uint32_t corr)
+int tkp_cupti_untraced(uint32_t thread, uint32_t step)
 {
-    const struct corr *c = corr_find(corr);
     uint32_t main = atomic_load(&gpu.main_thread);
-    if (c && gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || c->thread == main) &&
-        !traced(c->step)) {
-        gpu.filtered++;
-        return 0;
-    }
-    return 1;
+    return gpu.mode != MODE_ALWAYS && (main == UINT32_MAX || thread == main) && !traced(step);
 }
 
-/* thread, step, join, index, graph, node of a GPU record: v[0..5] */
-static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
+void tkp_cupti_status(struct tkp_cupti_status *st)
 {
-    const struct corr *c = corr_find(corr);
-    if (c) {
-        v[0] = c->thread;
-        v[1] = c->step;
-        v[2] = c->join_idx >> 28;
-        v[3] = c->join_idx & 0x0fffffffu;
-    } else {
-        gpu.unjoined++;
-        v[0] = TKP_GPU_THREAD_NONE;
-        v[1] = 0;
-        v[2] = TKP_JOIN_NONE;
-        v[3] = 0;
-    }
-    uint32_t g;
-    uint64_t n;
-    if (graph_node && node_lookup(graph_node, &g, &n)) {
-        v[4] = g;
-        v[5] = n;
-    } else {
-        v[4] = v[5] = UINT64_MAX; /* -1 */
-    }
-}
-
-/* ---- columns (FORMAT.md, "Columns") ----
- * The GPU records of one writer cycle are written as COLS records: each field a column of
- * zigzag deltas against the same field of the record before, so that start and end times take
- * two bytes, the join and the dimensions (which repeat kernel after kernel) one. A COLS holds
- * records of one type; a record of the other type ends it, and so does the end of
- * tkp_cupti_encode, so GPU records keep their order and no COLS spans two chunks. NAME records
- * of kernel names are written as the records are added, before the COLS that uses them. */
-/* (cols, the open COLS, is declared with gpu above.) */
-
-static void cols_flush(const struct tkp_enc *enc)
-{
-    if (!cols.n) return;
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 4 + cols.nf);
-    msgpack_pack_int(pk, TKP_REC_COLS);
-    msgpack_pack_int(pk, cols.type);
-    msgpack_pack_uint32(pk, cols.n);
-    msgpack_pack_uint32(pk, cols.nf);
-    tkp_cols_pack(pk, cols.c, cols.nf);
-    cols.n = 0;
-}
-
-/* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
- * caller writes it as a record of its own). */
-static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
-{
-    if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
-    if (tkp_cols_room(cols.c, nf)) {
-        cols_flush(enc);
-        return 0;
-    }
-    if (!cols.n) {
-        cols.type = type;
-        cols.nf = nf;
-        memset(cols.prev, 0, sizeof cols.prev);
-    }
-    for (uint32_t k = 0; k < nf; k++) {
-        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
-        cols.prev[k] = v[k];
-    }
-    cols.n++;
-    return 1;
-}
-
-/* The record as msgpack, after the open COLS (out of memory for columns). */
-static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
-{
-    cols_flush(enc);
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 1 + nf);
-    msgpack_pack_int(pk, type);
-    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
-    for (uint32_t k = 0; k < nf; k++) {
-        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
-            msgpack_pack_int(pk, -1);
-        else
-            msgpack_pack_uint64(pk, v[k]);
-    }
-}
-
-static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
-{
-    const uint8_t *p = (const uint8_t *)a;
-    uint64_t start, end;
-    uint32_t corr;
-    uint64_t gnode;
-    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
-        memcpy(&start, p + 16, 8);
-        memcpy(&end, p + 24, 8);
-        memcpy(&corr, p + 92, 4);
-        memcpy(&gnode, p + 144, 8);
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-        const CUpti_ActivityMemcpy6 *m = (const void *)a;
-        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
-        const CUpti_ActivityMemset4 *m = (const void *)a;
-        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
-    } else {
-        return;
-    }
-    if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
-        gpu.bad_time++;
-        return;
-    }
-    if (!keep(corr)) return;
-    gpu.records++;
-    uint64_t v[COLS_FIELDS];
-    v[0] = start;
-    v[1] = end;
-    if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY || a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
-        int set = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
-        const CUpti_ActivityMemcpy6 *m = (const void *)a;
-        const CUpti_ActivityMemset4 *s = (const void *)a;
-        v[2] = set ? TKP_COPY_MEMSET : TKP_COPY_MEMCPY;
-        v[3] = (uint64_t)(set ? TKP_DIR_DEFAULT : dir_of(m->copyKind));
-        v[4] = set ? s->bytes : m->bytes;
-        v[5] = set ? s->streamId : m->streamId;
-        v[6] = corr;
-        join_fields(v + 7, corr, gnode);
-        if (!cols_add(enc, TKP_REC_GPU_COPY, v, 13)) pack_plain(enc, TKP_REC_GPU_COPY, v, 13);
-        return;
-    }
-    const char *name;
-    uint32_t stream;
-    int32_t dims[6];
-    memcpy(&name, p + 104, sizeof name);
-    memcpy(&stream, p + 48, 4);
-    memcpy(dims, p + 52, sizeof dims);
-    v[2] = enc->name(enc->ctx, name ? name : "?");
-    v[3] = stream;
-    v[4] = corr;
-    join_fields(v + 5, corr, gnode);
-    for (int i = 0; i < 6; i++) v[11 + i] = (uint32_t)dims[i];
-    if (!cols_add(enc, TKP_REC_GPU_KERNEL, v, 17)) pack_plain(enc, TKP_REC_GPU_KERNEL, v, 17);
-}
-
-static void emit_info(const struct tkp_enc *enc, int final)
-{
-    uint64_t dropped = atomic_load(&gpu.cupti_dropped);
-    uint64_t sig =
-        gpu.records * 31 + dropped * 17 + gpu.bad_time * 13 + gpu.unjoined * 7 + gpu.filtered;
-    if (gpu.info_sent && sig == gpu.info_sig && !final) return;
-    gpu.info_sent = 1;
-    gpu.info_sig = sig;
-    char mb[48];
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 11);
-    msgpack_pack_int(pk, TKP_REC_GPU_INFO);
-    msgpack_pack_int(pk, gpu.status);
-    const char *m = mode_str(mb, sizeof mb), *why = gpu.reason;
-    msgpack_pack_str(pk, strlen(m));
-    msgpack_pack_str_body(pk, m, strlen(m));
-    msgpack_pack_str(pk, strlen(why));
-    msgpack_pack_str_body(pk, why, strlen(why));
-    msgpack_pack_str(pk, 9);
-    msgpack_pack_str_body(pk, "monotonic", 9);
-    msgpack_pack_uint64(pk, gpu.records);
-    msgpack_pack_uint64(pk, dropped);
-    msgpack_pack_uint64(pk, gpu.bad_time);
-    msgpack_pack_uint64(pk, gpu.unjoined);
-    msgpack_pack_uint64(pk, gpu.filtered);
-    msgpack_pack_uint64(pk, atomic_load(&gpu.buf_peak));
-}
-
-void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
-{
-    for (struct gbuf *g = b->head, *n; g; g = n) {
-        n = g->next;
-        CUpti_Activity *rec = NULL;
-        while (api.next && api.next(g->data, g->valid, &rec) == CUPTI_SUCCESS)
-            encode_record(enc, rec);
-        free(g);
-        atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
-    }
-    b->head = NULL;
-    cols_flush(enc); /* before any other record, and within this chunk */
-    if (gpu.status != TKP_GPU_OFF || gpu.reason[0] || final) emit_info(enc, final);
+    st->status = gpu.status;
+    st->mode = gpu.mode_text;
+    st->reason = gpu.reason;
+    st->dropped = atomic_load(&gpu.cupti_dropped);
+    st->buf_peak = atomic_load(&gpu.buf_peak);
 }

@@ -1,4 +1,7 @@
-/* Tier 2: GPU time from CUPTI activity (cupti.c). Internal to the shim.
+/* Tier 2: GPU time from CUPTI activity, the side that runs on application threads and on
+ * CUPTI's (cupti.c): the subscription, the API callback, the activity buffers, the window and
+ * trigger switch, the graph node map. Internal to the shim. The writer thread's side, which
+ * encodes the buffers into chunks, is gpuenc.c; it uses this header, never the other way round.
  *
  * Who calls what:
  *   shim/init.c  tkp_cupti_start() once capture has started; tkp_cupti_stop() at exit, before
@@ -7,18 +10,12 @@
  *                thread's segment advances (window and trigger modes switch activity there).
  *   graph.c      tkp_cupti_graph_node() for every node of an instantiated graph.
  *   sink/flight.c  tkp_gpu_arm() when a snapshot begins.
- *   the writer   (writer thread only) tkp_cupti_take() before draining the rings,
- *                tkp_cupti_note() for each TKP_EV_GPU_CORR ring event (record/ring_types.h),
- *                tkp_cupti_encode() after the drain, with a struct tkp_enc: the GPU tier never
- *                calls the writer. */
+ *   gpuenc.c     (the writer thread only) the hand-over functions at the end. */
 #ifndef TKP_GPU_CUPTI_H
 #define TKP_GPU_CUPTI_H
 
-#include <msgpack.h>
+#include <cupti.h>
 #include <stdint.h>
-#include <stdlib.h>
-
-#include "record/ring_types.h"
 
 void tkp_cupti_start(void);
 void tkp_cupti_stop(void);
@@ -31,22 +28,33 @@ void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node);
  * entry point for later production triggers). Async-signal-safe. */
 void tkp_gpu_arm(unsigned steps);
 
-/* ---- writer side (the writer thread only) ---- */
-/* What the writer hands an encoder that lives outside it: its packer and its name table, behind
- * two functions, so that the encoder never calls the writer back. */
-struct tkp_enc {
-    void *ctx;
-    /* The packer of the current chunk, opening one when none is open and ending the open RUN
-     * (records packed next come after it). */
-    msgpack_packer *(*packer)(void *ctx);
-    /* The id of a name, defined in the current chunk before it is returned. */
-    uint32_t (*name)(void *ctx, const char *s);
+/* ---- the hand-over to the writer thread's side (gpuenc.c; the writer thread only) ---- */
+/* A buffer CUPTI completed. */
+struct tkp_cupti_buf;
+/* The buffers completed so far, oldest first, as a list that tkp_cupti_release() walks; NULL
+ * when none. The caller owns them until it releases them. */
+struct tkp_cupti_buf *tkp_cupti_take(void);
+/* Advances *rec to the buffer's next activity record (*rec NULL: the first); 0 at the end. */
+int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
+/* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */
+struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b);
+/* 1 when the GPU mode (window, trigger) may leave records out: tkp_cupti_untraced() can say 1. */
+int tkp_cupti_filters(void);
+/* 1 when a record of (capture-local thread, step) falls outside the traced steps (window and
+ * trigger modes: CUPTI was switched on early or off late around it), so the encoder drops it. */
+int tkp_cupti_untraced(uint32_t thread, uint32_t step);
+/* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered; 0 when
+ * unknown. */
+int tkp_cupti_node_lookup(uint64_t cupti_id, uint32_t *graph, uint64_t *node);
+/* The tier's state as GPU_INFO reports it; the strings are the tier's own (valid until the next
+ * capture start or fork). */
+struct tkp_cupti_status {
+    int status;        /* enum tkp_gpu_status */
+    const char *mode;  /* TOKPROF_GPU as applied: always, off, trigger:N, window:N/M */
+    const char *reason; /* why GPU time is off or partial; "" when on */
+    uint64_t dropped;  /* records CUPTI dropped (declined buffers) */
+    uint64_t buf_peak; /* the most buffer bytes held at once */
 };
-struct tkp_gpu_batch;
-/* The buffers CUPTI completed so far, to encode after the rings are drained. */
-struct tkp_gpu_batch *tkp_cupti_take(void);
-void tkp_cupti_note(const struct tkp_ev *e, uint32_t thread);
-/* Encodes the batch's records (COLS) and a GPU_INFO when anything changed (always when final). */
-void tkp_cupti_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc);
+void tkp_cupti_status(struct tkp_cupti_status *st);
 
 #endif

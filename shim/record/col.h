@@ -1,12 +1,14 @@
 /* tokprof shim: a column of LEB128 varints being filled on the writer thread (docs/FORMAT.md
  * "Runs", "Columns"): the writer's RUN columns (writer.c) and the COLS columns of GPU records
- * (cupti.c). */
+ * (gpu/gpuenc.c). */
 #ifndef TKP_RECORD_COL_H
 #define TKP_RECORD_COL_H
 
 #include <stdint.h>
 #include <msgpack.h>
 #include <stdlib.h>
+
+#include "core/grow.h"
 
 struct tkp_col {
     uint8_t *p;
@@ -16,12 +18,7 @@ struct tkp_col {
 static inline int tkp_col_room(struct tkp_col *c)
 {
     if (c->cap - c->n >= 10) return 0;
-    uint32_t cap = c->cap ? c->cap * 2 : 4096;
-    uint8_t *p = realloc(c->p, cap);
-    if (!p) return -1;
-    c->p = p;
-    c->cap = cap;
-    return 0;
+    return tkp_grow((void **)&c->p, &c->cap, c->n + 9, 1, 4096); /* bytes n .. n+9 */
 }
 /* The same for each of n columns; -1 when memory ran out for one. */
 static inline int tkp_cols_room(struct tkp_col *c, uint32_t n)

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/real.h"
 #include "tokprof/format.h"
@@ -164,12 +165,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *arg)
     lo += info->dlpi_addr, hi += info->dlpi_addr;
     for (uint32_t i = 0; i < nmods; i++)
         if (mods[i].lo == lo && mods[i].hi == hi && mods[i].base == info->dlpi_addr) return 0;
-    if (nmods == mods_cap) {
-        uint32_t c = mods_cap ? 2 * mods_cap : 64;
-        struct module *m = realloc(mods, c * sizeof *m);
-        if (!m) return 1;
-        mods = m, mods_cap = c;
-    }
+    if (tkp_grow((void **)&mods, &mods_cap, nmods, sizeof *mods, 64)) return 1;
     char exe[4096];
     const char *path = info->dlpi_name;
     if (!path || !*path) { /* the main program */
@@ -349,14 +345,7 @@ void tkp_stacks_after_fork(void)
 
 void tkp_stacks_note(const struct tkp_ev *e, uint32_t thread)
 {
-    if (thread >= pend_cap) {
-        uint32_t c = pend_cap ? pend_cap : 64;
-        while (c <= thread) c *= 2;
-        struct pending *p = realloc(pend, c * sizeof *p);
-        if (!p) return;
-        memset(p + pend_cap, 0, (c - pend_cap) * sizeof *p);
-        pend = p, pend_cap = c;
-    }
+    if (tkp_grow((void **)&pend, &pend_cap, thread, sizeof *pend, 64)) return;
     pend[thread].id = (uint32_t)e->a;
     pend[thread].ts = e->ts;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "tokprof/format.h"
 #include "writer/tables.h"
 

@@ -26,7 +26,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/state.h"
-#include "gpu/cupti.h"
+#include "gpu/gpuenc.h"
 #include "gpu/graph.h"
 #include "record/col.h"
 #include "record/libcall.h"
@@ -234,23 +234,59 @@ static void emit_graph_and_id(void *ctx, const struct tkp_graph *g)
 
 /* LIB_CALL (ring layout in lib.h): unknown types are 0xff / 0xf in the ring, -1 in the file.
  * What repeats from step to step (the shape, types, operands, stream) goes in a LIB_TMPL record
- * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template. */
-static void pack_lib_fields(const struct tkp_ev *e, uint32_t op)
+ * once per chunk; each call is then a LIB_CALL_T of its time, step, call id and template.
+ * A library call's fields (records.def's LIB_CALL) from its ring event (ring_types.h). */
+static struct tkp_fixed_LIB_CALL lib_fields(const struct tkp_ev *e, uint32_t op)
+{
+    int32_t ty[6];
+    for (int i = 0; i < 4; i++) { /* atype, btype, ctype, compute */
+        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
+        ty[i] = t == TKP_LIB_UNKNOWN8 ? -1 : (int32_t)t;
+    }
+    for (int i = 0; i < 2; i++) { /* transa, transb */
+        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
+        ty[4 + i] = t == TKP_LIB_UNKNOWN4 ? -1 : (int32_t)t;
+    }
+    return (struct tkp_fixed_LIB_CALL){.call = e->u[4],
+                                       .lib = e->sub,
+                                       .op_id = op,
+                                       .m = e->u[0],
+                                       .n = e->u[1],
+                                       .k = e->u[2],
+                                       .batch = e->u[3],
+                                       .atype = ty[0],
+                                       .btype = ty[1],
+                                       .ctype = ty[2],
+                                       .compute = ty[3],
+                                       .transa = ty[4],
+                                       .transb = ty[5],
+                                       .stream = e->a,
+                                       .a_ptr = e->b,
+                                       .call_ns = tkp_stamp_dur_ns(e->u[7]),
+                                       .status = e->u[6] >> 16,
+                                       .flags = (e->u[6] >> 8) & 0xff};
+}
+
+/* A LIB_TMPL's fields: a LIB_CALL's from lib to a_ptr, then status and flags. */
+static void pack_lib_tmpl(const struct tkp_fixed_LIB_CALL *v)
 {
     msgpack_packer *pk = &writer.pk;
-    msgpack_pack_int(pk, e->sub);
-    msgpack_pack_uint32(pk, op);
-    for (int i = 0; i < 4; i++) msgpack_pack_uint64(pk, e->u[i]);
-    for (int i = 0; i < 4; i++) {
-        unsigned t = (e->u[5] >> (8 * i)) & 0xff;
-        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN8 ? -1 : (int)t);
-    }
-    for (int i = 0; i < 2; i++) {
-        unsigned t = (e->u[6] >> (4 * i)) & 0xf;
-        msgpack_pack_int(pk, t == TKP_LIB_UNKNOWN4 ? -1 : (int)t);
-    }
-    msgpack_pack_uint64(pk, e->a);
-    msgpack_pack_uint64(pk, e->b);
+    msgpack_pack_uint32(pk, v->lib);
+    msgpack_pack_uint64(pk, v->op_id);
+    msgpack_pack_uint64(pk, v->m);
+    msgpack_pack_uint64(pk, v->n);
+    msgpack_pack_uint64(pk, v->k);
+    msgpack_pack_uint64(pk, v->batch);
+    msgpack_pack_int32(pk, v->atype);
+    msgpack_pack_int32(pk, v->btype);
+    msgpack_pack_int32(pk, v->ctype);
+    msgpack_pack_int32(pk, v->compute);
+    msgpack_pack_int32(pk, v->transa);
+    msgpack_pack_int32(pk, v->transb);
+    msgpack_pack_uint64(pk, v->stream);
+    msgpack_pack_uint64(pk, v->a_ptr);
+    msgpack_pack_uint32(pk, v->status);
+    msgpack_pack_uint32(pk, v->flags);
 }
 
 static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
@@ -263,26 +299,18 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
     if (t < 0) { /* no template: the full form */
         run_flush();
-        msgpack_pack_array(pk, 22);
-        msgpack_pack_int(pk, TKP_REC_LIB_CALL);
-        pack_dt(e->ts);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint32(pk, e->step);
-        msgpack_pack_uint32(pk, e->u[4]);
-        pack_lib_fields(e, op);
-        msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7])); /* time inside the call */
-        msgpack_pack_uint32(pk, e->u[6] >> 16);
-        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
+        struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
+        tkp_fixed_pack_LIB_CALL(pk, &h, &v);
         return;
     }
-    if (fresh) {
+    if (fresh) { /* once per chunk: the fields are unpacked only here */
+        struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
         msgpack_pack_array(pk, 19);
         msgpack_pack_int(pk, TKP_REC_LIB_TMPL);
         msgpack_pack_uint32(pk, (uint32_t)t);
         msgpack_pack_uint32(pk, thread);
-        pack_lib_fields(e, op);
-        msgpack_pack_uint32(pk, e->u[6] >> 16);
-        msgpack_pack_uint32(pk, (e->u[6] >> 8) & 0xff);
+        pack_lib_tmpl(&v);
     }
     if (run_room(e->step)) {
         run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
@@ -298,6 +326,18 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
 }
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread);
+
+/* A launch's fields (records.def's LAUNCH, a TMPL's too) from its ring event (ring_types.h). */
+static struct tkp_fixed_LAUNCH launch_fields(const struct tkp_ev *e, uint32_t nm)
+{
+    const uint32_t *u = e->u;
+    return (struct tkp_fixed_LAUNCH){.name_id = nm,
+                                     .stream = e->b,
+                                     .via = e->sub,
+                                     .grid = {u[0], u[1], u[2]},
+                                     .block = {u[3], u[4], u[5]},
+                                     .smem = u[6]};
+}
 
 static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_tid)
 {
@@ -317,15 +357,13 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         int fresh = 0;
         int64_t t = tkp_tmpl_id(&writer.launch_tm, key, writer.seq, &fresh);
         if (t >= 0) { /* the configuration once per chunk (TMPL), then LAUNCH_T per launch */
-            if (fresh) {
-                msgpack_pack_array(pk, 13);
+            if (fresh) { /* [TMPL, tmpl, thread, a LAUNCH's fields] */
+                msgpack_pack_array(pk, 3 + TKP_FIXED_N_LAUNCH);
                 msgpack_pack_int(pk, TKP_REC_TMPL);
                 msgpack_pack_uint32(pk, (uint32_t)t);
                 msgpack_pack_uint32(pk, thread);
-                msgpack_pack_uint32(pk, nm);
-                msgpack_pack_uint64(pk, e->b);
-                msgpack_pack_int(pk, e->sub);
-                for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+                struct tkp_fixed_LAUNCH v = launch_fields(e, nm);
+                tkp_fixed_fields_LAUNCH(pk, &v);
             }
             if (!stk && run_room(e->step)) {
                 run_add(0, e->ts, (uint32_t)t, e->u[7], 0);
@@ -340,15 +378,9 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         } else {
             run_flush();
             /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
-            msgpack_pack_array(pk, stk ? 16 : e->u[7] ? 15 : 14);
-            msgpack_pack_int(pk, TKP_REC_LAUNCH);
-            pack_dt(e->ts);
-            msgpack_pack_uint32(pk, thread);
-            msgpack_pack_uint32(pk, e->step);
-            msgpack_pack_uint32(pk, nm);
-            msgpack_pack_uint64(pk, e->b);
-            msgpack_pack_int(pk, e->sub);
-            for (int i = 0; i < 7; i++) msgpack_pack_uint32(pk, e->u[i]);
+            struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
+            struct tkp_fixed_LAUNCH v = launch_fields(e, nm);
+            tkp_fixed_pack_more_LAUNCH(pk, &h, &v, stk ? 2 : e->u[7] ? 1 : 0);
         }
         if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
         if (stk) msgpack_pack_uint32(pk, stk);
@@ -357,8 +389,8 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
     case TKP_REC_LIB_CALL:
         encode_lib_call(e, thread);
         break;
-    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (cupti.c) */
-        tkp_cupti_note(e, thread);
+    case TKP_EV_GPU_CORR: /* not a record: feeds the GPU join (gpu/gpuenc.c) */
+        tkp_gpuenc_note(e, thread);
         break;
     case TKP_EV_STACK: /* not a record: the next LAUNCH's stack (stacks.c) */
         tkp_stacks_note(e, thread);
@@ -448,17 +480,15 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
         break;
     }
     case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
-        msgpack_pack_array(pk, 3);
-        msgpack_pack_int(pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(pk, thread);
-        msgpack_pack_uint64(pk, e->a);
+        tkp_fixed_pack_LOSS(pk, &(struct tkp_fixed_head){.thread = thread},
+                            &(struct tkp_fixed_LOSS){.dropped = e->a});
         break;
     default:
         break;
     }
 }
 
-/* The encoder context handed to the GPU tier (gpu/cupti.h), which encodes its records on this
+/* The encoder context handed to the GPU tier (gpu/gpuenc.h), which encodes its records on this
  * thread. */
 static msgpack_packer *enc_packer(void *ctx)
 {
@@ -528,10 +558,8 @@ static void emit_losses(int stop, uint64_t extra)
         if (idx < 0 || !dropped) continue;
         chunk_begin();
         define_thread((uint32_t)idx, tid);
-        msgpack_pack_array(&writer.pk, 3);
-        msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
-        msgpack_pack_uint32(&writer.pk, (uint32_t)idx);
-        msgpack_pack_uint64(&writer.pk, dropped);
+        tkp_fixed_pack_LOSS(&writer.pk, &(struct tkp_fixed_head){.thread = (uint32_t)idx},
+                            &(struct tkp_fixed_LOSS){.dropped = dropped});
     }
     uint64_t ringless = atomic_load(&tkp_ringless_drops) + extra;
     if (ringless || stop) {
@@ -542,10 +570,9 @@ static void emit_losses(int stop, uint64_t extra)
 
 static void pack_stop_loss(uint64_t count, int stop)
 {
-    msgpack_pack_array(&writer.pk, stop ? 4 : 3);
-    msgpack_pack_int(&writer.pk, TKP_REC_LOSS);
-    msgpack_pack_uint32(&writer.pk, UINT32_MAX); /* threads that got no ring */
-    msgpack_pack_uint64(&writer.pk, count);
+    tkp_fixed_pack_more_LOSS(&writer.pk, /* threads that got no ring; then `stopped` */
+                             &(struct tkp_fixed_head){.thread = UINT32_MAX},
+                             &(struct tkp_fixed_LOSS){.dropped = count}, stop ? 1 : 0);
     if (stop) msgpack_pack_uint32(&writer.pk, 1);
 }
 
@@ -629,10 +656,10 @@ static size_t cycle(int force)
         writer.meta_written = 1;
     }
     /* GPU buffers completed before the drain: their launches' join events are in the rings. */
-    struct tkp_gpu_batch *gpu = tkp_cupti_take();
+    struct tkp_gpu_batch *gpu = tkp_gpuenc_take();
     tkp_clock_anchor(); /* before the drain: the stamps drained next are converted against it */
     size_t n = tkp_rings_drain(encode, NULL);
-    tkp_cupti_encode(gpu, force, &gpu_enc);
+    tkp_gpuenc_encode(gpu, force, &gpu_enc);
     uint64_t now = tkp_now_ns();
     if (force || writer.sb.size >= CHUNK_SOFT_MAX ||
         now - writer.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)

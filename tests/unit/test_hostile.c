@@ -441,3 +441,32 @@ Test(hostile, payload_byte_flips)
     }
     capw_free(ref);
 }
+
+/* LOSS (records.def, head ANYTHREAD): its thread is below the limit or 4294967295, nothing in
+ * between, on every path. Launches around it give the fast paths room to take it: the checking
+ * pass must refuse it before the launch ahead of it is delivered. */
+static void loss_fill(struct capw *w, uint32_t thread)
+{
+    capw_thread(w, 0, 1);
+    capw_launch(w, 1, 0, 0, 0, 0, 1, one, one, 0);
+    capw_loss(w, thread, 9);
+    for (int i = 0; i < 4; i++)
+        capw_launch(w, 1, 0, 0, 0, 0, 1, one, one, 0);
+}
+static void loss_thread_above(struct capw *w)
+{
+    loss_fill(w, 70000);
+}
+static void loss_thread_none(struct capw *w)
+{
+    loss_fill(w, 0xffffffffu);
+}
+Test(hostile, loss_thread_none_or_below_the_limit)
+{
+    expect_bad(loss_thread_above, "thread index 70000 above the limit 65535");
+    struct tkp_reader_err e;
+    int n;
+    cr_assert_eq(run(loss_thread_none, &e, &n, NULL), 0, "%s", e.msg);
+    cr_assert_eq(n, 4 + 8 + 1, "chunk 0, chunk 1's CHUNK and seven records, chunk 2's CHUNK: %d",
+                 n);
+}

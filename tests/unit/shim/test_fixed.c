@@ -102,3 +102,79 @@ Test(shim_fixed, step_has_no_dt)
     for (int i = 0; i < 11; i++)
         cr_assert_eq(got[i], want[i], "element %d", i);
 }
+
+Test(shim_fixed, launch_with_its_trailing_call_and_stack)
+{
+    /* LAUNCH: dt, thread, step, name, stream, via, gx, gy, gz, bx, by, bz, smem [, call
+     * [, stack]]: the caller packs what follows, the array counts it */
+    struct tkp_fixed_LAUNCH v = {.name_id = 21,
+                                 .stream = 0x7f01,
+                                 .via = 2,
+                                 .grid = {3, 4, 5},
+                                 .block = {6, 7, 8},
+                                 .smem = 9};
+    tkp_fixed_pack_LAUNCH(&pk, &head, &v);
+    static const int64_t want[] = {21, 0x7f01, 2, 3, 4, 5, 6, 7, 8, 9};
+    expect_host(TKP_REC_LAUNCH, want, 10);
+    tkp_fixed_pack_more_LAUNCH(&pk, &head, &v, 2);
+    msgpack_pack_uint32(&pk, 11); /* call */
+    msgpack_pack_uint32(&pk, 12); /* stack */
+    static const int64_t more[] = {21, 0x7f01, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12};
+    expect_host(TKP_REC_LAUNCH, more, 12);
+    /* TMPL: tmpl, thread, then a LAUNCH's fields from name to smem */
+    msgpack_pack_array(&pk, 3 + TKP_FIXED_N_LAUNCH);
+    msgpack_pack_int(&pk, TKP_REC_TMPL);
+    msgpack_pack_uint32(&pk, 30);
+    msgpack_pack_uint32(&pk, 8);
+    tkp_fixed_fields_LAUNCH(&pk, &v);
+    int64_t got[32];
+    cr_assert_eq(unpack(&sb, got, 32), 13);
+    static const int64_t tmpl[] = {TKP_REC_TMPL, 30, 8, 21, 0x7f01, 2, 3, 4, 5, 6, 7, 8, 9};
+    for (int i = 0; i < 13; i++)
+        cr_assert_eq(got[i], tmpl[i], "TMPL element %d", i);
+}
+
+Test(shim_fixed, loss_has_a_thread_and_no_dt)
+{
+    /* LOSS: thread, dropped_total [, stopped]; thread 4294967295: threads that got no ring */
+    int64_t got[8];
+    tkp_fixed_pack_LOSS(&pk, &head, &(struct tkp_fixed_LOSS){.dropped = 77});
+    cr_assert_eq(unpack(&sb, got, 8), 3);
+    cr_assert_eq(got[0], TKP_REC_LOSS);
+    cr_assert_eq(got[1], 8);
+    cr_assert_eq(got[2], 77);
+    tkp_fixed_pack_more_LOSS(&pk, &(struct tkp_fixed_head){.thread = UINT32_MAX},
+                             &(struct tkp_fixed_LOSS){.dropped = 0}, 1);
+    msgpack_pack_uint32(&pk, 1); /* stopped */
+    cr_assert_eq(unpack(&sb, got, 8), 4);
+    cr_assert_eq(got[1], 4294967295);
+    cr_assert_eq(got[2], 0);
+    cr_assert_eq(got[3], 1);
+}
+
+Test(shim_fixed, lib_call_in_format_md_order)
+{
+    /* LIB_CALL: dt, thread, step, call, lib, op, m, n, k, batch, atype, btype, ctype, compute,
+     * transa, transb, stream, a_ptr, host_ns, status, flags; the types are -1 when unknown */
+    tkp_fixed_pack_LIB_CALL(&pk, &head,
+                            &(struct tkp_fixed_LIB_CALL){.call = 1,
+                                                         .lib = 2,
+                                                         .op_id = 3,
+                                                         .m = 4,
+                                                         .n = 5,
+                                                         .k = 6,
+                                                         .batch = 7,
+                                                         .atype = -1,
+                                                         .btype = 8,
+                                                         .ctype = 9,
+                                                         .compute = 10,
+                                                         .transa = 11,
+                                                         .transb = -1,
+                                                         .stream = 12,
+                                                         .a_ptr = 13,
+                                                         .call_ns = 14,
+                                                         .status = 15,
+                                                         .flags = 16});
+    static const int64_t want[] = {1, 2, 3, 4, 5, 6, 7, -1, 8, 9, 10, 11, -1, 12, 13, 14, 15, 16};
+    expect_host(TKP_REC_LIB_CALL, want, 18);
+}

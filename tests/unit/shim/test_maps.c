@@ -1,11 +1,13 @@
-/* The shim's one map (shim/core/map.c) and the writer's tables built on it
- * (shim/writer/tables.c): ids are dense and stable, a colliding hash never confuses two keys,
+/* The shim's one map (shim/core/map.c), its grower (core/grow.c) and the writer's tables built
+ * on it (shim/writer/tables.c): ids are dense and stable, a colliding hash never confuses two keys,
  * and each chunk defines a name or a template once, before its first use. */
 #include <criterion/criterion.h>
 #include <msgpack.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "core/map.h"
 #include "tokprof/format.h"
 #include "writer/tables.h"
@@ -161,4 +163,24 @@ Test(shim_tables, templates_are_dense_fresh_once_per_chunk_and_bounded)
     }
     uint64_t full[3] = {1, 1, 9};
     cr_assert_eq(tkp_tmpl_id(&m, full, 1, &fresh), -1, "full: the caller writes the full form");
+}
+
+/* The shim's one grower (shim/core/grow.c): index `need` exists afterwards, what it adds is
+ * zeroed, and an index no doubling of a uint32_t capacity reaches fails with the array as it was
+ * (the private copies it replaced doubled until the capacity wrapped to 0, and never returned). */
+Test(shim_grow, zeroes_doubles_and_refuses_an_overflow, .timeout = 10)
+{
+    uint32_t *a = NULL, cap = 0;
+    cr_assert_eq(tkp_grow((void **)&a, &cap, 0, sizeof *a, 64), 0);
+    cr_assert_eq(cap, 64);
+    a[63] = 5;
+    cr_assert_eq(tkp_grow((void **)&a, &cap, 64, sizeof *a, 64), 0);
+    cr_assert_eq(cap, 128);
+    cr_assert_eq(a[63], 5);
+    for (uint32_t i = 64; i < 128; i++) cr_assert_eq(a[i], 0, "zeroed %u", i);
+    uint32_t *old = a;
+    cr_assert_eq(tkp_grow((void **)&a, &cap, UINT32_MAX, sizeof *a, 64), -1);
+    cr_assert_eq(a, old);
+    cr_assert_eq(cap, 128);
+    free(a);
 }

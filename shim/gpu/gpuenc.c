@@ -1,0 +1,297 @@
+/* Tier 2, the writer thread's side: the GPU records of the buffers CUPTI completed, encoded into
+ * the writer's chunks (gpuenc.h). Nothing here runs on an application thread or on CUPTI's: the
+ * buffers, the window/trigger filter and the graph node map belong to cupti.c, which this file
+ * reads through cupti.h's hand-over functions and never the other way round.
+ *
+ * The join. Every launch, graph launch, copy and memset the CUPTI callback saw left a
+ * TKP_EV_GPU_CORR event in its thread's ring {correlation, join kind, step, ordinal}. The writer
+ * hands each one to tkp_gpuenc_note() while it drains the rings, which keeps them in a
+ * correlation table (direct-mapped on the id, writer-private); the GPU records of buffers taken
+ * before that drain are encoded after it, so a GPU record always finds its launch's event
+ * (causality: the buffer completed after the call). */
+#include "gpu/gpuenc.h"
+
+#include <cupti.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cupti.h"
+#include "record/col.h"
+#include "tokprof/format.h"
+
+#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
+
+/* The GPU mode may leave records out (tkp_cupti_filters), as of this batch. */
+static int filters;
+
+/* What was encoded, for GPU_INFO. */
+static struct {
+    uint64_t records, bad_time, unjoined, filtered;
+    uint64_t info_sig; /* counters last emitted in GPU_INFO */
+    int info_sent;
+} counts;
+
+/* The open COLS ("columns", below). */
+#define COLS_FIELDS 17
+static struct {
+    int type; /* of the open COLS */
+    uint32_t n, nf;
+    uint64_t prev[COLS_FIELDS];
+    struct tkp_col c[COLS_FIELDS];
+} cols;
+
+/* ---- the correlation table ---- */
+struct corr {
+    uint32_t id, thread, step, join_idx;
+}; /* join_idx: join << 28 | index */
+static struct corr *corrs;
+
+struct tkp_gpu_batch {
+    struct tkp_cupti_buf *head;
+};
+static struct tkp_gpu_batch batch;
+
+struct tkp_gpu_batch *tkp_gpuenc_take(void)
+{
+    batch.head = tkp_cupti_take();
+    return &batch;
+}
+
+void tkp_gpuenc_note(const struct tkp_ev *e, uint32_t thread)
+{
+    if (!corrs && !(corrs = calloc(CORR_SLOTS, sizeof *corrs))) return;
+    struct corr *c = &corrs[e->a & (CORR_SLOTS - 1)];
+    uint32_t ji = (uint32_t)e->sub << 28 | (e->u[0] & 0x0fffffffu);
+    /* runtime and driver callbacks of one call both note; the first (outermost) wins */
+    if (c->id == (uint32_t)e->a && c->thread == thread) return;
+    *c = (struct corr){(uint32_t)e->a, thread, e->step, ji};
+}
+
+static const struct corr *corr_find(uint32_t id)
+{
+    const struct corr *c = corrs ? &corrs[id & (CORR_SLOTS - 1)] : NULL;
+    return c && c->id == id && id ? c : NULL;
+}
+
+static int dir_of(uint8_t copy_kind)
+{
+    switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+        return TKP_DIR_HTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+        return TKP_DIR_DTOH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+        return TKP_DIR_DTOD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+        return TKP_DIR_HTOH;
+    default:
+        return TKP_DIR_DEFAULT;
+    }
+}
+
+/* 0 when the window/trigger filter drops the record: it belongs to a step of the stepping
+ * thread that is not traced (CUPTI was switched on early or off late around it). */
+static int keep(uint32_t corr)
+{
+    if (!filters) return 1;
+    const struct corr *c = corr_find(corr);
+    if (c && tkp_cupti_untraced(c->thread, c->step)) {
+        counts.filtered++;
+        return 0;
+    }
+    return 1;
+}
+
+/* thread, step, join, index, graph, node of a GPU record: v[0..5] */
+static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
+{
+    const struct corr *c = corr_find(corr);
+    if (c) {
+        v[0] = c->thread;
+        v[1] = c->step;
+        v[2] = c->join_idx >> 28;
+        v[3] = c->join_idx & 0x0fffffffu;
+    } else {
+        counts.unjoined++;
+        v[0] = TKP_GPU_THREAD_NONE;
+        v[1] = 0;
+        v[2] = TKP_JOIN_NONE;
+        v[3] = 0;
+    }
+    uint32_t g;
+    uint64_t n;
+    if (graph_node && tkp_cupti_node_lookup(graph_node, &g, &n)) {
+        v[4] = g;
+        v[5] = n;
+    } else {
+        v[4] = v[5] = UINT64_MAX; /* -1 */
+    }
+}
+
+/* ---- columns (FORMAT.md, "Columns") ----
+ * The GPU records of one writer cycle are written as COLS records: each field a column of
+ * zigzag deltas against the same field of the record before, so that start and end times take
+ * two bytes, the join and the dimensions (which repeat kernel after kernel) one. A COLS holds
+ * records of one type; a record of the other type ends it, and so does the end of
+ * tkp_gpuenc_encode, so GPU records keep their order and no COLS spans two chunks. NAME records
+ * of kernel names are written as the records are added, before the COLS that uses them. */
+/* (cols, the open COLS, is declared above.) */
+
+static void cols_flush(const struct tkp_enc *enc)
+{
+    if (!cols.n) return;
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 4 + cols.nf);
+    msgpack_pack_int(pk, TKP_REC_COLS);
+    msgpack_pack_int(pk, cols.type);
+    msgpack_pack_uint32(pk, cols.n);
+    msgpack_pack_uint32(pk, cols.nf);
+    tkp_cols_pack(pk, cols.c, cols.nf);
+    cols.n = 0;
+}
+
+/* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
+ * caller writes it as a record of its own). */
+static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
+{
+    if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
+    if (tkp_cols_room(cols.c, nf)) {
+        cols_flush(enc);
+        return 0;
+    }
+    if (!cols.n) {
+        cols.type = type;
+        cols.nf = nf;
+        memset(cols.prev, 0, sizeof cols.prev);
+    }
+    for (uint32_t k = 0; k < nf; k++) {
+        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
+        cols.prev[k] = v[k];
+    }
+    cols.n++;
+    return 1;
+}
+
+/* The record as msgpack, after the open COLS (out of memory for columns). */
+static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
+{
+    cols_flush(enc);
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 1 + nf);
+    msgpack_pack_int(pk, type);
+    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
+    for (uint32_t k = 0; k < nf; k++) {
+        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
+            msgpack_pack_int(pk, -1);
+        else
+            msgpack_pack_uint64(pk, v[k]);
+    }
+}
+
+static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
+{
+    const uint8_t *p = (const uint8_t *)a;
+    uint64_t start, end;
+    uint32_t corr;
+    uint64_t gnode;
+    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        memcpy(&start, p + 16, 8);
+        memcpy(&end, p + 24, 8);
+        memcpy(&corr, p + 92, 4);
+        memcpy(&gnode, p + 144, 8);
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const CUpti_ActivityMemcpy6 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const CUpti_ActivityMemset4 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else {
+        return;
+    }
+    if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
+        counts.bad_time++;
+        return;
+    }
+    if (!keep(corr)) return;
+    counts.records++;
+    uint64_t v[COLS_FIELDS];
+    v[0] = start;
+    v[1] = end;
+    if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY || a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        int set = a->kind == CUPTI_ACTIVITY_KIND_MEMSET;
+        const CUpti_ActivityMemcpy6 *m = (const void *)a;
+        const CUpti_ActivityMemset4 *s = (const void *)a;
+        v[2] = set ? TKP_COPY_MEMSET : TKP_COPY_MEMCPY;
+        v[3] = (uint64_t)(set ? TKP_DIR_DEFAULT : dir_of(m->copyKind));
+        v[4] = set ? s->bytes : m->bytes;
+        v[5] = set ? s->streamId : m->streamId;
+        v[6] = corr;
+        join_fields(v + 7, corr, gnode);
+        if (!cols_add(enc, TKP_REC_GPU_COPY, v, 13)) pack_plain(enc, TKP_REC_GPU_COPY, v, 13);
+        return;
+    }
+    const char *name;
+    uint32_t stream;
+    int32_t dims[6];
+    memcpy(&name, p + 104, sizeof name);
+    memcpy(&stream, p + 48, 4);
+    memcpy(dims, p + 52, sizeof dims);
+    v[2] = enc->name(enc->ctx, name ? name : "?");
+    v[3] = stream;
+    v[4] = corr;
+    join_fields(v + 5, corr, gnode);
+    for (int i = 0; i < 6; i++)
+        v[11 + i] = (uint32_t)dims[i];
+    if (!cols_add(enc, TKP_REC_GPU_KERNEL, v, 17)) pack_plain(enc, TKP_REC_GPU_KERNEL, v, 17);
+}
+
+static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *st, int final)
+{
+    uint64_t dropped = st->dropped;
+    uint64_t sig = counts.records * 31 + dropped * 17 + counts.bad_time * 13 + counts.unjoined * 7 +
+                   counts.filtered;
+    if (counts.info_sent && sig == counts.info_sig && !final) return;
+    counts.info_sent = 1;
+    counts.info_sig = sig;
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 11);
+    msgpack_pack_int(pk, TKP_REC_GPU_INFO);
+    msgpack_pack_int(pk, st->status);
+    const char *m = st->mode, *why = st->reason;
+    msgpack_pack_str(pk, strlen(m));
+    msgpack_pack_str_body(pk, m, strlen(m));
+    msgpack_pack_str(pk, strlen(why));
+    msgpack_pack_str_body(pk, why, strlen(why));
+    msgpack_pack_str(pk, 9);
+    msgpack_pack_str_body(pk, "monotonic", 9);
+    msgpack_pack_uint64(pk, counts.records);
+    msgpack_pack_uint64(pk, dropped);
+    msgpack_pack_uint64(pk, counts.bad_time);
+    msgpack_pack_uint64(pk, counts.unjoined);
+    msgpack_pack_uint64(pk, counts.filtered);
+    msgpack_pack_uint64(pk, st->buf_peak);
+}
+
+void tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
+{
+    filters = tkp_cupti_filters();
+    for (struct tkp_cupti_buf *g = b->head; g; g = tkp_cupti_release(g)) {
+        CUpti_Activity *rec = NULL;
+        while (tkp_cupti_next_record(g, &rec))
+            encode_record(enc, rec);
+    }
+    b->head = NULL;
+    cols_flush(enc); /* before any other record, and within this chunk */
+    struct tkp_cupti_status st;
+    tkp_cupti_status(&st);
+    if (st.status != TKP_GPU_OFF || st.reason[0] || final) emit_info(enc, &st, final);
+}
+
+void tkp_gpuenc_after_fork(void)
+{
+    cols.n = 0; /* a COLS the parent's writer was filling */
+    for (int k = 0; k < COLS_FIELDS; k++)
+        cols.c[k].n = 0;
+    counts.info_sent = 0;
+}

@@ -1,0 +1,41 @@
+/* Tier 2, the writer thread's side (gpuenc.c): the GPU records of CUPTI's completed buffers,
+ * joined to the host records and encoded as COLS and GPU_INFO into the writer's chunks. Internal
+ * to the shim; the writer thread only.
+ *
+ * Who calls what (writer/writer.c, each cycle):
+ *   tkp_gpuenc_take()    before draining the rings: the buffers CUPTI completed so far;
+ *   tkp_gpuenc_note()    for each TKP_EV_GPU_CORR ring event (record/ring_types.h) of the drain;
+ *   tkp_gpuenc_encode()  after the drain, with a struct tkp_enc: the encoder never calls the
+ *                        writer back.
+ * shim/init.c calls tkp_gpuenc_after_fork() in a fork child. This side reads gpu/cupti.h (the
+ * buffers, the window filter, the graph nodes, the tier's status); cupti.c never calls it. */
+#ifndef TKP_GPU_GPUENC_H
+#define TKP_GPU_GPUENC_H
+
+#include <msgpack.h>
+#include <stdint.h>
+
+#include "record/ring_types.h"
+
+/* What the writer hands an encoder that lives outside it: its packer and its name table, behind
+ * two functions, so that the encoder never calls the writer back. */
+struct tkp_enc {
+    void *ctx;
+    /* The packer of the current chunk, opening one when none is open and ending the open RUN
+     * (records packed next come after it). */
+    msgpack_packer *(*packer)(void *ctx);
+    /* The id of a name, defined in the current chunk before it is returned. */
+    uint32_t (*name)(void *ctx, const char *s);
+};
+struct tkp_gpu_batch;
+/* The buffers CUPTI completed so far, to encode after the rings are drained. Valid until the
+ * next call; tkp_gpuenc_encode() frees them. */
+struct tkp_gpu_batch *tkp_gpuenc_take(void);
+/* Remembers the launch a correlation id belongs to (thread: its capture-local index). */
+void tkp_gpuenc_note(const struct tkp_ev *e, uint32_t thread);
+/* Encodes the batch's records (COLS) and a GPU_INFO when anything changed (always when final). */
+void tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc);
+/* A fork child: forgets the parent's open COLS and the GPU_INFO it sent. */
+void tkp_gpuenc_after_fork(void);
+
+#endif

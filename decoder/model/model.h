@@ -68,6 +68,9 @@ struct tkp_model_opts {
      * outside segments are counted only when neither from nor to is given. */
     int64_t from, to;
     uint32_t tid;
+    /* 1: no per-name and per-class GPU duration figures (names[].d, cls, kernel_ns_total stay
+     * empty): for a reader of the step table alone (tokprof table) */
+    int no_dists;
 };
 
 struct tkp_mopen; /* an open step's records, internal to model.c */

@@ -711,6 +711,14 @@ static int cmp_step(const void *a, const void *b)
     return x->seg < y->seg ? -1 : x->seg > y->seg;
 }
 
+void tkp_model_vote(struct tkp_model *m)
+{
+    size_t vm = 0, vn = 0;
+    for (size_t j = 0; j < m->wcap; j++)
+        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
+    m->token_dim_m = vm > vn;
+}
+
 int tkp_model_finish(struct tkp_model *m)
 {
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
@@ -726,10 +734,7 @@ int tkp_model_finish(struct tkp_model *m)
         i++;
     if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
     m->last = NULL; /* steps moved */
-    size_t vm = 0, vn = 0;
-    for (size_t j = 0; j < m->wcap; j++)
-        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
-    m->token_dim_m = vm > vn;
+    tkp_model_vote(m);
     m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];

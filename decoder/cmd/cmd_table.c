@@ -25,7 +25,8 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
         const char *a = argv[i], *val = argv[i + 1];
         int takes = !strcmp(a, "--format") || !strcmp(a, "--compress") || !strcmp(a, "--label") ||
                     !strcmp(a, "--ddl") || !strcmp(a, "--database") || !strcmp(a, "--cluster") ||
-                    !strcmp(a, "--classes") || !strcmp(a, "-o") || !strcmp(a, "--level");
+                    !strcmp(a, "--classes") || !strcmp(a, "-o") || !strcmp(a, "--level") ||
+                    !strcmp(a, "--moe-window");
         if (takes && !val) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s needs a value", a);
         if (takes) i++;
         if (!strcmp(a, "--format")) {
@@ -39,6 +40,9 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
         } else if (!strcmp(a, "--level")) {
             if ((err = tkp_cmd_num(ctx, a, val, 19, &v))) return err;
             o->level = (int)v;
+        } else if (!strcmp(a, "--moe-window")) {
+            if ((err = tkp_cmd_num(ctx, a, val, UINT32_MAX, &v))) return err;
+            o->id.moe_window = v ? v : UINT64_MAX;
         } else if (!strcmp(a, "--label")) {
             if ((err = tkp_tab_label(&o->id, argv[i], ctx->why, sizeof(ctx->why)))) return err;
         } else if (!strcmp(a, "--ddl"))
@@ -190,7 +194,9 @@ const struct tkp_cmd tkp_cmd_table = {
         "  calls         per capture, hour and library op and shape: calls, FLOPs, host, GPU ns\n"
         "  moe           one row per (step, MoE layer, expert): routed tokens, expert GPU ns\n"
         "                (per-expert GEMMs only: tokprof moe; a second pass when the first saw\n"
-        "                a hint of them)\n"
+        "                a hint of them, by windows of --moe-window records of a thread's\n"
+        "                steps when the capture holds more: bounded memory, one more read\n"
+        "                of the capture per window and phase (3); default 1048576, 0: never)\n"
         "Every row starts with the identity columns: host (META hostname, or --label host=),\n"
         "model (--label model=), label_keys/label_values (other --label pairs), capture_id\n"
         "(the same for a capture's rotated files and on every run; a snapshot has its own),\n"

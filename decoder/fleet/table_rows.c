@@ -537,6 +537,31 @@ static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tc
     return err;
 }
 
+/* The rows of x, the experts of steps [s0, s0 + ...) of lm. */
+static int rows_moe_of(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
+                       const struct tkp_model *m, const struct tkp_moe *x)
+{
+    int err = 0;
+    for (uint32_t r = 0; !err && r < x->s1 - x->s0 && x->layers; r++) {
+        const struct tkp_lstep *ls = &lm->steps[x->s0 + r];
+        const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
+        for (uint32_t l = 0; !err && l < x->layers; l++)
+            for (uint32_t c = 0; !err && c < x->width; c++) {
+                ident(o, e, ms ? ms->tid : 0);
+                tkp_tab_u64(o, ls->thread);
+                tkp_tab_u64(o, ls->step);
+                tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
+                tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
+                tkp_tab_u64(o, l);
+                tkp_tab_u64(o, c);
+                tkp_tab_u64(o, x->load[((size_t)r * x->layers + l) * x->width + c]);
+                tkp_tab_u64(o, x->ns[(size_t)r * x->width + c]);
+                err = tkp_tab_row_end(o);
+            }
+    }
+    return err;
+}
+
 static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
                     const struct tkp_model *m)
 {
@@ -544,26 +569,60 @@ static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tk
     for (uint32_t s0 = 0, s1; !err && s0 < lm->nsteps; s0 = s1) {
         struct tkp_moe x = {0};
         s1 = tkp_libmodel_thread_end(lm, s0);
-        if ((err = tkp_moe_find(lm, s0, s1, 0, &x))) break;
-        for (uint32_t r = 0; !err && r < s1 - s0 && x.layers; r++) {
-            const struct tkp_lstep *ls = &lm->steps[s0 + r];
-            const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
-            for (uint32_t l = 0; !err && l < x.layers; l++)
-                for (uint32_t c = 0; !err && c < x.width; c++) {
-                    ident(o, e, ms ? ms->tid : 0);
-                    tkp_tab_u64(o, ls->thread);
-                    tkp_tab_u64(o, ls->step);
-                    tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
-                    tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
-                    tkp_tab_u64(o, l);
-                    tkp_tab_u64(o, c);
-                    tkp_tab_u64(o, x.load[((size_t)r * x.layers + l) * x.width + c]);
-                    tkp_tab_u64(o, x.ns[(size_t)r * x.width + c]);
-                    err = tkp_tab_row_end(o);
-                }
-        }
+        if (!(err = tkp_moe_find(lm, s0, s1, 0, &x))) err = rows_moe_of(o, e, lm, m, &x);
         tkp_moe_free(&x);
     }
+    return err;
+}
+
+/* One window of a thread's steps, loaded from a fresh reader. */
+static int load_window(const char *const *files, size_t n, const struct tkp_lwindow *w,
+                       struct tkp_libmodel *lm, char *why, size_t wl)
+{
+    struct tkp_reader *r;
+    int err = tkp_reader_open_many(files, n, &r, why, wl);
+    if (!err) err = tkp_libmodel_load_window(r, w, lm);
+    tkp_reader_close(r);
+    return err;
+}
+
+/* moe of a capture too large for its whole library-call model: per thread, windows of its steps
+ * of about `window` records each, read three times (tkp_moe_scan): memory bounded by
+ * one window and the distinct weights, for one more read of the capture per window and phase. */
+static int rows_moe_windows(struct tkp_tab_out *o, const struct emit *e,
+                            const char *const *files, size_t n, const struct tkp_model *m,
+                            uint64_t window, char *why, size_t wl)
+{
+    struct tkp_reader *r;
+    struct tkp_lscan sc;
+    int err = tkp_reader_open_many(files, n, &r, why, wl);
+    if (!err) err = tkp_libmodel_scan(r, &sc);
+    tkp_reader_close(r);
+    for (uint32_t t = 0; !err && t < sc.nt; t++) {
+        const struct tkp_lthread *th = &sc.t[t];
+        uint64_t k = (th->records + window - 1) / window;
+        uint64_t span = k ? (th->segs + k - 1) / k : th->segs;
+        struct tkp_moe_scan *ms;
+        if (!span) continue;
+        if ((err = tkp_moe_scan_new(&ms))) break;
+        for (int phase = 0; !err && phase < 3; phase++) {
+            for (uint64_t lo = 0; !err && lo < th->segs; lo += span) {
+                struct tkp_lwindow w = {th->thread, lo, lo + span, sc.token_dim_m};
+                struct tkp_libmodel lm = {0};
+                struct tkp_moe x = {0};
+                if ((err = load_window(files, n, &w, &lm, why, wl))) break;
+                if (phase < 2)
+                    err = tkp_moe_scan_add(ms, &lm, 0, lm.nsteps);
+                else if (!(err = tkp_moe_scan_rows(ms, &lm, 0, lm.nsteps, &x)))
+                    err = rows_moe_of(o, e, &lm, m, &x);
+                tkp_moe_free(&x);
+                tkp_libmodel_free(&lm);
+            }
+            if (!err && phase < 2) tkp_moe_scan_end(ms, 0);
+        }
+        tkp_moe_scan_free(ms);
+    }
+    tkp_lscan_free(&sc);
     return err;
 }
 
@@ -692,7 +751,14 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     for (size_t t = 0; t < p.ngs; t++)
         if (p.gs[t].used) gstep_close(&p, &p.gs[t]);
     if (p.max_count > 1 && p.weights.n > p.max_count) p.moe_hint = 1;
-    if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
+    uint64_t nrec = 0; /* what the library-call model of the capture would hold, about */
+    for (size_t i = 0; i < m.nsteps; i++)
+        nrec += m.steps[i].launches + m.steps[i].gpu_kernels;
+    uint64_t window = id->moe_window ? id->moe_window : TKP_TAB_MOE_WINDOW;
+    if (!err && outs[TKP_TAB_MOE] && p.moe_hint && window != UINT64_MAX && nrec > window / 2) {
+        err = rows_moe_windows(outs[TKP_TAB_MOE], &e, files, n, &m, window, why, whylen);
+        if (err == TKP_ERR_NOMEM) goto nomem;
+    } else if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
         struct tkp_libmodel lm = {0};
         if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) goto out;
         err = tkp_libmodel_load(r, &lm);

@@ -22,6 +22,9 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
   watch    `tokprof ingest --watch` follows a capture while it grows: rows of a paced minillm
            appear in ClickHouse while minillm is stopped mid-run (its file still open, more to
            come), in more than one batch, and once it ended the counts are exact, no duplicates
+  moewindow  `table moe` of a MoE capture read by windows of its steps (--moe-window: the
+           second pass in bounded memory) gives the rows of the whole-capture pass byte for byte,
+           with a lower peak RSS (no ClickHouse)
   hostile  a torn capture (rows up to its last whole chunk, a warning), a rotated capture (one
            capture_id, however its files are read), every capture of the
            fuzz corpus (exit 0, 1 or 2, never a crash; errors on one line), labels with tabs,
@@ -558,6 +561,30 @@ def case_watch():
     print("watch: ok")
 
 
+def case_moewindow():
+    # 1 500 steps of 8 experts top-2: about 470 000 records, 8 windows of 65 536
+    c = capture(os.path.join(work, "caps", "m"), ["--moe", "8,2", "--zipf", "1.1", "--batch", "4",
+                                                  "--steps", "1500"], {"SIMGPU_ZERO": "1"})
+    out, rss = {}, {}
+    for w in ("0", "65536"):
+        t = os.path.join(work, f"time.{w}")
+        p = subprocess.run(["/usr/bin/time", "-o", t, "-f", "%M", TKP, "table", "moe",
+                            "--moe-window", w, "--compress", "none", c], capture_output=True,
+                           timeout=300)
+        if p.returncode:
+            fail(f"table moe --moe-window {w}: exit {p.returncode}: {p.stderr.decode()}")
+        out[w], rss[w] = p.stdout, int(open(t).read().split()[-1])
+    rows = out["0"].count(b"\n") - 1
+    if rows < 1500 * 4 * 8:
+        fail(f"table moe: {rows} rows, want one per step, layer and expert")
+    if out["0"] != out["65536"]:
+        fail("table moe by windows differs from the whole-capture pass")
+    if not rss["65536"] < rss["0"]:
+        fail(f"table moe by windows peaked at {rss['65536']} KB, the whole pass at {rss['0']} KB")
+    print(f"moewindow: {rows} rows equal; peak RSS {rss['0']} KB whole, {rss['65536']} KB by "
+          f"windows")
+
+
 def case_hostile():
     # many chunks (a flush every millisecond), so that a cut leaves whole ones before it
     c = capture(os.path.join(work, "caps", "h"), ["--steps", "60"], {"TOKPROF_FLUSH_MS": "1"})
@@ -705,4 +732,4 @@ if __name__ == "__main__":
     # a SIGTERM (ctest stopping the test) still runs the finally that stops the servers
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
-     "hostile": case_hostile, "chdb": case_chdb}[case]()
+     "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb}[case]()

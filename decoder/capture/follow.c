@@ -333,6 +333,11 @@ static int proc_open(struct tkp_follow *f, struct fproc *p)
         warnf(f, "%s: %s: not followed", p->path, w);
         return TKP_ERR_NOT_CAPTURE;
     }
+    if (f->o.no_snapshots && (tkp_reader_flags(p->r) & TKP_FILE_SNAPSHOT)) {
+        tkp_reader_close(p->r);
+        p->r = NULL;
+        return TKP_ERR_NOT_CAPTURE;
+    }
     f->st.files++;
     return 1;
 }

@@ -66,6 +66,7 @@ struct tkp_follow_opts {
     unsigned poll_ms; /* 0: TKP_FOLLOW_POLL_MS */
     int until_exit; /* report TKP_FOLLOW_END once every process seen ended (else follow forever) */
     int no_inotify; /* poll only (tests of the fallback) */
+    int no_snapshots; /* leave flight-recorder snapshots out (complete files: read them whole) */
 };
 
 struct tkp_follow_stats {

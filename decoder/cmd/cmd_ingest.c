@@ -39,6 +39,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_ingest in = {.db = "tokprof",
                             .state = "tokprof-ingest.state",
                             .settle_s = 5,
+                            .batch_s = 5,
                             .poll_s = 1,
                             .id = &id,
                             .say = say,
@@ -57,6 +58,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         {"--classes", 's', &classes, 0, NULL, NULL},
         {"--settle", 'c', &in.settle_s, 0, NULL, seconds},
         {"--poll", 'c', &in.poll_s, 0, NULL, seconds},
+        {"--batch", 'c', &in.batch_s, 0, NULL, seconds},
         {"--exit-when-idle", 'f', &in.exit_when_idle, 0, NULL, NULL},
     };
     if ((err = tkp_cmd_parse_args(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), args,
@@ -93,26 +95,32 @@ const struct tkp_cmd tkp_cmd_ingest = {
     .brief = "send captures' tables to ClickHouse over HTTP, each once, restart-safe (--watch)",
     .usage =
         "usage: tokprof ingest --url http://HOST[:PORT] [--watch DIR] [--state FILE]\n"
-        "                      [--database DB] [--label KEY=VALUE]... [--settle S] [--poll S]\n"
-        "                      [--exit-when-idle] [--classes FILE] [CAPTURE|DIR...]\n"
+        "                      [--database DB] [--label KEY=VALUE]... [--batch S] [--settle S]\n"
+        "                      [--poll S] [--exit-when-idle] [--classes FILE] [CAPTURE|DIR...]\n"
         "\n"
         "Sends the five tables of `tokprof table` (steps, step_classes, kernels, calls, moe) of\n"
         "each capture to ClickHouse's HTTP interface (default port 8123), into the Distributed\n"
         "tables of `tokprof table --ddl clickhouse` (database DB, default tokprof), gzip'd, one\n"
-        "INSERT per capture and table, acknowledged once the shard stored it.\n"
-        "Each capture is sent once: progress is kept in the state file (default\n"
+        "INSERT per batch and table, acknowledged once the shard stored it.\n"
+        "Each row is sent once: progress is kept in the state file (default\n"
         "./tokprof-ingest.state); after a kill, a send whose outcome is unknown is settled by\n"
-        "counting the capture's rows on the server, so nothing is lost or sent twice. While the\n"
+        "counting the batch's rows on the server, so nothing is lost or sent twice. While the\n"
         "server (or a shard) is unreachable it retries with backoff (0.5 s doubling to 30 s),\n"
         "saying on stderr what it waits for; another server error stops it with the server's\n"
         "text (exit 2).\n"
         "\n"
-        "  --watch DIR       follow DIR (the shim's TOKPROF_OUT): ingest each capture that\n"
-        "                    appears there, until killed\n"
-        "  --settle S        a capture is taken once its files have not changed for S seconds\n"
-        "                    (default 5): a running program's capture is still growing\n"
-        "  --poll S          seconds between looks at DIR (default 1)\n"
-        "  --exit-when-idle  with --watch: exit once nothing is left to ingest\n"
+        "  --watch DIR       follow DIR (the shim's TOKPROF_OUT) until killed: each capture\n"
+        "                    written there is read chunk by chunk as it grows (rotated files\n"
+        "                    too), and a step's rows are sent once the step is over; kernels,\n"
+        "                    calls and moe (per capture) once its process ended\n"
+        "  --batch S         with --watch: at most one batch per capture every S seconds\n"
+        "                    (default 5)\n"
+        "  --settle S        captures given as arguments, and flight-recorder snapshots in DIR,\n"
+        "                    are read whole once their files have not changed for S seconds\n"
+        "                    (default 5)\n"
+        "  --poll S          seconds between looks at DIR when nothing tells (default 1)\n"
+        "  --exit-when-idle  with --watch: exit once every capture's process has ended and\n"
+        "                    all of it was sent\n"
         "  --label K=V       identity columns and labels, as in tokprof table\n"
         "An unreadable capture is named and skipped (exit 1 at the end).\n"
         "\n"

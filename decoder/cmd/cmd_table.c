@@ -40,7 +40,7 @@ static int label(struct tkp_ctx *ctx, const char *name, const char *v, void *dst
 static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
 {
     const char *first = NULL, *args[TKP_CMD_INPUTS_MAX + 1];
-    uint64_t level = (uint64_t)o->level;
+    uint64_t level = (uint64_t)o->level, window = UINT64_MAX; /* UINT64_MAX: not given */
     size_t n;
     const struct tkp_opt opts[] = {
         {"--format", 'c', &o->fmt, 0, NULL, format},
@@ -53,11 +53,13 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
         {"--classes", 's', &o->classes, 0, NULL, NULL},
         {"-o", 's', &o->out, 0, NULL, NULL},
         {"--columns", 'f', &o->columns, 0, NULL, NULL},
+        {"--moe-window", 'u', &window, UINT32_MAX, NULL, NULL},
     };
     int err = tkp_cmd_parse_args(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), args,
                                  TKP_CMD_INPUTS_MAX + 1, &n);
     if (err) return err;
     o->level = (int)level;
+    if (window != UINT64_MAX) o->id.moe_window = window ? window : UINT64_MAX; /* 0: whole */
     if (n && (o->table = tkp_tab_find(args[0])) < 0)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
                             "'%s' is not a table (steps, step_classes, kernels, calls, moe)",
@@ -191,7 +193,9 @@ const struct tkp_cmd tkp_cmd_table = {
         "  calls         per capture, hour and library op and shape: calls, FLOPs, host, GPU ns\n"
         "  moe           one row per (step, MoE layer, expert): routed tokens, expert GPU ns\n"
         "                (per-expert GEMMs only: tokprof moe; a second pass when the first saw\n"
-        "                a hint of them)\n"
+        "                a hint of them, by windows of --moe-window records of a thread's\n"
+        "                steps when the capture holds more: bounded memory, one more read\n"
+        "                of the capture per window and phase (3); default 1048576, 0: never)\n"
         "Every row starts with the identity columns: host (META hostname, or --label host=),\n"
         "model (--label model=), label_keys/label_values (other --label pairs), capture_id\n"
         "(the same for a capture's rotated files and on every run; a snapshot has its own),\n"

@@ -14,9 +14,11 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "capture/follow.h"
+#include "capture/reader.h"
 
 struct entry {
-    uint64_t cid, rows;
+    uint64_t cid, rows, batch, at;
     int table, done;
 };
 
@@ -61,21 +63,25 @@ static void nap_ms(unsigned ms)
 
 /* ---- the state file ---- */
 
-static struct entry *find(struct state *s, uint64_t cid, int table)
+/* The entry of (capture, table, batch); table -1: any table of the batch. */
+static struct entry *find(struct state *s, uint64_t cid, int table, uint64_t batch)
 {
     for (size_t i = s->n; i-- > 0;)
-        if (s->e[i].cid == cid && s->e[i].table == table) return &s->e[i];
+        if (s->e[i].cid == cid && (table < 0 || s->e[i].table == table) &&
+            s->e[i].batch == batch)
+            return &s->e[i];
     return NULL;
 }
 
-static int note(struct state *s, uint64_t cid, int table, uint64_t rows, int done)
+static int note(struct state *s, uint64_t cid, int table, uint64_t rows, uint64_t batch,
+                uint64_t at, int done)
 {
-    struct entry *e = find(s, cid, table);
+    struct entry *e = find(s, cid, table, batch);
     if (!e) {
         if (TKP_GROW(s->e, s->cap, s->n + 1)) return TKP_ERR_NOMEM;
         e = &s->e[s->n++];
     }
-    *e = (struct entry){cid, rows, table, done};
+    *e = (struct entry){cid, rows, batch, at, table, done};
     return 0;
 }
 
@@ -84,18 +90,20 @@ static int state_open(struct state *s, const char *path, char *why, size_t wl)
     memset(s, 0, sizeof(*s));
     FILE *f = fopen(path, "r");
     char line[256], word[8], tab[32];
-    unsigned long long cid, rows;
+    unsigned long long cid, rows, batch, at;
     for (unsigned ln = 1; f && fgets(line, sizeof(line), f); ln++) {
-        int t;
+        int t, k;
         /* a line cut by a kill mid-write has no newline: it never happened */
         if (!strchr(line, '\n')) break;
-        if (sscanf(line, "%7s %llx %31s %llu", word, &cid, tab, &rows) != 4 ||
-            (t = tkp_tab_find(tab)) < 0 || (strcmp(word, "begin") && strcmp(word, "done"))) {
+        batch = 1, at = 0; /* a whole capture's line has neither */
+        k = sscanf(line, "%7s %llx %31s %llu %llu %llu", word, &cid, tab, &rows, &batch, &at);
+        if ((k != 4 && k != 6) || !batch || (t = tkp_tab_find(tab)) < 0 ||
+            (strcmp(word, "begin") && strcmp(word, "done"))) {
             fclose(f);
             return tkp_why(why, wl, TKP_ERR_USAGE, "%s:%u: not a tokprof ingest state line", path,
                            ln);
         }
-        if (note(s, cid, t, rows, word[0] == 'd')) {
+        if (note(s, cid, t, rows, batch, at, word[0] == 'd')) {
             fclose(f);
             return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
         }
@@ -116,15 +124,25 @@ static int state_open(struct state *s, const char *path, char *why, size_t wl)
     return 0;
 }
 
-static int record(struct state *s, uint64_t cid, int table, uint64_t rows, int done, char *why,
-                  size_t wl)
+/* One batch of one table of one capture: what is sent and where it was cut. */
+struct send {
+    uint64_t cid;
+    int table;
+    uint64_t rows, batch, at;
+};
+
+static int record(struct state *s, const struct send *x, int done, char *why, size_t wl)
 {
-    char line[128];
-    int n = snprintf(line, sizeof(line), "%s %016llx %s %llu\n", done ? "done" : "begin",
-                     (unsigned long long)cid, tkp_tab_name(table), (unsigned long long)rows);
+    char line[160];
+    int n = snprintf(line, sizeof(line), "%s %016llx %s %llu %llu %llu\n", done ? "done" : "begin",
+                     (unsigned long long)x->cid, tkp_tab_name(x->table),
+                     (unsigned long long)x->rows, (unsigned long long)x->batch,
+                     (unsigned long long)x->at);
     if (write(s->fd, line, (size_t)n) != n || fsync(s->fd))
         return tkp_why(why, wl, TKP_ERR_IO, "state file: %s", strerror(errno));
-    return note(s, cid, table, rows, done) ? tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory") : 0;
+    return note(s, x->cid, x->table, x->rows, x->batch, x->at, done)
+               ? tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory")
+               : 0;
 }
 
 /* ---- requests ---- */
@@ -174,14 +192,14 @@ static void backoff(struct tkp_ingest *in, unsigned *ms, const char *what, const
 }
 
 /* The rows of capture cid in the table, batch 1, now on the server (retried until answered). */
-static int server_rows(struct tkp_ingest *in, uint64_t cid, int table, uint64_t *rows, char *why,
+static int server_rows(struct tkp_ingest *in, const struct send *x, uint64_t *rows, char *why,
                        size_t wl)
 {
     char sql[256], q[768], wait[256];
     unsigned ms = 500;
     snprintf(sql, sizeof(sql),
-             "SELECT count() FROM %s.%s WHERE capture_id = %llu AND ingest_batch = 1", in->db,
-             tkp_tab_name(table), (unsigned long long)cid);
+             "SELECT count() FROM %s.%s WHERE capture_id = %llu AND ingest_batch = %llu", in->db,
+             tkp_tab_name(x->table), (unsigned long long)x->cid, (unsigned long long)x->batch);
     strcpy(q, "/?query=");
     tkp_url_encode(sql, q + 8, sizeof(q) - 8);
     for (;;) {
@@ -197,10 +215,11 @@ static int server_rows(struct tkp_ingest *in, uint64_t cid, int table, uint64_t 
     }
 }
 
-static int insert(struct tkp_ingest *in, struct state *st, uint64_t cid, int table, uint64_t rows,
+static int insert(struct tkp_ingest *in, struct state *st, const struct send *x,
                   const struct membuf *body, int pending, char *why, size_t wl)
 {
-    int ncols, err;
+    int ncols, err, table = x->table;
+    uint64_t rows = x->rows, cid = x->cid;
     const struct tkp_tab_col *cols = tkp_tab_cols(table, &ncols);
     size_t cap = 16384;
     char *sql = malloc(cap), *q = malloc(3 * cap + 256), wait[256];
@@ -221,18 +240,20 @@ static int insert(struct tkp_ingest *in, struct state *st, uint64_t cid, int tab
     for (err = 0;;) {
         if (pending) { /* a send whose outcome is unknown: did the rows land? */
             uint64_t have;
-            if ((err = server_rows(in, cid, table, &have, why, wl))) break;
+            if ((err = server_rows(in, x, &have, why, wl))) break;
             if (have == rows) break;
             if (have) {
                 err = tkp_why(why, wl, TKP_ERR_IO,
-                              "capture %016llx: the server has %llu %s rows of batch 1, expected 0 "
-                              "or %llu: not sending (remove them, or the state file's line)",
+                              "capture %016llx: the server has %llu %s rows of batch %llu, "
+                              "expected 0 or %llu: not sending (remove them, or the state file's "
+                              "line)",
                               (unsigned long long)cid, (unsigned long long)have,
-                              tkp_tab_name(table), (unsigned long long)rows);
+                              tkp_tab_name(table), (unsigned long long)x->batch,
+                              (unsigned long long)rows);
                 break;
             }
         }
-        if (!pending && (err = record(st, cid, table, rows, 0, why, wl))) break;
+        if (!pending && (err = record(st, x, 0, why, wl))) break;
         pending = 1;
         char *r = NULL;
         k = request(in, q, "Content-Encoding: gzip\r\n", body->p, body->len, &r, wait, sizeof(wait),
@@ -246,10 +267,10 @@ static int insert(struct tkp_ingest *in, struct state *st, uint64_t cid, int tab
         backoff(in, &ms, "store rows", wait);
     }
     free(sql), free(q);
-    return err ? err : record(st, cid, table, rows, 1, why, wl);
+    return err ? err : record(st, x, 1, why, wl);
 }
 
-/* ---- captures ---- */
+/* ---- whole captures (inputs, snapshots) ---- */
 
 /* 1 when no file of the capture changed for settle_s seconds. */
 static int settled(const struct tkp_ingest *in, const char *const *files, size_t n)
@@ -266,16 +287,73 @@ static int settled(const struct tkp_ingest *in, const char *const *files, size_t
     return 1;
 }
 
+/* 1 when the capture is all stored: every table done in the batch that sent kernels (the last). */
 static int all_done(struct state *st, uint64_t cid)
 {
-    for (int t = 0; t < TKP_TAB_COUNT; t++) {
-        struct entry *e = find(st, cid, t);
-        if (!e || !e->done) return 0;
+    for (size_t i = st->n; i-- > 0;) {
+        const struct entry *k = &st->e[i];
+        if (k->cid != cid || k->table != TKP_TAB_KERNELS || !k->done) continue;
+        for (int t = 0; t < TKP_TAB_COUNT; t++) {
+            struct entry *e = find(st, cid, t, k->batch);
+            if (!e || !e->done) return 0;
+        }
+        return 1;
     }
-    return 1;
+    return 0;
 }
 
-/* One capture: its tables not yet done. ++*pending when it is not ready yet. */
+/* Sends the tables of one batch whose outs are set (bodies in body[]): a table without rows is
+ * only noted done. */
+static int send_batch(struct tkp_ingest *in, struct state *st, uint64_t cid, uint64_t batch,
+                      uint64_t at, struct tkp_tab_out **outs, struct membuf *body, char *why,
+                      size_t wl)
+{
+    int err = 0;
+    for (int t = 0; !err && t < TKP_TAB_COUNT; t++) {
+        if (!outs[t]) continue;
+        if ((err = tkp_tab_out_finish(outs[t]))) return tkp_why(why, wl, err, "out of memory");
+        struct send x = {cid, t, tkp_tab_rows(outs[t]), batch, at};
+        struct entry *e = find(st, cid, t, batch);
+        if (!x.rows)
+            err = record(st, &x, 1, why, wl);
+        else
+            err = insert(in, st, &x, &body[t], e != NULL, why, wl);
+        if (!err) in->rows += x.rows;
+    }
+    return err;
+}
+
+/* The outs of the tables of `mask` not yet done in the batch (gzip'd TSV into body[]). */
+static int batch_outs(struct state *st, uint64_t cid, uint64_t batch, unsigned mask,
+                      struct tkp_tab_out **outs, struct membuf *body)
+{
+    int ncols;
+    for (int t = 0; t < TKP_TAB_COUNT; t++) {
+        struct entry *e = find(st, cid, t, batch);
+        if (!(mask >> t & 1) || (e && e->done)) continue;
+        const struct tkp_tab_col *cols = tkp_tab_cols(t, &ncols);
+        if (tkp_tab_out_new(cols, ncols, TKP_FMT_TSV, TKP_Z_GZIP, 0, sink_mem, &body[t], &outs[t]))
+            return TKP_ERR_NOMEM;
+    }
+    return 0;
+}
+
+static void outs_free(struct tkp_tab_out **outs, struct membuf *body)
+{
+    for (int t = 0; t < TKP_TAB_COUNT; t++)
+        tkp_tab_out_free(outs[t]), free(body[t].p), outs[t] = NULL, body[t] = (struct membuf){0};
+}
+
+static int is_snapshot(const char *path)
+{
+    struct tkp_reader *r;
+    if (tkp_reader_open(path, &r, NULL, 0)) return 0;
+    int snap = (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT) != 0;
+    tkp_reader_close(r);
+    return snap;
+}
+
+/* One whole capture: its tables not yet done, as batch 1. ++*pending when it is not ready yet. */
 static int capture(struct tkp_ingest *in, struct state *st, const char *const *files, size_t n,
                    int *pending, char *why, size_t wl)
 {
@@ -290,15 +368,8 @@ static int capture(struct tkp_ingest *in, struct state *st, const char *const *f
     struct tkp_tab_out *outs[TKP_TAB_COUNT] = {0};
     struct tkp_tab_ident id = *in->id;
     struct tkp_tab_info info;
-    int err = 0, ncols;
+    int err = batch_outs(st, cid, 1, (1u << TKP_TAB_COUNT) - 1, outs, body);
     id.batch = 1;
-    for (int t = 0; !err && t < TKP_TAB_COUNT; t++) {
-        const struct tkp_tab_col *cols = tkp_tab_cols(t, &ncols);
-        struct entry *e = find(st, cid, t);
-        if (!(e && e->done))
-            err = tkp_tab_out_new(cols, ncols, TKP_FMT_TSV, TKP_Z_GZIP, 0, sink_mem, &body[t],
-                                  &outs[t]);
-    }
     if (err) err = tkp_why(why, wl, err, "out of memory");
     if (!err && (err = tkp_tab_capture(files, n, in->cl, &id, outs, &info, why, wl))) {
         if (err != TKP_ERR_NOMEM) { /* not a capture any more: named, skipped */
@@ -309,43 +380,33 @@ static int capture(struct tkp_ingest *in, struct state *st, const char *const *f
         goto out;
     }
     if (info.torn) say(in, 1, "%s: decoded up to there", info.torn_why);
-    for (int t = 0; !err && t < TKP_TAB_COUNT; t++) {
-        if (!outs[t]) continue;
-        if ((err = tkp_tab_out_finish(outs[t]))) {
-            err = tkp_why(why, wl, err, "out of memory");
-            break;
-        }
-        struct entry *e = find(st, cid, t);
-        if (!info.rows[t])
-            err = record(st, cid, t, 0, 1, why, wl);
-        else
-            err = insert(in, st, cid, t, info.rows[t], &body[t], e != NULL, why, wl);
-        if (!err) in->rows += info.rows[t];
-    }
-    if (!err) in->captures++;
+    if (!(err = send_batch(in, st, cid, 1, 0, outs, body, why, wl))) in->captures++;
 out:
-    for (int t = 0; t < TKP_TAB_COUNT; t++)
-        tkp_tab_out_free(outs[t]), free(body[t].p);
+    outs_free(outs, body);
     return err;
 }
 
-static int round_(struct tkp_ingest *in, struct state *st, int *pending, int last, char *why,
-                  size_t wl)
+/* The inputs given (watch: NULL) or, with snaps, the snapshots in the watched directory. */
+static int round_(struct tkp_ingest *in, struct state *st, const char *watch, int *pending,
+                  int last, char *why, size_t wl)
 {
     const char *inputs[TKP_INGEST_INPUTS_MAX + 1];
     size_t n = 0;
     struct tkp_tab_groups g;
-    for (size_t i = 0; i < in->ninputs && n < TKP_INGEST_INPUTS_MAX; i++)
+    for (size_t i = 0; !watch && i < in->ninputs && n < TKP_INGEST_INPUTS_MAX; i++)
         inputs[n++] = in->inputs[i];
-    if (in->watch) inputs[n++] = in->watch;
+    if (watch) inputs[n++] = watch;
+    *pending = 0;
+    if (!n) return 0;
     int err = tkp_tab_groups(inputs, n, &g, why, wl);
     if (err) return err;
-    *pending = 0;
-    for (size_t i = 0; !err && i < g.ngroups; i++)
-        err = capture(in, st, (const char *const *)g.files + g.first[i],
-                      g.first[i + 1] - g.first[i], pending, why, wl);
+    for (size_t i = 0; !err && i < g.ngroups; i++) {
+        const char *const *files = (const char *const *)g.files + g.first[i];
+        if (watch && !is_snapshot(files[0])) continue; /* followed chunk by chunk */
+        err = capture(in, st, files, g.first[i + 1] - g.first[i], pending, why, wl);
+    }
     /* unreadable inputs: once, at the end (while watching, a file being created is one) */
-    for (char *line = g.bad, *nl; !err && last && line && *line; line = nl + 1) {
+    for (char *line = g.bad, *nl; !err && last && !watch && line && *line; line = nl + 1) {
         nl = strchr(line, '\n');
         *nl = '\0';
         say(in, 1, "%s: skipped", line);
@@ -355,24 +416,214 @@ static int round_(struct tkp_ingest *in, struct state *st, int *pending, int las
     return err;
 }
 
+/* ---- live captures (--watch): chunk by chunk ---- */
+
+struct live {
+    uint64_t pid, cid;
+    int has_cid, skip; /* skip: stored whole already, its records are only counted */
+    struct tkp_tab_tail *t;
+    uint64_t nrec;    /* records added */
+    uint64_t batch;   /* batches cut */
+    uint64_t last_at; /* nrec at the last cut */
+    uint64_t next_at; /* where the state file's next batch was cut (replay), UINT64_MAX none */
+    int next_final;   /* that batch is the last (it sent kernels) */
+    double cut_s;     /* when the last cut was made (CLOCK_MONOTONIC s) */
+};
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void next_recorded(struct state *st, struct live *l)
+{
+    struct entry *e = find(st, l->cid, -1, l->batch + 1);
+    l->next_at = e ? e->at : UINT64_MAX;
+    l->next_final = e && find(st, l->cid, TKP_TAB_KERNELS, l->batch + 1) != NULL;
+}
+
+/* The capture's files in the watched directory (for the moe pass): calls fn on them. */
+static int moe_rows(struct tkp_ingest *in, uint64_t cid, const struct tkp_tab_ident *id,
+                    struct tkp_tab_out *out, char *why, size_t wl)
+{
+    struct tkp_tab_groups g;
+    const char *dir = in->watch;
+    int err = tkp_tab_groups(&dir, 1, &g, why, wl), found = 0;
+    for (size_t i = 0; !err && !found && i < g.ngroups; i++) {
+        const char *const *files = (const char *const *)g.files + g.first[i];
+        uint64_t c;
+        if (tkp_tab_capture_id(files[0], &c) || c != cid) continue;
+        struct tkp_tab_out *outs[TKP_TAB_COUNT] = {[TKP_TAB_MOE] = out};
+        struct tkp_tab_info info;
+        found = 1;
+        err = tkp_tab_capture(files, g.first[i + 1] - g.first[i], in->cl, id, outs, &info, why,
+                              wl);
+    }
+    tkp_tab_groups_free(&g);
+    if (!err && !found)
+        say(in, 1, "capture %016llx: its files left %s before the moe pass: no moe rows",
+            (unsigned long long)cid, dir);
+    return err;
+}
+
+/* Cuts a batch of l at its current record: the rows of the steps closed since the last cut (all
+ * that is left, and the per-capture tables, when final), sent as batch l->batch + 1. A batch
+ * without rows is not one (nothing noted) unless final. */
+static int cut(struct tkp_ingest *in, struct state *st, struct live *l, int final, char *why,
+               size_t wl)
+{
+    struct membuf body[TKP_TAB_COUNT] = {0};
+    struct tkp_tab_out *outs[TKP_TAB_COUNT] = {0};
+    struct tkp_tab_ident id = *in->id;
+    uint64_t k = l->batch + 1, rows = 0;
+    unsigned mask = 1u << TKP_TAB_STEPS | 1u << TKP_TAB_STEP_CLASSES;
+    int err;
+    if (l->next_at != UINT64_MAX && (l->next_at != l->nrec || l->next_final != final))
+        say(in, 1, "capture %016llx: batch %llu was cut at record %llu%s, now at %llu%s: the "
+            "capture changed since",
+            (unsigned long long)l->cid, (unsigned long long)k, (unsigned long long)l->next_at,
+            l->next_final ? " (its end)" : "", (unsigned long long)l->nrec, final ? " (its end)" : "");
+    if (final) mask = (1u << TKP_TAB_COUNT) - 1;
+    id.batch = k;
+    err = batch_outs(st, l->cid, k, mask, outs, body);
+    if (!err) err = tkp_tab_tail_rows(l->t, &id, outs, final);
+    if (!err && final && outs[TKP_TAB_MOE] && tkp_tab_tail_moe_hint(l->t))
+        err = moe_rows(in, l->cid, &id, outs[TKP_TAB_MOE], why, wl);
+    else if (err)
+        err = tkp_why(why, wl, err, "%s", tkp_strerror(err));
+    for (int t = 0; t < TKP_TAB_COUNT; t++)
+        rows += outs[t] ? tkp_tab_rows(outs[t]) : 0;
+    if (!err && (rows || final || find(st, l->cid, -1, k))) {
+        if (!(err = send_batch(in, st, l->cid, k, l->nrec, outs, body, why, wl))) l->batch = k;
+        if (!err && final) in->captures++;
+    }
+    outs_free(outs, body);
+    l->last_at = l->nrec;
+    l->cut_s = mono_s();
+    next_recorded(st, l);
+    return err;
+}
+
+static struct live *live_of(struct live **v, size_t *n, size_t *cap, uint64_t pid)
+{
+    for (size_t i = 0; i < *n; i++)
+        if ((*v)[i].pid == pid) return &(*v)[i];
+    if (TKP_GROW(*v, *cap, *n + 1)) return NULL;
+    struct live *l = &(*v)[(*n)++];
+    *l = (struct live){.pid = pid, .next_at = UINT64_MAX, .cut_s = mono_s()};
+    return l;
+}
+
+/* One record of a followed capture. */
+static int live_record(struct tkp_ingest *in, struct state *st, struct live *l,
+                       const struct tkp_record *rec, char *why, size_t wl)
+{
+    int err = 0;
+    if (l->skip) return 0;
+    if (!l->t && tkp_tab_tail_new(in->cl, &l->t)) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
+    /* a batch the state file holds is cut again where it was (the same rows); a new one at a
+     * chunk's start, so that a catching-up reader's batches stay bounded */
+    if (l->has_cid && l->nrec == l->next_at && !l->next_final)
+        err = cut(in, st, l, 0, why, wl);
+    else if (l->has_cid && l->next_at == UINT64_MAX && rec->type == TKP_REC_CHUNK &&
+             l->nrec - l->last_at >= TKP_INGEST_BATCH_RECORDS)
+        err = cut(in, st, l, 0, why, wl);
+    if (err) return err;
+    if (tkp_tab_tail_add(l->t, rec)) return tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
+    l->nrec++;
+    if (!l->has_cid && tkp_tab_tail_id(l->t, &l->cid)) {
+        l->has_cid = 1;
+        if (all_done(st, l->cid)) {
+            l->skip = 1;
+            tkp_tab_tail_free(l->t);
+            l->t = NULL;
+        } else {
+            next_recorded(st, l);
+        }
+    }
+    return 0;
+}
+
+/* Follows the watched directory until killed (or, exit_when_idle, until every capture ended). */
+static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
+{
+    struct tkp_follow_opts fo = {.until_exit = in->exit_when_idle,
+                                 .no_snapshots = 1,
+                                 .poll_ms = in->poll_s < 0.01 ? 10 : (unsigned)(in->poll_s * 1000)};
+    struct tkp_follow *f;
+    struct live *v = NULL;
+    size_t n = 0, cap = 0;
+    int err = tkp_follow_open(in->watch, &fo, &f, why, wl), said = -1, snaps = 0;
+    double snap_s = 0;
+    while (!err) {
+        struct tkp_record rec;
+        int k = tkp_follow_next(f, &rec, (int)fo.poll_ms);
+        for (const char *w; (w = tkp_follow_warning(f));)
+            say(in, 1, "%s", w);
+        if (k < 0) {
+            err = tkp_why(why, wl, k, "out of memory");
+            break;
+        }
+        if (k == TKP_FOLLOW_RECORD) {
+            struct live *l = live_of(&v, &n, &cap, rec.pid);
+            if (!l) err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
+            else err = live_record(in, st, l, &rec, why, wl);
+            continue;
+        }
+        if (k == TKP_FOLLOW_EXITED) {
+            struct live *l = live_of(&v, &n, &cap, rec.pid);
+            if (!l) {
+                err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
+                break;
+            }
+            if (l->has_cid && !l->skip && l->nrec == l->next_at && !l->next_final)
+                err = cut(in, st, l, 0, why, wl);
+            if (!err && l->has_cid && !l->skip) err = cut(in, st, l, 1, why, wl);
+            tkp_tab_tail_free(l->t);
+            *l = v[--n];
+            said = -1;
+            continue;
+        }
+        /* idle: every whole chunk written so far was read */
+        for (size_t i = 0; !err && i < n; i++) {
+            struct live *l = &v[i];
+            if (!l->has_cid || l->skip) continue;
+            if (l->nrec == l->next_at && !l->next_final)
+                err = cut(in, st, l, 0, why, wl);
+            else if (l->next_at == UINT64_MAX && l->nrec > l->last_at &&
+                     mono_s() - l->cut_s >= in->batch_s)
+                err = cut(in, st, l, 0, why, wl);
+        }
+        if (!err && mono_s() - snap_s >= in->poll_s) {
+            err = round_(in, st, in->watch, &snaps, 0, why, wl);
+            snap_s = mono_s();
+        }
+        if (err) break;
+        int now = (int)n;
+        if (now != said) /* once per change, not every poll */
+            say(in, 0, "following %d capture%s in %s: waiting for new chunks%s", now,
+                now == 1 ? "" : "s", in->watch,
+                snaps ? " (and snapshots to be unchanged)" : "");
+        said = now;
+        if (in->exit_when_idle && (k == TKP_FOLLOW_END || !tkp_follow_nprocs(f)) && !n && !snaps)
+            break;
+    }
+    for (size_t i = 0; i < n; i++)
+        tkp_tab_tail_free(v[i].t);
+    free(v);
+    tkp_follow_close(f);
+    return err;
+}
+
 int tkp_ingest_run(struct tkp_ingest *in, char *why, size_t whylen)
 {
     struct state st;
-    int err = state_open(&st, in->state, why, whylen), pending = 0, said = 0;
-    while (!err) {
-        err = round_(in, &st, &pending, !in->watch, why, whylen);
-        if (err || !in->watch) break;
-        if (pending != said && pending) /* once per change, not every poll */
-            say(in, 0, "waiting for %d capture%s in %s to be unchanged for %.1f s", pending,
-                pending > 1 ? "s" : "", in->watch, in->settle_s);
-        said = pending;
-        if (!pending && in->exit_when_idle) {
-            err = round_(in, &st, &pending, 1, why, whylen);
-            break;
-        }
-        nap_ms((unsigned)(in->poll_s * 1000));
-    }
-    if (st.fd >= 0 && st.fd) close(st.fd);
+    int pending = 0, err = state_open(&st, in->state, why, whylen);
+    if (!err) err = round_(in, &st, NULL, &pending, 1, why, whylen);
+    if (!err && in->watch) err = follow(in, &st, why, whylen);
+    if (st.fd > 0) close(st.fd);
     free(st.e);
     return err;
 }

@@ -1,24 +1,34 @@
-/* tokprof decoder: continuous ingest of captures into ClickHouse over HTTP, each capture's rows
- * once, across restarts (tokprof ingest).
+/* tokprof decoder: continuous ingest of captures into ClickHouse over HTTP, each row once, across
+ * restarts (tokprof ingest).
  *
- * Unit of work: one capture (a process's files, or a snapshot: table.h) and one table: its rows
- * go in one INSERT into the Distributed table, gzip'd, with insert_distributed_sync=1 (the reply
- * comes once the shard stored them) and a max_insert_block_size above the row count (one block:
- * one part per shard, stored whole or not at all; a capture's rows all go to one shard, since
- * they share a host). Every row of it carries ingest_batch = 1.
+ * Unit of work: a *batch* — some rows of one capture (a process's files, or a snapshot: table.h)
+ * for one table, sent in one INSERT into the Distributed table, gzip'd, with
+ * insert_distributed_sync=1 (the reply comes once the shard stored them) and a
+ * max_insert_block_size above the row count (one block: one part per shard, stored whole or not at
+ * all; a capture's rows all go to one shard, since they share a host). Its rows carry
+ * ingest_batch = the batch's number in its capture (1, 2, ...).
+ *
+ * Captures given as arguments, and snapshots in a watched directory, are read whole once no file
+ * of theirs changed for `settle_s` seconds: batch 1 holds all their rows. A streamed capture in the
+ * watched directory is followed chunk by chunk (capture/follow.h: a growing file, its rotated
+ * continuations) and each record is read once; the rows of a step are due once the step model
+ * closed the step (table_rows.h: tkp_tab_tail). A batch is cut when the reader has read every
+ * whole chunk on disk (at most one per capture every `batch_s` seconds), before a chunk once
+ * TKP_INGEST_BATCH_RECORDS records have been read since the last cut, and when the writer is gone
+ * (the last batch: the rest of the steps, and kernels, calls and moe, which are per capture).
  *
  * Exactly once: the state file (text, append-only, fsync'd after each line) says
- *     begin CAPTURE_ID TABLE ROWS     before the INSERT is sent
- *     done  CAPTURE_ID TABLE ROWS     after the server said 200
- * A `begin` without its `done` (killed in between, or no reply) is settled by asking the server:
- * SELECT count() ... WHERE capture_id = X AND ingest_batch = 1 — ROWS: done; 0: send again;
+ *     begin CAPTURE_ID TABLE ROWS BATCH AT    before the INSERT is sent
+ *     done  CAPTURE_ID TABLE ROWS BATCH AT    after the server said 200
+ * where AT is the number of the capture's records read when the batch was cut (0 for a whole
+ * capture; lines without BATCH AT, from earlier versions, are batch 1). A batch's rows are a
+ * function of the records before AT, so after a restart the capture is read again from its start
+ * (the step model must be rebuilt: nothing is sent while it is) and each batch the state file
+ * names is cut again at its AT — a done one only advances what was sent, a `begin` without its
+ * `done` (killed in between, or no reply) is settled by asking the server:
+ * SELECT count() ... WHERE capture_id = X AND ingest_batch = B — ROWS: done; 0: send again;
  * anything else is refused (rows were written by someone else). So a SIGKILL at any point, or a
  * server that went away before or after it stored the rows, neither loses nor repeats a row.
- *
- * Readiness: a capture is taken once none of its files has changed for `settle_s` seconds (a
- * running program's capture is still growing); one that grows after it was ingested is named
- * in a warning and not ingested again (its new rows are not sent: run with a settle time
- * longer than the program's life, or ingest rotated files of finished processes).
  *
  * Retries: a refused or reset connection, or a server error that says a shard cannot be reached
  * (ClickHouse codes 159, 209, 210, 279), is retried after 0.5 s, doubling up to 30 s, with one
@@ -35,6 +45,7 @@
 
 #define TKP_INGEST_BACKOFF_MAX_MS 30000
 #define TKP_INGEST_INPUTS_MAX 256 /* capture arguments (a directory counts once) */
+#define TKP_INGEST_BATCH_RECORDS (1u << 20) /* records read before a followed capture's batch is cut */
 
 struct tkp_ingest {
     struct tkp_url url;
@@ -44,6 +55,7 @@ struct tkp_ingest {
     size_t ninputs;
     const char *watch;  /* a directory to follow, NULL: ingest the inputs once */
     double settle_s;    /* see above */
+    double batch_s;     /* with watch: at least this long between a capture's batches */
     int exit_when_idle; /* with watch: stop after a round with nothing left to do */
     double poll_s;      /* with watch: time between rounds */
     const struct tkp_classes *cl;

@@ -52,12 +52,18 @@ enum tkp_tab_id {
  * above this percentile of the capture's token step host durations */
 #define TKP_TAB_SLOW_PCT 0.99
 #define TKP_TAB_IDENT_COLS 9 /* host .. ingest_batch */
+/* moe's second pass: a capture whose library-call model would hold more records than half this
+ * is read by windows of a thread's steps of at most this many records (table_rows.c) */
+#define TKP_TAB_MOE_WINDOW (1u << 20)
 
 struct tkp_tab_ident {
     const char *host, *model; /* from --label; NULL: not given */
     const char *keys[TKP_TAB_LABELS_MAX], *values[TKP_TAB_LABELS_MAX]; /* the other labels */
     size_t nlabels;
     uint64_t batch; /* ingest_batch */
+    /* not an identity, how moe's second pass reads: records per window (0: the default,
+     * TKP_TAB_MOE_WINDOW; UINT64_MAX: the whole capture at once) */
+    uint64_t moe_window;
 };
 
 /* Parses one --label KEY=VALUE into id (host and model go to their own columns). KEY is

@@ -65,6 +65,12 @@ void tkp_tab_i64(struct tkp_tab_out *o, int64_t v);
 void tkp_tab_str(struct tkp_tab_out *o, const char *s); /* NULL reads as "" */
 void tkp_tab_strs(struct tkp_tab_out *o, const char *const *v, size_t n);
 int tkp_tab_row_end(struct tkp_tab_out *o);
+/* Text formats: the bytes of the current row's columns so far and their count (*ncols), which
+ * tkp_tab_row_again() writes again as the first columns of a later row, to repeat columns that are
+ * the same on many rows (the identity columns) without encoding them again. Valid until the next
+ * call on o; NULL for Native, before the row's first column, or after an error. */
+const void *tkp_tab_row_text(const struct tkp_tab_out *o, size_t *len, int *ncols);
+void tkp_tab_row_again(struct tkp_tab_out *o, const void *text, size_t len, int ncols);
 /* Rows ended so far. */
 uint64_t tkp_tab_rows(const struct tkp_tab_out *o);
 /* Writes what is staged and ends the compressed stream. Returns 0 or the first error. */

@@ -90,17 +90,18 @@ struct hname { /* durations of one kernel name in one hour */
 
 struct pass {
     const struct tkp_classes *cl;
-    int ncls, want_steps, want_sc, want_k;
+    int ncls, want_steps, want_sc, want_k, want_moe; /* want_moe: the moe hint is looked for */
     uint64_t rt0, mono0; /* META clock pair */
     int has_meta, is_snap;
     uint64_t snap;    /* a snapshot's first recorder chunk seq (capture_id) */
     const char *host; /* META hostname, copied */
     char hostbuf[256];
     uint64_t pid;
-    struct map cls_of;             /* name id -> class + 1 */
-    uint64_t last_name, last_step; /* the previous kernel's name id and (thread, seg) key, */
-    int last_cls;                  /* its class and row: GPU records come by step, and a */
-    size_t last_row;               /* step's kernels repeat a few names */
+    struct map cls_of;  /* name id -> class + 1 */
+    uint8_t *cd;        /* the same, direct, for ids below DIRECT_IDS (0: not yet) */
+    size_t ncd;
+    uint64_t last_step; /* the previous kernel's (thread, seg) key and row: GPU records */
+    size_t last_row;    /* come by step */
     struct map sc_at;              /* (thread, seg) -> index + 1 of its kernels-per-class row */
     uint32_t *sc;                  /* [index * ncls + class] */
     size_t nsc, capsc;
@@ -120,18 +121,34 @@ static uint64_t epoch(const struct pass *p, uint64_t mono)
     return mono ? mono - p->mono0 + p->rt0 : 0;
 }
 
+/* Kernel name ids are small and dense: their classes in a direct table below DIRECT_IDS, in the
+ * map above (classified once per name either way). */
+#define DIRECT_IDS (1u << 16)
+
 static int kernel_class(struct pass *p, const struct tkp_record *r, int *cls)
 {
     int err = 0;
-    if (p->last_cls >= 0 && r->gpu.name_id == p->last_name) {
-        *cls = p->last_cls;
+    uint64_t id = r->gpu.name_id;
+    if (id < p->ncd && p->cd[id]) {
+        *cls = p->cd[id] - 1;
         return 0;
     }
-    size_t *s = map_at(&p->cls_of, r->gpu.name_id, 1, &err);
+    size_t *s = map_at(&p->cls_of, id, 1, &err);
     if (err) return err;
     if (!*s) *s = (size_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
-    *cls = p->last_cls = (int)*s - 1;
-    p->last_name = r->gpu.name_id;
+    *cls = (int)*s - 1;
+    if (id < DIRECT_IDS && *s <= UINT8_MAX) {
+        if (id >= p->ncd) {
+            size_t n = p->ncd ? p->ncd : 256;
+            while (n <= id)
+                n *= 2;
+            uint8_t *q = realloc(p->cd, n);
+            if (!q) return TKP_ERR_NOMEM;
+            memset(q + p->ncd, 0, n - p->ncd);
+            p->cd = q, p->ncd = n;
+        }
+        p->cd[id] = (uint8_t)*s;
+    }
     return 0;
 }
 
@@ -223,7 +240,7 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
-static int on_record(struct pass *p, const struct tkp_record *r)
+static int on_record_slow(struct pass *p, const struct tkp_record *r)
 {
     if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0)
         p->snap = r->chunk.seq;
@@ -240,21 +257,66 @@ static int on_record(struct pass *p, const struct tkp_record *r)
         int err = tkp_tcalls_add(p->calls, r, hour);
         if (err) return err;
     }
-    if (r->type == TKP_REC_LIB_CALL) return on_gemm(p, r);
+    if (r->type == TKP_REC_LIB_CALL) return p->want_moe ? on_gemm(p, r) : 0;
     if (r->type == TKP_REC_GPU_KERNEL && (p->want_sc || p->want_k)) return on_kernel(p, r);
     return 0;
 }
 
+/* Most records (launches, copies, syncs) concern none of the tables: they leave at once, without
+ * a call (the table costs no more than `tokprof summary`: docs/BENCH.md). */
+static inline int on_record(struct pass *p, const struct tkp_record *r)
+{
+    switch (r->type) {
+    case TKP_REC_LAUNCH:
+        if (!p->calls) return 0;
+        break;
+    case TKP_REC_LIB_CALL:
+        if (!p->calls && !p->want_moe) return 0;
+        break;
+    case TKP_REC_CHUNK:
+    case TKP_REC_META:
+    case TKP_REC_GPU_KERNEL:
+        break;
+    default:
+        return 0;
+    }
+    return on_record_slow(p, r);
+}
+
 /* ---- rows ---- */
+
+/* The text of a table's identity columns for one tid (text formats), written again for every row
+ * of that tid rather than encoded again. */
+struct idcache {
+    const struct tkp_tab_out *o;
+    uint64_t tid;
+    char *text;
+    size_t len, cap;
+    int ncols, valid;
+};
 
 struct emit {
     const struct tkp_tab_ident *id;
     const struct pass *p;
     uint64_t capture_id;
+    struct idcache *ic; /* [TKP_TAB_COUNT + 1]: by out, then a scratch for a step's columns */
 };
+
+static void idcache_free(struct idcache *ic)
+{
+    for (int i = 0; i <= TKP_TAB_COUNT; i++)
+        free(ic[i].text);
+}
 
 static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
 {
+    struct idcache *c = NULL;
+    for (int i = 0; !c && i < TKP_TAB_COUNT; i++)
+        if (e->ic[i].o == o || !e->ic[i].o) c = &e->ic[i], c->o = o;
+    if (c && c->valid && c->tid == tid) {
+        tkp_tab_row_again(o, c->text, c->len, c->ncols);
+        return;
+    }
     tkp_tab_str(o, e->id->host ? e->id->host : e->p->hostbuf);
     tkp_tab_str(o, e->id->model);
     tkp_tab_strs(o, e->id->keys, e->id->nlabels);
@@ -264,6 +326,14 @@ static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
     tkp_tab_u64(o, tid);
     tkp_tab_str(o, TOKPROF_VERSION_STRING);
     tkp_tab_u64(o, e->id->batch);
+    size_t len;
+    int ncols;
+    const void *t = tkp_tab_row_text(o, &len, &ncols);
+    if (!c || !t || ncols != TKP_TAB_IDENT_COLS) return;
+    c->valid = 0;
+    if (TKP_GROW(c->text, c->cap, len)) return;
+    memcpy(c->text, t, len);
+    c->len = len, c->ncols = ncols, c->tid = tid, c->valid = 1;
 }
 
 static const char *phase(int kind)
@@ -271,63 +341,122 @@ static const char *phase(int kind)
     return kind == TKP_KIND_UNKNOWN ? "" : tkp_step_class_str(kind);
 }
 
-static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
-                      const struct tkp_acc *a, const uint64_t *tok)
-{
+/* What judges a step slow: the norms of the token steps, GPU records or not, and the host duration
+ * from which a token step counts as slow (TKP_TAB_SLOW_PCT). */
+struct judge {
     struct tkp_norms nr;
+    int gpu;
+    uint64_t slow;
+};
+
+static int judge_init(struct judge *j, const struct tkp_model *m)
+{
     char why[256];
-    int err = 0, gpu = tkp_model_gpu(m, why, sizeof(why));
-    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h)), slow;
+    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h));
     size_t nh = 0;
-    if (!h || tkp_model_norms(m, &nr)) {
+    j->gpu = tkp_model_gpu(m, why, sizeof(why));
+    if (!h || tkp_model_norms(m, &j->nr)) {
         free(h);
         return TKP_ERR_NOMEM;
     }
     for (size_t i = 0; i < m->nsteps; i++)
         if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
     tkp_sort_u64(h, nh);
-    slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
+    j->slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
     free(h);
+    return 0;
+}
+
+/* One row of steps: step s, its extras, tokens, gap before it and inter-token latency. */
+static int row_step(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
+                    const struct judge *j, const struct tkp_mstep *s, const struct tkp_astep *as,
+                    uint64_t tok, int64_t gap, uint64_t itl)
+{
+    int64_t by;
+    int tokstep = s->kind == TKP_STEP_TOKEN;
+    int top = tkp_mstep_top_class(m, s);
+    const char *anom = tkp_mstep_anomaly(&j->nr, s);
+    uint64_t span = tkp_mstep_span_ns(s);
+    ident(o, e, s->tid);
+    tkp_tab_u64(o, s->thread);
+    tkp_tab_u64(o, s->seg);
+    tkp_tab_i64(o, tokstep ? s->index : -1);
+    tkp_tab_str(o, tkp_mstep_kind_str(s->kind));
+    tkp_tab_str(o, tokstep ? phase(as->kind) : "");
+    tkp_tab_u64(o, tok);
+    tkp_tab_u64(o, epoch(e->p, s->begin_ns));
+    tkp_tab_u64(o, epoch(e->p, s->end_ns));
+    tkp_tab_u64(o, tkp_mstep_host_ns(s));
+    tkp_tab_i64(o, gap);
+    tkp_tab_u64(o, itl);
+    tkp_tab_u64(o, s->launches);
+    tkp_tab_u64(o, s->graph_launches);
+    tkp_tab_u64(o, s->copies);
+    tkp_tab_u64(o, s->gpu_kernels);
+    tkp_tab_u64(o, span);
+    tkp_tab_u64(o, s->busy_ns);
+    tkp_tab_u64(o, span - s->busy_ns);
+    tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
+    tkp_tab_str(o, anom);
+    int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= j->slow);
+    tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &j->nr, j->gpu, s, &by) : "");
+    return tkp_tab_row_end(o);
+}
+
+static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
+                      const struct tkp_acc *a, const uint64_t *tok)
+{
+    struct judge j;
+    int err = 0;
+    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
     const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
     for (size_t i = 0; !err && i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
         struct tkp_astep as;
-        int64_t by;
         tkp_acc_step_of(a, m, i, &as);
         if (prev && prev->thread != s->thread) prev = NULL;
         int tokstep = s->kind == TKP_STEP_TOKEN;
         /* ITL as summary's: the end of a token step minus that of the thread's previous one */
         uint64_t itl = tokstep && prev && s->end_ns > prev->end_ns ? s->end_ns - prev->end_ns : 0;
         if (tokstep) prev = s;
-        int top = tkp_mstep_top_class(m, s);
-        const char *anom = tkp_mstep_anomaly(&nr, s);
-        uint64_t span = tkp_mstep_span_ns(s);
-        ident(o, e, s->tid);
-        tkp_tab_u64(o, s->thread);
-        tkp_tab_u64(o, s->seg);
-        tkp_tab_i64(o, tokstep ? s->index : -1);
-        tkp_tab_str(o, tkp_mstep_kind_str(s->kind));
-        tkp_tab_str(o, tokstep ? phase(as.kind) : "");
-        tkp_tab_u64(o, tok[i]);
-        tkp_tab_u64(o, epoch(e->p, s->begin_ns));
-        tkp_tab_u64(o, epoch(e->p, s->end_ns));
-        tkp_tab_u64(o, tkp_mstep_host_ns(s));
-        tkp_tab_i64(o, b && b->thread == s->thread && b->has_gap ? b->gap_ns : 0);
-        tkp_tab_u64(o, itl);
-        tkp_tab_u64(o, s->launches);
-        tkp_tab_u64(o, s->graph_launches);
-        tkp_tab_u64(o, s->copies);
-        tkp_tab_u64(o, s->gpu_kernels);
-        tkp_tab_u64(o, span);
-        tkp_tab_u64(o, s->busy_ns);
-        tkp_tab_u64(o, span - s->busy_ns);
-        tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
-        tkp_tab_str(o, anom);
-        int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= slow);
-        tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &nr, gpu, s, &by) : "");
+        err = row_step(o, e, m, &j, s, &as, tok[i],
+                       b && b->thread == s->thread && b->has_gap ? b->gap_ns : 0, itl);
+    }
+    tkp_norms_free(&j.nr);
+    return err;
+}
+
+/* The rows of step_classes of step s. */
+static int row_step_classes(struct tkp_tab_out *o, const struct emit *e, struct pass *p,
+                            const struct tkp_model *m, const struct tkp_mstep *s, uint64_t tok)
+{
+    int err = 0, again = 0;
+    size_t *at = map_at(&p->sc_at, (uint64_t)s->thread << 40 ^ s->seg, 0, &err);
+    const uint32_t *k = at && *at ? p->sc + (*at - 1) * (size_t)p->ncls : NULL;
+    struct idcache *pre = &e->ic[TKP_TAB_COUNT]; /* the step's columns, the same on its rows */
+    for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
+        if (!s->class_ns[c] && !(k && k[c])) continue;
+        if (again) {
+            tkp_tab_row_again(o, pre->text, pre->len, pre->ncols);
+        } else {
+            ident(o, e, s->tid);
+            tkp_tab_u64(o, s->thread);
+            tkp_tab_u64(o, s->seg);
+            tkp_tab_i64(o, s->kind == TKP_STEP_TOKEN ? s->index : -1);
+            tkp_tab_u64(o, epoch(e->p, s->begin_ns));
+            size_t len;
+            const void *t = tkp_tab_row_text(o, &len, &pre->ncols);
+            if (t && !TKP_GROW(pre->text, pre->cap, len)) {
+                memcpy(pre->text, t, len);
+                pre->len = len, again = 1;
+            }
+        }
+        tkp_tab_str(o, tkp_classes_name(m->opts.classes, c));
+        tkp_tab_u64(o, k ? k[c] : 0);
+        tkp_tab_u64(o, s->class_ns[c]);
+        tkp_tab_u64(o, tok);
         err = tkp_tab_row_end(o);
     }
-    tkp_norms_free(&nr);
     return err;
 }
 
@@ -335,24 +464,8 @@ static int rows_step_classes(struct tkp_tab_out *o, const struct emit *e, struct
                              const struct tkp_model *m, const uint64_t *tok)
 {
     int err = 0;
-    for (size_t i = 0; !err && i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        size_t *at = map_at(&p->sc_at, (uint64_t)s->thread << 40 ^ s->seg, 0, &err);
-        const uint32_t *k = at && *at ? p->sc + (*at - 1) * (size_t)p->ncls : NULL;
-        for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
-            if (!s->class_ns[c] && !(k && k[c])) continue;
-            ident(o, e, s->tid);
-            tkp_tab_u64(o, s->thread);
-            tkp_tab_u64(o, s->seg);
-            tkp_tab_i64(o, s->kind == TKP_STEP_TOKEN ? s->index : -1);
-            tkp_tab_u64(o, epoch(e->p, s->begin_ns));
-            tkp_tab_str(o, tkp_classes_name(m->opts.classes, c));
-            tkp_tab_u64(o, k ? k[c] : 0);
-            tkp_tab_u64(o, s->class_ns[c]);
-            tkp_tab_u64(o, tok[i]);
-            err = tkp_tab_row_end(o);
-        }
-    }
+    for (size_t i = 0; !err && i < m->nsteps; i++)
+        err = row_step_classes(o, e, p, m, &m->steps[i], tok[i]);
     return err;
 }
 
@@ -416,6 +529,31 @@ static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tc
     return err;
 }
 
+/* The rows of x, the experts of steps [s0, s0 + ...) of lm. */
+static int rows_moe_of(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
+                       const struct tkp_model *m, const struct tkp_moe *x)
+{
+    int err = 0;
+    for (uint32_t r = 0; !err && r < x->s1 - x->s0 && x->layers; r++) {
+        const struct tkp_lstep *ls = &lm->steps[x->s0 + r];
+        const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
+        for (uint32_t l = 0; !err && l < x->layers; l++)
+            for (uint32_t c = 0; !err && c < x->width; c++) {
+                ident(o, e, ms ? ms->tid : 0);
+                tkp_tab_u64(o, ls->thread);
+                tkp_tab_u64(o, ls->step);
+                tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
+                tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
+                tkp_tab_u64(o, l);
+                tkp_tab_u64(o, c);
+                tkp_tab_u64(o, x->load[((size_t)r * x->layers + l) * x->width + c]);
+                tkp_tab_u64(o, x->ns[(size_t)r * x->width + c]);
+                err = tkp_tab_row_end(o);
+            }
+    }
+    return err;
+}
+
 static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
                     const struct tkp_model *m)
 {
@@ -423,26 +561,60 @@ static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tk
     for (uint32_t s0 = 0, s1; !err && s0 < lm->nsteps; s0 = s1) {
         struct tkp_moe x = {0};
         s1 = tkp_libmodel_thread_end(lm, s0);
-        if ((err = tkp_moe_find(lm, s0, s1, 0, &x))) break;
-        for (uint32_t r = 0; !err && r < s1 - s0 && x.layers; r++) {
-            const struct tkp_lstep *ls = &lm->steps[s0 + r];
-            const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
-            for (uint32_t l = 0; !err && l < x.layers; l++)
-                for (uint32_t c = 0; !err && c < x.width; c++) {
-                    ident(o, e, ms ? ms->tid : 0);
-                    tkp_tab_u64(o, ls->thread);
-                    tkp_tab_u64(o, ls->step);
-                    tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
-                    tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
-                    tkp_tab_u64(o, l);
-                    tkp_tab_u64(o, c);
-                    tkp_tab_u64(o, x.load[((size_t)r * x.layers + l) * x.width + c]);
-                    tkp_tab_u64(o, x.ns[(size_t)r * x.width + c]);
-                    err = tkp_tab_row_end(o);
-                }
-        }
+        if (!(err = tkp_moe_find(lm, s0, s1, 0, &x))) err = rows_moe_of(o, e, lm, m, &x);
         tkp_moe_free(&x);
     }
+    return err;
+}
+
+/* One window of a thread's steps, loaded from a fresh reader. */
+static int load_window(const char *const *files, size_t n, const struct tkp_lwindow *w,
+                       struct tkp_libmodel *lm, char *why, size_t wl)
+{
+    struct tkp_reader *r;
+    int err = tkp_reader_open_many(files, n, &r, why, wl);
+    if (!err) err = tkp_libmodel_load_window(r, w, lm);
+    tkp_reader_close(r);
+    return err;
+}
+
+/* moe of a capture too large for its whole library-call model: per thread, windows of its steps
+ * of about `window` records each, read three times (tkp_moe_scan): memory bounded by
+ * one window and the distinct weights, for one more read of the capture per window and phase. */
+static int rows_moe_windows(struct tkp_tab_out *o, const struct emit *e,
+                            const char *const *files, size_t n, const struct tkp_model *m,
+                            uint64_t window, char *why, size_t wl)
+{
+    struct tkp_reader *r;
+    struct tkp_lscan sc;
+    int err = tkp_reader_open_many(files, n, &r, why, wl);
+    if (!err) err = tkp_libmodel_scan(r, &sc);
+    tkp_reader_close(r);
+    for (uint32_t t = 0; !err && t < sc.nt; t++) {
+        const struct tkp_lthread *th = &sc.t[t];
+        uint64_t k = (th->records + window - 1) / window;
+        uint64_t span = k ? (th->segs + k - 1) / k : th->segs;
+        struct tkp_moe_scan *ms;
+        if (!span) continue;
+        if ((err = tkp_moe_scan_new(&ms))) break;
+        for (int phase = 0; !err && phase < 3; phase++) {
+            for (uint64_t lo = 0; !err && lo < th->segs; lo += span) {
+                struct tkp_lwindow w = {th->thread, lo, lo + span, sc.token_dim_m};
+                struct tkp_libmodel lm = {0};
+                struct tkp_moe x = {0};
+                if ((err = load_window(files, n, &w, &lm, why, wl))) break;
+                if (phase < 2)
+                    err = tkp_moe_scan_add(ms, &lm, 0, lm.nsteps);
+                else if (!(err = tkp_moe_scan_rows(ms, &lm, 0, lm.nsteps, &x)))
+                    err = rows_moe_of(o, e, &lm, m, &x);
+                tkp_moe_free(&x);
+                tkp_libmodel_free(&lm);
+            }
+            if (!err && phase < 2) tkp_moe_scan_end(ms, 0);
+        }
+        tkp_moe_scan_free(ms);
+    }
+    tkp_lscan_free(&sc);
     return err;
 }
 
@@ -507,6 +679,7 @@ static void note_torn(const struct tkp_reader *r, const char *const *files,
 static void pass_free(struct pass *p)
 {
     map_free(&p->cls_of), map_free(&p->sc_at), map_free(&p->hn_at);
+    free(p->cd);
     tkp_tcalls_free(p->calls);
     free(p->gs);
     map_free(&p->weights);
@@ -520,9 +693,11 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
                     const struct tkp_tab_ident *id, struct tkp_tab_out *const *outs,
                     struct tkp_tab_info *info, char *why, size_t whylen)
 {
-    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl), .last_cls = -1};
+    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl)};
     struct tkp_model m;
-    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1};
+    /* the tables use the steps' figures, never the model's per-name distributions */
+    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1};
+    struct idcache ic[TKP_TAB_COUNT + 1] = {0};
     struct tkp_acc *a = NULL;
     struct tkp_reader *r;
     struct tkp_record rec;
@@ -536,6 +711,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     p.want_steps = outs[TKP_TAB_STEPS] != NULL;
     p.want_sc = outs[TKP_TAB_STEP_CLASSES] != NULL;
     p.want_k = outs[TKP_TAB_KERNELS] != NULL;
+    p.want_moe = outs[TKP_TAB_MOE] != NULL;
     if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
         return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
     if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) {
@@ -554,7 +730,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     snprintf(info->host, sizeof(info->host), "%s", id->host ? id->host : p.hostbuf);
     info->pid = p.pid;
     info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
-    struct emit e = {id, &p, info->capture_id};
+    struct emit e = {id, &p, info->capture_id, ic};
     if (!(tok = malloc((m.nsteps + 1) * sizeof(*tok))) ||
         !(src = malloc((m.nsteps + 1) * sizeof(*src))))
         goto nomem;
@@ -567,7 +743,14 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     for (size_t t = 0; t < p.ngs; t++)
         if (p.gs[t].used) gstep_close(&p, &p.gs[t]);
     if (p.max_count > 1 && p.weights.n > p.max_count) p.moe_hint = 1;
-    if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
+    uint64_t nrec = 0; /* what the library-call model of the capture would hold, about */
+    for (size_t i = 0; i < m.nsteps; i++)
+        nrec += m.steps[i].launches + m.steps[i].gpu_kernels;
+    uint64_t window = id->moe_window ? id->moe_window : TKP_TAB_MOE_WINDOW;
+    if (!err && outs[TKP_TAB_MOE] && p.moe_hint && window != UINT64_MAX && nrec > window / 2) {
+        err = rows_moe_windows(outs[TKP_TAB_MOE], &e, files, n, &m, window, why, whylen);
+        if (err == TKP_ERR_NOMEM) goto nomem;
+    } else if (!err && outs[TKP_TAB_MOE] && p.moe_hint) { /* pass 2: the library-call model */
         struct tkp_libmodel lm = {0};
         if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) goto out;
         err = tkp_libmodel_load(r, &lm);
@@ -589,5 +772,179 @@ out:
     tkp_acc_free(a);
     tkp_model_free(&m);
     pass_free(&p);
+    idcache_free(ic);
+    return err;
+}
+
+/* ---- a live capture (table_rows.h: tkp_tab_tail) ---- */
+
+/* Per thread: the segments below `next` have had their rows; what the next row needs of them. */
+struct tmark {
+    uint64_t next;
+    uint64_t prev_end;     /* end of the thread's previous step (gap_before), has_prev */
+    uint64_t prev_tok_end; /* end of its previous token step (itl), has_tok */
+    uint64_t prev_seqs;    /* tokens: the previous step's sequences (analysis.h's rule) */
+    int has_prev, has_tok, first_done;
+};
+
+struct tkp_tab_tail {
+    struct pass p;
+    struct tkp_model m;
+    struct tkp_acc *a;
+    struct tmark *th;
+    size_t nth;
+    size_t lo; /* steps below lo have had their rows (or never will: closed, library calls only) */
+    int finished;
+};
+
+int tkp_tab_tail_new(const struct tkp_classes *cl, struct tkp_tab_tail **out)
+{
+    struct tkp_tab_tail *t = calloc(1, sizeof(*t));
+    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1};
+    *out = NULL;
+    if (!t) return TKP_ERR_NOMEM;
+    t->p = (struct pass){.cl = cl, .ncls = tkp_classes_count(cl)};
+    t->p.want_steps = t->p.want_sc = t->p.want_k = t->p.want_moe = 1;
+    tkp_model_init(&t->m, &mo);
+    if (tkp_tcalls_new(&t->p.calls) || tkp_acc_bind(&t->m, &t->a)) {
+        tkp_tab_tail_free(t);
+        return TKP_ERR_NOMEM;
+    }
+    *out = t;
+    return 0;
+}
+
+void tkp_tab_tail_free(struct tkp_tab_tail *t)
+{
+    if (!t) return;
+    tkp_acc_free(t->a);
+    tkp_model_free(&t->m);
+    pass_free(&t->p);
+    free(t->th);
+    free(t);
+}
+
+int tkp_tab_tail_add(struct tkp_tab_tail *t, const struct tkp_record *r)
+{
+    int err = tkp_model_add(&t->m, r);
+    return err ? err : on_record(&t->p, r);
+}
+
+int tkp_tab_tail_id(const struct tkp_tab_tail *t, uint64_t *id)
+{
+    if (!t->p.has_meta) return 0;
+    *id = capture_id(t->p.hostbuf, t->p.pid, t->p.rt0, 0);
+    return 1;
+}
+
+int tkp_tab_tail_moe_hint(struct tkp_tab_tail *t)
+{
+    for (size_t i = 0; i < t->p.ngs; i++)
+        if (t->p.gs[i].used) gstep_close(&t->p, &t->p.gs[i]), t->p.gs[i].used = 0;
+    if (t->p.max_count > 1 && t->p.weights.n > t->p.max_count) t->p.moe_hint = 1;
+    return t->p.moe_hint;
+}
+
+struct cand {
+    uint32_t thread;
+    uint64_t seg;
+    size_t i;
+};
+
+static int by_thread_seg(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->seg < y->seg ? -1 : x->seg > y->seg;
+}
+
+/* The rows of step s (its thread's mark says what came before it on the thread). */
+static int tail_step(struct tkp_tab_tail *t, const struct emit *e, const struct judge *j,
+                     struct tkp_tab_out *const *outs, const struct tkp_mstep *s, struct tmark *k)
+{
+    struct tkp_astep as;
+    uint64_t tok = 0, itl = 0;
+    int tokstep = s->kind == TKP_STEP_TOKEN, err = 0;
+    int found = tkp_acc_step(t->a, s->thread, s->seg, &as);
+    if (tokstep) { /* tkp_step_tokens' rule, carried over the thread's earlier rows */
+        int shapes = tkp_acc_has_tokens(t->a);
+        if (found && as.tokens)
+            tok = as.tokens, k->prev_seqs = as.seqs;
+        else if (shapes && k->prev_seqs)
+            tok = k->prev_seqs;
+        else if (!shapes && k->first_done)
+            tok = 1;
+        k->first_done = 1;
+        if (k->has_tok && s->end_ns > k->prev_tok_end) itl = s->end_ns - k->prev_tok_end;
+        k->has_tok = 1, k->prev_tok_end = s->end_ns;
+    }
+    int64_t gap = k->has_prev && k->prev_end && s->begin_ns ? (int64_t)(s->begin_ns - k->prev_end)
+                                                            : 0;
+    k->has_prev = 1, k->prev_end = s->end_ns, k->next = s->seg + 1;
+    if (outs[TKP_TAB_STEPS]) err = row_step(outs[TKP_TAB_STEPS], e, &t->m, j, s, &as, tok, gap, itl);
+    if (!err && outs[TKP_TAB_STEP_CLASSES])
+        err = row_step_classes(outs[TKP_TAB_STEP_CLASSES], e, &t->p, &t->m, s, tok);
+    return err;
+}
+
+int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
+                      struct tkp_tab_out *const *outs, int final)
+{
+    struct tkp_model *m = &t->m;
+    struct judge j;
+    struct cand *c = NULL;
+    size_t nc = 0;
+    int err = 0;
+    if (final && !t->finished) {
+        if ((err = tkp_model_finish(m))) return err;
+        t->finished = 1, t->lo = 0; /* the steps moved: sorted by (thread, seg) */
+    } else if (!t->finished) {
+        tkp_model_vote(m); /* tokens by the weights seen so far */
+    }
+    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
+    if (m->nsteps > t->lo && !(c = malloc((m->nsteps - t->lo) * sizeof(*c)))) err = TKP_ERR_NOMEM;
+    for (size_t i = t->lo; !err && i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        if (s->thread >= t->nth) {
+            size_t n = t->nth ? t->nth : 4;
+            while (n <= s->thread)
+                n *= 2;
+            struct tmark *q = realloc(t->th, n * sizeof(*q));
+            if (!q) {
+                err = TKP_ERR_NOMEM;
+                break;
+            }
+            memset(q + t->nth, 0, (n - t->nth) * sizeof(*q));
+            t->th = q, t->nth = n;
+        }
+        if (!s->lib_only && s->seg >= t->th[s->thread].next)
+            c[nc++] = (struct cand){s->thread, s->seg, i};
+    }
+    if (!err && nc > 1) qsort(c, nc, sizeof(*c), by_thread_seg);
+    struct idcache ic[TKP_TAB_COUNT + 1] = {0};
+    struct emit e = {id, &t->p, 0, ic};
+    tkp_tab_tail_id(t, &e.capture_id);
+    /* per thread, its steps in order while they are closed: a step the watermark has not closed
+     * yet (GPU records may still come for it) holds back the later ones */
+    uint32_t held = UINT32_MAX;
+    for (size_t x = 0; !err && x < nc; x++) {
+        const struct tkp_mstep *s = &m->steps[c[x].i];
+        if (s->thread == held) continue;
+        if (!t->finished && s->open) {
+            held = s->thread;
+            continue;
+        }
+        err = tail_step(t, &e, &j, outs, s, &t->th[s->thread]);
+    }
+    while (!t->finished && t->lo < m->nsteps) {
+        const struct tkp_mstep *s = &m->steps[t->lo];
+        if (s->lib_only ? s->open != NULL : s->seg >= t->th[s->thread].next) break;
+        t->lo++;
+    }
+    if (!err && final && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &t->p);
+    if (!err && final && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, t->p.calls);
+    free(c);
+    idcache_free(ic);
+    tkp_norms_free(&j.nr);
     return err;
 }

@@ -332,12 +332,27 @@ static void gj_free(struct gpujoin *g)
 
 int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
 {
+    return tkp_libmodel_load_window(r, NULL, m);
+}
+
+static int in_window(const struct tkp_lwindow *w, uint32_t thread, uint64_t step)
+{
+    return !w || (thread == w->thread && step >= w->lo && step < w->hi);
+}
+
+int tkp_libmodel_load_window(struct tkp_reader *r, const struct tkp_lwindow *w,
+                             struct tkp_libmodel *m)
+{
     struct tkp_array calls = {0}, refs = {0}, steps = {0};
     struct gpujoin gj = {0};
     struct tkp_record rec;
     int err = 0;
     memset(m, 0, sizeof(*m));
     while (tkp_reader_next(r, &rec) == 1) {
+        if ((rec.type == TKP_REC_GPU_KERNEL || rec.type == TKP_REC_LIB_CALL ||
+             rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_GRAPH_LAUNCH) &&
+            !in_window(w, rec.thread, rec.step))
+            continue;
         if (rec.type == TKP_REC_GPU_KERNEL) {
             if (gj_kernel(&gj, &rec)) goto nomem;
             continue;
@@ -391,7 +406,7 @@ int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m)
     gj_finish(&gj, m->calls, m->ncalls);
     gj_free(&gj);
     memset(&gj, 0, sizeof(gj));
-    m->token_dim_m = vote_token_dim(m->calls, m->ncalls);
+    m->token_dim_m = w ? w->token_dim_m : vote_token_dim(m->calls, m->ncalls);
     for (uint32_t i = 0; i < m->ncalls; i++)
         m->calls[i].tokens = m->token_dim_m ? m->calls[i].m : m->calls[i].n;
     /* steps: those with launches or calls, ordered; a call's step never decreases on its thread */
@@ -443,4 +458,90 @@ uint32_t tkp_libmodel_thread_end(const struct tkp_libmodel *m, uint32_t s0)
     while (s1 < m->nsteps && m->steps[s1].thread == m->steps[s0].thread)
         s1++;
     return s1;
+}
+
+/* ---- a scan for windowed loads ---- */
+
+static int vkey_add(struct vkey **t, size_t *cap, size_t *n, struct vkey k)
+{
+    if ((*n + 1) * 2 > *cap) {
+        size_t c = *cap ? *cap * 2 : 1024;
+        struct vkey *q = calloc(c, sizeof(*q));
+        if (!q) return TKP_ERR_NOMEM;
+        for (size_t i = 0; i < *cap; i++) {
+            if (!(*t)[i].a) continue;
+            size_t j = tkp_hash_u64((*t)[i].a ^ tkp_hash_pair((uint32_t)(*t)[i].m, (*t)[i].n)) & (c - 1);
+            while (q[j].a)
+                j = (j + 1) & (c - 1);
+            q[j] = (*t)[i];
+        }
+        free(*t);
+        *t = q, *cap = c;
+    }
+    size_t j = tkp_hash_u64(k.a ^ tkp_hash_pair((uint32_t)k.m, k.n)) & (*cap - 1);
+    for (; (*t)[j].a; j = (j + 1) & (*cap - 1))
+        if ((*t)[j].a == k.a && (*t)[j].m == k.m && (*t)[j].n == k.n) return 0;
+    (*t)[j] = k;
+    (*n)++;
+    return 0;
+}
+
+int tkp_libmodel_scan(struct tkp_reader *r, struct tkp_lscan *sc)
+{
+    struct tkp_record rec;
+    struct vkey *t = NULL;
+    size_t cap = 0, n = 0;
+    int err = 0;
+    memset(sc, 0, sizeof(*sc));
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        if (rec.type != TKP_REC_GPU_KERNEL && rec.type != TKP_REC_LIB_CALL &&
+            rec.type != TKP_REC_LAUNCH && rec.type != TKP_REC_GRAPH_LAUNCH)
+            continue;
+        if (rec.type == TKP_REC_GPU_KERNEL && rec.thread == TKP_GPU_THREAD_NONE) continue;
+        struct tkp_lthread *th = NULL;
+        for (uint32_t i = sc->nt; i-- > 0 && !th;)
+            if (sc->t[i].thread == rec.thread) th = &sc->t[i];
+        if (!th) {
+            struct tkp_lthread *q = realloc(sc->t, (sc->nt + 1) * sizeof(*q));
+            if (!q) {
+                err = TKP_ERR_NOMEM;
+                break;
+            }
+            sc->t = q;
+            th = &sc->t[sc->nt++];
+            *th = (struct tkp_lthread){rec.thread, 0, 0};
+        }
+        th->records++;
+        if (rec.step + 1 > th->segs) th->segs = rec.step + 1;
+        if (rec.type != TKP_REC_LIB_CALL) continue;
+        /* the token vote of vote_token_dim() over the distinct (a, m, n): duplicates change
+         * neither of its two tests */
+        struct tkp_call c = {.status = rec.lib_call.status, .flags = rec.lib_call.flags,
+                             .m = rec.lib_call.m, .n = rec.lib_call.n, .k = rec.lib_call.k};
+        if (tkp_call_executed(&c) && rec.lib_call.batch <= 1 && rec.lib_call.a_ptr)
+            err = vkey_add(&t, &cap, &n, (struct vkey){rec.lib_call.a_ptr, c.m, c.n});
+    }
+    if (!err) {
+        struct tkp_call *c = calloc(n ? n : 1, sizeof(*c));
+        if (!c) err = TKP_ERR_NOMEM;
+        for (size_t i = 0, k = 0; c && i < cap; i++)
+            if (t[i].a)
+                c[k++] = (struct tkp_call){.m = t[i].m, .n = t[i].n, .k = 1, .a_ptr = t[i].a};
+        if (c) sc->token_dim_m = vote_token_dim(c, (uint32_t)n);
+        free(c);
+    }
+    free(t);
+    for (uint32_t i = 1; i < sc->nt; i++) /* by thread, as the model's steps */
+        for (uint32_t j = i; j > 0 && sc->t[j - 1].thread > sc->t[j].thread; j--) {
+            struct tkp_lthread x = sc->t[j];
+            sc->t[j] = sc->t[j - 1], sc->t[j - 1] = x;
+        }
+    if (err) tkp_lscan_free(sc);
+    return err;
+}
+
+void tkp_lscan_free(struct tkp_lscan *sc)
+{
+    free(sc->t);
+    memset(sc, 0, sizeof(*sc));
 }

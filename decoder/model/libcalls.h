@@ -66,6 +66,32 @@ struct tkp_libmodel {
 int tkp_libmodel_load(struct tkp_reader *r, struct tkp_libmodel *m);
 void tkp_libmodel_free(struct tkp_libmodel *m);
 
+/* A part of the model, for captures too large to hold whole: the records of one thread's steps
+ * [lo, hi) only, with the token dimension given (the capture's: tkp_libmodel_scan). Steps' kinds
+ * are judged within the window. Returns as tkp_libmodel_load. */
+struct tkp_lwindow {
+    uint32_t thread;
+    uint64_t lo, hi;
+    int token_dim_m;
+};
+int tkp_libmodel_load_window(struct tkp_reader *r, const struct tkp_lwindow *w,
+                             struct tkp_libmodel *m);
+/* What windows need, in one pass: the token dimension (the load's vote, over the capture's
+ * distinct (weight, m, n): O(distinct shapes) memory) and per thread (ascending) its steps and
+ * library-model records (LIB_CALL, LAUNCH, GRAPH_LAUNCH, joined GPU_KERNEL). 0 or NOMEM. */
+struct tkp_lthread {
+    uint32_t thread;
+    uint64_t segs;    /* the highest step seen + 1 */
+    uint64_t records; /* records a load of all its steps keeps */
+};
+struct tkp_lscan {
+    int token_dim_m;
+    struct tkp_lthread *t;
+    uint32_t nt;
+};
+int tkp_libmodel_scan(struct tkp_reader *r, struct tkp_lscan *sc);
+void tkp_lscan_free(struct tkp_lscan *sc);
+
 /* 1 when the call counts toward FLOPs and tokens: a GEMM that ran (status 0, not captured). */
 int tkp_call_executed(const struct tkp_call *c);
 /* 2*m*n*k*batch, 0 when a dimension is unknown */

@@ -301,7 +301,7 @@ static int cmp_kernel(const void *a, const void *b)
 static int close_step(struct tkp_model *m, struct tkp_mstep *s)
 {
     struct tkp_mopen *o = s->open;
-    int counted = step_counts(m, s), err = 0;
+    int counted = step_counts(m, s), err = 0, dists = counted && !m->opts.no_dists;
     size_t n = 1; /* one stream's kernels arrive in start order: sort only when they did not */
     while (n < o->nk && o->k[n - 1].start <= o->k[n].start)
         n++;
@@ -342,7 +342,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             struct ograph *g = &o->g[k->index];
             if (!g->min_start || k->start < g->min_start) g->min_start = k->start;
         }
-        if (counted) err = kernel_counted(m, k->slot, dur);
+        if (dists) err = kernel_counted(m, k->slot, dur);
     }
     s->busy_ns += cur_e - cur_s;
     /* a graph replay's latency: its launch to its first node's start */
@@ -480,7 +480,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
     if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
     if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
         m->unjoined++;
-        return step_counts(m, NULL) ? kernel_counted(m, slot, dur) : 0;
+        return step_counts(m, NULL) && !m->opts.no_dists ? kernel_counted(m, slot, dur) : 0;
     }
     int err = step_at(m, r, 0, &s);
     if (err) return err < 0 ? err : (m->bad_joins++, 0);
@@ -492,7 +492,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
         s->class_ns[m->names[slot].cls] += dur;
         if (r->gpu.start_ns < s->gpu_first_ns) s->gpu_first_ns = r->gpu.start_ns;
         if (r->gpu.end_ns > s->gpu_last_ns) s->gpu_last_ns = r->gpu.end_ns;
-        return step_counts(m, s) ? kernel_counted(m, slot, dur) : 0;
+        return step_counts(m, s) && !m->opts.no_dists ? kernel_counted(m, slot, dur) : 0;
     }
     struct tkp_mopen *o = s->open;
     if (TKP_GROW(o->k, o->capk, o->nk + 1)) return TKP_ERR_NOMEM;
@@ -711,6 +711,14 @@ static int cmp_step(const void *a, const void *b)
     return x->seg < y->seg ? -1 : x->seg > y->seg;
 }
 
+void tkp_model_vote(struct tkp_model *m)
+{
+    size_t vm = 0, vn = 0;
+    for (size_t j = 0; j < m->wcap; j++)
+        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
+    m->token_dim_m = vm > vn;
+}
+
 int tkp_model_finish(struct tkp_model *m)
 {
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
@@ -726,10 +734,7 @@ int tkp_model_finish(struct tkp_model *m)
         i++;
     if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
     m->last = NULL; /* steps moved */
-    size_t vm = 0, vn = 0;
-    for (size_t j = 0; j < m->wcap; j++)
-        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
-    m->token_dim_m = vm > vn;
+    tkp_model_vote(m);
     m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i], *n = &m->steps[i + 1];

@@ -68,6 +68,9 @@ struct tkp_model_opts {
      * outside segments are counted only when neither from nor to is given. */
     int64_t from, to;
     uint32_t tid;
+    /* 1: no per-name and per-class GPU duration figures (names[].d, cls, kernel_ns_total stay
+     * empty): for a reader of the step table alone (tokprof table) */
+    int no_dists;
 };
 
 struct tkp_mopen; /* an open step's records, internal to model.c */
@@ -157,6 +160,10 @@ void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts);
 int tkp_model_add(struct tkp_model *m, const struct tkp_record *r);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);
+/* Decides the token dimension (token_dim_m) from the GEMM weights seen so far; finish does it
+ * once the stream ended. A reader of an unfinished model's steps (tkp_tab_tail) calls it before
+ * asking for tokens. */
+void tkp_model_vote(struct tkp_model *m);
 void tkp_model_free(struct tkp_model *m);
 
 /* The step (thread, seg), NULL when the model has none; during the pass or after finish. */

@@ -20,14 +20,16 @@
 struct wt { /* one weight (GEMM operand A) */
     uint64_t ptr, m, k;
     int32_t at;
-    uint32_t steps, last, cls; /* steps it appears in (last: the step index + 1 last counted) */
+    uint32_t steps, cls; /* steps it appears in */
+    uint64_t last;       /* the step (segment) + 1 last counted */
     int expert;
 };
 
 struct wclass {
     uint64_t m, k;
     int32_t at;
-    uint32_t steps, last;
+    uint32_t steps;
+    uint64_t last;
 };
 
 struct moectx {
@@ -89,7 +91,7 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
     size_t j = tkp_hash_u64(c->a_ptr) & (e->wcap - 1);
     while (e->w[j].ptr)
         j = (j + 1) & (e->wcap - 1);
-    e->w[j] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, 0, k, 0};
+    e->w[j] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, k, 0, 0};
     e->nw++;
     return &e->w[j];
 }
@@ -111,16 +113,21 @@ static int moe_experts(struct moectx *e, uint32_t s0, uint32_t s1)
             if (!moe_usable(s, c, j)) continue;
             struct wt *w = w_add(e, c);
             if (!w) return TKP_ERR_NOMEM;
-            if (w->last != i + 1) w->last = i + 1, w->steps++;
+            /* by the step's segment, not its index: a window of the steps has its own indices */
+            if (w->last != s->step + 1) w->last = s->step + 1, w->steps++;
             struct wclass *k = &e->cl[w->cls];
-            if (k->last != i + 1) k->last = i + 1, k->steps++;
+            if (k->last != s->step + 1) k->last = s->step + 1, k->steps++;
             if (c->tokens < s->tokens) w->expert = 1;
         }
     }
-    /* absent from a step where its class was called */
+    return 0;
+}
+
+/* Step 1's end: absent from a step where its class was called. */
+static void moe_experts_end(struct moectx *e)
+{
     for (size_t a = 0; a < e->wcap; a++)
         if (e->w[a].ptr && e->w[a].steps < e->cl[e->w[a].cls].steps) e->w[a].expert = 1;
-    return 0;
 }
 
 static int is_expert(const struct moectx *e, const struct tkp_call *c)
@@ -244,44 +251,89 @@ static int fill(struct moectx *e, struct tkp_moe *out, uint32_t step, uint32_t l
     return 0;
 }
 
-int tkp_moe_find(const struct tkp_libmodel *m, uint32_t s0, uint32_t s1, uint32_t min_width,
-                 struct tkp_moe *out)
+struct tkp_moe_scan {
+    struct moectx e;
+    int phase; /* the phase being added: 0 experts, 1 layers, 2 rows */
+    int none;  /* no MoE data: tokens are m, or no layer or expert found */
+    uint32_t width;
+};
+
+int tkp_moe_scan_new(struct tkp_moe_scan **out)
 {
-    struct moectx *e = calloc(1, sizeof(*e));
-    int err = 0;
-    memset(out, 0, sizeof(*out));
-    if (!e) return TKP_ERR_NOMEM;
+    return (*out = calloc(1, sizeof(**out))) ? 0 : TKP_ERR_NOMEM;
+}
+
+void tkp_moe_scan_free(struct tkp_moe_scan *sc)
+{
+    if (!sc) return;
+    for (uint32_t l = 0; l < MOE_MAX_LAYERS; l++)
+        free(sc->e.lw[l].p);
+    free(sc->e.w);
+    free(sc->e.cl);
+    free(sc);
+}
+
+int tkp_moe_scan_add(struct tkp_moe_scan *sc, const struct tkp_libmodel *m, uint32_t s0,
+                     uint32_t s1)
+{
+    struct moectx *e = &sc->e;
     e->m = m;
-    out->s0 = s0, out->s1 = s1;
-    out->thread = s0 < s1 ? m->steps[s0].thread : 0;
-    if (m->token_dim_m) goto end; /* the weight is operand B, not recorded: no experts */
-    if ((err = moe_experts(e, s0, s1)) || (err = moe_walk(e, out, s0, s1, collect))) goto end;
+    if (m->token_dim_m) sc->none = 1; /* the weight is operand B, not recorded: no experts */
+    if (sc->none) return 0;
+    return sc->phase == 0 ? moe_experts(e, s0, s1) : moe_walk(e, NULL, s0, s1, collect);
+}
+
+void tkp_moe_scan_end(struct tkp_moe_scan *sc, uint32_t min_width)
+{
+    struct moectx *e = &sc->e;
+    if (sc->phase++ == 0) {
+        moe_experts_end(e);
+        return;
+    }
     for (uint32_t l = 0; l < e->layers; l++) {
         moe_layer(e, l);
-        if (e->nexp[l] > out->width) out->width = e->nexp[l];
+        if (e->nexp[l] > sc->width) sc->width = e->nexp[l];
     }
-    if (!e->layers || !out->width) { /* no MoE data (err 0) */
-        out->width = 0;
-        goto end;
-    }
-    if (min_width > out->width) out->width = min_width;
+    if (!e->layers || !sc->width) sc->none = 1; /* no MoE data */
+    else if (min_width > sc->width) sc->width = min_width;
+}
+
+int tkp_moe_scan_rows(struct tkp_moe_scan *sc, const struct tkp_libmodel *m, uint32_t s0,
+                      uint32_t s1, struct tkp_moe *out)
+{
+    struct moectx *e = &sc->e;
+    memset(out, 0, sizeof(*out));
+    out->s0 = s0, out->s1 = s1;
+    out->thread = s0 < s1 ? m->steps[s0].thread : 0;
+    if (sc->none || m->token_dim_m) return 0;
+    e->m = m;
+    out->width = sc->width;
     out->layers = e->layers;
     size_t rows = s1 - s0;
     out->load = calloc(rows * out->layers * out->width, sizeof(*out->load));
     out->calls = calloc(rows * out->width, sizeof(*out->calls));
     out->ns = calloc(rows * out->width, sizeof(*out->ns));
-    if (!out->load || !out->calls || !out->ns) {
-        err = TKP_ERR_NOMEM;
-        goto end;
-    }
-    err = moe_walk(e, out, s0, s1, fill);
-end:
-    for (uint32_t l = 0; l < MOE_MAX_LAYERS; l++)
-        free(e->lw[l].p);
-    free(e->w);
-    free(e->cl);
-    free(e);
+    int err = !out->load || !out->calls || !out->ns ? TKP_ERR_NOMEM
+                                                     : moe_walk(e, out, s0, s1, fill);
     if (err) tkp_moe_free(out);
+    return err;
+}
+
+int tkp_moe_find(const struct tkp_libmodel *m, uint32_t s0, uint32_t s1, uint32_t min_width,
+                 struct tkp_moe *out)
+{
+    struct tkp_moe_scan *sc;
+    int err;
+    memset(out, 0, sizeof(*out));
+    if ((err = tkp_moe_scan_new(&sc))) return err;
+    if (!(err = tkp_moe_scan_add(sc, m, s0, s1))) {
+        tkp_moe_scan_end(sc, min_width);
+        if (!(err = tkp_moe_scan_add(sc, m, s0, s1))) {
+            tkp_moe_scan_end(sc, min_width);
+            err = tkp_moe_scan_rows(sc, m, s0, s1, out);
+        }
+    }
+    tkp_moe_scan_free(sc);
     return err;
 }
 

@@ -41,4 +41,24 @@ int tkp_moe_find(const struct tkp_libmodel *m, uint32_t s0, uint32_t s1, uint32_
                  struct tkp_moe *out);
 void tkp_moe_free(struct tkp_moe *e); /* accepts a zeroed one */
 
+/* tkp_moe_find in parts, for a thread's steps loaded a window at a time (libcalls.h:
+ * tkp_libmodel_load_window): the experts (rule 1) need every step, then the layers' expert
+ * classes and strides (rules 2, 3) every step again, before any step's figures. So:
+ *     tkp_moe_scan_new(&sc);
+ *     for each window: tkp_moe_scan_add(sc, &window, 0, window.nsteps);   tkp_moe_scan_end(sc, w);
+ *     for each window: tkp_moe_scan_add(sc, &window, 0, window.nsteps);   tkp_moe_scan_end(sc, w);
+ *     for each window: tkp_moe_scan_rows(sc, &window, 0, window.nsteps, &x); ... tkp_moe_free(&x);
+ *     tkp_moe_scan_free(sc);
+ * Windows in step order, the same ones each time; the result is tkp_moe_find's over all of them.
+ * Memory: O(distinct weights + layers x experts), whatever the number of steps. */
+struct tkp_moe_scan;
+int tkp_moe_scan_new(struct tkp_moe_scan **sc); /* 0 or NOMEM */
+int tkp_moe_scan_add(struct tkp_moe_scan *sc, const struct tkp_libmodel *m, uint32_t s0,
+                     uint32_t s1); /* 0 or NOMEM */
+void tkp_moe_scan_end(struct tkp_moe_scan *sc, uint32_t min_width);
+/* The figures of steps [s0, s1) of m (out as tkp_moe_find's: layers 0 when no MoE data). */
+int tkp_moe_scan_rows(struct tkp_moe_scan *sc, const struct tkp_libmodel *m, uint32_t s0,
+                      uint32_t s1, struct tkp_moe *out);
+void tkp_moe_scan_free(struct tkp_moe_scan *sc); /* accepts NULL */
+
 #endif

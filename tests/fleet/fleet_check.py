@@ -12,10 +12,19 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
            the regressed hosts are exactly the slowed ones and the class that moved is attention;
            the MoE imbalance ranks the skewed host first; the five queries of docs/FLEET.md
            answer what tests/fleet/answers.txt says; the three formats load and read back equal
-  restart  `tokprof ingest --watch` killed with SIGKILL while it waits for a stopped shard, then
-           restarted after the shard is back; a kill right after the server stored rows (the
-           state file's `done` line lost, and a torn last line); the HTTP server stopped while
-           ingest runs and started again: final row counts exact, no duplicates
+  restart  `tokprof ingest --watch` over finished captures and a growing one (a paced minillm
+           still writing, stopped with SIGSTOP mid-run): killed with SIGKILL while it waits for a
+           stopped shard, restarted after the shard is back, killed again once rows of the
+           growing capture are stored, minillm let go, restarted until every process ended; a
+           kill right after the server stored rows (the state file's `done` lines lost, and a
+           torn last line); the HTTP server stopped while ingest runs and started again: final
+           row counts exact, no duplicates
+  watch    `tokprof ingest --watch` follows a capture while it grows: rows of a paced minillm
+           appear in ClickHouse while minillm is stopped mid-run (its file still open, more to
+           come), in more than one batch, and once it ended the counts are exact, no duplicates
+  moewindow  `table moe` of a MoE capture read by windows of its steps (--moe-window: the
+           second pass in bounded memory) gives the rows of the whole-capture pass byte for byte,
+           with a lower peak RSS (no ClickHouse)
   hostile  a torn capture (rows up to its last whole chunk, a warning), a rotated capture (one
            capture_id, however its files are read), every capture of the
            fuzz corpus (exit 0, 1 or 2, never a crash; errors on one line), labels with tabs,
@@ -374,16 +383,82 @@ def wait_for_line(path, text, proc):
     fail(f"ingest never said '{text}':\n{open(path, errors='replace').read()}")
 
 
+def live_minillm(out, steps):
+    """A minillm writing its capture into out as it runs, paced by simgpu (every step's embed
+    kernel starts 20 ms late, and the host waits for it): a capture that grows for seconds."""
+    env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=out,
+               TOKPROF_RING_KB="16384", TOKPROF_FLUSH_MS="50", SIMGPU_STALL="1:20000000")
+    for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP", "SIMGPU_SLOW"):
+        env.pop(k, None)
+    return subprocess.Popen([MINILLM, "--steps", str(steps)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_after_steps(p, out, n):
+    """SIGSTOP minillm p once its capture in out holds n token steps (read as it grows)."""
+    path = os.path.join(out, f"minillm.{p.pid}.tokprof")
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if p.poll() is not None:
+            fail(f"minillm ended (exit {p.returncode}) before its capture held {n} steps")
+        if os.path.exists(path):
+            r = tkp("steps", "--csv", path, check=False).stdout.decode()
+            if sum(1 for l in r.splitlines()[1:] if ",token," in l) >= n:
+                p.send_signal(signal.SIGSTOP)
+                return path
+        time.sleep(0.2)
+    p.kill()
+    fail(f"{path}: never held {n} token steps")
+
+
+def same_counts(s, host, path):
+    """Every table's rows of host in ClickHouse are as many as tokprof table makes of path."""
+    for t in TABLES:
+        got = int(s.query(f"SELECT count() FROM tokprof.{t} WHERE host = '{host}'"))
+        if got != table_rows(path, t):
+            fail(f"{host} {t}: {got} rows in ClickHouse, tokprof table says {table_rows(path, t)}")
+
+
+def let_go(mini):
+    """SIGCONT a stopped minillm and wait for it to end well."""
+    mini.send_signal(signal.SIGCONT)
+    if mini.wait(180) != 0:
+        fail(f"minillm: exit {mini.returncode}")
+
+
+def with_live(mini, body):
+    """with_cluster(body), and minillm mini left neither stopped nor running whatever happens."""
+    try:
+        with_cluster(body)
+    finally:
+        if mini.poll() is None:
+            mini.send_signal(signal.SIGCONT)
+            mini.kill()
+
+
+def wait_rows(s, where, what, proc=None):
+    """Waits until ClickHouse holds steps rows WHERE where; their count."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        n = int(s.query(f"SELECT count() FROM tokprof.steps WHERE {where}"))
+        if n:
+            return n
+        if proc is not None and proc.poll() is not None:
+            fail(f"ingest ended (exit {proc.returncode}) before {what}")
+        time.sleep(0.2)
+    fail(f"no steps rows {what}")
+
+
 def case_restart():
     watch = os.path.join(work, "watch")
     caps = [capture(os.path.join(work, "caps", f"r{i}"), ["--steps", "12"], {}) for i in range(6)]
     os.makedirs(watch)
     for c in caps:  # the shim's output directory of a host: six processes' captures
         shutil.copy(c, watch)
-    want = {t: sum(table_rows(c, t) for c in caps) for t in TABLES}
     st = os.path.join(work, "state")
-    cmd = [TKP, "ingest", "--settle", "0", "--state", st, "--label", "host=r-host", "--watch",
-           watch, "--exit-when-idle", "--poll", "0.2"]
+    cmd = [TKP, "ingest", "--settle", "0", "--batch", "0", "--state", st, "--label",
+           "host=r-host", "--watch", watch, "--poll", "0.2"]
+    mini = live_minillm(watch, 300)  # and a seventh, still writing
 
     def body(servers):
         a, b = servers
@@ -392,8 +467,9 @@ def case_restart():
             return {t: int(a.query(f"SELECT count() FROM tokprof.{t} WHERE host = 'r-host'"))
                     for t in TABLES}
 
+        live = stop_after_steps(mini, watch, 80)
         # 1. a shard down: ingest waits for it, saying so; SIGKILL while it waits (its `begin`
-        # written, the outcome unknown); the shard back; ingest again: exact, no duplicates
+        # written, the outcome unknown); the shard back
         b.stop()
         log = os.path.join(work, "ingest1.err")
         p = subprocess.Popen(cmd + ["--url", a.url()], stdout=subprocess.DEVNULL,
@@ -404,17 +480,28 @@ def case_restart():
         if "begin" not in open(st).read():
             fail("ingest was killed before it began a send: the test did not bite")
         b.start()
-        tkp(*cmd[1:], "--url", a.url())
+        # 2. again, following: rows of the growing capture while its writer is stopped mid-run;
+        # SIGKILL there (at whatever point it is), minillm let go, then ingest until every
+        # process ended: exact, no duplicates
+        log = os.path.join(work, "ingest2.err")
+        p = subprocess.Popen(cmd + ["--url", a.url()], stdout=subprocess.DEVNULL,
+                             stderr=open(log, "wb"))
+        wait_rows(a, f"pid = {mini.pid}", "of the growing capture", p)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        let_go(mini)
+        want = {t: sum(table_rows(c, t) for c in caps + [live]) for t in TABLES}
+        tkp(*cmd[1:], "--exit-when-idle", "--url", a.url())
         got = totals()
         if got != want:
-            fail(f"after SIGKILL and restart: {got}, want {want}")
+            fail(f"after SIGKILLs and restarts: {got}, want {want}")
         no_duplicates(a)
         # 2. killed right after the server stored rows: every `done` line lost, and a line
         # torn by the kill at the end
         lines = open(st).read().splitlines()
         with open(st, "w") as f:
             f.write("\n".join(l for l in lines if not l.startswith("done")) + "\ndone 12")
-        tkp(*cmd[1:], "--url", a.url())
+        tkp(*cmd[1:], "--exit-when-idle", "--url", a.url())
         if totals() != want:
             fail(f"after lost done lines: {totals()}, want {want}")
         no_duplicates(a)
@@ -429,14 +516,76 @@ def case_restart():
         a.start()
         if p.wait(180) != 0:
             fail(f"ingest after the server came back: exit {p.returncode}: {open(log).read()}")
-        for t in TABLES:
-            got = int(a.query(f"SELECT count() FROM tokprof.{t} WHERE host = 'r-late'"))
-            if got != table_rows(extra, t):
-                fail(f"r-late {t}: {got} rows, want {table_rows(extra, t)}")
+        same_counts(a, "r-late", extra)
         no_duplicates(a)
 
-    with_cluster(body)
+    with_live(mini, body)
     print("restart: ok")
+
+
+def case_watch():
+    watch = os.path.join(work, "watch")
+    os.makedirs(watch)
+    st = os.path.join(work, "state")
+    mini = live_minillm(watch, 300)
+
+    def body(servers):
+        a, _ = servers
+        live = stop_after_steps(mini, watch, 80)
+        size = os.path.getsize(live)
+        log = os.path.join(work, "ingest.err")
+        p = subprocess.Popen([TKP, "ingest", "--url", a.url(), "--state", st, "--batch", "0",
+                              "--poll", "0.2", "--label", "host=w-host", "--watch", watch,
+                              "--exit-when-idle"],
+                             stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+        # rows while the writer is stopped mid-run: its file still open and growing
+        n = wait_rows(a, f"pid = {mini.pid}", "while minillm was stopped mid-run", p)
+        if mini.poll() is not None or os.path.getsize(live) != size:
+            fail("minillm was not stopped mid-run: the test did not bite")
+        wait_for_line(log, "waiting for new chunks", p)
+        let_go(mini)
+        if p.wait(180) != 0:
+            fail(f"ingest --watch --exit-when-idle: exit {p.returncode}: {open(log).read()}")
+        same_counts(a, "w-host", live)
+        total = int(a.query("SELECT count() FROM tokprof.steps WHERE host = 'w-host'"))
+        if not n < total:
+            fail(f"{n} of {total} steps rows came before minillm ended: not chunk by chunk")
+        batches = int(a.query("SELECT max(ingest_batch) FROM tokprof.steps WHERE host = 'w-host'"))
+        if batches < 2:
+            fail(f"the growing capture's steps came in {batches} batch: not chunk by chunk")
+        no_duplicates(a)
+        print(f"watch: {n} of {total} steps rows stored while minillm was stopped mid-run, "
+              f"{batches} batches")
+
+    with_live(mini, body)
+    print("watch: ok")
+
+
+def case_moewindow():
+    # 1 500 steps of 8 experts top-2: about 470 000 records, 8 windows of 65 536
+    c = capture(os.path.join(work, "caps", "m"), ["--moe", "8,2", "--zipf", "1.1", "--batch", "4",
+                                                  "--steps", "1500"], {"SIMGPU_ZERO": "1"})
+    out, rss = {}, {}
+    # under ASan, freed windows would wait in its quarantine: peak RSS would count them all
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env = dict(os.environ, ASAN_OPTIONS=(asan + ":" if asan else "") + "quarantine_size_mb=0")
+    for w in ("0", "65536"):
+        t = os.path.join(work, f"time.{w}")
+        p = subprocess.run(["/usr/bin/time", "-o", t, "-f", "%M", TKP, "table", "moe",
+                            "--moe-window", w, "--compress", "none", c], capture_output=True,
+                           timeout=300, env=env)
+        if p.returncode:
+            fail(f"table moe --moe-window {w}: exit {p.returncode}: {p.stderr.decode()}")
+        out[w], rss[w] = p.stdout, int(open(t).read().split()[-1])
+    rows = out["0"].count(b"\n") - 1
+    if rows < 1500 * 4 * 8:
+        fail(f"table moe: {rows} rows, want one per step, layer and expert")
+    if out["0"] != out["65536"]:
+        fail("table moe by windows differs from the whole-capture pass")
+    if not rss["65536"] < rss["0"]:
+        fail(f"table moe by windows peaked at {rss['65536']} KB, the whole pass at {rss['0']} KB")
+    print(f"moewindow: {rows} rows equal; peak RSS {rss['0']} KB whole, {rss['65536']} KB by "
+          f"windows")
 
 
 def case_hostile():
@@ -585,5 +734,5 @@ json.dump(out, sys.stdout)
 if __name__ == "__main__":
     # a SIGTERM (ctest stopping the test) still runs the finally that stops the servers
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    {"cluster": case_cluster, "restart": case_restart, "hostile": case_hostile,
-     "chdb": case_chdb}[case]()
+    {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
+     "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb}[case]()

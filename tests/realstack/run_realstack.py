@@ -37,8 +37,9 @@ import overlay  # noqa: E402  (tests/realstack/overlay.py)
 
 GPU_COMPARE = os.path.join(HERE, "..", "e2e", "gpu_compare.py")
 # Generic kernels whose family depends on the caller: torch.sort/topk's sorts, cub scans, the
-# histogram of tokens per expert, a softmax (attention's, the sampler's or the router's).
-AMBIGUOUS = re.compile(r"sort|scan|histogram|softmax", re.I)
+# histogram of tokens per expert, a softmax (attention's, the sampler's or the router's); a Triton
+# kernel whose Python name is just `kernel` (vLLM's slot-mapping kernel, ComputeSlotMappingKernel).
+AMBIGUOUS = re.compile(r"sort|scan|histogram|softmax|^kernel$", re.I)
 
 
 def load(path):

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Runs a vLLM workload (vllm_workload.py) on simgpu without and under the shim and checks the
+capture against the simulator's truth and against vLLM's own step log (vllm_probe.py).
+
+usage: run_vllm.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
+                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off]
+
+Exit 77 (ctest's skip) with one line when VENV has no vllm (scripts/setup.sh creates it).
+Checks, in the run under the shim:
+  1. exit 0 without and with the shim, and the same result line (requests, tokens per request);
+  2. for every process that executed work (its truth log): every kernel exactly once, in order,
+     per thread; GPU records join every kernel and copy; no kernel classed "other" but for the
+     ambiguous names; `tokprof summary` without a warning (run_realstack.check_process);
+  3. token steps = the steps vLLM's scheduler ran (schedule() with tokens > 0, from the probe);
+  4. tokens per step = the tokens vLLM scheduled in that step, step by step (`tokprof steps`);
+  5. inter-token latency: tokprof's p50 within 10 % of vLLM's (the differences of the probe's
+     "output" stamps, the stamps vLLM's inter_token_latency metric is made of).
+Prints one line per figure for docs/VALIDATION.md."""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
+import overlay  # noqa: E402
+import run_realstack  # noqa: E402
+
+RESULT = "requests "
+
+
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else 0.0
+
+
+def probe_steps(path):
+    """vLLM's steps that ran the model: tokens scheduled, and the ITLs (s) of its output stamps."""
+    recs = [json.loads(l) for l in open(path)]
+    tokens = [r["tokens"] for r in recs if r["op"] == "schedule" and r["tokens"] > 0]
+    outs = [r["t"] for r in recs if r["op"] == "output" and r["new_tokens"] > 0]
+    itl = [b - a for a, b in zip(outs, outs[1:])]
+    return tokens, itl
+
+
+def run(python, args, env, d, timeout):
+    p = subprocess.run([python, os.path.join(HERE, "vllm_workload.py"), *args], env=env, cwd=d,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    with open(os.path.join(d, "output.txt"), "w") as f:
+        f.write(p.stdout)
+    result = [l for l in p.stdout.splitlines() if l.startswith(RESULT)]
+    return p.returncode, result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
+        ap.add_argument("--" + k, required=True)
+    ap.add_argument("--reqs", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--graphs", action="store_true")
+    ap.add_argument("--async-sched", default="off", choices=["on", "off"])
+    ap.add_argument("--timeout", type=int, default=900)
+    a = ap.parse_args()
+    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
+        setattr(a, k, os.path.abspath(getattr(a, k)))
+    if not glob.glob(os.path.join(a.venv, "lib", "python3*", "site-packages", "vllm")):
+        print(f"SKIP: no vllm in {a.venv} (scripts/setup.sh creates the venv)")
+        return 77
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    python = overlay.make(a.venv, a.simgpu, os.path.join(a.workdir, "venv"))
+    wargs = ["offline", "--reqs", str(a.reqs), "--tokens", str(a.tokens), "--async-sched", a.async_sched]
+    wargs += ["--graphs"] if a.graphs else []
+    runs = {}
+    for name in ("plain", "shim"):
+        d = os.path.join(a.workdir, name)
+        os.makedirs(d)
+        env = dict(os.environ,
+                   LD_LIBRARY_PATH=a.simgpu + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""),
+                   TRITON_LIBCUDA_PATH=a.simgpu,
+                   SIMGPU_LOG=os.path.join(d, "truth.%p.jsonl"),
+                   SIMGPU_UNIMPL_LOG=os.path.join(d, "unimpl.log"),
+                   SIMGPU_MEM="2G",                          # gpu_memory_utilization 0.5: 1 GiB of KV cache
+                   VLLM_PROBE_LOG=os.path.join(d, "probe.jsonl"),
+                   PYTHONPATH=HERE,                          # vllm_probe, in the engine-core process too
+                   VLLM_USE_V2_MODEL_RUNNER="0",             # README.md, "vLLM": V2 reads its token counts from the device
+                   VLLM_USE_FLASHINFER_SAMPLER="0",          # else FlashInfer JIT-compiles its sampler (minutes)
+                   VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
+                   VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"),
+                   TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
+                   TRITON_CACHE_DIR=os.path.join(d, "triton"),
+                   PYTHONDONTWRITEBYTECODE="1",
+                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+        env.pop("LD_PRELOAD", None)
+        if name == "shim":
+            env["LD_PRELOAD"] = shim_preload(a.shim)
+            env["TOKPROF_OUT"] = d
+        runs[name] = run(python, wargs, env, d, a.timeout)
+        print(f"{name}: exit {runs[name][0]}, {runs[name][1]}")
+    errors = []
+    if runs["plain"] != runs["shim"] or runs["plain"][0] != 0 or not runs["plain"][1]:
+        errors.append(f"runs differ or failed: without the shim {runs['plain']!r}, with it {runs['shim']!r} "
+                      f"(see {a.workdir}/*/output.txt)")
+    d = os.path.join(a.workdir, "shim")
+    want_tokens, vllm_itl = probe_steps(os.path.join(d, "probe.jsonl")) if os.path.exists(
+        os.path.join(d, "probe.jsonl")) else ([], [])
+    truths = sorted(glob.glob(os.path.join(d, "truth.*.jsonl")))
+    if len(truths) != 1:
+        errors.append(f"{len(truths)} processes executed work, expected 1 (the engine core)")
+    for t in truths:
+        pid = t.split(".")[-2]
+        caps = glob.glob(os.path.join(d, f"*.{pid}.tokprof"))
+        if len(caps) != 1:
+            errors.append(f"pid {pid} executed work but left {len(caps)} captures: {os.listdir(d)}")
+            continue
+        run_realstack.check_process(t, caps[0], a.tokprof, d, len(want_tokens), errors)
+        st = subprocess.run([a.tokprof, "steps", "--json", caps[0]], stdout=subprocess.PIPE, text=True,
+                            timeout=300)
+        got = [s["tokens"] for s in json.loads(st.stdout)["steps"] if s["kind"] == "token"]
+        if got != want_tokens:
+            i = next((i for i, (x, y) in enumerate(zip(got, want_tokens)) if x != y), min(len(got), len(want_tokens)))
+            errors.append(f"tokens per step differ first at step {i}: tokprof {got[i:i + 5]}, vLLM {want_tokens[i:i + 5]}")
+        sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", caps[0]], stdout=subprocess.PIPE,
+                                       text=True, timeout=300).stdout)
+        itl = sm["itl_ns"]
+        v50, v99 = pct(vllm_itl, 0.5) * 1e9, pct(vllm_itl, 0.99) * 1e9
+        print(f"vLLM: {len(want_tokens)} steps, {sum(want_tokens)} tokens, ITL p50 {v50 / 1e6:.3f} ms "
+              f"p99 {v99 / 1e6:.3f} ms")
+        print(f"tokprof: {sm['steps']} token steps, {sm['tokens']} tokens, ITL p50 {itl['p50'] / 1e6:.3f} ms "
+              f"p99 {itl['p99'] / 1e6:.3f} ms")
+        if not v50 or abs(itl["p50"] - v50) > 0.1 * v50:
+            errors.append(f"ITL p50: tokprof {itl['p50'] / 1e6:.3f} ms, vLLM {v50 / 1e6:.3f} ms (more than 10 % apart)")
+    if errors:
+        print("FAIL:\n" + "\n".join(errors[:30]))
+        return 1
+    print("ok: vllm " + " ".join(wargs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

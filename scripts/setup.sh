@@ -79,8 +79,8 @@ make_venv() { # VENV REQUIREMENTS
     make_venv "${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}" "torch==2.15.0 transformers==5.24.0"
 
 # tests/realstack's realstack_vllm_* tests (tests/realstack/README.md, "vLLM"): vllm==0.33.0 pins
-# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own. About 9 GB, made in about 6 minutes
-# here. TOKPROF_SKIP_VLLM=1 (or TOKPROF_SKIP_TORCH=1) skips it; its tests then skip with one line.
+# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own. 9.4 GB, made in 832 s here (download
+# included, on a loaded 2-core machine). TOKPROF_SKIP_VLLM=1 (or TOKPROF_SKIP_TORCH=1) skips it; its tests then skip with one line.
 [ -n "${TOKPROF_SKIP_TORCH:-}${TOKPROF_SKIP_VLLM:-}" ] ||
     make_venv "${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}" "vllm==0.33.0"
 exit 0

@@ -40,7 +40,10 @@ def offline(a):
     llm = LLM(model=model_dir(root), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
               enforce_eager=not a.graphs, max_model_len=256, max_num_seqs=a.reqs,
               max_num_batched_tokens=256, gpu_memory_utilization=a.gpu_mem, seed=0,
-              async_scheduling=async_sched, kernel_config={"enable_flashinfer_autotune": False},
+              async_scheduling=async_sched,
+              # no FlashInfer autotune, no JIT warm-up of Triton kernels for every size (36 s here):
+              # start-up work, not steps; CI time (README.md, "vLLM")
+              kernel_config={"enable_flashinfer_autotune": False, "enable_jit_warmup": False},
               scheduler_cls="vllm_probe." + ("AsyncStepLogScheduler" if async_sched else "StepLogScheduler"),
               **({"compilation_config": {"cudagraph_capture_sizes": [1, 2, 4, 8]}} if a.graphs else {}))
     prompts = [{"prompt_token_ids": [(7 * i + j) % 500 + 3 for j in range(8)]} for i in range(a.reqs)]

@@ -3,7 +3,11 @@
 capture against the simulator's truth and against vLLM's own step log (vllm_probe.py).
 
 usage: run_vllm.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
-                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off]
+                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve]
+
+--serve: `vllm serve` (async scheduling, vLLM's default) with --reqs concurrent streaming
+completions over HTTP to 127.0.0.1 and a SIGTERM at the end, the run under the shim started as
+`tokprof run -o DIR --shim SO -- python vllm_workload.py serve ...`.
 
 Exit 77 (ctest's skip) with one line when VENV has no vllm (scripts/setup.sh creates it).
 Checks, in the run under the shim:
@@ -18,18 +22,13 @@ Checks, in the run under the shim:
      "output" stamps, the stamps vLLM's inter_token_latency metric is made of).
 Prints one line per figure for docs/VALIDATION.md."""
 import argparse
-import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
-import overlay  # noqa: E402
 import run_realstack  # noqa: E402
 
 RESULT = "requests "
@@ -49,8 +48,8 @@ def probe_steps(path):
     return tokens, itl
 
 
-def run(python, args, env, d, timeout):
-    p = subprocess.run([python, os.path.join(HERE, "vllm_workload.py"), *args], env=env, cwd=d,
+def run(python, args, env, d, timeout, prefix=()):
+    p = subprocess.run([*prefix, python, os.path.join(HERE, "vllm_workload.py"), *args], env=env, cwd=d,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     with open(os.path.join(d, "output.txt"), "w") as f:
         f.write(p.stdout)
@@ -65,44 +64,33 @@ def main():
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--graphs", action="store_true")
+    ap.add_argument("--serve", action="store_true",
+                    help="`vllm serve` and --reqs streaming HTTP clients, under `tokprof run -o DIR --`")
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
-    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if not glob.glob(os.path.join(a.venv, "lib", "python3*", "site-packages", "vllm")):
-        print(f"SKIP: no vllm in {a.venv} (scripts/setup.sh creates the venv)")
+    python = run_realstack.prepare(a, "vllm")
+    if not python:
         return 77
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    python = overlay.make(a.venv, a.simgpu, os.path.join(a.workdir, "venv"))
-    wargs = ["offline", "--reqs", str(a.reqs), "--tokens", str(a.tokens), "--async-sched", a.async_sched]
+    wargs = ["serve" if a.serve else "offline", "--reqs", str(a.reqs), "--tokens", str(a.tokens)]
+    wargs += [] if a.serve else ["--async-sched", a.async_sched]
     wargs += ["--graphs"] if a.graphs else []
     runs = {}
     for name in ("plain", "shim"):
-        d = os.path.join(a.workdir, name)
-        os.makedirs(d)
-        env = dict(os.environ,
-                   LD_LIBRARY_PATH=a.simgpu + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""),
-                   TRITON_LIBCUDA_PATH=a.simgpu,
-                   SIMGPU_LOG=os.path.join(d, "truth.%p.jsonl"),
-                   SIMGPU_UNIMPL_LOG=os.path.join(d, "unimpl.log"),
-                   SIMGPU_MEM="2G",                          # gpu_memory_utilization 0.5: 1 GiB of KV cache
+        d, env = run_realstack.run_env(a, name)
+        env.update(SIMGPU_MEM="2G",                       # gpu_memory_utilization 0.5: 1 GiB of KV cache
                    VLLM_PROBE_LOG=os.path.join(d, "probe.jsonl"),
-                   PYTHONPATH=HERE,                          # vllm_probe, in the engine-core process too
-                   VLLM_USE_V2_MODEL_RUNNER="0",             # README.md, "vLLM": V2 reads its token counts from the device
-                   VLLM_USE_FLASHINFER_SAMPLER="0",          # else FlashInfer JIT-compiles its sampler (minutes)
+                   PYTHONPATH=HERE,                       # vllm_probe, in the engine-core process too
+                   VLLM_USE_V2_MODEL_RUNNER="0",          # README.md, "vLLM": V2 reads its token counts from the device
+                   VLLM_USE_FLASHINFER_SAMPLER="0",       # else FlashInfer JIT-compiles its sampler (minutes)
                    VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
-                   VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"),
-                   TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),
-                   TRITON_CACHE_DIR=os.path.join(d, "triton"),
-                   PYTHONDONTWRITEBYTECODE="1",
-                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-        env.pop("LD_PRELOAD", None)
-        if name == "shim":
-            env["LD_PRELOAD"] = shim_preload(a.shim)
-            env["TOKPROF_OUT"] = d
-        runs[name] = run(python, wargs, env, d, a.timeout)
+                   VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"))
+        prefix = ()
+        if a.serve and name == "shim":  # as a user would: tokprof run preloads the shim
+            env.pop("LD_PRELOAD")
+            env.pop("TOKPROF_OUT")
+            prefix = (a.tokprof, "run", "-o", d, "--shim", a.shim, "--")
+        runs[name] = run(python, wargs, env, d, a.timeout, prefix)
         print(f"{name}: exit {runs[name][0]}, {runs[name][1]}")
     errors = []
     if runs["plain"] != runs["shim"] or runs["plain"][0] != 0 or not runs["plain"][1]:
@@ -111,17 +99,9 @@ def main():
     d = os.path.join(a.workdir, "shim")
     want_tokens, vllm_itl = probe_steps(os.path.join(d, "probe.jsonl")) if os.path.exists(
         os.path.join(d, "probe.jsonl")) else ([], [])
-    truths = sorted(glob.glob(os.path.join(d, "truth.*.jsonl")))
-    if len(truths) != 1:
-        errors.append(f"{len(truths)} processes executed work, expected 1 (the engine core)")
-    for t in truths:
-        pid = t.split(".")[-2]
-        caps = glob.glob(os.path.join(d, f"*.{pid}.tokprof"))
-        if len(caps) != 1:
-            errors.append(f"pid {pid} executed work but left {len(caps)} captures: {os.listdir(d)}")
-            continue
-        run_realstack.check_process(t, caps[0], a.tokprof, d, len(want_tokens), errors)
-        st = subprocess.run([a.tokprof, "steps", "--json", caps[0]], stdout=subprocess.PIPE, text=True,
+    for t, cap in run_realstack.process_captures(d, 1, errors):  # the engine core alone
+        run_realstack.check_process(t, cap, a.tokprof, d, len(want_tokens), errors)
+        st = subprocess.run([a.tokprof, "steps", "--json", cap], stdout=subprocess.PIPE, text=True,
                             timeout=300)
         got = [s["tokens"] for s in json.loads(st.stdout)["steps"] if s["kind"] == "token"]
         # With CUDA graphs the first step's tokens are not the scheduled ones (README.md, "vLLM":
@@ -134,7 +114,7 @@ def main():
             i = next((i for i, (x, y) in enumerate(zip(got, want_tokens)) if x != y and i >= skip),
                      min(len(got), len(want_tokens)))
             errors.append(f"tokens per step differ first at step {i}: tokprof {got[i:i + 5]}, vLLM {want_tokens[i:i + 5]}")
-        sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", caps[0]], stdout=subprocess.PIPE,
+        sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", cap], stdout=subprocess.PIPE,
                                        text=True, timeout=300).stdout)
         itl = sm["itl_ns"]
         v50, v99 = pct(vllm_itl, 0.5) * 1e9, pct(vllm_itl, 0.99) * 1e9

@@ -18,7 +18,9 @@ Checks, in the run under the shim:
   3. token steps = the steps vLLM's scheduler ran (schedule() with tokens > 0, from the probe);
   4. tokens per step = the tokens vLLM scheduled in that step, step by step (`tokprof steps`),
      but for the first step with --graphs (README.md, "vLLM", says why);
-  5. inter-token latency: tokprof's p50 within 10 % of vLLM's (the differences of the probe's
+  5. --moe: `tokprof moe` finds vLLM's fused_moe_kernel and reports no per-expert load (it is
+     routed on the GPU inside the kernel);
+  6. inter-token latency: tokprof's p50 within 10 % of vLLM's (the differences of the probe's
      "output" stamps, the stamps vLLM's inter_token_latency metric is made of).
 Prints one line per figure for docs/VALIDATION.md."""
 import argparse
@@ -64,6 +66,7 @@ def main():
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--graphs", action="store_true")
+    ap.add_argument("--moe", action="store_true", help="the MoE config: vLLM's fused MoE Triton kernel")
     ap.add_argument("--serve", action="store_true",
                     help="`vllm serve` and --reqs streaming HTTP clients, under `tokprof run -o DIR --`")
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
@@ -75,6 +78,7 @@ def main():
     wargs = ["serve" if a.serve else "offline", "--reqs", str(a.reqs), "--tokens", str(a.tokens)]
     wargs += [] if a.serve else ["--async-sched", a.async_sched]
     wargs += ["--graphs"] if a.graphs else []
+    wargs += ["--moe"] if a.moe else []
     runs = {}
     for name in ("plain", "shim"):
         d, env = run_realstack.run_env(a, name)
@@ -114,6 +118,13 @@ def main():
             i = next((i for i, (x, y) in enumerate(zip(got, want_tokens)) if x != y and i >= skip),
                      min(len(got), len(want_tokens)))
             errors.append(f"tokens per step differ first at step {i}: tokprof {got[i:i + 5]}, vLLM {want_tokens[i:i + 5]}")
+        if a.moe:  # the experts are fused_moe_kernel launches: no expert count may be made up
+            m = json.loads(subprocess.run([a.tokprof, "moe", "--json", cap], stdout=subprocess.PIPE, text=True,
+                                          timeout=300).stdout or "{}")
+            fu = m.get("fused") or {}
+            if m.get("threads") or fu.get("per_expert_observable") is not False or \
+                    not any("fused_moe_kernel" in k for k in fu.get("kernels", [])):
+                errors.append(f"tokprof moe: {len(m.get('threads') or [])} threads of experts, fused {fu.get('kernels')}")
         sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", cap], stdout=subprocess.PIPE,
                                        text=True, timeout=300).stdout)
         itl = sm["itl_ns"]

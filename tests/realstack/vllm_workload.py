@@ -4,7 +4,7 @@ to a temporary folder, random weights (load_format="dummy"), no tokenizer (token
 ignore_eos (device code never runs: the sampled ids are whatever the memory held). The config goes
 to ./tiny-llama (the test's work directory).
 
-    vllm_workload.py offline [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off]
+    vllm_workload.py offline [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--moe]
     vllm_workload.py serve --reqs 16 [--tokens 64] [--graphs]   (`vllm serve` + an HTTP client)
 
 Prints what vLLM returned that does not depend on the (garbage) token values: requests and
@@ -26,11 +26,16 @@ LLAMA = {
 }
 
 
-def model_dir(root):
-    d = os.path.join(root, "tiny-llama")
+# The MoE config: the same Llama with 8 experts, top-2 (Mixtral): vLLM's fused MoE Triton kernel.
+MIXTRAL = dict(LLAMA, architectures=["MixtralForCausalLM"], model_type="mixtral", num_local_experts=8,
+               num_experts_per_tok=2)
+
+
+def model_dir(root, moe=False):
+    d = os.path.join(root, "tiny-mixtral" if moe else "tiny-llama")
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "config.json"), "w") as f:
-        json.dump(LLAMA, f)
+        json.dump(MIXTRAL if moe else LLAMA, f)
     return d
 
 
@@ -38,7 +43,7 @@ def offline(a):
     from vllm import LLM, SamplingParams
     root = os.getcwd()  # the test's work directory
     async_sched = a.async_sched == "on"
-    llm = LLM(model=model_dir(root), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
+    llm = LLM(model=model_dir(root, a.moe), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
               enforce_eager=not a.graphs, max_model_len=256, max_num_seqs=a.reqs,
               max_num_batched_tokens=256, gpu_memory_utilization=a.gpu_mem, seed=0,
               async_scheduling=async_sched,
@@ -70,7 +75,7 @@ def serve(a):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    args = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model_dir(os.getcwd()),
+    args = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model_dir(os.getcwd(), a.moe),
             "--host", "127.0.0.1", "--port", str(port), "--load-format", "dummy",
             "--skip-tokenizer-init", "--dtype", "bfloat16", "--max-model-len", "256",
             "--max-num-seqs", str(a.reqs), "--max-num-batched-tokens", "256",
@@ -97,7 +102,7 @@ def serve(a):
 
     def one(i):
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        body = {"model": model_dir(os.getcwd()), "prompt": [(7 * i + j) % 500 + 3 for j in range(8)],
+        body = {"model": model_dir(os.getcwd(), a.moe), "prompt": [(7 * i + j) % 500 + 3 for j in range(8)],
                 "max_tokens": a.tokens, "ignore_eos": True, "temperature": 0.0, "stream": True,
                 "return_token_ids": True}
         c.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -129,6 +134,7 @@ def main():
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--graphs", action="store_true", help="CUDA graphs (enforce_eager=False)")
+    ap.add_argument("--moe", action="store_true", help="the MoE config (8 experts, top-2)")
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--gpu-mem", type=float, default=0.5, help="gpu_memory_utilization of SIMGPU_MEM")
     ap.add_argument("--time", help="append {tokens_per_s} of generate() to this file")

@@ -56,23 +56,31 @@ fi
 # zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/release and tests/python
 "$(dirname "$0")/pyenv.sh" >/dev/null
 
-# The cached venv of real clients for tests/realstack and simgpu_exports (tests/realstack/README.md):
-# unmodified PyTorch (CUDA 13 wheels), transformers and Triton, pinned, outside the checkout so
-# every worktree and build shares it. It is never modified after creation: the tests point its
-# NVIDIA runtime libraries at simgpu's fakes through a symlinked overlay of their own. The marker
-# file is written last, so a half-made venv (an interrupted pip) is made again. About 5.6 GB; the
-# tests skip with one line where it is absent. TOKPROF_SKIP_TORCH=1 skips it.
-TORCH_REQS="torch==2.15.0 transformers==5.24.0"
-VENV=${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}
-if [ -z "${TOKPROF_SKIP_TORCH:-}" ] && [ "$(cat "$VENV/.tokprof-complete" 2>/dev/null)" != "$TORCH_REQS" ]; then
-    echo "setup: creating $VENV ($TORCH_REQS)" >&2
-    start=$SECONDS
-    rm -rf "$VENV"
-    mkdir -p "$(dirname "$VENV")"
-    python3 -m venv "$VENV"
+# A cached venv of real clients, made once: pinned requirements, outside the checkout so every
+# worktree and build shares it, never modified after creation (the tests point its NVIDIA runtime
+# libraries at simgpu's fakes through a symlinked overlay of their own). The marker file is written
+# last, so a half-made venv (an interrupted pip) is made again. Prints its time and size.
+make_venv() { # VENV REQUIREMENTS
+    local venv=$1 reqs=$2 start=$SECONDS
+    [ "$(cat "$venv/.tokprof-complete" 2>/dev/null)" = "$reqs" ] && return 0
+    echo "setup: creating $venv ($reqs)" >&2
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv"
     # shellcheck disable=SC2086  # the requirements are words
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check $TORCH_REQS
-    echo "$TORCH_REQS" > "$VENV/.tokprof-complete"
-    echo "setup: $VENV made in $((SECONDS - start)) s, $(du -sh "$VENV" | cut -f1)" >&2
-fi
+    "$venv/bin/pip" install --quiet --disable-pip-version-check $reqs
+    echo "$reqs" > "$venv/.tokprof-complete"
+    echo "setup: $venv made in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1)" >&2
+}
+
+# tests/realstack and simgpu_exports: unmodified PyTorch (CUDA 13 wheels), transformers and Triton.
+# About 5.6 GB; the tests skip with one line where it is absent. TOKPROF_SKIP_TORCH=1 skips it.
+[ -n "${TOKPROF_SKIP_TORCH:-}" ] ||
+    make_venv "${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}" "torch==2.15.0 transformers==5.24.0"
+
+# tests/realstack's realstack_vllm_* tests (tests/realstack/README.md, "vLLM"): vllm==0.33.0 pins
+# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own. 9.4 GB, made in 832 s here (download
+# included, on a loaded 2-core machine). TOKPROF_SKIP_VLLM=1 (or TOKPROF_SKIP_TORCH=1) skips it; its tests then skip with one line.
+[ -n "${TOKPROF_SKIP_TORCH:-}${TOKPROF_SKIP_VLLM:-}" ] ||
+    make_venv "${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}" "vllm==0.33.0"
 exit 0

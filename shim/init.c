@@ -35,6 +35,7 @@ static int start(void);
 __attribute__((constructor)) static void tkp_on_load(void)
 {
     tkp_resolve_real_dlsym(); /* so dlsym.S's fast path is ready before any library asks */
+    tkp_config_note_program(); /* before the program can rename itself (setproctitle) */
     /* What reaches upward at run time, handed down once. */
     tkp_rings_set_hooks(tkp_step_thread_init, tkp_step_flush_thread);
     tkp_step_set_segment_hook(tkp_cupti_on_segment);

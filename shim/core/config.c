@@ -56,8 +56,15 @@ static void copy_str(char *dst, size_t cap, const char *src)
     dst[n] = 0;
 }
 
+void tkp_config_note_program(void)
+{
+    const char *n = program_invocation_short_name;
+    copy_str(tkp_cfg.program, sizeof tkp_cfg.program, n && *n ? n : "program");
+}
+
 void tkp_config_load(void)
 {
+    if (!tkp_cfg.program[0]) tkp_config_note_program(); /* a start without the constructor */
     const char *v = tkp_env("TOKPROF_LOG");
     if (v && *v) {
         if (!strcasecmp(v, "quiet")) tkp_log_level = TKP_LOG_QUIET;

@@ -169,7 +169,7 @@ static void file_name(char *buf, size_t cap, int kind, unsigned index, unsigned 
     else if (index) snprintf(tag, sizeof tag, ".%u", index);
     if (alt) snprintf(a, sizeof a, ".alt%u", alt);
     /* the program name is cut so that the tags always fit NAME_MAX: .altN must stay distinct */
-    snprintf(buf, cap, "%.200s.%d%s%s.tokprof", program_invocation_short_name, (int)getpid(), tag,
+    snprintf(buf, cap, "%.200s.%d%s%s.tokprof", tkp_cfg.program, (int)getpid(), tag,
              a);
 }
 

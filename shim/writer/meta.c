@@ -122,7 +122,7 @@ void tkp_meta_pack(msgpack_packer *pk, const struct tkp_sink *sink, uint64_t sta
     msgpack_pack_array(pk, 2);
     msgpack_pack_int(pk, TKP_REC_META);
     msgpack_pack_map(pk, 11 + (size_t)(sink->meta_keys ? sink->meta_keys() : 0));
-    pack_kv_str(pk, "program", program_invocation_short_name);
+    pack_kv_str(pk, "program", tkp_cfg.program);
     pack_kv_int(pk, "pid", getpid());
     pack_kv_int(pk, "ppid", getppid());
     pack_kv_str(pk, "hostname", host);

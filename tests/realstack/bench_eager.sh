@@ -2,11 +2,18 @@
 # docs/BENCH.md "Real clients": tokens/s of the eager Llama decode loop (tests/realstack/workload.py)
 # on simgpu without the shim, under it with TOKPROF_GPU=off, and under it by default (GPU records
 # on), alternated run by run so drift hits all three alike; and the capture's bytes per launch.
+# WORKLOAD=vllm: vLLM's offline generate() of 8 requests x 64 tokens instead (vllm_workload.py,
+# eager, sync scheduling; output tokens/s of generate() alone), from the vLLM venv.
 #
 #   tests/realstack/bench_eager.sh [VENV]        RUNS (default 5) rounds, STEPS (default 64) steps
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-VENV=${1:-${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}}
+WORKLOAD=${WORKLOAD:-torch}
+if [ "$WORKLOAD" = vllm ]; then
+    VENV=${1:-${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}}
+else
+    VENV=${1:-${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}}
+fi
 B=$PWD/build
 RUNS=${RUNS:-5}
 STEPS=${STEPS:-64}
@@ -16,8 +23,15 @@ py=$(python3 tests/realstack/overlay.py "$VENV" "$B/tests/simgpu" "$work/venv")
 run() { # NAME [ENV...]
     local name=$1; shift
     mkdir -p "$work/$name"
-    env "$@" LD_LIBRARY_PATH="$B/tests/simgpu" PYTHONDONTWRITEBYTECODE=1 \
-        "$py" tests/realstack/workload.py eager --steps "$STEPS" --time "$work/$name.jsonl" >/dev/null 2>&1
+    if [ "$WORKLOAD" = vllm ]; then # the settings of run_vllm.py (README.md, "vLLM")
+        (cd "$work/$name" && env "$@" LD_LIBRARY_PATH="$B/tests/simgpu" PYTHONDONTWRITEBYTECODE=1 \
+            SIMGPU_MEM=2G PYTHONPATH="$OLDPWD/tests/realstack" VLLM_USE_V2_MODEL_RUNNER=0 \
+            VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 VLLM_CACHE_ROOT="$work/vllm-cache" \
+            "$py" "$OLDPWD/tests/realstack/vllm_workload.py" offline --time "$work/$name.jsonl" >/dev/null 2>&1)
+    else
+        env "$@" LD_LIBRARY_PATH="$B/tests/simgpu" PYTHONDONTWRITEBYTECODE=1 \
+            "$py" tests/realstack/workload.py eager --steps "$STEPS" --time "$work/$name.jsonl" >/dev/null 2>&1
+    fi
 }
 for i in $(seq "$RUNS"); do
     run plain

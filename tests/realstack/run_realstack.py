@@ -37,8 +37,9 @@ import overlay  # noqa: E402  (tests/realstack/overlay.py)
 
 GPU_COMPARE = os.path.join(HERE, "..", "e2e", "gpu_compare.py")
 # Generic kernels whose family depends on the caller: torch.sort/topk's sorts, cub scans, the
-# histogram of tokens per expert, a softmax (attention's, the sampler's or the router's).
-AMBIGUOUS = re.compile(r"sort|scan|histogram|softmax", re.I)
+# histogram of tokens per expert, a softmax (attention's, the sampler's or the router's); a Triton
+# kernel whose Python name is just `kernel` (vLLM's slot-mapping kernel, ComputeSlotMappingKernel).
+AMBIGUOUS = re.compile(r"sort|scan|histogram|softmax|^kernel$", re.I)
 
 
 def load(path):
@@ -146,6 +147,55 @@ def gpu_line(text):
     return text.strip().splitlines()[-1] if text.strip() else ""
 
 
+def prepare(a, package):
+    """Absolute paths in `a`, a fresh work directory and its overlay of a.venv: the overlay's
+    python, or None (with the skip line printed) when the venv has no `package`."""
+    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
+        setattr(a, k, os.path.abspath(getattr(a, k)))
+    if not glob.glob(os.path.join(a.venv, "lib", "python3*", "site-packages", package)):
+        print(f"SKIP: no {package} in {a.venv} (scripts/setup.sh creates the venv)")
+        return None
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    return overlay.make(a.venv, a.simgpu, os.path.join(a.workdir, "venv"))
+
+
+def process_captures(d, procs, errors):
+    """(truth log, capture) of every process of run folder d that executed work; an error when
+    they are not `procs`, or when one left no capture or several (hidden files count too)."""
+    truths = sorted(glob.glob(os.path.join(d, "truth.*.jsonl")))
+    if len(truths) != procs:
+        errors.append(f"{len(truths)} processes executed work, expected {procs}")
+    for t in truths:
+        pid = t.split(".")[-2]
+        caps = [c for c in os.listdir(d) if c.endswith(f".{pid}.tokprof")]
+        if len(caps) != 1 or caps[0].startswith("."):
+            errors.append(f"pid {pid} executed work but left {len(caps)} captures: {caps}")
+            continue
+        yield t, os.path.join(d, caps[0])
+
+
+def run_env(a, name):
+    """The run `name` ("plain" or "shim"): its folder (made) and environment: simgpu's libraries,
+    a truth log per process, per-run compile caches, the shim preloaded for "shim"."""
+    d = os.path.join(a.workdir, name)
+    os.makedirs(d)
+    env = dict(os.environ,
+               LD_LIBRARY_PATH=a.simgpu + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""),
+               TRITON_LIBCUDA_PATH=a.simgpu,           # Triton links its launchers against libcuda
+               SIMGPU_LOG=os.path.join(d, "truth.%p.jsonl"),
+               SIMGPU_UNIMPL_LOG=os.path.join(d, "unimpl.log"),
+               TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),  # per test: nothing shared
+               TRITON_CACHE_DIR=os.path.join(d, "triton"),
+               PYTHONDONTWRITEBYTECODE="1",            # never write into the shared venv
+               HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("LD_PRELOAD", None)
+    if name == "shim":
+        env["LD_PRELOAD"] = shim_preload(a.shim)
+        env["TOKPROF_OUT"] = d
+    return d, env
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--venv", required=True)
@@ -159,31 +209,13 @@ def main():
     ap.add_argument("--step", help="TOKPROF_STEP for the run under the shim (default: auto)")
     ap.add_argument("mode")
     a = ap.parse_args()
-    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
-        setattr(a, k, os.path.abspath(getattr(a, k)))
-    if not glob.glob(os.path.join(a.venv, "lib", "python3*", "site-packages", "torch")):
-        print(f"SKIP: no torch in {a.venv} (scripts/setup.sh creates the venv)")
+    python = prepare(a, "torch")
+    if not python:
         return 77
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    python = overlay.make(a.venv, a.simgpu, os.path.join(a.workdir, "venv"))
     runs = {}
     for name in ("plain", "shim"):
-        d = os.path.join(a.workdir, name)
-        os.makedirs(d)
-        env = dict(os.environ,
-                   LD_LIBRARY_PATH=a.simgpu + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else ""),
-                   TRITON_LIBCUDA_PATH=a.simgpu,           # Triton links its launchers against libcuda
-                   SIMGPU_LOG=os.path.join(d, "truth.%p.jsonl"),
-                   SIMGPU_UNIMPL_LOG=os.path.join(d, "unimpl.log"),
-                   TORCHINDUCTOR_CACHE_DIR=os.path.join(d, "inductor"),  # per test: nothing shared
-                   TRITON_CACHE_DIR=os.path.join(d, "triton"),
-                   PYTHONDONTWRITEBYTECODE="1",            # never write into the shared venv
-                   HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-        env.pop("LD_PRELOAD", None)
+        d, env = run_env(a, name)
         if name == "shim":
-            env["LD_PRELOAD"] = shim_preload(a.shim)
-            env["TOKPROF_OUT"] = d
             if a.step:
                 env["TOKPROF_STEP"] = a.step
             if a.step and a.step.startswith("nvtx:"):
@@ -196,18 +228,11 @@ def main():
     if runs["plain"][0] != 0:
         errors.append(f"the workload failed (exit {runs['plain'][0]}): see {a.workdir}/plain/stderr.txt")
     d = os.path.join(a.workdir, "shim")
-    truths = sorted(glob.glob(os.path.join(d, "truth.*.jsonl")))
-    if len(truths) != a.procs:
-        errors.append(f"{len(truths)} processes executed work, expected {a.procs}")
-    for t in truths:
+    for t, cap in process_captures(d, a.procs, errors):
         pid = t.split(".")[-2]
-        caps = glob.glob(os.path.join(d, f"*.{pid}.tokprof"))
-        if len(caps) != 1:
-            errors.append(f"pid {pid} executed work but left {len(caps)} captures")
-            continue
-        check_process(t, caps[0], a.tokprof, d, a.steps + 1, errors)
+        check_process(t, cap, a.tokprof, d, a.steps + 1, errors)
         if a.mode == "moe":
-            check_moe(caps[0], a.tokprof, pid, a.steps + 1, errors)
+            check_moe(cap, a.tokprof, pid, a.steps + 1, errors)
     if errors:
         print("FAIL:\n" + "\n".join(errors[:30]))
         return 1

@@ -115,9 +115,13 @@ elif case == "fork":
     p = subprocess.run([prog], env=env(), capture_output=True, text=True, timeout=60)
     if p.returncode != 0:
         fail(f"forker exit {p.returncode}: {p.stdout} {p.stderr}")
-    caps = sorted(glob.glob(os.path.join(work, "*.tokprof")))
+    caps = sorted(glob.glob(os.path.join(work, "*.tokprof")) + glob.glob(os.path.join(work, ".*.tokprof")))
     if len(caps) != 2:
         fail(f"want 2 captures, got {caps}")
+    # the child renamed itself (argv[0] overwritten, as setproctitle does): the capture keeps the
+    # program's name from when the shim was loaded
+    if any(not os.path.basename(c).startswith("shim_forker.") for c in caps):
+        fail(f"captures not named after the program: {[os.path.basename(c) for c in caps]}")
     by_pid = {}
     for c in caps:
         rc, recs, err = dump(c)
@@ -134,6 +138,8 @@ elif case == "fork":
         fail(f"child's ppid {child[0]['ppid']} != parent pid {parent[0]['pid']}")
     if parent[2] or child[2]:
         fail(f"warnings decoding: {parent[2]} {child[2]}")
+    if child[0].get("program") != "shim_forker":
+        fail(f"child's program {child[0].get('program')!r}, want 'shim_forker'")
     print(f"parent {parent[0]['pid']}: 5 launches; child {child[0]['pid']}: 5 launches, own file")
 
 elif case == "config":

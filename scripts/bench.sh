@@ -151,12 +151,12 @@ fi
 if [ "$what" = all ] || [ "$what" = decode ]; then
     # Decoder throughput on one core (taskset -c 0) over a ~10-million-launch capture (minillm
     # --style hf, 95000 steps, made once and kept in build/bench/): the reader alone, `tokprof
-    # summary` with its peak RSS, `tokprof check` with tests/spec's 10-assertion spec, and the
+    # summary` with its peak RSS, `tokprof check` with tests/e2e/spec's 10-assertion spec, and the
     # same capture as Chrome trace JSON merely loaded by Python's json module, for scale.
     # DECODE_JSON=0 skips the JSON step (it needs ~1.5 GB of disk and ~8 GB of memory).
     DCAP=$B/bench/hf95k.tokprof
     [ -s "$DCAP" ] || tests/bench/gen_capture.sh "$B" "$DCAP" 95000
-    sed -n '/<<.SPEC.$/,/^SPEC$/p' tests/spec/bench_check.sh | sed '1d;$d' >"$work/bench.tks"
+    sed -n '/<<.SPEC.$/,/^SPEC$/p' tests/e2e/spec/bench_check.sh | sed '1d;$d' >"$work/bench.tks"
     recs=$("$B/tests/bench/bench_reader" "$DCAP" | awk '{print $1}')
     launches=$("$TKP" summary --json "$DCAP" | python3 -c 'import json,sys; print(json.load(sys.stdin)["launches"])')
     : >"$work/rd"; : >"$work/sum"; : >"$work/chk"

@@ -57,8 +57,8 @@ if [ $DRY = 1 ]; then
     say "  1. nvcc -arch=sm_90 kernels/minillm.cu, kernels/launchloop.cu into $OUT/bin"
     say "  2. minillm --check (numerics against the CPU reference) for: ${MODES[*]%%:*}"
     say "  3. each mode under LD_PRELOAD=$SHIM: steps and kernels per step against minillm's"
-    say "     own log (tests/gpu/compare_capture.py); GPU durations against nsys when present"
-    say "  4. tests/gpu/torch_generate.py: a small random Llama, generate(64 tokens), eager and CUDA"
+    say "     own log (tests/system/gpu/compare_capture.py); GPU durations against nsys when present"
+    say "  4. tests/system/gpu/torch_generate.py: a small random Llama, generate(64 tokens), eager and CUDA"
     say "     graphs, under the shim and under torch.profiler: kernel counts, per-kernel GPU time,"
     say "     Triton launches seen, steps == generated tokens"
     say "  5. cost: minillm tokens/s with and without the shim (stream; CUPTI on and off)"
@@ -89,14 +89,14 @@ for m in "${MODES[@]}"; do
     cmp="no capture"
     if [ -n "$cap" ]; then
         "$TKP" dump "$cap" >"$d/dump.jsonl" 2>>"$LOG"
-        cmp=$(python3 tests/gpu/compare_capture.py "$d/dump.jsonl" "$d/minillm.jsonl" 2>&1 | tail -1)
+        cmp=$(python3 tests/system/gpu/compare_capture.py "$d/dump.jsonl" "$d/minillm.jsonl" 2>&1 | tail -1)
     fi
     row "$name | numerics: ${chk:-none} | capture: $cmp"
     if have nsys; then
         timeout 120 nsys profile -q -t cuda --cuda-graph-trace=node -o "$d/nsys" -f true \
             "$BIN/minillm" $args --steps 32 >/dev/null 2>>"$LOG" &&
         nsys stats -q --report cuda_gpu_kern_sum --format csv -o "$d/nsys" "$d/nsys.nsys-rep" >/dev/null 2>>"$LOG" &&
-        row "$name | nsys per-kernel: $(python3 tests/gpu/compare_nsys.py "$d/dump.jsonl" "$d"/nsys_cuda_gpu_kern_sum.csv 2>&1 | tail -1)"
+        row "$name | nsys per-kernel: $(python3 tests/system/gpu/compare_nsys.py "$d/dump.jsonl" "$d"/nsys_cuda_gpu_kern_sum.csv 2>&1 | tail -1)"
     fi
 done
 
@@ -104,14 +104,14 @@ if pyhas torch && pyhas transformers; then
     say "== 4. PyTorch generate(): shim vs torch.profiler"
     for mode in eager graphs; do
         d=$OUT/torch_$mode; rm -rf "$d"; mkdir -p "$d"
-        timeout 150 python3 tests/gpu/torch_generate.py --mode $mode --tokens 64 --profile "$d/prof.json" \
+        timeout 150 python3 tests/system/gpu/torch_generate.py --mode $mode --tokens 64 --profile "$d/prof.json" \
             >"$d/prof.txt" 2>&1
-        timeout 150 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" python3 tests/gpu/torch_generate.py \
+        timeout 150 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" python3 tests/system/gpu/torch_generate.py \
             --mode $mode --tokens 64 >"$d/run.txt" 2>&1
         cap=$(ls -S "$d"/*.tokprof 2>/dev/null | head -1)
         if [ -n "$cap" ]; then
             "$TKP" dump "$cap" >"$d/dump.jsonl" 2>>"$LOG"
-            row "torch $mode | $(python3 tests/gpu/compare_torch.py "$d/dump.jsonl" "$d/prof.json" 64 2>&1 | tail -1)"
+            row "torch $mode | $(python3 tests/system/gpu/compare_torch.py "$d/dump.jsonl" "$d/prof.json" 64 2>&1 | tail -1)"
         else
             row "torch $mode | no capture ($(tail -1 "$d/run.txt"))"
         fi

@@ -6,13 +6,13 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
       libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev zlib1g-dev
       clickhouse-server clickhouse-client libcap2-bin libncurses-dev tmux curl)
-# chromium: headless render of tokprof report (tests/analysis); clang and libclang-rt: libFuzzer
+# chromium: headless render of tokprof report (tests/e2e/analysis); clang and libclang-rt: libFuzzer
 # for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
 # (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
 # and the chdb and torch venvs below; zlib1g-dev: gzip tables (libz.a, linked statically);
 # clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
 # service is not used); libcap2-bin: setcap, for the
-# secure-execution test (tests/security, security_secure)
+# secure-execution test (tests/system/security, security_secure)
 # libncurses-dev: tokprof top's screen; tmux, curl: the live tests (a real terminal, scrapes of
 # tokprof serve; prometheus_client's parser from PyPI in a venv)
 
@@ -28,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# chdb (a current ClickHouse engine, from PyPI) for tests/fleet's fleet_chdb, in its own venv
+# chdb (a current ClickHouse engine, from PyPI) for tests/system/fleet's fleet_chdb, in its own venv
 CHDB_VENV=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
 if ! "$CHDB_VENV/bin/python3" -c 'import chdb' 2>/dev/null; then
     echo "setup: installing chdb into $CHDB_VENV" >&2
@@ -53,7 +53,7 @@ if [ -x "$CUDA_HOME/bin/nvcc" ]; then
     v=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 13 ] || { echo "setup: nvcc $v found, tokprof needs CUDA 13" >&2; exit 1; }
 fi
-# zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/release and tests/python
+# zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/system/release and tests/e2e/python
 "$(dirname "$0")/pyenv.sh" >/dev/null
 
 # A cached venv of real clients, made once: pinned requirements, outside the checkout so every

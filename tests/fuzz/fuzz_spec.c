@@ -1,5 +1,5 @@
 /* Fuzz target for the spec parser, compiler and monitor (libFuzzer's entry point).
- * regression_driver.c replays its corpus (corpus/spec/ and the specs of tests/spec/) in CTest;
+ * regression_driver.c replays its corpus (corpus/spec/ and the specs of tests/e2e/spec/) in CTest;
  * run_fuzz.sh builds it with libFuzzer to fuzz for real (FUZZ_TARGET=spec).
  *
  * A spec that parses is compiled; one that compiles is run over a small synthetic capture (a

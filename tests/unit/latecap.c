@@ -3,7 +3,7 @@
  * period (a step's GPU records in the chunk after the step) and once as a CUPTI that hands them
  * over only at exit (every GPU record in the last chunk, long after every step's watermark).
  * A GPU record belongs to its launch's step however late it comes: the decoder's figures of the
- * two must be identical (tests/unit/cli_test.py gpu_late). */
+ * two must be identical (tests/e2e/cli/cli_test.py gpu_late). */
 #include "latecap.h"
 
 #include "tokprof/format.h"

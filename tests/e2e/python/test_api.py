@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""The Python API (python/tokprof) against the CLI on the same captures.
+
+Captures are made here: minillm on the simulated GPU under the shim (one with GPU records and
+CUDA graphs, two processes into one directory), a torn copy, and a Python loop with step
+markers. Then: .steps() row for row equal to `tokprof steps --json`, .kernels() to `kernels
+--json`, .summary() to `summary --json`, .records() counts to the summary's, a merged
+directory, a torn capture (its whole chunks and a warning), every fuzz-corpus file (an
+exception or a table, never a crash), bad input (TokprofError naming the file), check() on a
+passing and a violated spec, and `with tokprof.step()` steps equal to the loop's iterations.
+
+usage: test_api.py --cli TOKPROF --lib LIBTOKPROF_DECODER --shim LIBTOKPROF --minillm MINILLM
+                   --simgpu DIR --mkcapture MKCAPTURE --src SOURCE_DIR --work DIR [--only NAME,...]
+Prints "N passed, M failed"; exit 1 on any failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import traceback
+import warnings
+
+ap = argparse.ArgumentParser()
+for a in ("cli", "lib", "shim", "minillm", "simgpu", "src", "work", "mkcapture"):
+    ap.add_argument("--" + a, required=a in ("cli", "lib", "src", "work"))
+ap.add_argument("--only")
+A = ap.parse_args()
+os.environ["TOKPROF_DECODER_LIB"] = A.lib
+sys.path.insert(0, os.path.join(A.src, "python"))
+import tokprof  # noqa: E402
+
+shutil.rmtree(A.work, ignore_errors=True)
+os.makedirs(A.work)
+passed, failed = 0, []
+
+
+def test(fn):
+    global passed
+    if A.only and not any(o in fn.__name__ for o in A.only.split(",")):
+        return fn
+    try:
+        fn()
+        passed += 1
+        print(f"ok   {fn.__name__}")
+    except Exception:
+        failed.append(fn.__name__)
+        print(f"FAIL {fn.__name__}\n{traceback.format_exc()}")
+    return fn
+
+
+def cli(*args, ok=(0,)):
+    p = subprocess.run([A.cli, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode in ok, f"{args}: exit {p.returncode}: {p.stderr}"
+    return p.stdout
+
+
+def cli_json(*args):
+    return json.loads(cli(*args))
+
+
+def capture(name, *margs, env=None, prog=None):
+    d = os.path.join(A.work, name)
+    os.makedirs(d, exist_ok=True)
+    e = dict(os.environ, LD_LIBRARY_PATH=A.simgpu)
+    e.update(env or {})
+    cmd = [A.cli, "run", "--shim", A.shim, "-o", d, "--", *(prog or [A.minillm]), *margs]
+    subprocess.run(cmd, env=e, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return d
+
+
+def only_file(d):
+    fs = sorted(f for f in os.listdir(d) if f.endswith(".tokprof"))
+    assert len(fs) == 1, fs
+    return os.path.join(d, fs[0])
+
+
+def same_rows(table, rows):
+    got = table.to_pylist()
+    assert len(got) == len(rows), (len(got), len(rows))
+    for i, (g, w) in enumerate(zip(got, rows)):
+        assert g == w, f"row {i}:\n  api {g}\n  cli {w}"
+
+
+have_runs = A.minillm and A.simgpu and A.shim and A.mkcapture and not A.only
+if have_runs:
+    gpu_dir = capture("gpu", "--steps", "12", "--sched", "async", "--graphs", "--batch", "4")
+    gpu = only_file(gpu_dir)
+    clean = only_file(capture("clean", "--steps", "12"))  # as tests/e2e/spec/check_test.py's
+    merged = capture("merged", "--steps", "6")
+    capture("merged", "--steps", "5", "--style", "hf")
+
+
+if have_runs:
+    @test
+    def steps_equal_cli():
+        t = tokprof.open(gpu).steps()
+        want = cli_json("steps", "--json", gpu)
+        assert want["gpu"]["available"], want["gpu"]
+        assert "busy_ns" in t.column_names
+        same_rows(t, want["steps"])
+
+    @test
+    def kernels_equal_cli():
+        same_rows(tokprof.open(gpu).kernels(), cli_json("kernels", "--json", gpu)["rows"])
+        same_rows(tokprof.open(gpu).kernels(by="class"),
+                  cli_json("kernels", "--by", "class", "--json", gpu)["rows"])
+
+    @test
+    def summary_equal_cli():
+        assert tokprof.open(gpu).summary() == cli_json("summary", "--json", gpu)
+
+    @test
+    def records_match_summary():
+        cap = tokprof.open(gpu)
+        s = cap.summary()
+        launches = cap.records(types=["launch"])
+        assert launches.num_rows == s["launches"], (launches.num_rows, s["launches"])
+        assert launches.column("type").null_count == 0
+        graphs = cap.records(types=["graph_launch"], columns=["graph", "host_ns"])
+        assert graphs.column_names == ["graph", "host_ns"]
+        assert graphs.num_rows == s["graph_launches"]
+        k = cap.records(types=["gpu_kernel"], columns=["name", "start_ns", "end_ns"])
+        total = cli_json("kernels", "--json", gpu)
+        assert k.num_rows == total["kernels"], (k.num_rows, total["kernels"])
+        import pyarrow.compute as pc
+        dur = pc.sum(pc.subtract(k.column("end_ns"), k.column("start_ns"))).as_py()
+        assert dur == total["total_ns"], (dur, total["total_ns"])
+        every = cap.records()
+        assert every.column_names == tokprof.RECORD_COLUMNS
+        types = set(every.column("type").to_pylist())
+        assert {"chunk", "meta", "launch", "gpu_kernel", "step"} <= types, types
+
+    @test
+    def step_classes_match_top_class():
+        cap = tokprof.open(gpu)
+        sc = cap.step_classes().to_pylist()
+        best = {}
+        for r in sc:
+            k = (r["thread"], r["seg"])
+            if k not in best or r["gpu_ns"] > best[k][1]:
+                best[k] = (r["class"], r["gpu_ns"])
+        for s in cap.steps().to_pylist():
+            if s["top_class"] is not None:
+                assert best[(s["thread"], s["seg"])][0] == s["top_class"], s
+
+    @test
+    def calls_equal_cli():
+        same_rows(tokprof.open(gpu).calls(), cli_json("gemm", "--json", gpu)["shapes"])
+
+    @test
+    def merged_directory():
+        cap = tokprof.open(merged)
+        t = cap.steps()
+        same_rows(t, cli_json("steps", "--json", merged)["steps"])
+        assert len(set(t.column("pid").to_pylist())) == 2
+        assert cap.summary() == cli_json("summary", "--json", merged)
+        files = sorted(os.path.join(merged, f) for f in os.listdir(merged))
+        same_rows(tokprof.open(files).steps(), cli_json("steps", "--json", *files)["steps"])
+
+    @test
+    def torn_capture():
+        # mkcapture's: two whole chunks, then a third cut short (a killed program's)
+        torn = os.path.join(A.work, "torn.tokprof")
+        subprocess.run([A.mkcapture, "torn", torn], check=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            cap = tokprof.open(torn)
+            t = cap.steps()
+            r = cap.records()
+        msgs = [str(x.message) for x in w]
+        assert len(msgs) == 2 and all(m.startswith(torn + ": torn tail at byte ") for m in msgs), msgs
+        same_rows(t, cli_json("steps", "--json", torn)["steps"])
+        import pyarrow.compute as pc
+        chunks = r.filter(pc.equal(r.column("type"), "chunk")).num_rows
+        assert chunks == cli_json("summary", "--json", torn)["chunks"] == 2, chunks
+
+    @test
+    def check_spec():
+        ok = tokprof.check(os.path.join(A.src, "tests/e2e/python/attn.tks"), clean)
+        assert ok.passed and ok.assertions and not ok.violations, ok
+        bad = tokprof.check(os.path.join(A.src, "tests/e2e/spec/fail/attn_count.tks"),
+                            tokprof.open(clean))
+        assert not bad.passed and bad.violations, bad
+        assert bad.assertions[0]["assert"] == "attn_count", bad.assertions
+
+    @test
+    def step_markers_loop():
+        iters = 7
+        d = capture("loop", str(iters), env={"TOKPROF_STEP": "marker", "PYTHONPATH":
+                                             os.path.join(A.src, "python")},
+                    prog=[sys.executable, os.path.join(A.src, "tests/e2e/python/step_loop.py")])
+        t = tokprof.open(d).steps().to_pylist()
+        tokens = [s for s in t if s["kind"] == "token"]
+        assert len(tokens) == iters, t
+        assert all(s["launches"] >= 1 for s in tokens), tokens
+
+
+@test
+def bad_input_raises():
+    for path, why in (("/etc/hostname", "not a tokprof capture"),
+                      (os.path.join(A.work, "missing.tokprof"), "")):
+        try:
+            tokprof.open(path)
+        except tokprof.TokprofError as e:
+            assert str(e).startswith(path + ":") and why in str(e), str(e)
+        else:
+            raise AssertionError(f"{path}: no exception")
+    empty = os.path.join(A.work, "empty")
+    os.makedirs(empty, exist_ok=True)
+    try:
+        tokprof.open(empty)
+        raise AssertionError("an empty directory opened")
+    except tokprof.TokprofError as e:
+        assert empty in str(e), str(e)
+    try:
+        tokprof.open(A.lib).records(types=["nope"])
+    except (tokprof.TokprofError, ValueError):
+        pass
+
+
+@test
+def fuzz_corpus_never_crashes():
+    corpus = os.path.join(A.src, "tests/fuzz/corpus/reader")
+    n = raised = 0
+    for name in sorted(os.listdir(corpus)):
+        path = os.path.join(corpus, name)
+        n += 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cap = tokprof.open(path)
+                cap.records()
+                cap.steps()
+                cap.step_classes()
+                cap.summary()
+        except tokprof.TokprofError as e:
+            assert str(e), name
+            raised += 1
+    assert n > 10, n
+    print(f"     {n} corpus files, {raised} raised TokprofError")
+
+
+@test
+def markers_are_noops_without_shim():
+    assert tokprof.step_begin is tokprof._noop and tokprof.step_end is tokprof._noop
+    with tokprof.step():
+        pass
+
+
+print(f"{passed} passed, {len(failed)} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,35 @@
+#!/usr/bin/env python3
+"""Launch templates past the writer's table (TKP_TMPL_MAX): every launch decodes with its exact
+name and configuration, in order, whether the writer encoded it by template or in full.
+
+usage: configs_check.py PROGRAM BUILD_DIR WORKDIR N"""
+import glob, json, os, shutil, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
+
+prog, build, work, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), TOKPROF_OUT=work,
+           LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")), TOKPROF_GPU="off",
+           SIMGPU_ZERO="1", TOKPROF_RING_KB="65536", TOKPROF_FLUSH_MS="50")
+subprocess.run([prog, str(n)], env=env, check=True, stdout=subprocess.DEVNULL)
+cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
+out = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", "--type", "launch", cap],
+                     capture_output=True, text=True, check=True).stdout
+got = [(l["name"], l["grid"][0], l["block"][0], l["smem"]) for l in map(json.loads, out.splitlines())]
+want = [("k_a", i + 1, 32, 0) for i in range(n)] + [("k_a", i + 1, 32, 0) for i in range(100)] + \
+       [("k_b", i + 1, 64, 128) for i in range(100)]
+summary = json.loads(subprocess.run([os.path.join(build, "decoder/tokprof"), "summary", "--json", cap],
+                                    capture_output=True, text=True, check=True).stdout)
+if summary.get("dropped", 0):
+    print(f"FAIL: the shim dropped {summary['dropped']} records (rings too small?)")
+    sys.exit(1)
+if got != want:
+    bad = next(i for i in range(min(len(got), len(want))) if got[i] != want[i]) \
+        if any(g != w for g, w in zip(got, want)) else min(len(got), len(want))
+    print(f"FAIL: {len(got)} launches decoded, {len(want)} made; first difference at {bad}: "
+          f"{got[bad] if bad < len(got) else None} vs {want[bad] if bad < len(want) else None}")
+    sys.exit(1)
+print(f"ok: {len(got)} launches, {n + 100} distinct configurations, all exact")

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Runs end to end (docs/FORMAT.md, "Runs"): minillm on simgpu, captured by the shim in format 3
+with sampled stacks off and on (a launch with a stack is a record of its own and ends the open
+run). What the reader delivers must agree with what the shim counted at capture time and with the
+other capture:
+- per thread and step, the launch records equal the STEP record's `launches` (the step detector's
+  count, made before any encoding);
+- per thread, library call ids run 1, 2, 3, ... and every launch's `call` names a library call of
+  its thread and step;
+- the two captures hold the same per-thread sequences of launches and calls (type, step, name,
+  grid, block, call, shape), stacks aside; the sampled one has launches with stacks.
+
+usage: runs_check.py BUILD_DIR WORKDIR"""
+import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
+
+build, work = sys.argv[1:3]
+fails = []
+
+
+def capture(name, stacks):
+    out = os.path.join(work, name)
+    os.makedirs(out)
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), SIMGPU_ZERO="1",
+               LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")),
+               TOKPROF_OUT=out, TOKPROF_GPU="off", TOKPROF_STACKS=stacks,
+               TOKPROF_RING_KB="8192", TOKPROF_FLUSH_MS="20")
+    p = subprocess.run([os.path.join(build, "kernels/minillm"), "--style", "hf", "--steps", "40",
+                        "--layers", "2", "--threads", "2"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    if p.returncode:
+        sys.exit(f"FAIL: minillm exit {p.returncode}: {p.stderr}")
+    cap = glob.glob(os.path.join(out, "*.tokprof"))
+    if len(cap) != 1:
+        sys.exit(f"FAIL: {len(cap)} captures in {out}")
+    with open(cap[0], "rb") as f:
+        version = int.from_bytes(f.read(16)[8:10], "little")
+    if version != 3:
+        fails.append(f"{name}: format version {version}, expected 3")
+    d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap[0]],
+                       capture_output=True, text=True, timeout=120)
+    if d.returncode:
+        sys.exit(f"FAIL: tokprof dump {name}: exit {d.returncode}: {d.stderr}")
+    return [json.loads(line) for line in d.stdout.splitlines()]
+
+
+def check(name, recs):
+    """The capture's own counts; returns its per-thread sequences, sorted, and stacked launches."""
+    launches, counted, calls, seqs, stacked = {}, {}, {}, {}, 0
+    for r in recs:
+        t = r["type"]
+        if t == "loss":
+            fails.append(f"{name}: the shim dropped records ({r})")
+        if t == "step":
+            counted[(r["tid"], r["step"])] = r["launches"]
+        if t not in ("launch", "lib_call"):
+            continue
+        tid, step = r["tid"], r["step"]
+        if t == "launch":
+            launches[(tid, step)] = launches.get((tid, step), 0) + 1
+            stacked += "stack" in r
+            key = (t, step, r["name"], tuple(r["grid"]), tuple(r["block"]), r.get("call", 0))
+        else:
+            ids = calls.setdefault(tid, [])
+            if r["call"] != len(ids) + 1:
+                fails.append(f"{name}: thread {tid}: call {r['call']} after {len(ids)} calls")
+            ids.append((r["call"], step))
+            key = (t, step, r["op"], r["m"], r["n"], r["k"], r["call"])
+        seqs.setdefault(tid, []).append(key)
+    if launches != counted:
+        bad = sorted(k for k in set(launches) | set(counted) if launches.get(k) != counted.get(k))
+        fails.append(f"{name}: launch records per (tid, step) differ from STEP counts at {bad[:5]}"
+                     f" (delivered {[launches.get(k) for k in bad[:5]]},"
+                     f" counted {[counted.get(k) for k in bad[:5]]})")
+    for tid, seq in seqs.items():
+        known = set(calls.get(tid, []))
+        for k in seq:
+            if k[0] == "launch" and k[5] and (k[5], k[1]) not in known:
+                fails.append(f"{name}: thread {tid}: a launch of call {k[5]} step {k[1]}"
+                             " without that library call")
+                break
+    if not calls or not launches:
+        fails.append(f"{name}: {len(launches)} steps with launches, {len(calls)} threads with calls")
+    return sorted(seqs.values()), stacked
+
+
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+plain, stacked0 = check("stacks off", capture("off", "off"))
+sampled, stacked = check("stacks sample:3", capture("sampled", "sample:3"))
+if stacked0 or not stacked:
+    fails.append(f"launches with stacks: {stacked0} without sampling, {stacked} with")
+if plain != sampled:
+    n = [len(s) for s in plain], [len(s) for s in sampled]
+    fails.append(f"the captures' per-thread sequences differ (lengths {n[0]} vs {n[1]})")
+print(f"threads {len(plain)}, records {sum(len(s) for s in plain)}, stacked launches {stacked}")
+for f in fails:
+    print("FAIL:", f)
+sys.exit(1 if fails else 0)

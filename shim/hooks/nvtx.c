@@ -1,7 +1,8 @@
 /* NVTX ranges and marks. NVTX3 is header-only: a program's nvtxRangePushA reaches a tool only when
  * NVTX_INJECTION64_PATH names the tool's library, which NVTX then dlopens and initialises through
  * InitializeInjectionNvtx2 (`tokprof run` sets the variable to this shim). We fill the CORE
- * module's callback table; the other modules keep their no-op defaults.
+ * module's callback table and CORE2's (the domain API, which the `nvtx` PyPI package and so
+ * vLLM's NVTX scopes use, with registered strings); the other modules keep their no-op defaults.
  *
  * Range names are the program's transient strings: they are interned (copied once per distinct
  * string, under a lock taken only for a new string) so that the writer can encode them later. */
@@ -55,8 +56,11 @@ static const char *intern(const char *s)
 
 static const char *attr_message(const nvtxEventAttributes_t *a)
 {
-    if (!a || a->messageType != NVTX_MESSAGE_TYPE_ASCII) return NULL;
-    return a->message.ascii;
+    if (!a) return NULL;
+    if (a->messageType == NVTX_MESSAGE_TYPE_ASCII) return a->message.ascii;
+    /* a registered string's handle is its interned copy (register_string_a) */
+    if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) return (const char *)a->message.registered;
+    return NULL;
 }
 
 static void record(int kind, const char *msg, uint64_t range)
@@ -113,25 +117,88 @@ static int range_pop(void)
     return push_level > 0 ? --push_level : -1;
 }
 
+/* CORE2: the domain API (the `nvtx` PyPI package, vLLM's NVTX scopes). Domains are not told
+ * apart; a domain's and a registered string's handle is the interned name. */
+static nvtxDomainHandle_t domain_create_a(const char *n)
+{
+    return (nvtxDomainHandle_t)intern(n ? n : "");
+}
+static void domain_destroy(nvtxDomainHandle_t d) { (void)d; }
+static nvtxStringHandle_t register_string_a(nvtxDomainHandle_t d, const char *s)
+{
+    (void)d;
+    return (nvtxStringHandle_t)intern(s);
+}
+static void d_mark_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    (void)d;
+    mark_ex(a);
+}
+static nvtxRangeId_t d_range_start_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    (void)d;
+    return range_start_ex(a);
+}
+static void d_range_end(nvtxDomainHandle_t d, nvtxRangeId_t id)
+{
+    (void)d;
+    range_end(id);
+}
+static int d_range_push_ex(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a)
+{
+    (void)d;
+    return range_push_ex(a);
+}
+static int d_range_pop(nvtxDomainHandle_t d)
+{
+    (void)d;
+    return range_pop();
+}
+
+struct hook {
+    unsigned id;
+    NvtxFunctionPointer fn;
+};
+#define HOOK(id, fn) {id, (NvtxFunctionPointer)fn}
+static const struct hook core[] = {
+    HOOK(NVTX_CBID_CORE_MarkA, mark_a),
+    HOOK(NVTX_CBID_CORE_MarkEx, mark_ex),
+    HOOK(NVTX_CBID_CORE_RangeStartA, range_start_a),
+    HOOK(NVTX_CBID_CORE_RangeStartEx, range_start_ex),
+    HOOK(NVTX_CBID_CORE_RangeEnd, range_end),
+    HOOK(NVTX_CBID_CORE_RangePushA, range_push_a),
+    HOOK(NVTX_CBID_CORE_RangePushEx, range_push_ex),
+    HOOK(NVTX_CBID_CORE_RangePop, range_pop),
+};
+static const struct hook core2[] = {
+    HOOK(NVTX_CBID_CORE2_DomainMarkEx, d_mark_ex),
+    HOOK(NVTX_CBID_CORE2_DomainRangeStartEx, d_range_start_ex),
+    HOOK(NVTX_CBID_CORE2_DomainRangeEnd, d_range_end),
+    HOOK(NVTX_CBID_CORE2_DomainRangePushEx, d_range_push_ex),
+    HOOK(NVTX_CBID_CORE2_DomainRangePop, d_range_pop),
+    HOOK(NVTX_CBID_CORE2_DomainRegisterStringA, register_string_a),
+    HOOK(NVTX_CBID_CORE2_DomainCreateA, domain_create_a),
+    HOOK(NVTX_CBID_CORE2_DomainDestroy, domain_destroy),
+};
+
+/* Points `module`'s callback slots at `hooks`; 0 when NVTX has no table for it. */
+static int fill(const NvtxExportTableCallbacks *cb, NvtxCallbackModule module,
+                const struct hook *hooks, size_t n)
+{
+    NvtxFunctionTable table = NULL;
+    unsigned int size = 0;
+    if (!cb->GetModuleFunctionTable(module, &table, &size) || !table) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (hooks[i].id < size && table[hooks[i].id]) *table[hooks[i].id] = hooks[i].fn;
+    return 1;
+}
+
 TKP_EXPORT int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_table)
 {
     if (!get_table) return 0;
     const NvtxExportTableCallbacks *cb = get_table(NVTX_ETID_CALLBACKS);
     if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable) return 0;
-    NvtxFunctionTable table = NULL;
-    unsigned int size = 0;
-    if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) || !table) return 0;
-    struct { unsigned id; NvtxFunctionPointer fn; } fns[] = {
-        {NVTX_CBID_CORE_MarkA, (NvtxFunctionPointer)mark_a},
-        {NVTX_CBID_CORE_MarkEx, (NvtxFunctionPointer)mark_ex},
-        {NVTX_CBID_CORE_RangeStartA, (NvtxFunctionPointer)range_start_a},
-        {NVTX_CBID_CORE_RangeStartEx, (NvtxFunctionPointer)range_start_ex},
-        {NVTX_CBID_CORE_RangeEnd, (NvtxFunctionPointer)range_end},
-        {NVTX_CBID_CORE_RangePushA, (NvtxFunctionPointer)range_push_a},
-        {NVTX_CBID_CORE_RangePushEx, (NvtxFunctionPointer)range_push_ex},
-        {NVTX_CBID_CORE_RangePop, (NvtxFunctionPointer)range_pop},
-    };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
-        if (fns[i].id < size && table[fns[i].id]) *table[fns[i].id] = fns[i].fn;
+    if (!fill(cb, NVTX_CB_MODULE_CORE, core, sizeof core / sizeof core[0])) return 0;
+    fill(cb, NVTX_CB_MODULE_CORE2, core2, sizeof core2 / sizeof core2[0]);
     return 1;
 }

@@ -3,11 +3,15 @@
 capture against the simulator's truth and against vLLM's own step log (vllm_probe.py).
 
 usage: run_vllm.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
-                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve]
+                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve] [--nvtx]
 
 --serve: `vllm serve` (async scheduling, vLLM's default) with --reqs concurrent streaming
 completions over HTTP to 127.0.0.1 and a SIGTERM at the end, the run under the shim started as
 `tokprof run -o DIR --shim SO -- python vllm_workload.py serve ...`.
+
+--nvtx: vLLM's own NVTX ranges as the exact step source: VLLM_NVTX_SCOPES_FOR_PROFILING=1 in both
+runs and, under the shim, TOKPROF_STEP=nvtx:^gpu_model_runner: forward$ with NVTX_INJECTION64_PATH
+naming the shim (one token step per model forward; README.md, "Steps").
 
 Exit 77 (ctest's skip) with one line when VENV has no vllm (scripts/setup.sh creates it).
 Checks, in the run under the shim:
@@ -34,6 +38,7 @@ sys.path.insert(0, HERE)
 import run_realstack  # noqa: E402
 
 RESULT = "requests "
+NVTX_STEP = "nvtx:^gpu_model_runner: forward$"  # one range per model forward (vllm/v1/worker/gpu_model_runner.py)
 
 
 def pct(v, q):
@@ -70,6 +75,8 @@ def main():
     ap.add_argument("--serve", action="store_true",
                     help="`vllm serve` and --reqs streaming HTTP clients, under `tokprof run -o DIR --`")
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
+    ap.add_argument("--nvtx", action="store_true",
+                    help="steps from vLLM's NVTX scope 'gpu_model_runner: forward' instead of auto")
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
@@ -89,6 +96,11 @@ def main():
                    VLLM_USE_FLASHINFER_SAMPLER="0",       # else FlashInfer JIT-compiles its sampler (minutes)
                    VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
                    VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"))
+        if a.nvtx:  # vLLM's record_function_or_nullcontext scopes become NVTX ranges (the nvtx package)
+            env["VLLM_NVTX_SCOPES_FOR_PROFILING"] = "1"
+            if name == "shim":
+                env["TOKPROF_STEP"] = NVTX_STEP
+                env["NVTX_INJECTION64_PATH"] = a.shim  # NVTX3 reaches a tool only this way
         prefix = ()
         if a.serve and name == "shim":  # as a user would: tokprof run preloads the shim
             env.pop("LD_PRELOAD")
@@ -127,7 +139,7 @@ def main():
                 errors.append(f"tokprof moe: {len(m.get('threads') or [])} threads of experts, fused {fu.get('kernels')}")
         sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", cap], stdout=subprocess.PIPE,
                                        text=True, timeout=300).stdout)
-        itl = sm["itl_ns"]
+        itl = {k: v or 0 for k, v in sm["itl_ns"].items()}  # null without token steps
         v50, v99 = pct(vllm_itl, 0.5) * 1e9, pct(vllm_itl, 0.99) * 1e9
         print(f"vLLM: {len(want_tokens)} steps, {sum(want_tokens)} tokens, ITL p50 {v50 / 1e6:.3f} ms "
               f"p99 {v99 / 1e6:.3f} ms")

@@ -2,18 +2,20 @@
 """Runs tests/e2e/shim/stepmodes under the shim on simgpu with one TOKPROF_STEP mode and checks that
 the capture has exactly N token steps of K+1 launches each (or none, for `auto`).
 
-usage: stepmodes_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR MODE N K EXPECT_STEPS"""
+usage: stepmodes_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR MODE N K EXPECT_STEPS [core|domain]
+(domain: the program's NVTX ranges use the domain API and a registered string)"""
 import glob, json, os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
 prog, shim, tokprof, sim, work, mode, n, k, expect = sys.argv[1:10]
 n, k, expect = int(n), int(k), int(expect)
+api = sys.argv[10] if len(sys.argv) > 10 else "core"
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=shim_preload(shim), TOKPROF_OUT=work,
            TOKPROF_STEP=mode, NVTX_INJECTION64_PATH=shim)
-p = subprocess.run([prog, str(n), str(k)], env=env, capture_output=True, text=True, timeout=60)
+p = subprocess.run([prog, str(n), str(k), api], env=env, capture_output=True, text=True, timeout=60)
 if p.returncode != 0 or p.stderr:
     print(f"FAIL: program exit {p.returncode}, stderr {p.stderr!r}")
     sys.exit(1)

@@ -52,6 +52,11 @@ def main():
     d = os.path.abspath(sys.argv[1])
     log = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"nvml-unimpl.{os.getpid()}.log")
     env = dict(os.environ, SIMGPU_MEM="3G", SIMGPU_UNIMPL_LOG=log, LD_LIBRARY_PATH=d)
+    # the sanitizer build's fakes are instrumented: python must load the ASan runtime first
+    # (tests/preload.py), and CPython's heap at exit is not ours to leak-check
+    asan = os.environ.get("TOKPROF_TEST_PRELOAD_PREFIX")
+    if asan:
+        env.update(LD_PRELOAD=asan, ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     p = subprocess.run([sys.executable, "-c", CHILD, d], env=env, capture_output=True, text=True)
     try:
         with open(log) as f:

@@ -374,14 +374,16 @@ static int atom(struct parser *P)
     return path(P);
 }
 
-static int term(struct parser *P)
+/* A left-associative chain of `sub` operands joined by `a` (OP `op_a`) or `b` (OP `op_b`). */
+static int chain(struct parser *P, int (*sub)(struct parser *), const char *a, int op_a,
+                 const char *b, int op_b)
 {
-    int l = atom(P);
-    while (l >= 0 && (is(P, "*") || is(P, "/"))) {
+    int l = sub(P);
+    while (l >= 0 && (is(P, a) || is(P, b))) {
         struct tkp_token t = P->lx.tok;
-        int op = is(P, "*") ? OP_MUL : OP_DIV;
+        int op = is(P, a) ? op_a : op_b;
         next(P);
-        int r = atom(P);
+        int r = sub(P);
         if (r < 0) return -1;
         int n = node(P, op, &t);
         if (n < 0) return -1;
@@ -391,21 +393,14 @@ static int term(struct parser *P)
     return l;
 }
 
+static int term(struct parser *P)
+{
+    return chain(P, atom, "*", OP_MUL, "/", OP_DIV);
+}
+
 static int expr(struct parser *P)
 {
-    int l = term(P);
-    while (l >= 0 && (is(P, "+") || is(P, "-"))) {
-        struct tkp_token t = P->lx.tok;
-        int op = is(P, "+") ? OP_ADD : OP_SUB;
-        next(P);
-        int r = term(P);
-        if (r < 0) return -1;
-        int n = node(P, op, &t);
-        if (n < 0) return -1;
-        N(P, n)->a = l, N(P, n)->b = r;
-        l = n;
-    }
-    return l;
+    return chain(P, term, "+", OP_ADD, "-", OP_SUB);
 }
 
 static int cmp(struct parser *P)

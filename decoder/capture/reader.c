@@ -542,6 +542,39 @@ static void run_next(struct tkp_reader *r, struct tkp_record *rec)
     rec->tid = thread_get(r, rec->thread);
 }
 
+size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
+{
+    struct tkp_decode_buf *d = &r->buf;
+    struct tkp_run *u = &d->run;
+    if (r->ops || r->state || !r->in_chunk) return 0;
+    if (u->i < u->n) {
+        if (u->bkind[u->i]) return 0; /* a library call next */
+    } else if (u->left) {
+        tkp_record_run_batch(d); /* what run_next() would do first */
+    } else {
+        return 0;
+    }
+    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
+    uint32_t i = u->i, end = u->n - u->i > TKP_LAUNCH_BULK ? u->i + TKP_LAUNCH_BULK : u->n;
+    size_t k = 0;
+    b->step = u->step;
+    for (; i < end && !u->bkind[i]; i++, k++) {
+        const struct tkp_launch_tmpl *t = &d->ltmpl[u->btmpl[i]];
+        if (t->resolved != now || (k && t->thread != b->thread)) break;
+        b->thread = t->thread;
+        b->host_ns[k] = ns += (uint64_t)u->bdt[i];
+        b->name_id[k] = t->launch.name_id;
+    }
+    return k;
+}
+
+void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k)
+{
+    r->buf.run.i += (uint32_t)k;
+    r->prev_ns = b->host_ns[k - 1];
+    r->stats.records += k;
+}
+
 /* ---- columns (FORMAT.md "Columns") ----
  * A COLS's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
  * resolves them. */

@@ -173,6 +173,23 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **r, char *why, size_t why
  * later call). */
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec);
 
+/* Launches in bulk. Most of a capture's records are LAUNCHes delivered from RUNs (FORMAT.md
+ * "Runs"); a pass that needs of them only their time, thread, step and name id (the fleet
+ * tables) takes them a batch at a time for a fraction of tkp_reader_next()'s cost per record.
+ * tkp_reader_peek_launches() fills *b with the next records while they are LAUNCHes of one thread
+ * from a RUN, their templates resolved, and returns how many (at most TKP_LAUNCH_BULK; 0 when the
+ * next record is anything else, or r merges several captures: read it with tkp_reader_next()).
+ * It consumes nothing: tkp_reader_take() then consumes the first k (1 <= k <= the count peeked,
+ * no other call on r in between), counting them in the stats; they are not delivered again. */
+#define TKP_LAUNCH_BULK 64
+struct tkp_launch_bulk {
+    uint32_t thread;
+    uint64_t step;
+    uint64_t host_ns[TKP_LAUNCH_BULK], name_id[TKP_LAUNCH_BULK];
+};
+size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b);
+void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k);
+
 /* NULL while nothing went wrong; else why and where the reader stopped (owned by r). */
 const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);
 const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);

@@ -157,6 +157,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         return 0;
     }
     FILE *f = ctx->out;
+    if (o.out && !strcmp(o.out, "-")) o.out = NULL; /* stdout, as export's and heatmap's -o - */
     if (o.out && !(f = fopen(o.out, "wb")))
         return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot create", o.out);
     if (!o.out && o.z != TKP_Z_NONE && isatty(fileno(f))) {
@@ -206,7 +207,7 @@ const struct tkp_cmd tkp_cmd_table = {
         "  --format F       tsv (TSVWithNames, default), json (JSONEachRow), native (Native)\n"
         "  --compress Z     zstd (default), gzip, none;  --level N  its level\n"
         "  --label K=V      an identity column (host, model) or a label; repeatable\n"
-        "  -o FILE          write to FILE instead of stdout\n"
+        "  -o FILE          write to FILE instead of stdout (\"-\": stdout)\n"
         "  --columns        the column list for INSERT INTO t (...) (ClickHouse 18.16 matches\n"
         "                   TSV columns by position)\n"
         "  --ddl clickhouse the CREATE statements: per table a MergeTree <table>_local\n"

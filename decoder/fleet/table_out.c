@@ -231,41 +231,83 @@ static void native_str(struct tkp_tab_out *o, struct buf *b, const char *s)
     put(o, b, s, n);
 }
 
-/* Decimal digits of v, minus sign first when neg: snprintf costs a third of a table's time. */
-/* Decimal text, two digits per division (the tables are mostly numbers). */
-static void num_text(struct tkp_tab_out *o, uint64_t v, int neg)
+static const uint64_t pow10_[20] = {1ull,
+                                     10ull,
+                                     100ull,
+                                     1000ull,
+                                     10000ull,
+                                     100000ull,
+                                     1000000ull,
+                                     10000000ull,
+                                     100000000ull,
+                                     1000000000ull,
+                                     10000000000ull,
+                                     100000000000ull,
+                                     1000000000000ull,
+                                     10000000000000ull,
+                                     100000000000000ull,
+                                     1000000000000000ull,
+                                     10000000000000000ull,
+                                     100000000000000000ull,
+                                     1000000000000000000ull,
+                                     10000000000000000000ull};
+
+static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
+                         "34353637383940414243444546474849505152535455565758596061626364656667"
+                         "68697071727374757677787980818283848586878889909192939495969798"
+                         "99";
+
+/* Decimal digits of v (1..20): log10 from the bit length, then one comparison. */
+static inline unsigned ndigits(uint64_t v)
 {
-    static const char d2[] = "00010203040506070809101112131415161718192021222324252627282930313233"
-                             "34353637383940414243444546474849505152535455565758596061626364656667"
-                             "68697071727374757677787980818283848586878889909192939495969798"
-                             "99";
-    if (room(o, &o->stage, 24)) return;
-    char t[24];
-    size_t n = sizeof(t);
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        t[--n] = d2[2 * r + 1];
-        t[--n] = d2[2 * r];
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+    return t + (v >= pow10_[t]) + !v;
+}
+
+/* The n decimal digits of v, written backwards from p (two per division; below 10^8 in 32-bit
+ * arithmetic, the tables being mostly small counts and 19-digit epoch times). */
+static inline void digits_at(char *p, uint64_t v)
+{
+    while (v >= 100000000) {
+        uint32_t lo = (uint32_t)(v % 100000000);
+        v /= 100000000;
+        for (int i = 0; i < 4; i++, lo /= 100)
+            p -= 2, memcpy(p, d2 + 2 * (lo % 100), 2);
     }
-    if (v >= 10) {
-        t[--n] = d2[2 * v + 1];
-        t[--n] = d2[2 * v];
-    } else {
-        t[--n] = (char)('0' + v);
-    }
-    if (neg) t[--n] = '-';
-    memcpy(o->stage.p + o->stage.len, t + n, sizeof(t) - n);
-    o->stage.len += sizeof(t) - n;
+    uint32_t w = (uint32_t)v;
+    while (w >= 100)
+        p -= 2, memcpy(p, d2 + 2 * (w % 100), 2), w /= 100;
+    if (w >= 10) memcpy(p - 2, d2 + 2 * w, 2);
+    else p[-1] = (char)('0' + w);
+}
+
+/* Decimal text of v, minus sign first when neg, straight into the stage (snprintf cost a third
+ * of a table's time). */
+static inline void num_text(struct tkp_tab_out *o, uint64_t v, int neg)
+{
+    if (room(o, &o->stage, 21)) return;
+    char *p = (char *)o->stage.p + o->stage.len;
+    if (neg) *p++ = '-';
+    unsigned n = ndigits(v);
+    digits_at(p + n, v);
+    o->stage.len = (size_t)(p + n - (char *)o->stage.p);
+}
+
+/* A TSV value after the first column of a column of this type, with room for a tab: the common
+ * case, which the value functions take without next_col()'s cases. */
+static inline int tsv_next(struct tkp_tab_out *o, int type)
+{
+    if (o->fmt != TKP_FMT_TSV || o->col <= 0 || o->col >= o->ncols ||
+        o->cols[o->col].type != type || room(o, &o->stage, 1))
+        return 0;
+    o->col++;
+    o->stage.p[o->stage.len++] = '\t';
+    return 1;
 }
 
 void tkp_tab_u64(struct tkp_tab_out *o, uint64_t v)
 {
-    /* the common case, a TSV number after the first column, without next_col's cases */
-    if (o->fmt == TKP_FMT_TSV && o->col > 0 && o->col < o->ncols &&
-        o->cols[o->col].type == TKP_COL_U64 && !room(o, &o->stage, 1)) {
-        o->col++;
-        o->stage.p[o->stage.len++] = '\t';
+    if (tsv_next(o, TKP_COL_U64)) {
         num_text(o, v, 0);
         return;
     }
@@ -278,18 +320,30 @@ void tkp_tab_u64(struct tkp_tab_out *o, uint64_t v)
 
 void tkp_tab_i64(struct tkp_tab_out *o, int64_t v)
 {
+    uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    if (tsv_next(o, TKP_COL_I64)) {
+        num_text(o, a, v < 0);
+        return;
+    }
     if (!next_col(o, TKP_COL_I64)) return;
     if (o->fmt == TKP_FMT_NATIVE)
         put(o, &o->colb[o->col - 1], &v, 8);
     else
-        num_text(o, v < 0 ? -(uint64_t)v : (uint64_t)v, v < 0);
+        num_text(o, a, v < 0);
 }
+
+/* Bytes TSV escapes (1), and in a quoted array element also ' (2); NUL ends the scan (3). */
+static const uint8_t tsv_esc[256] = {
+    [0] = 3, ['\\'] = 3, ['\t'] = 3, ['\n'] = 3, ['\r'] = 3, ['\b'] = 3, ['\f'] = 3, ['\''] = 2};
 
 /* TSV escaping (quoted: inside an array, ' is escaped too); plain runs are copied whole. */
 static void tsv_str(struct tkp_tab_out *o, const char *s, int quoted)
 {
+    const uint8_t stop = quoted ? 3 : 1;
     for (;;) {
-        size_t n = strcspn(s, quoted ? "\\\t\n\r\b\f'" : "\\\t\n\r\b\f");
+        size_t n = 0;
+        while (!(tsv_esc[(uint8_t)s[n]] & stop))
+            n++;
         put(o, &o->stage, s, n);
         s += n;
         if (!*s) return;
@@ -342,8 +396,12 @@ static void json_str(struct tkp_tab_out *o, const char *s)
 
 void tkp_tab_str(struct tkp_tab_out *o, const char *s)
 {
-    if (!next_col(o, TKP_COL_STR)) return;
     if (!s) s = "";
+    if (tsv_next(o, TKP_COL_STR)) {
+        tsv_str(o, s, 0);
+        return;
+    }
+    if (!next_col(o, TKP_COL_STR)) return;
     if (o->fmt == TKP_FMT_NATIVE)
         native_str(o, &o->colb[o->col - 1], s);
     else if (o->fmt == TKP_FMT_JSON)
@@ -425,7 +483,8 @@ int tkp_tab_row_end(struct tkp_tab_out *o)
         if (++o->block_rows == TKP_TAB_BLOCK_ROWS) return native_block(o);
         return o->err;
     }
-    puts_(o, &o->stage, o->fmt == TKP_FMT_JSON ? "}\n" : "\n");
+    if (o->fmt == TKP_FMT_JSON) putc_(o, &o->stage, '}');
+    putc_(o, &o->stage, '\n');
     if (o->stage.len >= TKP_TAB_STAGE) return flush_stage(o);
     return o->err;
 }

@@ -114,6 +114,10 @@ struct pass {
     struct map weights; /* the GEMMs' distinct A operands (weights) */
     uint64_t max_count; /* the most GEMMs a step called */
     int moe_hint;
+    uint64_t types; /* the record types on_record() looks at (pass_types) */
+    int sc_only;    /* step_classes is the only table that looks at GPU kernels: then */
+    uint64_t sc_key;   /* last_step for on_record()'s inline path (~0 before the first row) */
+    size_t sc_at_row;  /* and its row's first count, (last_row - 1) * ncls */
 };
 
 static uint64_t epoch(const struct pass *p, uint64_t mono)
@@ -166,6 +170,7 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
             *s = ++p->nsc;
         }
         p->last_row = *s, p->last_step = key;
+        if (p->sc_only) p->sc_key = key, p->sc_at_row = (p->last_row - 1) * (size_t)p->ncls;
     }
     if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE)
         p->sc[(p->last_row - 1) * (size_t)p->ncls + (size_t)cls]++;
@@ -262,22 +267,30 @@ static int on_record_slow(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
-/* Most records (launches, copies, syncs) concern none of the tables: they leave at once, without
- * a call (the table costs no more than `tokprof summary`: docs/BENCH.md). */
-static inline int on_record(struct pass *p, const struct tkp_record *r)
+#define TYPE_BIT(t) (1ull << (t))
+
+/* The record types the tables look at (a bit per type, all below 64): most records (launches,
+ * copies, syncs) concern none of them and leave on one test, without a call (the table costs no
+ * more than `tokprof summary`: docs/BENCH.md). */
+static void pass_types(struct pass *p)
 {
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        if (!p->calls) return 0;
-        break;
-    case TKP_REC_LIB_CALL:
-        if (!p->calls && !p->want_moe) return 0;
-        break;
-    case TKP_REC_CHUNK:
-    case TKP_REC_META:
-    case TKP_REC_GPU_KERNEL:
-        break;
-    default:
+    p->types = TYPE_BIT(TKP_REC_CHUNK) | TYPE_BIT(TKP_REC_META);
+    if (p->want_sc || p->want_k || p->calls) p->types |= TYPE_BIT(TKP_REC_GPU_KERNEL);
+    if (p->calls) p->types |= TYPE_BIT(TKP_REC_LAUNCH) | TYPE_BIT(TKP_REC_LIB_CALL);
+    if (p->want_moe) p->types |= TYPE_BIT(TKP_REC_LIB_CALL);
+    p->sc_only = p->want_sc && !p->want_k && !p->calls;
+    p->sc_key = ~0ull;
+}
+
+static inline int on_record(struct pass *p, uint64_t types, const struct tkp_record *r)
+{
+    if ((unsigned)r->type >= 64 || !(types & TYPE_BIT(r->type))) return 0;
+    /* a kernel of the step of the previous one, of a class known: on_kernel() for step_classes
+     * alone, inline */
+    uint64_t id = r->gpu.name_id;
+    if (r->type == TKP_REC_GPU_KERNEL && ((uint64_t)r->thread << 40 ^ r->step) == p->sc_key &&
+        p->last_row && r->thread != TKP_GPU_THREAD_NONE && id < p->ncd && p->cd[id]) {
+        p->sc[p->sc_at_row + p->cd[id] - 1u]++;
         return 0;
     }
     return on_record_slow(p, r);
@@ -714,6 +727,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     p.want_moe = outs[TKP_TAB_MOE] != NULL;
     if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
         return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    pass_types(&p);
     if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) {
         tkp_tcalls_free(p.calls);
         return err;
@@ -721,8 +735,24 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     p.is_snap = (tkp_reader_flags(r) & TKP_FILE_SNAPSHOT) != 0;
     tkp_model_init(&m, &mo);
     if ((err = tkp_acc_bind(&m, &a))) goto nomem;
-    while ((k = tkp_reader_next(r, &rec)) == 1)
-        if ((err = tkp_model_add(&m, &rec)) || (err = on_record(&p, &rec))) goto nomem;
+    const uint64_t types = p.types; /* in a register: p's address escapes */
+    /* launches concern the model alone unless the calls table is wanted: in bulk, then */
+    const int bulk = !(types & TYPE_BIT(TKP_REC_LAUNCH));
+    struct tkp_launch_bulk lb;
+    rec.type = TKP_REC_CHUNK;
+    for (;;) {
+        size_t nb;
+        /* a RUN's records follow one of its records (the first comes through the model's slow
+         * path, which opens the step) */
+        if (bulk && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
+            (nb = tkp_reader_peek_launches(r, &lb)) &&
+            (nb = tkp_model_add_launches(&m, &lb, nb))) {
+            tkp_reader_take(r, &lb, nb);
+            continue;
+        }
+        if ((k = tkp_reader_next(r, &rec)) != 1) break;
+        if ((err = tkp_model_add(&m, &rec)) || (err = on_record(&p, types, &rec))) goto nomem;
+    }
     note_torn(r, files, info);
     tkp_reader_close(r);
     r = NULL;
@@ -810,6 +840,7 @@ int tkp_tab_tail_new(const struct tkp_classes *cl, struct tkp_tab_tail **out)
         tkp_tab_tail_free(t);
         return TKP_ERR_NOMEM;
     }
+    pass_types(&t->p);
     *out = t;
     return 0;
 }
@@ -827,7 +858,7 @@ void tkp_tab_tail_free(struct tkp_tab_tail *t)
 int tkp_tab_tail_add(struct tkp_tab_tail *t, const struct tkp_record *r)
 {
     int err = tkp_model_add(&t->m, r);
-    return err ? err : on_record(&t->p, r);
+    return err ? err : on_record(&t->p, t->p.types, r);
 }
 
 int tkp_tab_tail_id(const struct tkp_tab_tail *t, uint64_t *id)

@@ -662,6 +662,31 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
     return add_other(m, r);
 }
 
+size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk *b, size_t n)
+{
+    struct tkp_mopen *o = m->fast; /* the conditions of tkp_model_add()'s first branch */
+    if (!o || m->fast_seg != b->step || m->fast_thread != b->thread) return 0;
+    if (n > o->capl - o->nl) n = o->capl - o->nl;
+    /* in locals: the stores below could alias the model's fields for the compiler */
+    const uint32_t *id2slot = m->id2slot;
+    const size_t cap = m->id2slot_cap;
+    struct tkp_mname *names = m->names;
+    struct olaunch *l = o->l + o->nl;
+    uint64_t now = m->now_ns;
+    size_t i = 0;
+    for (; i < n; i++) {
+        uint64_t id = b->name_id[i], ns = b->host_ns[i];
+        if (id >= cap || !id2slot[id]) break;
+        uint32_t slot = id2slot[id] - 1;
+        now = ns > now ? ns : now;
+        l[i] = (struct olaunch){ns, slot};
+        names[slot].launches++;
+    }
+    m->now_ns = now;
+    o->nl += i;
+    return i;
+}
+
 /* Every record but LAUNCH and LIB_CALL. */
 static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r)
 {

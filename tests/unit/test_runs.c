@@ -537,7 +537,62 @@ static void pair_lib(struct pair *p, int64_t dt, uint64_t step, uint32_t id, uin
     run_lib(&p->u, dt, id, call, host_ns);
 }
 
-/* Reads both and checks they deliver the same; returns the v3 reading (free it). */
+static size_t bulk_taken; /* launches bulk_read() took in bulk, for the tests to see it did */
+
+/* Reads w as drain() does, but takes launches in bulk (reader.h, tkp_reader_peek_launches) where
+ * it can, a random number of those peeked (seed), and checks every record against want, the
+ * record by record reading: a launch taken in bulk by its time, step, thread and name id. */
+static void bulk_read(struct capw *w, const struct got *want, uint64_t seed, const char *what)
+{
+    struct tkp_reader *r = capr_open(w);
+    struct tkp_launch_bulk lb;
+    struct tkp_record rec;
+    size_t i = 0, taken = 0;
+    int end;
+    for (;;) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        size_t n = seed % 4 ? tkp_reader_peek_launches(r, &lb) : 0;
+        cr_assert_leq(n, TKP_LAUNCH_BULK);
+        if (n) {
+            size_t k = 1 + (seed >> 8) % n;
+            for (size_t j = 0; j < k; j++, i++) {
+                cr_assert_lt(i, want->n, "%s: more records in bulk than one by one", what);
+                const struct seen *x = &want->s[i];
+                cr_assert_eq(x->type, TKP_REC_LAUNCH, "%s: record %zu taken in bulk", what, i);
+                cr_assert_eq(lb.host_ns[j], x->host_ns, "%s: record %zu: host_ns", what, i);
+                cr_assert_eq(lb.step, x->step, "%s: record %zu: step", what, i);
+                cr_assert_eq(lb.thread, x->thread, "%s: record %zu: thread", what, i);
+                cr_assert_eq(lb.name_id[j], x->x[0], "%s: record %zu: name id", what, i);
+                cr_assert_neq(x->name[0], '?', "%s: record %zu: an unresolved name in bulk", what, i);
+            }
+            tkp_reader_take(r, &lb, k);
+            taken += k;
+            continue;
+        }
+        if ((end = tkp_reader_next(r, &rec)) != 1) break;
+        if (rec.type == TKP_REC_NAME || rec.type == TKP_REC_THREAD) continue;
+        cr_assert_lt(i, want->n, "%s: more records than one by one", what);
+        struct got one = {0};
+        note(&one, &rec);
+        const struct seen *x = &want->s[i++], *y = &one.s[0];
+        cr_assert_eq(y->type, x->type, "%s: record %zu: type", what, i - 1);
+        cr_assert_eq(y->host_ns, x->host_ns, "%s: record %zu: host_ns", what, i - 1);
+        cr_assert_eq(memcmp(y->x, x->x, sizeof(x->x)), 0, "%s: record %zu: fields", what, i - 1);
+        cr_assert_str_eq(y->name, x->name, "%s: record %zu: name", what, i - 1);
+        got_free(&one);
+    }
+    cr_assert_eq(end, want->end, "%s: end", what);
+    cr_assert_eq(i, want->n, "%s: %zu records, want %zu", what, i, want->n);
+    const struct tkp_reader_stats *st = tkp_reader_stats(r);
+    cr_assert_eq(st->records, want->stats.records, "%s: stats.records", what);
+    cr_assert_eq(st->missing_names, want->stats.missing_names, "%s: missing_names", what);
+    cr_assert_eq(st->missing_threads, want->stats.missing_threads, "%s: missing_threads", what);
+    tkp_reader_close(r);
+    bulk_taken += taken;
+}
+
+/* Reads both and checks they deliver the same, and the RUN form with launches taken in bulk;
+ * returns the v3 reading (free it). */
 static struct got pair_read(struct pair *p, const char *what)
 {
     struct got a, b;
@@ -546,6 +601,7 @@ static struct got pair_read(struct pair *p, const char *what)
     read_all(p->v3, &b);
     same(&a, &b, what);
     got_free(&a);
+    for (uint64_t seed = 1; seed <= 3; seed++) bulk_read(p->v3, &b, seed * 0x9e3779b97f4a7c15ull, what);
     return b;
 }
 
@@ -770,6 +826,7 @@ static void differential(uint64_t seed, int nrec)
 Test(runs, differential_against_single_records)
 {
     for (uint64_t seed = 1; seed <= 12; seed++) differential(seed * 0x9e3779b97f4a7c15ull, 20000);
+    cr_assert_gt(bulk_taken, 10000, "launches taken in bulk: %zu", bulk_taken);
 }
 
 /* ---- a RUN in a merged read of two processes ---- */

@@ -22,6 +22,9 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
   watch    `tokprof ingest --watch` follows a capture while it grows: rows of a paced minillm
            appear in ClickHouse while minillm is stopped mid-run (its file still open, more to
            come), in more than one batch, and once it ended the counts are exact, no duplicates
+  rotate   `tokprof ingest --watch` follows a capture the shim rotates while it runs
+           (TOKPROF_MAX_MB): killed once rows of it are stored, restarted, minillm let go: each
+           file's rows once, under one capture_id, as many as `tokprof table` makes of the files
   moewindow  `table moe` of a MoE capture read by windows of its steps (--moe-window: the
            second pass in bounded memory) gives the rows of the whole-capture pass byte for byte,
            with a lower peak RSS (no ClickHouse)
@@ -245,7 +248,8 @@ def ingest(s, *args, check=True):
 
 
 def table_rows(path, table, *labels):
-    out = tkp("table", table, "--compress", "none", *labels, path).stdout.decode()
+    paths = path if isinstance(path, list) else [path]
+    out = tkp("table", table, "--compress", "none", *labels, *paths).stdout.decode()
     return out.count("\n") - 1
 
 
@@ -383,13 +387,14 @@ def wait_for_line(path, text, proc):
     fail(f"ingest never said '{text}':\n{open(path, errors='replace').read()}")
 
 
-def live_minillm(out, steps):
+def live_minillm(out, steps, **extra):
     """A minillm writing its capture into out as it runs, paced by simgpu (every step's embed
     kernel starts 20 ms late, and the host waits for it): a capture that grows for seconds."""
     env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=out,
                TOKPROF_RING_KB="16384", TOKPROF_FLUSH_MS="50", SIMGPU_STALL="1:20000000")
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP", "SIMGPU_SLOW"):
         env.pop(k, None)
+    env.update(extra)
     return subprocess.Popen([MINILLM, "--steps", str(steps)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -411,7 +416,7 @@ def stop_after_steps(p, out, n):
     fail(f"{path}: never held {n} token steps")
 
 
-def same_counts(s, host, path):
+def same_counts(s, host, path):  # path: a capture, or a list of its rotated files
     """Every table's rows of host in ClickHouse are as many as tokprof table makes of path."""
     for t in TABLES:
         got = int(s.query(f"SELECT count() FROM tokprof.{t} WHERE host = '{host}'"))
@@ -559,6 +564,50 @@ def case_watch():
 
     with_live(mini, body)
     print("watch: ok")
+
+
+def case_rotate():
+    """ingest --watch follows a capture the shim rotates (TOKPROF_MAX_MB) while it runs: killed
+    with SIGKILL once rows of it are stored and several files exist, restarted, minillm let go:
+    the rows of every file, once, under one capture_id, as `tokprof table` makes of the files."""
+    watch = os.path.join(work, "watch")
+    os.makedirs(watch)
+    st = os.path.join(work, "state")
+    mini = live_minillm(watch, 300, TOKPROF_MAX_MB="0.02", TOKPROF_KEEP="0")
+    cmd = [TKP, "ingest", "--state", st, "--batch", "0", "--poll", "0.2", "--label",
+           "host=rot-host", "--watch", watch]
+
+    def files():
+        return sorted(glob.glob(os.path.join(watch, f"minillm.{mini.pid}*.tokprof")))
+
+    def body(servers):
+        a, _ = servers
+        deadline = time.time() + 120  # SIGSTOP once the shim has rotated twice
+        while len(files()) < 3:
+            if mini.poll() is not None or time.time() > deadline:
+                fail(f"{len(files())} files with TOKPROF_MAX_MB=0.02 (minillm exit "
+                     f"{mini.returncode}): no rotation")
+            time.sleep(0.1)
+        mini.send_signal(signal.SIGSTOP)
+        log = os.path.join(work, "ingest1.err")
+        p = subprocess.Popen(cmd + ["--url", a.url()], stdout=subprocess.DEVNULL,
+                             stderr=open(log, "wb"))
+        n = wait_rows(a, f"pid = {mini.pid}", "of the rotated capture", p)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        let_go(mini)
+        rot = files()
+        tkp(*cmd[1:], "--exit-when-idle", "--url", a.url())
+        same_counts(a, "rot-host", rot)
+        ids = int(a.query("SELECT uniqExact(capture_id) FROM tokprof.steps WHERE host = 'rot-host'"))
+        if ids != 1:
+            fail(f"{len(rot)} rotated files of one process stored under {ids} capture_ids")
+        no_duplicates(a)
+        total = int(a.query("SELECT count() FROM tokprof.steps WHERE host = 'rot-host'"))
+        print(f"rotate: {len(rot)} files, {n} steps rows before the kill, {total} in all")
+
+    with_live(mini, body)
+    print("rotate: ok")
 
 
 def case_moewindow():
@@ -735,4 +784,5 @@ if __name__ == "__main__":
     # a SIGTERM (ctest stopping the test) still runs the finally that stops the servers
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
-     "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb}[case]()
+     "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb,
+     "rotate": case_rotate}[case]()

@@ -38,6 +38,7 @@ struct fproc {
     unsigned long long start_ticks; /* the writer's /proc start time at first look, 0 unknown */
     uint64_t far_ms;                /* when files beyond the next were last looked for */
     int pending;                    /* pend holds a record to deliver before reading on */
+    int skip;                       /* tkp_follow_skip(): EXITED at the next turn */
     struct tkp_record pend; /* the META read ahead so that the file's first CHUNK has a pid */
 };
 
@@ -537,6 +538,16 @@ const struct tkp_follow_stats *tkp_follow_stats(const struct tkp_follow *f)
     return &f->st;
 }
 
+int tkp_follow_skip(struct tkp_follow *f, uint64_t pid)
+{
+    for (size_t i = 0; i < f->np; i++)
+        if (f->p[i].pid == pid && pid) {
+            f->p[i].skip = 1;
+            return 0;
+        }
+    return -1;
+}
+
 size_t tkp_follow_nprocs(const struct tkp_follow *f)
 {
     return f->np;
@@ -558,6 +569,14 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
 {
     struct fproc *p = &f->p[i];
     *gone = 0;
+    if (p->skip) {
+        memset(rec, 0, sizeof(*rec));
+        rec->pid = p->pid;
+        drop_proc(f, i);
+        *gone = 1;
+        f->st.exited++;
+        return TKP_FOLLOW_EXITED;
+    }
     for (;;) {
         if (!p->r) {
             int k = proc_open(f, p);

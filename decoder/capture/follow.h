@@ -95,6 +95,11 @@ int tkp_follow_fd(const struct tkp_follow *f);
  * none; valid until the next call into f. Warnings beyond a few pending are counted, not kept. */
 const char *tkp_follow_warning(struct tkp_follow *f);
 const struct tkp_follow_stats *tkp_follow_stats(const struct tkp_follow *f);
+/* The caller wants nothing more of process pid (ingest: its capture is stored whole already):
+ * the rest of its files is not read, and at its next turn it is reported EXITED, as if it had
+ * ended there. A rotated file of it that appears later would be followed as a new process. Returns
+ * 0, or -1 when no process pid is followed. */
+int tkp_follow_skip(struct tkp_follow *f, uint64_t pid);
 /* The number of processes followed now. */
 size_t tkp_follow_nprocs(const struct tkp_follow *f);
 void tkp_follow_close(struct tkp_follow *f); /* accepts NULL */

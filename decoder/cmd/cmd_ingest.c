@@ -82,8 +82,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     err = tkp_ingest_run(&in, ctx->why, sizeof(ctx->why));
     tkp_classes_free(cl);
     if (!err)
-        fprintf(ctx->out, "ingested %llu captures, %llu rows\n", (unsigned long long)in.captures,
-                (unsigned long long)in.rows);
+        fprintf(ctx->out, "ingested %llu captures, %llu rows (%llu stored before)\n",
+                (unsigned long long)in.captures, (unsigned long long)in.rows,
+                (unsigned long long)in.stored);
     if (!err && in.skipped)
         err = tkp_cmd_fail(ctx, TKP_ERR_VIOLATION, "%llu input%s could not be read",
                            (unsigned long long)in.skipped, in.skipped > 1 ? "s" : "");

@@ -91,10 +91,12 @@ static int state_open(struct state *s, const char *path, char *why, size_t wl)
     FILE *f = fopen(path, "r");
     char line[256], word[8], tab[32];
     unsigned long long cid, rows, batch, at;
+    long whole = 0; /* the bytes of the whole lines */
     for (unsigned ln = 1; f && fgets(line, sizeof(line), f); ln++) {
         int t, k;
         /* a line cut by a kill mid-write has no newline: it never happened */
         if (!strchr(line, '\n')) break;
+        whole = ftell(f);
         batch = 1, at = 0; /* a whole capture's line has neither */
         k = sscanf(line, "%7s %llx %31s %llu %llu %llu", word, &cid, tab, &rows, &batch, &at);
         if ((k != 4 && k != 6) || !batch || (t = tkp_tab_find(tab)) < 0 ||
@@ -111,16 +113,11 @@ static int state_open(struct state *s, const char *path, char *why, size_t wl)
     if (f) fclose(f);
     s->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (s->fd < 0) return tkp_why(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
-    /* a torn last line (no newline) is ended so the next one starts clean */
+    /* a torn last line (no newline) never happened: cut off, so that the next line does not
+     * follow it (ending it with a newline made it a bad line for the run after next) */
     struct stat st;
-    if (!fstat(s->fd, &st) && st.st_size > 0) {
-        char c = '\n';
-        int r = open(path, O_RDONLY | O_CLOEXEC);
-        if (r >= 0 && pread(r, &c, 1, st.st_size - 1) == 1 && c != '\n' &&
-            write(s->fd, "\n", 1) != 1)
-            c = '\n';
-        if (r >= 0) close(r);
-    }
+    if (!fstat(s->fd, &st) && st.st_size > whole && ftruncate(s->fd, whole))
+        return tkp_why(why, wl, TKP_ERR_IO, "%s: %s", path, strerror(errno));
     return 0;
 }
 
@@ -359,7 +356,10 @@ static int capture(struct tkp_ingest *in, struct state *st, const char *const *f
 {
     uint64_t cid;
     if (tkp_tab_capture_id(files[0], &cid)) return 0; /* listed as a capture a moment ago */
-    if (all_done(st, cid)) return 0;
+    if (all_done(st, cid)) {
+        in->stored += !in->watch; /* counted once: the inputs are read once, snapshots each poll */
+        return 0;
+    }
     if (!settled(in, files, n)) {
         ++*pending;
         return 0;
@@ -420,7 +420,8 @@ static int round_(struct tkp_ingest *in, struct state *st, const char *watch, in
 
 struct live {
     uint64_t pid, cid;
-    int has_cid, skip; /* skip: stored whole already, its records are only counted */
+    int has_cid, skip; /* skip: stored whole already, not read on (tkp_follow_skip) */
+    int skip_told;
     struct tkp_tab_tail *t;
     uint64_t nrec;    /* records added */
     uint64_t batch;   /* batches cut */
@@ -535,8 +536,9 @@ static int live_record(struct tkp_ingest *in, struct state *st, struct live *l,
     l->nrec++;
     if (!l->has_cid && tkp_tab_tail_id(l->t, &l->cid)) {
         l->has_cid = 1;
-        if (all_done(st, l->cid)) {
+        if (all_done(st, l->cid)) { /* stored whole already: its files are not read on */
             l->skip = 1;
+            in->stored++;
             tkp_tab_tail_free(l->t);
             l->t = NULL;
         } else {
@@ -570,6 +572,7 @@ static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
             struct live *l = live_of(&v, &n, &cap, rec.pid);
             if (!l) err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
             else err = live_record(in, st, l, &rec, why, wl);
+            if (!err && l && l->skip && !l->skip_told) l->skip_told = 1, tkp_follow_skip(f, l->pid);
             continue;
         }
         if (k == TKP_FOLLOW_EXITED) {

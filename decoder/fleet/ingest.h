@@ -63,8 +63,8 @@ struct tkp_ingest {
     /* says what happens (one line, no newline): waits, skipped inputs; warn = 1 for problems */
     void (*say)(void *arg, int warn, const char *line);
     void *arg;
-    /* results */
-    uint64_t captures, rows, skipped;
+    /* results; stored: captures found stored whole already (by the state file), not read on */
+    uint64_t captures, rows, skipped, stored;
 };
 
 /* Runs the ingest. Returns 0 (some inputs may have been skipped: in->skipped), or a tkp_err with

@@ -215,3 +215,36 @@ Test(follow, not_a_capture, .init = setup, .fini = teardown)
     snprintf(path, sizeof(path), "%s/missing", dir);
     cr_assert_eq(tkp_follow_open(path, NULL, &f, why, sizeof(why)), TKP_ERR_IO);
 }
+
+/* tkp_follow_skip: a process the caller wants nothing more of is reported EXITED at its next
+ * turn, its later chunks and rotated files not read, while the writer still runs. */
+Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
+{
+    char p0[128], p1[128];
+    snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
+    snprintf(p1, sizeof(p1), "%s/prog.%d.1.tokprof", dir, (int)writer);
+    struct capw *a = capture(3, 5, "kernel_a"), *b = capture(1, 4, "kernel_b");
+    size_t la, lb;
+    const uint8_t *da = capw_data(a, &la), *db = capw_data(b, &lb);
+    put(p0, da, la, "wb");
+    put(p1, db, lb, "wb");
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    struct tkp_record rec;
+    int k, seen = 0;
+    while ((k = tkp_follow_next(f, &rec, 5000)) == TKP_FOLLOW_RECORD && rec.type != TKP_REC_LAUNCH)
+        seen++;
+    cr_assert_eq(k, TKP_FOLLOW_RECORD, "a first launch");
+    cr_assert_eq(tkp_follow_skip(f, rec.pid), 0);
+    cr_assert_eq(tkp_follow_skip(f, 999999999), -1, "no such process");
+    cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_EXITED, "at once, the writer alive");
+    cr_assert_eq(rec.pid, (uint64_t)writer_pid);
+    cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_END);
+    cr_assert_eq(tkp_follow_stats(f)->rotations, 0, "the rotated file was not opened");
+    cr_assert_eq(tkp_follow_stats(f)->files, 1);
+    tkp_follow_close(f);
+    capw_free(a);
+    capw_free(b);
+}

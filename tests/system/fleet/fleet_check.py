@@ -510,6 +510,10 @@ def case_restart():
         if totals() != want:
             fail(f"after lost done lines: {totals()}, want {want}")
         no_duplicates(a)
+        # once more, everything stored: the seven captures are known stored, not read on
+        said = tkp(*cmd[1:], "--exit-when-idle", "--url", a.url()).stdout.decode()
+        if "ingested 0 captures, 0 rows (7 stored before)" not in said or totals() != want:
+            fail(f"a run with everything stored said {said!r}: {totals()}, want {want}")
         # 3. the server ingest talks to stopped while ingest runs, then started again
         extra = capture(os.path.join(work, "late"), ["--steps", "12"], {})
         a.stop()

@@ -100,11 +100,6 @@ struct pass {
     struct map cls_of;  /* name id -> class + 1 */
     uint8_t *cd;        /* the same, direct, for ids below DIRECT_IDS (0: not yet) */
     size_t ncd;
-    uint64_t last_step; /* the previous kernel's (thread, seg) key and row: GPU records */
-    size_t last_row;    /* come by step */
-    struct map sc_at;              /* (thread, seg) -> index + 1 of its kernels-per-class row */
-    uint32_t *sc;                  /* [index * ncls + class] */
-    size_t nsc, capsc;
     struct map hn_at; /* hash(hour, name id) -> hn index + 1 */
     struct hname *hn;
     size_t nhn, caphn;
@@ -115,9 +110,6 @@ struct pass {
     uint64_t max_count; /* the most GEMMs a step called */
     int moe_hint;
     uint64_t types; /* the record types on_record() looks at (pass_types) */
-    int sc_only;    /* step_classes is the only table that looks at GPU kernels: then */
-    uint64_t sc_key;   /* last_step for on_record()'s inline path (~0 before the first row) */
-    size_t sc_at_row;  /* and its row's first count, (last_row - 1) * ncls */
 };
 
 static uint64_t epoch(const struct pass *p, uint64_t mono)
@@ -160,21 +152,7 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
 {
     int cls, err;
     if ((err = kernel_class(p, r, &cls))) return err;
-    uint64_t key = (uint64_t)r->thread << 40 ^ r->step;
-    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE && (!p->last_row || key != p->last_step)) {
-        size_t *s = map_at(&p->sc_at, key, 1, &err);
-        if (err) return err;
-        if (!*s) {
-            if (TKP_GROW(p->sc, p->capsc, (p->nsc + 1) * (size_t)p->ncls)) return TKP_ERR_NOMEM;
-            memset(p->sc + p->nsc * (size_t)p->ncls, 0, (size_t)p->ncls * sizeof(*p->sc));
-            *s = ++p->nsc;
-        }
-        p->last_row = *s, p->last_step = key;
-        if (p->sc_only) p->sc_key = key, p->sc_at_row = (p->last_row - 1) * (size_t)p->ncls;
-    }
-    if (p->want_sc && r->thread != TKP_GPU_THREAD_NONE)
-        p->sc[(p->last_row - 1) * (size_t)p->ncls + (size_t)cls]++;
-    if (!p->want_k || r->gpu.end_ns < r->gpu.start_ns) return 0;
+    if (r->gpu.end_ns < r->gpu.start_ns) return 0;
     uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS,
              ns = r->gpu.end_ns - r->gpu.start_ns;
     size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
@@ -263,7 +241,7 @@ static int on_record_slow(struct pass *p, const struct tkp_record *r)
         if (err) return err;
     }
     if (r->type == TKP_REC_LIB_CALL) return p->want_moe ? on_gemm(p, r) : 0;
-    if (r->type == TKP_REC_GPU_KERNEL && (p->want_sc || p->want_k)) return on_kernel(p, r);
+    if (r->type == TKP_REC_GPU_KERNEL && p->want_k) return on_kernel(p, r);
     return 0;
 }
 
@@ -275,25 +253,14 @@ static int on_record_slow(struct pass *p, const struct tkp_record *r)
 static void pass_types(struct pass *p)
 {
     p->types = TYPE_BIT(TKP_REC_CHUNK) | TYPE_BIT(TKP_REC_META);
-    if (p->want_sc || p->want_k || p->calls) p->types |= TYPE_BIT(TKP_REC_GPU_KERNEL);
+    if (p->want_k || p->calls) p->types |= TYPE_BIT(TKP_REC_GPU_KERNEL);
     if (p->calls) p->types |= TYPE_BIT(TKP_REC_LAUNCH) | TYPE_BIT(TKP_REC_LIB_CALL);
     if (p->want_moe) p->types |= TYPE_BIT(TKP_REC_LIB_CALL);
-    p->sc_only = p->want_sc && !p->want_k && !p->calls;
-    p->sc_key = ~0ull;
 }
 
 static inline int on_record(struct pass *p, uint64_t types, const struct tkp_record *r)
 {
-    if ((unsigned)r->type >= 64 || !(types & TYPE_BIT(r->type))) return 0;
-    /* a kernel of the step of the previous one, of a class known: on_kernel() for step_classes
-     * alone, inline */
-    uint64_t id = r->gpu.name_id;
-    if (r->type == TKP_REC_GPU_KERNEL && ((uint64_t)r->thread << 40 ^ r->step) == p->sc_key &&
-        p->last_row && r->thread != TKP_GPU_THREAD_NONE && id < p->ncd && p->cd[id]) {
-        p->sc[p->sc_at_row + p->cd[id] - 1u]++;
-        return 0;
-    }
-    return on_record_slow(p, r);
+    return (unsigned)r->type < 64 && (types & TYPE_BIT(r->type)) ? on_record_slow(p, r) : 0;
 }
 
 /* ---- rows ---- */
@@ -444,8 +411,7 @@ static int row_step_classes(struct tkp_tab_out *o, const struct emit *e, struct 
                             const struct tkp_model *m, const struct tkp_mstep *s, uint64_t tok)
 {
     int err = 0, again = 0;
-    size_t *at = map_at(&p->sc_at, (uint64_t)s->thread << 40 ^ s->seg, 0, &err);
-    const uint32_t *k = at && *at ? p->sc + (*at - 1) * (size_t)p->ncls : NULL;
+    const uint64_t *k = s->class_n; /* the model counts them (opts.class_counts) */
     struct idcache *pre = &e->ic[TKP_TAB_COUNT]; /* the step's columns, the same on its rows */
     for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
         if (!s->class_ns[c] && !(k && k[c])) continue;
@@ -691,12 +657,11 @@ static void note_torn(const struct tkp_reader *r, const char *const *files,
 
 static void pass_free(struct pass *p)
 {
-    map_free(&p->cls_of), map_free(&p->sc_at), map_free(&p->hn_at);
+    map_free(&p->cls_of), map_free(&p->hn_at);
     free(p->cd);
     tkp_tcalls_free(p->calls);
     free(p->gs);
     map_free(&p->weights);
-    free(p->sc);
     for (size_t i = 0; i < p->nhn; i++)
         free(p->hn[i].name), free(p->hn[i].d.hist);
     free(p->hn);
@@ -723,6 +688,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
         rows0[t] = outs[t] ? tkp_tab_rows(outs[t]) : 0;
     p.want_steps = outs[TKP_TAB_STEPS] != NULL;
     p.want_sc = outs[TKP_TAB_STEP_CLASSES] != NULL;
+    mo.class_counts = p.want_sc; /* step_classes' kernels per class, counted by the model */
     p.want_k = outs[TKP_TAB_KERNELS] != NULL;
     p.want_moe = outs[TKP_TAB_MOE] != NULL;
     if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
@@ -830,7 +796,8 @@ struct tkp_tab_tail {
 int tkp_tab_tail_new(const struct tkp_classes *cl, struct tkp_tab_tail **out)
 {
     struct tkp_tab_tail *t = calloc(1, sizeof(*t));
-    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1};
+    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1,
+                                .class_counts = 1};
     *out = NULL;
     if (!t) return TKP_ERR_NOMEM;
     t->p = (struct pass){.cl = cl, .ncls = tkp_classes_count(cl)};

@@ -238,6 +238,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     s->kind = TKP_MSTEP_OPEN;
     s->lib_only = lib;
     if (!(s->class_ns = class_alloc(m))) return TKP_ERR_NOMEM;
+    if (m->opts.class_counts && !(s->class_n = class_alloc(m))) return TKP_ERR_NOMEM;
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
         s->open->next_spare = NULL;
@@ -334,6 +335,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             cur_e = k->end;
         }
         s->class_ns[m->names[k->slot].cls] += dur;
+        if (s->class_n) s->class_n[m->names[k->slot].cls]++;
         if (k->join == TKP_JOIN_LAUNCH && k->index < o->nl && k->start >= o->l[k->index].host_ns) {
             uint64_t lat = k->start - o->l[k->index].host_ns;
             s->lat_n++, s->lat_sum_ns += lat;
@@ -490,6 +492,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
         s->gpu_kernels++;
         s->busy_ns += dur;
         s->class_ns[m->names[slot].cls] += dur;
+        if (s->class_n) s->class_n[m->names[slot].cls]++;
         if (r->gpu.start_ns < s->gpu_first_ns) s->gpu_first_ns = r->gpu.start_ns;
         if (r->gpu.end_ns > s->gpu_last_ns) s->gpu_last_ns = r->gpu.end_ns;
         return step_counts(m, s) && !m->opts.no_dists ? kernel_counted(m, slot, dur) : 0;

@@ -72,6 +72,8 @@ struct tkp_model_opts {
     /* 1: no per-name and per-class GPU duration figures (names[].d, cls, kernel_ns_total stay
      * empty): for a reader of the step table alone (tokprof table) */
     int no_dists;
+    /* 1: steps count their kernels per class too (class_n): for tokprof table's step_classes */
+    int class_counts;
 };
 
 struct tkp_mopen; /* an open step's records, internal to model.c */
@@ -94,6 +96,7 @@ struct tkp_mstep {
     uint64_t copy_ns;                   /* sum of GPU copy and memset durations */
     uint64_t lat_n, lat_sum_ns, lat_max_ns; /* launch -> GPU start, over kernels paired */
     uint64_t *class_ns;                 /* kernel time per class id (model-owned, in blocks) */
+    uint64_t *class_n;                  /* kernels per class id, with opts.class_counts (else NULL) */
     struct tkp_mopen *open;             /* NULL once closed */
     /* Per-step extras, read through analysis.h (tkp_acc_step): the largest n and m of the step's
      * executed unbatched GEMMs and those of its last one, and its GPU idle split. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -39,6 +40,7 @@ struct fproc {
     uint64_t far_ms;                /* when files beyond the next were last looked for */
     int pending;                    /* pend holds a record to deliver before reading on */
     int skip;                       /* tkp_follow_skip(): EXITED at the next turn */
+    uint64_t source;                /* tkp_follow_source(): 1, 2, ... in the order followed */
     struct tkp_record pend; /* the META read ahead so that the file's first CHUNK has a pid */
 };
 
@@ -69,6 +71,7 @@ struct tkp_follow {
     int dirty;  /* a directory event since the last scan */
     struct fproc *p;
     size_t np, rr, batch;
+    uint64_t sources, source; /* processes numbered so far; the last record's */
     char **known; /* directory mode: the file names of the last scan, sorted */
     size_t nknown;
     int seen; /* a process was followed at some point */
@@ -140,9 +143,27 @@ static int proc_alive(uint64_t pid, unsigned long long *start)
     return 1;
 }
 
+/* For a file whose writer locks it (TKP_FILE_LOCKED): 1 when the lock can be taken exclusively
+ * (the writer closed it or ended), 0 while it is held, -1 when that cannot be told (the file
+ * gone: TOKPROF_KEEP, or a file system without locks). */
+static int lock_free(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return -1;
+    int k = flock(fd, LOCK_EX | LOCK_NB);
+    int free_ = !k ? 1 : errno == EWOULDBLOCK ? 0 : -1;
+    close(fd); /* lets the lock go at once */
+    return free_;
+}
+
 static int writer_gone(struct tkp_follow *f, struct fproc *p)
 {
     (void)f;
+    if (p->r && (tkp_reader_flags(p->r) & TKP_FILE_LOCKED)) {
+        /* the writer's lock says it, whatever its PID namespace or host name */
+        int k = lock_free(p->path);
+        if (k >= 0) return k;
+    }
     if (!p->pid || p->remote) return 0;
     unsigned long long start = 0;
     if (!proc_alive(p->pid, &start)) return 1;
@@ -313,6 +334,7 @@ static int add_proc(struct tkp_follow *f, const char *path)
     f->p = q;
     memset(&q[f->np], 0, sizeof(*q));
     if (!(q[f->np].path = strdup(path))) return TKP_ERR_NOMEM;
+    q[f->np].source = ++f->sources;
     f->np++;
     f->seen = 1;
     f->st.processes++;
@@ -538,14 +560,19 @@ const struct tkp_follow_stats *tkp_follow_stats(const struct tkp_follow *f)
     return &f->st;
 }
 
-int tkp_follow_skip(struct tkp_follow *f, uint64_t pid)
+int tkp_follow_skip(struct tkp_follow *f, uint64_t source)
 {
     for (size_t i = 0; i < f->np; i++)
-        if (f->p[i].pid == pid && pid) {
+        if (f->p[i].source == source) {
             f->p[i].skip = 1;
             return 0;
         }
     return -1;
+}
+
+uint64_t tkp_follow_source(const struct tkp_follow *f)
+{
+    return f->source;
 }
 
 size_t tkp_follow_nprocs(const struct tkp_follow *f)
@@ -569,6 +596,7 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
 {
     struct fproc *p = &f->p[i];
     *gone = 0;
+    f->source = p->source;
     if (p->skip) {
         memset(rec, 0, sizeof(*rec));
         rec->pid = p->pid;

@@ -27,12 +27,14 @@
  * as the clock of what inotify cannot see (a writer's exit).
  *
  * When a file is complete: its process went on to the next rotated file (the shim writes a file's
- * last chunk before it creates the next), or the process ended (its META pid is gone from /proc,
- * a zombie, or another process with a different start time). Then the file is read once more to its
+ * last chunk before it creates the next), or the process ended: the shim's shared lock on the file
+ * can be taken (TKP_FILE_LOCKED: the shim locks its stream files while it may write them, so this
+ * holds across PID namespaces and container host names), else (older files) its META pid is gone
+ * from /proc, a zombie, or another process with a different start time. Then the file is read once more to its
  * end and the next is opened, or the process is reported EXITED. A torn or bad last chunk (a writer
  * killed mid-chunk) ends the file there, with a warning (tkp_follow_warning). A file deleted under
  * the reader (TOKPROF_KEEP) stays readable through its open descriptor. A writer on another host
- * (META hostname) cannot be checked: it is followed until Ctrl-C.
+ * (META hostname) without the lock cannot be checked: it is followed until Ctrl-C.
  *
  * Names: a record's strings (kernel names, library ops, NVTX names) are interned by the follow
  * reader and live until tkp_follow_close(), across rotations (the reader's own go with it at
@@ -95,11 +97,15 @@ int tkp_follow_fd(const struct tkp_follow *f);
  * none; valid until the next call into f. Warnings beyond a few pending are counted, not kept. */
 const char *tkp_follow_warning(struct tkp_follow *f);
 const struct tkp_follow_stats *tkp_follow_stats(const struct tkp_follow *f);
-/* The caller wants nothing more of process pid (ingest: its capture is stored whole already):
- * the rest of its files is not read, and at its next turn it is reported EXITED, as if it had
- * ended there. A rotated file of it that appears later would be followed as a new process. Returns
- * 0, or -1 when no process pid is followed. */
-int tkp_follow_skip(struct tkp_follow *f, uint64_t pid);
+/* The followed process the last RECORD or EXITED came from: 1, 2, ... in the order processes
+ * were first seen, never reused. Two captures with the same META pid (a recycled pid; servers in
+ * containers, each pid 1 in its own namespace) are two sources; key per-capture state by it. */
+uint64_t tkp_follow_source(const struct tkp_follow *f);
+/* The caller wants nothing more of a source (ingest: its capture is stored whole already): the
+ * rest of its files is not read, and at its next turn it is reported EXITED, as if it had ended
+ * there. A rotated file of it that appears later would be followed as a new source. Returns 0, or
+ * -1 when no such source is followed. */
+int tkp_follow_skip(struct tkp_follow *f, uint64_t source);
 /* The number of processes followed now. */
 size_t tkp_follow_nprocs(const struct tkp_follow *f);
 void tkp_follow_close(struct tkp_follow *f); /* accepts NULL */

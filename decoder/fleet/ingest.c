@@ -419,7 +419,7 @@ static int round_(struct tkp_ingest *in, struct state *st, const char *watch, in
 /* ---- live captures (--watch): chunk by chunk ---- */
 
 struct live {
-    uint64_t pid, cid;
+    uint64_t src, cid; /* src: the follow reader's source (two captures of one pid are two) */
     int has_cid, skip; /* skip: stored whole already, not read on (tkp_follow_skip) */
     int skip_told;
     struct tkp_tab_tail *t;
@@ -507,13 +507,13 @@ static int cut(struct tkp_ingest *in, struct state *st, struct live *l, int fina
     return err;
 }
 
-static struct live *live_of(struct live **v, size_t *n, size_t *cap, uint64_t pid)
+static struct live *live_of(struct live **v, size_t *n, size_t *cap, uint64_t src)
 {
     for (size_t i = 0; i < *n; i++)
-        if ((*v)[i].pid == pid) return &(*v)[i];
+        if ((*v)[i].src == src) return &(*v)[i];
     if (TKP_GROW(*v, *cap, *n + 1)) return NULL;
     struct live *l = &(*v)[(*n)++];
-    *l = (struct live){.pid = pid, .next_at = UINT64_MAX, .cut_s = mono_s()};
+    *l = (struct live){.src = src, .next_at = UINT64_MAX, .cut_s = mono_s()};
     return l;
 }
 
@@ -569,14 +569,14 @@ static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
             break;
         }
         if (k == TKP_FOLLOW_RECORD) {
-            struct live *l = live_of(&v, &n, &cap, rec.pid);
+            struct live *l = live_of(&v, &n, &cap, tkp_follow_source(f));
             if (!l) err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
             else err = live_record(in, st, l, &rec, why, wl);
-            if (!err && l && l->skip && !l->skip_told) l->skip_told = 1, tkp_follow_skip(f, l->pid);
+            if (!err && l && l->skip && !l->skip_told) l->skip_told = 1, tkp_follow_skip(f, l->src);
             continue;
         }
         if (k == TKP_FOLLOW_EXITED) {
-            struct live *l = live_of(&v, &n, &cap, rec.pid);
+            struct live *l = live_of(&v, &n, &cap, tkp_follow_source(f));
             if (!l) {
                 err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
                 break;

@@ -16,6 +16,7 @@
 /* File header flags */
 #define TKP_FILE_STREAM 0x1u   /* written incrementally while the program ran */
 #define TKP_FILE_SNAPSHOT 0x2u /* a flight-recorder snapshot */
+#define TKP_FILE_LOCKED 0x4u   /* the writer holds a shared flock(2) on the file while it writes */
 
 /* Chunk header: 16 bytes, then one zstd frame of `compressed_len` bytes. */
 #define TKP_CHUNK_MAGIC 0x43504b54u /* "TKPC" little-endian */

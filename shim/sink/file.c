@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -220,6 +221,11 @@ int tkp_file_create(int kind, unsigned index, unsigned flags, char *path, size_t
     }
     full_path(path, cap, name);
     if (fd < 0) return -1; /* errno: EEXIST after ALT_MAX names, or the open's */
+    /* A stream file is locked shared before its header is written, for as long as the process
+     * may write it (the kernel lets go when it closes or ends, however it ends): a follower
+     * (tokprof ingest --watch, top) that can take it exclusively knows the writer is gone,
+     * whatever PID namespace the writer ran in. Never blocks; without the lock, no flag. */
+    if ((flags & TKP_FILE_STREAM) && !flock(fd, LOCK_SH | LOCK_NB)) flags |= TKP_FILE_LOCKED;
     unsigned char hdr[TKP_FILE_HEADER_LEN] = {0};
     memcpy(hdr, TKP_FILE_MAGIC, TKP_FILE_MAGIC_LEN);
     hdr[8] = TKP_FORMAT_VERSION;

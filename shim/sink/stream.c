@@ -76,11 +76,15 @@ static int stream_put(const void *frame, size_t zn, uint32_t raw, uint64_t t_beg
     if (tkp_file_failed()) return -1;
     tkp_file_test_delay();
     if (out.rotate) {
+        /* the next file (locked) before the last one is closed (its lock let go): a follower
+         * never finds the writer gone between the two (file.c, TKP_FILE_LOCKED) */
+        int prev = out.fd;
         out.rotate = 0;
-        if (out.fd >= 0) close(out.fd);
         out.fd = -1;
-        if (open_stream_file(out.index + 1)) {
-            tkp_file_fail(out.path, errno);
+        int failed = open_stream_file(out.index + 1), e = errno;
+        if (prev >= 0) close(prev);
+        if (failed) {
+            tkp_file_fail(out.path, e);
             return -1;
         }
     }

@@ -3,9 +3,11 @@
  * outlive a rotation, the end once the writer is gone, a torn tail of a dead writer, the polling
  * fallback. The "writer" is a child process that only waits: its pid is the captures' META pid. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 static const uint32_t one[3] = {1, 1, 1};
 static char dir[64];
 static pid_t writer, writer_pid;
+static uint64_t expect_pid; /* the META pid launches() expects: 0, the writer's */
 
 static void setup(void)
 {
@@ -69,13 +72,13 @@ static void meta_here(struct capw *w, uint64_t pid)
     pstr(pk, host);
 }
 
-/* A capture of `chunks` chunks, each: META, THREAD, NAME 3 = kernel, `per` launches. */
-static struct capw *capture(int chunks, int per, const char *kernel)
+/* A capture of `chunks` chunks, each: META (pid), THREAD, NAME 3 = kernel, `per` launches. */
+static struct capw *capture_of(uint64_t pid, int chunks, int per, const char *kernel)
 {
     struct capw *w = capw_new();
     for (int c = 0; c < chunks; c++) {
         capw_chunk_begin(w, 1000000 * (uint64_t)(c + 1));
-        meta_here(w, (uint64_t)writer_pid);
+        meta_here(w, pid);
         capw_thread(w, 0, 77);
         capw_name(w, 3, kernel);
         for (int i = 0; i < per; i++)
@@ -83,6 +86,12 @@ static struct capw *capture(int chunks, int per, const char *kernel)
         capw_chunk_end(w);
     }
     return w;
+}
+
+/* ... of the writer's pid. */
+static struct capw *capture(int chunks, int per, const char *kernel)
+{
+    return capture_of((uint64_t)writer_pid, chunks, per, kernel);
 }
 
 static void put(const char *path, const uint8_t *p, size_t n, const char *mode)
@@ -101,7 +110,7 @@ static int launches(struct tkp_follow *f, int timeout_ms, int *status, const cha
     int n = 0, k;
     while ((k = tkp_follow_next(f, &rec, timeout_ms)) == TKP_FOLLOW_RECORD) {
         if (rec.type != TKP_REC_LAUNCH) continue;
-        cr_assert_eq(rec.pid, (uint64_t)writer_pid);
+        cr_assert_eq(rec.pid, expect_pid ? expect_pid : (uint64_t)writer_pid);
         if (name) *name = rec.launch.name;
         n++;
     }
@@ -237,8 +246,8 @@ Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
     while ((k = tkp_follow_next(f, &rec, 5000)) == TKP_FOLLOW_RECORD && rec.type != TKP_REC_LAUNCH)
         seen++;
     cr_assert_eq(k, TKP_FOLLOW_RECORD, "a first launch");
-    cr_assert_eq(tkp_follow_skip(f, rec.pid), 0);
-    cr_assert_eq(tkp_follow_skip(f, 999999999), -1, "no such process");
+    cr_assert_eq(tkp_follow_skip(f, tkp_follow_source(f)), 0);
+    cr_assert_eq(tkp_follow_skip(f, 999999999), -1, "no such source");
     cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_EXITED, "at once, the writer alive");
     cr_assert_eq(rec.pid, (uint64_t)writer_pid);
     cr_assert_eq(tkp_follow_next(f, &rec, 5000), TKP_FOLLOW_END);
@@ -247,4 +256,103 @@ Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
     tkp_follow_close(f);
     capw_free(a);
     capw_free(b);
+}
+
+/* Two captures of one pid (a recycled pid, or servers in containers: pid 1 each) are two sources,
+ * each delivering its own records, each EXITED once. */
+Test(follow, same_pid_two_sources, .init = setup, .fini = teardown)
+{
+    char p0[128], p1[128];
+    snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
+    snprintf(p1, sizeof(p1), "%s/prog.%d.alt1.tokprof", dir, (int)writer);
+    struct capw *a = capture(2, 3, "kernel_a"), *b = capture(1, 4, "kernel_b");
+    size_t la, lb;
+    const uint8_t *da = capw_data(a, &la), *db = capw_data(b, &lb);
+    put(p0, da, la, "wb");
+    put(p1, db, lb, "wb");
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    struct tkp_record rec;
+    uint64_t src_a = 0, src_b = 0;
+    int na = 0, nb = 0, exited = 0, k;
+    end_writer();
+    while ((k = tkp_follow_next(f, &rec, 5000)) == TKP_FOLLOW_RECORD || k == TKP_FOLLOW_EXITED) {
+        uint64_t src = tkp_follow_source(f);
+        cr_assert_eq(rec.pid, (uint64_t)writer_pid);
+        if (k == TKP_FOLLOW_EXITED) {
+            cr_assert(src == src_a || src == src_b, "EXITED of a source never seen: %llu",
+                      (unsigned long long)src);
+            exited++;
+            continue;
+        }
+        if (rec.type != TKP_REC_LAUNCH) continue;
+        if (!strcmp(rec.launch.name, "kernel_a")) {
+            cr_assert(!src_a || src_a == src, "kernel_a from two sources");
+            src_a = src, na++;
+        } else {
+            cr_assert(!src_b || src_b == src, "kernel_b from two sources");
+            src_b = src, nb++;
+        }
+    }
+    cr_assert_eq(k, TKP_FOLLOW_END);
+    cr_assert_eq(na, 6);
+    cr_assert_eq(nb, 4);
+    cr_assert(src_a && src_b && src_a != src_b, "one pid, two captures: sources %llu and %llu",
+              (unsigned long long)src_a, (unsigned long long)src_b);
+    cr_assert_eq(exited, 2);
+    tkp_follow_close(f);
+    capw_free(a);
+    capw_free(b);
+}
+
+/* A file whose writer locks it (TKP_FILE_LOCKED): alive while the lock is held, ended once it can
+ * be taken, whatever its META pid says (pid 1: init on this host, alive forever; a server's pid
+ * in its container). Without the flag, pid 1 is followed on. */
+static void locked(int flag)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/srv.1.tokprof", dir);
+    struct capw *w = capture_of(1, 2, 3, "k");
+    expect_pid = 1;
+    size_t len;
+    const uint8_t *d = capw_data(w, &len);
+    uint8_t *c = malloc(len);
+    cr_assert(c);
+    memcpy(c, d, len);
+    if (flag) c[10] |= TKP_FILE_LOCKED;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+    cr_assert_eq(write(fd, c, len), (ssize_t)len);
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(path, &o, &f, why, sizeof(why)), 0, "%s", why);
+    int st;
+    cr_assert_eq(launches(f, 300, &st, NULL), 6, "every launch");
+    cr_assert_eq(st, TKP_FOLLOW_IDLE, "the writer holds its lock: alive");
+    close(fd); /* the writer ends */
+    struct tkp_record rec;
+    int k = tkp_follow_next(f, &rec, 300);
+    if (flag) {
+        cr_assert_eq(k, TKP_FOLLOW_EXITED, "the lock is free: the writer ended");
+        cr_assert_eq(tkp_follow_next(f, &rec, 300), TKP_FOLLOW_END);
+    } else {
+        cr_assert_eq(k, TKP_FOLLOW_IDLE, "no flag: pid 1 lives, followed on");
+    }
+    tkp_follow_close(f);
+    capw_free(w);
+    free(c);
+}
+
+Test(follow, lock_tells_the_writer_ended, .init = setup, .fini = teardown)
+{
+    locked(1);
+}
+
+Test(follow, without_the_lock_flag_pid_decides, .init = setup, .fini = teardown)
+{
+    locked(0);
 }

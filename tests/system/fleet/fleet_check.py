@@ -25,6 +25,10 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
   rotate   `tokprof ingest --watch` follows a capture the shim rotates while it runs
            (TOKPROF_MAX_MB): killed once rows of it are stored, restarted, minillm let go: each
            file's rows once, under one capture_id, as many as `tokprof table` makes of the files
+  containers  two minillm in their own user, PID and UTS namespaces (pid 1 each, host names c1
+           and c2) write into one watched directory at once: ingest --watch keeps the two captures
+           of one pid apart and sees each end by the shim's file lock, so --exit-when-idle ends;
+           each host's rows exact, two capture_ids, no duplicates
   moewindow  `table moe` of a MoE capture read by windows of its steps (--moe-window: the
            second pass in bounded memory) gives the rows of the whole-capture pass byte for byte,
            with a lower peak RSS (no ClickHouse)
@@ -387,15 +391,16 @@ def wait_for_line(path, text, proc):
     fail(f"ingest never said '{text}':\n{open(path, errors='replace').read()}")
 
 
-def live_minillm(out, steps, **extra):
+def live_minillm(out, steps, wrap=(), **extra):
     """A minillm writing its capture into out as it runs, paced by simgpu (every step's embed
-    kernel starts 20 ms late, and the host waits for it): a capture that grows for seconds."""
+    kernel starts 20 ms late, and the host waits for it): a capture that grows for seconds.
+    wrap: a command that runs it (the process returned is then that command's)."""
     env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=out,
                TOKPROF_RING_KB="16384", TOKPROF_FLUSH_MS="50", SIMGPU_STALL="1:20000000")
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP", "SIMGPU_SLOW"):
         env.pop(k, None)
     env.update(extra)
-    return subprocess.Popen([MINILLM, "--steps", str(steps)], env=env,
+    return subprocess.Popen([*wrap, MINILLM, "--steps", str(steps)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -614,6 +619,68 @@ def case_rotate():
     print("rotate: ok")
 
 
+def case_containers():
+    """Two servers in containers (their own user, PID and UTS namespaces: pid 1 each, host names
+    c1 and c2) write into one watched directory at once: ingest --watch keeps their captures
+    apart (one pid, two sources) and sees each end by the shim's lock on its files (pid 1 on this
+    host is init, alive; the host names are not this host's), so --exit-when-idle ends."""
+    watch = os.path.join(work, "watch")
+    os.makedirs(watch)
+    st = os.path.join(work, "state")
+    minis = [live_minillm(watch, 150, wrap=("unshare", "--user", "--map-root-user", "--uts",
+                                             "--pid", "--fork", "sh", "-c",
+                                             f'hostname {h} && exec "$0" "$@"'))
+             for h in ("c1", "c2")]
+
+    def caps():
+        return sorted(glob.glob(os.path.join(watch, "minillm.1*.tokprof")))
+
+    def body(servers):
+        a, _ = servers
+        deadline = time.time() + 60
+        while len(caps()) < 2:
+            if any(m.poll() is not None for m in minis) or time.time() > deadline:
+                fail(f"two containers' captures never appeared: {os.listdir(watch)}")
+            time.sleep(0.1)
+        log = os.path.join(work, "ingest.err")
+        p = subprocess.Popen([TKP, "ingest", "--url", a.url(), "--state", st, "--batch", "0",
+                              "--poll", "0.2", "--watch", watch, "--exit-when-idle"],
+                             stdout=subprocess.DEVNULL, stderr=open(log, "wb"))
+        try:
+            rc = p.wait(240)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail("ingest --exit-when-idle did not end: the containers' ends were not seen\n"
+                 + open(log, errors="replace").read()[-2000:])
+        if rc != 0:
+            fail(f"ingest: exit {rc}: {open(log, errors='replace').read()[-2000:]}")
+        for m in minis:
+            if m.wait(60) != 0:
+                fail(f"a container's minillm: exit {m.returncode}")
+        files = caps()
+        if len(files) != 2:
+            fail(f"{files}: want minillm.1.tokprof and minillm.1.alt1.tokprof")
+        for f in files:
+            host = tkp("table", "steps", "--compress", "none", f).stdout.decode() \
+                .splitlines()[1].split("\t")[0]
+            if host not in ("c1", "c2"):
+                fail(f"{f}: host {host!r}, want c1 or c2 (the container's META host name)")
+            same_counts(a, host, f)
+        ids = int(a.query("SELECT uniqExact(capture_id) FROM tokprof.steps"))
+        if ids != 2:
+            fail(f"two containers' captures stored under {ids} capture_ids")
+        no_duplicates(a)
+        print(f"containers: {[os.path.basename(f) for f in files]}, each host exact")
+
+    try:
+        with_cluster(body)
+    finally:
+        for m in minis:
+            if m.poll() is None:
+                m.kill()
+    print("containers: ok")
+
+
 def case_moewindow():
     # 1 500 steps of 8 experts top-2: about 470 000 records, 8 windows of 65 536
     c = capture(os.path.join(work, "caps", "m"), ["--moe", "8,2", "--zipf", "1.1", "--batch", "4",
@@ -789,4 +856,4 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
      "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb,
-     "rotate": case_rotate}[case]()
+     "rotate": case_rotate, "containers": case_containers}[case]()

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -143,27 +142,12 @@ static int proc_alive(uint64_t pid, unsigned long long *start)
     return 1;
 }
 
-/* For a file whose writer locks it (TKP_FILE_LOCKED): 1 when the lock can be taken exclusively
- * (the writer closed it or ended), 0 while it is held, -1 when that cannot be told (the file
- * gone: TOKPROF_KEEP, or a file system without locks). */
-static int lock_free(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return -1;
-    int k = flock(fd, LOCK_EX | LOCK_NB);
-    int free_ = !k ? 1 : errno == EWOULDBLOCK ? 0 : -1;
-    close(fd); /* lets the lock go at once */
-    return free_;
-}
-
 static int writer_gone(struct tkp_follow *f, struct fproc *p)
 {
     (void)f;
-    if (p->r && (tkp_reader_flags(p->r) & TKP_FILE_LOCKED)) {
-        /* the writer's lock says it, whatever its PID namespace or host name */
-        int k = lock_free(p->path);
-        if (k >= 0) return k;
-    }
+    /* the writer's lock says it, whatever its PID namespace or host name (reader.h) */
+    int held = tkp_file_writer_active(p->path);
+    if (held >= 0) return !held;
     if (!p->pid || p->remote) return 0;
     unsigned long long start = 0;
     if (!proc_alive(p->pid, &start)) return 1;

@@ -8,9 +8,11 @@
 #include "capture/reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -199,6 +201,20 @@ const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r)
 {
     return r->ops ? r->ops->stats(r->impl) : &r->stats;
 }
+int tkp_file_writer_active(const char *path)
+{
+    unsigned char h[TKP_FILE_HEADER_LEN];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), held = -1;
+    if (fd < 0) return -1;
+    if (read(fd, h, sizeof(h)) == (ssize_t)sizeof(h) &&
+        !memcmp(h, TKP_FILE_MAGIC, TKP_FILE_MAGIC_LEN) && (h[10] & TKP_FILE_LOCKED)) {
+        if (!flock(fd, LOCK_EX | LOCK_NB)) held = 0; /* ours for a moment: close lets it go */
+        else if (errno == EWOULDBLOCK) held = 1;
+    }
+    close(fd);
+    return held;
+}
+
 uint32_t tkp_reader_flags(const struct tkp_reader *r)
 {
     return r->ops ? r->ops->flags(r->impl) : r->flags;

@@ -196,6 +196,12 @@ const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);
 uint32_t tkp_reader_flags(const struct tkp_reader *r); /* TKP_FILE_STREAM | TKP_FILE_SNAPSHOT */
 void tkp_reader_close(struct tkp_reader *r);           /* accepts NULL */
 
+/* Whether the writer of a capture file may still write it, by the shared lock the shim holds on
+ * a file it writes (header flag TKP_FILE_LOCKED): 1 held, 0 let go (the file closed, the writer
+ * ended however it ended), -1 when the file does not say (no flag: an older shim; not a capture)
+ * or it cannot be told (the file gone, a file system without locks). Never waits. */
+int tkp_file_writer_active(const char *path);
+
 /* For a file that may still grow (follow.h): after tkp_reader_next() returned 0 or TKP_ERR_TORN at
  * the end of what was written, forgets that end, so that the next call reads again from the first
  * chunk not yet delivered (a torn chunk is read again whole). Returns 0, or the error of a bad

@@ -270,12 +270,17 @@ static int insert(struct tkp_ingest *in, struct state *st, const struct send *x,
 /* ---- whole captures (inputs, snapshots) ---- */
 
 /* 1 when no file of the capture changed for settle_s seconds. */
+/* 1 when the capture's files are whole: their writer let go of its lock (reader.h), or, for files
+ * that do not say (an older shim), none changed for --settle seconds. */
 static int settled(const struct tkp_ingest *in, const char *const *files, size_t n)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     for (size_t i = 0; i < n; i++) {
         struct stat st;
+        int held = tkp_file_writer_active(files[i]);
+        if (held == 1) return 0;
+        if (held == 0) continue;
         if (stat(files[i], &st)) return 0;
         double age = (double)(now.tv_sec - st.st_mtim.tv_sec) +
                      (double)(now.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
@@ -549,7 +554,7 @@ static int live_record(struct tkp_ingest *in, struct state *st, struct live *l,
 }
 
 /* Follows the watched directory until killed (or, exit_when_idle, until every capture ended). */
-static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
+static int follow(struct tkp_ingest *in, struct state *st, int inputs, char *why, size_t wl)
 {
     struct tkp_follow_opts fo = {.until_exit = in->exit_when_idle,
                                  .no_snapshots = 1,
@@ -601,6 +606,7 @@ static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
         }
         if (!err && mono_s() - snap_s >= in->poll_s) {
             err = round_(in, st, in->watch, &snaps, 0, why, wl);
+            if (!err && inputs) err = round_(in, st, NULL, &inputs, 0, why, wl);
             snap_s = mono_s();
         }
         if (err) break;
@@ -608,9 +614,10 @@ static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
         if (now != said) /* once per change, not every poll */
             say(in, 0, "following %d capture%s in %s: waiting for new chunks%s", now,
                 now == 1 ? "" : "s", in->watch,
-                snaps ? " (and snapshots to be unchanged)" : "");
+                snaps || inputs ? " (and captures still being written to end)" : "");
         said = now;
-        if (in->exit_when_idle && (k == TKP_FOLLOW_END || !tkp_follow_nprocs(f)) && !n && !snaps)
+        if (in->exit_when_idle && (k == TKP_FOLLOW_END || !tkp_follow_nprocs(f)) && !n && !snaps &&
+            !inputs)
             break;
     }
     for (size_t i = 0; i < n; i++)
@@ -623,9 +630,21 @@ static int follow(struct tkp_ingest *in, struct state *st, char *why, size_t wl)
 int tkp_ingest_run(struct tkp_ingest *in, char *why, size_t whylen)
 {
     struct state st;
-    int pending = 0, err = state_open(&st, in->state, why, whylen);
+    int pending = 0, said = 0, err = state_open(&st, in->state, why, whylen);
     if (!err) err = round_(in, &st, NULL, &pending, 1, why, whylen);
-    if (!err && in->watch) err = follow(in, &st, why, whylen);
+    /* a capture given that is still being written is read whole once it ends (settled()):
+     * waited for here, or while following */
+    while (!err && pending && !in->watch) {
+        if (pending != said)
+            say(in, 0, "waiting for %d capture%s still being written to end (--watch DIR would "
+                "ingest %s as %s grow%s)", pending, pending == 1 ? "" : "s",
+                pending == 1 ? "it" : "them", pending == 1 ? "it" : "they",
+                pending == 1 ? "s" : "");
+        said = pending;
+        nap_ms(in->poll_s < 0.01 ? 10 : (unsigned)(in->poll_s * 1000));
+        err = round_(in, &st, NULL, &pending, 0, why, whylen);
+    }
+    if (!err && in->watch) err = follow(in, &st, pending, why, whylen);
     if (st.fd > 0) close(st.fd);
     free(st.e);
     return err;

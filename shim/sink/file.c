@@ -221,11 +221,12 @@ int tkp_file_create(int kind, unsigned index, unsigned flags, char *path, size_t
     }
     full_path(path, cap, name);
     if (fd < 0) return -1; /* errno: EEXIST after ALT_MAX names, or the open's */
-    /* A stream file is locked shared before its header is written, for as long as the process
-     * may write it (the kernel lets go when it closes or ends, however it ends): a follower
-     * (tokprof ingest --watch, top) that can take it exclusively knows the writer is gone,
-     * whatever PID namespace the writer ran in. Never blocks; without the lock, no flag. */
-    if ((flags & TKP_FILE_STREAM) && !flock(fd, LOCK_SH | LOCK_NB)) flags |= TKP_FILE_LOCKED;
+    /* A file is locked shared before its header is written, for as long as the process may
+     * write it (the kernel lets go when it closes it or ends, however it ends): a follower
+     * (tokprof ingest --watch, top) that can take it exclusively knows the writer is done with
+     * it, whatever PID namespace the writer ran in: a stream's process ended, a snapshot is
+     * whole. Never blocks; without the lock, no flag. */
+    if (!flock(fd, LOCK_SH | LOCK_NB)) flags |= TKP_FILE_LOCKED;
     unsigned char hdr[TKP_FILE_HEADER_LEN] = {0};
     memcpy(hdr, TKP_FILE_MAGIC, TKP_FILE_MAGIC_LEN);
     hdr[8] = TKP_FORMAT_VERSION;

@@ -29,6 +29,9 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
            and c2) write into one watched directory at once: ingest --watch keeps the two captures
            of one pid apart and sees each end by the shim's file lock, so --exit-when-idle ends;
            each host's rows exact, two capture_ids, no duplicates
+  complete a capture given while its writer runs is waited for and ingested whole when it
+           ended; a flight snapshot in a watched directory is ingested once written even with
+           --settle 3600: both told by the shim's lock on the file
   moewindow  `table moe` of a MoE capture read by windows of its steps (--moe-window: the
            second pass in bounded memory) gives the rows of the whole-capture pass byte for byte,
            with a lower peak RSS (no ClickHouse)
@@ -681,6 +684,76 @@ def case_containers():
     print("containers: ok")
 
 
+def case_complete():
+    """When a capture is whole, told by the shim's lock on its files (no --settle guess): a stream
+    capture given as an argument while its writer runs is waited for (it was skipped without a
+    word) and ingested whole once the writer ended; a flight-recorder snapshot in a watched
+    directory is ingested once written, with --settle 3600 (an hour of guessing before)."""
+    live_dir = os.path.join(work, "live")
+    os.makedirs(live_dir)
+    mini = live_minillm(live_dir, 150)
+
+    def body(servers):
+        a, _ = servers
+        path = os.path.join(live_dir, f"minillm.{mini.pid}.tokprof")
+        deadline = time.time() + 60
+        while not os.path.exists(path) or os.path.getsize(path) < 4096:
+            if mini.poll() is not None or time.time() > deadline:
+                fail(f"{path}: never written")
+            time.sleep(0.05)
+        log = os.path.join(work, "ingest1.err")
+        p = subprocess.Popen([TKP, "ingest", "--url", a.url(), "--state",
+                              os.path.join(work, "state1"), "--poll", "0.2",
+                              "--label", "host=whole", path],
+                             stdout=subprocess.PIPE, stderr=open(log, "wb"))
+        wait_for_line(log, "waiting for 1 capture still being written to end", p)
+        if mini.poll() is not None:
+            fail("minillm ended before ingest said it waits: the test did not bite")
+        if mini.wait(180) != 0:
+            fail(f"minillm: exit {mini.returncode}")
+        out, _ = p.communicate(timeout=120)
+        if p.returncode != 0 or b"ingested 1 captures" not in out:
+            fail(f"ingest of a capture being written: exit {p.returncode}: {out!r} "
+                 f"{open(log, errors='replace').read()}")
+        same_counts(a, "whole", path)
+        # a snapshot: flight mode, the trigger file touched once minillm runs
+        snap_dir = os.path.join(work, "snap")
+        os.makedirs(snap_dir)
+        trig = os.path.join(work, "trigger")
+        fl = live_minillm(snap_dir, 150, TOKPROF_MODE="flight", TOKPROF_TRIGGER_FILE=trig,
+                          TOKPROF_FLIGHT_BEFORE_S="1", TOKPROF_FLIGHT_AFTER_S="1")
+        time.sleep(1.5)
+        open(trig, "w").close()
+        log = os.path.join(work, "ingest2.err")
+        p = subprocess.Popen([TKP, "ingest", "--url", a.url(), "--state",
+                              os.path.join(work, "state2"), "--poll", "0.2", "--settle", "3600",
+                              "--label", "host=snap", "--watch", snap_dir, "--exit-when-idle"],
+                             stdout=subprocess.PIPE, stderr=open(log, "wb"))
+        try:
+            out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            fail("the snapshot was not ingested within 120 s with --settle 3600: its lock was "
+                 f"not looked at\n{open(log, errors='replace').read()[-1500:]}")
+        snaps = glob.glob(os.path.join(snap_dir, "*.snap*.tokprof"))
+        if p.returncode != 0 or len(snaps) != 1 or b"ingested 1 captures" not in out:
+            fail(f"snapshot ingest: exit {p.returncode}, {snaps}: {out!r}")
+        if fl.poll() is None:
+            print("complete: the snapshot was stored while its process still ran")
+        if fl.wait(180) != 0:
+            fail(f"flight minillm: exit {fl.returncode}")
+        same_counts(a, "snap", snaps[0])
+        no_duplicates(a)
+
+    try:
+        with_cluster(body)
+    finally:
+        for m in (mini,):
+            if m.poll() is None:
+                m.kill()
+    print("complete: ok")
+
+
 def case_moewindow():
     # 1 500 steps of 8 experts top-2: about 470 000 records, 8 windows of 65 536
     c = capture(os.path.join(work, "caps", "m"), ["--moe", "8,2", "--zipf", "1.1", "--batch", "4",
@@ -856,4 +929,4 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
      "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb,
-     "rotate": case_rotate, "containers": case_containers}[case]()
+     "rotate": case_rotate, "containers": case_containers, "complete": case_complete}[case]()

@@ -225,26 +225,36 @@ Test(follow, not_a_capture, .init = setup, .fini = teardown)
     cr_assert_eq(tkp_follow_open(path, NULL, &f, why, sizeof(why)), TKP_ERR_IO);
 }
 
-/* tkp_follow_skip: a process the caller wants nothing more of is reported EXITED at its next
- * turn, its later chunks and rotated files not read, while the writer still runs. */
-Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
+/* Two captures of the writer's pid in dir, prog.PID.tokprof (a_chunks chunks of a_per launches of
+ * kernel_a) and prog.PID<tag>.tokprof (one chunk of 4 launches of kernel_b), and a follow reader
+ * of dir. */
+static struct tkp_follow *two_files(const char *tag, int a_chunks, int a_per, struct capw **a,
+                                    struct capw **b)
 {
-    char p0[128], p1[128];
+    char p0[128], p1[128], why[256];
     snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
-    snprintf(p1, sizeof(p1), "%s/prog.%d.1.tokprof", dir, (int)writer);
-    struct capw *a = capture(3, 5, "kernel_a"), *b = capture(1, 4, "kernel_b");
+    snprintf(p1, sizeof(p1), "%s/prog.%d%s.tokprof", dir, (int)writer, tag);
+    *a = capture(a_chunks, a_per, "kernel_a"), *b = capture(1, 4, "kernel_b");
     size_t la, lb;
-    const uint8_t *da = capw_data(a, &la), *db = capw_data(b, &lb);
+    const uint8_t *da = capw_data(*a, &la), *db = capw_data(*b, &lb);
     put(p0, da, la, "wb");
     put(p1, db, lb, "wb");
     struct tkp_follow *f;
     struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
-    char why[256];
     cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    return f;
+}
+
+/* tkp_follow_skip: a process the caller wants nothing more of is reported EXITED at its next
+ * turn, its later chunks and rotated files not read, while the writer still runs. */
+Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
+{
+    struct capw *a, *b;
+    struct tkp_follow *f = two_files(".1", 3, 5, &a, &b); /* the second: a rotated file */
     struct tkp_record rec;
-    int k, seen = 0;
-    while ((k = tkp_follow_next(f, &rec, 5000)) == TKP_FOLLOW_RECORD && rec.type != TKP_REC_LAUNCH)
-        seen++;
+    int k;
+    while ((k = tkp_follow_next(f, &rec, 5000)) == TKP_FOLLOW_RECORD && rec.type != TKP_REC_LAUNCH) {
+    }
     cr_assert_eq(k, TKP_FOLLOW_RECORD, "a first launch");
     cr_assert_eq(tkp_follow_skip(f, tkp_follow_source(f)), 0);
     cr_assert_eq(tkp_follow_skip(f, 999999999), -1, "no such source");
@@ -262,18 +272,8 @@ Test(follow, skip_stops_reading, .init = setup, .fini = teardown)
  * each delivering its own records, each EXITED once. */
 Test(follow, same_pid_two_sources, .init = setup, .fini = teardown)
 {
-    char p0[128], p1[128];
-    snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
-    snprintf(p1, sizeof(p1), "%s/prog.%d.alt1.tokprof", dir, (int)writer);
-    struct capw *a = capture(2, 3, "kernel_a"), *b = capture(1, 4, "kernel_b");
-    size_t la, lb;
-    const uint8_t *da = capw_data(a, &la), *db = capw_data(b, &lb);
-    put(p0, da, la, "wb");
-    put(p1, db, lb, "wb");
-    struct tkp_follow *f;
-    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
-    char why[256];
-    cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    struct capw *a, *b;
+    struct tkp_follow *f = two_files(".alt1", 2, 3, &a, &b); /* a fresh name: not a rotation */
     struct tkp_record rec;
     uint64_t src_a = 0, src_b = 0;
     int na = 0, nb = 0, exited = 0, k;

@@ -201,6 +201,7 @@ const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r)
 {
     return r->ops ? r->ops->stats(r->impl) : &r->stats;
 }
+
 int tkp_file_writer_active(const char *path)
 {
     unsigned char h[TKP_FILE_HEADER_LEN];

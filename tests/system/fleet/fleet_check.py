@@ -403,6 +403,9 @@ def live_minillm(out, steps, wrap=(), **extra):
     for k in ("TOKPROF_MODE", "TOKPROF_TRIGGER", "TOKPROF_MAX_MB", "TOKPROF_KEEP", "SIMGPU_SLOW"):
         env.pop(k, None)
     env.update(extra)
+    if wrap:  # the wrapper is not preloaded (in the sanitizer build the shim needs ASan's
+        # runtime, which a plain program lacks): it gets the preload in TKP_PRELOAD to pass on
+        env["TKP_PRELOAD"] = env.pop("LD_PRELOAD")
     return subprocess.Popen([*wrap, MINILLM, "--steps", str(steps)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -632,7 +635,8 @@ def case_containers():
     st = os.path.join(work, "state")
     minis = [live_minillm(watch, 150, wrap=("unshare", "--user", "--map-root-user", "--uts",
                                              "--pid", "--fork", "sh", "-c",
-                                             f'hostname {h} && exec "$0" "$@"'))
+                                             f'hostname {h} && LD_PRELOAD="$TKP_PRELOAD" '
+                                             'exec "$0" "$@"'))
              for h in ("c1", "c2")]
 
     def caps():

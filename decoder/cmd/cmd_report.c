@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/analysis.h"
+#include "model/symbolize.h"
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "capture/reader.h"
@@ -76,8 +77,13 @@ static int top_kernels(FILE *f, const struct tkp_model *m)
     fputs("<table id=\"top-kernels\"><tr><th>kernel</th><th>class</th><th>count</th><th>total ms"
           "</th><th>share</th><th>p50 us</th><th>p99 us</th></tr>\n", f);
     for (size_t i = 0; i < m->nnames && i < TOP && v[i]->d.count; i++) {
-        fputs("<tr><td class=\"n\">", f);
-        esc(f, v[i]->name);
+        /* C++ kernels demangled, shown without parameters (the whole name on hover) */
+        char b[512], *d = tkp_demangle(v[i]->name);
+        fputs("<tr><td class=\"n\" title=\"", f);
+        esc(f, d ? d : v[i]->name);
+        fputs("\">", f);
+        esc(f, d ? tkp_short_name(d, b, sizeof(b)) : v[i]->name);
+        free(d);
         fputs("</td><td class=\"n\">", f);
         esc(f, tkp_classes_name(m->opts.classes, v[i]->cls));
         fprintf(f, "</td><td>%" PRIu64 "</td><td>%.3f</td><td>%.1f%%</td><td>%.1f</td><td>%.1f</td>"

@@ -23,7 +23,7 @@ TEST: change_point   SIMGPU_SLOW on silu_and_mul from token step 300 (x400) + SI
       report         report HTML rendered by headless Chromium: no console errors, the figures
                      are in the DOM, the screenshot is a non-trivial PNG (skipped without chromium)
 Exit 0 pass, 1 fail, 77 skipped."""
-import argparse, json, os, shutil, struct, subprocess, sys, xml.etree.ElementTree as ET
+import argparse, json, os, re, shutil, struct, subprocess, sys, xml.etree.ElementTree as ET
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from preload import shim_preload  # noqa: E402  (tests/preload.py)
 
@@ -356,6 +356,14 @@ def t_report():
     spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "pass", "slo.tks")
     tokprof("report", "-o", html, "--spec", spec, cap)
     text = open(html).read()
+    # C++ kernel names demangled, without their parameters, in the top-kernels table (the whole
+    # demangled name on hover): "paged_attention_decode_kernel<128>", not "_Z29paged_..."
+    top = text[text.index('id="top-kernels"'):]
+    top = top[:top.index("</table>")]
+    cells = re.findall(r'<td class="n" title="([^"]*)">([^<]*)</td>', top)
+    if not cells or any(c.startswith("_Z") for _, c in cells) or \
+            not any(t.startswith("void ") and "(" not in c for t, c in cells):
+        fail(f"top kernels not demangled: {cells[:4]}")
     for bad in ("<script", "http://", "https://"):
         if bad in text.replace('xmlns="http://www.w3.org/2000/svg"', ""):
             fail(f"report has {bad}: not self-contained")

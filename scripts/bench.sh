@@ -12,6 +12,9 @@
 #                               the memory CUPTI's activity buffers took (gpu_info peak)
 #   scripts/bench.sh decode     decoder records/s on one core over a 10M-launch capture: reader,
 #                               summary (and its peak RSS), check; Python json.load for scale
+#   scripts/bench.sh tables     tokprof table steps / step_classes against tokprof summary on the
+#                               10-million-launch captures, without and with GPU records: CPU
+#                               seconds (median of RUNS, one core), rows/s (issue 21's target)
 #   scripts/bench.sh alwayson   minillm --style vllm --sched async --graphs, AO_STEPS steps (100k):
 #                               tokens/s and peak RSS without the shim, stream mode, flight mode
 set -euo pipefail
@@ -189,6 +192,38 @@ if [ "$what" = all ] || [ "$what" = decode ]; then
         printf '\njson.load / tokprof summary: %.1fx the time\n' "$(echo "$tj / $ts" | bc -l)"
         rm -f "$work/trace.json"
     fi
+    echo
+fi
+
+if [ "$what" = all ] || [ "$what" = tables ]; then
+    # The fleet tables cost no more than summary (issue 21): the three commands alternated run by
+    # run on one core, user+sys CPU seconds (instructions: callgrind, docs/BENCH.md).
+    for g in "" gpu; do
+        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g
+    done
+    echo "| fleet tables (one core, CPU s, median of $RUNS) | summary | table steps | table step_classes | steps rows/s | step_classes rows/s |"
+    echo "|---|---|---|---|---|---|"
+    for g in "" gpu; do
+        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+        for c in sum steps sc; do : >"$work/tb_$c"; done
+        for i in $(seq "$RUNS"); do
+            for c in sum steps sc; do
+                case $c in
+                sum) a=(summary) ;; steps) a=(table steps -o /dev/null) ;;
+                sc) a=(table step_classes -o /dev/null) ;;
+                esac
+                taskset -c 0 /usr/bin/time -f '%U %S' -o "$work/t" "$TKP" "${a[@]}" "$cap" >/dev/null
+                awk '{print $1 + $2}' "$work/t" >>"$work/tb_$c"
+            done
+        done
+        rs=$("$TKP" table steps --compress none -o - "$cap" | tail -n +2 | wc -l)
+        rc=$("$TKP" table step_classes --compress none -o - "$cap" | tail -n +2 | wc -l)
+        s=$(median <"$work/tb_sum"); t=$(median <"$work/tb_steps"); u=$(median <"$work/tb_sc")
+        printf '| %s (%s) | %.2f | %.2f (%.3fx) | %.2f (%.3fx) | %.0f | %.0f |\n' \
+            "$(basename "$cap")" "$(du -m "$cap" | cut -f1) MB" "$s" "$t" "$(echo "$t / $s" | bc -l)" \
+            "$u" "$(echo "$u / $s" | bc -l)" "$(echo "$rs / $t" | bc -l)" "$(echo "$rc / $u" | bc -l)"
+    done
     echo
 fi
 

@@ -269,7 +269,6 @@ static int insert(struct tkp_ingest *in, struct state *st, const struct send *x,
 
 /* ---- whole captures (inputs, snapshots) ---- */
 
-/* 1 when no file of the capture changed for settle_s seconds. */
 /* 1 when the capture's files are whole: their writer let go of its lock (reader.h), or, for files
  * that do not say (an older shim), none changed for --settle seconds. */
 static int settled(const struct tkp_ingest *in, const char *const *files, size_t n)

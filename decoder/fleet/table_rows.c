@@ -1,9 +1,12 @@
 /* tokprof decoder: the rows of one capture (tkp_tab_capture, table.h).
  *
- * Pass 1 feeds the step model (model.h) and its per-step extras (analysis.h), and in the same
- * pass counts, from GPU_KERNEL records, kernels per (step, class) and durations per (hour,
- * kernel name); steps, step_classes and kernels come from it. Pass 2, only for calls and moe,
- * loads the library-call model (libcalls.h) and finds the experts (tkp_moe_find). */
+ * Pass 1 feeds the step model (model.h: it counts each step's kernels per class too,
+ * opts.class_counts) and its per-step extras (analysis.h), launches in bulk when no table looks at
+ * them one by one (reader.h, tkp_reader_peek_launches), and in the same pass collects, from
+ * GPU_KERNEL records, durations per (hour, kernel name); steps, step_classes and kernels come
+ * from it. The calls table is streamed in the same pass; moe, when the capture may hold experts,
+ * loads the library-call model (libcalls.h) in a second pass (by windows when it is large) and
+ * finds the experts (tkp_moe_find). */
 #include <stdlib.h>
 #include <string.h>
 

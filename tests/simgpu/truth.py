@@ -117,9 +117,11 @@ def check(recs, model):
     return errors
 
 
-def steps(recs, model, counts_path, as_json):
-    groups = [json.loads(line) for line in open(counts_path) if line.strip()]
-    i, bad = 0, False
+def step_groups(recs, groups):
+    """The truth records (in seq order) split into the program's step groups (its log's lines,
+    {"kernels": K, "copies": C, ...}): each group takes as many kernels and copies as it says.
+    Returns [(group, members, kernels taken, copies taken)] and the records left after the last."""
+    out, i = [], 0
     for g in groups:
         want_k, want_c = int(g.get("kernels", 0)), int(g.get("copies", 0))
         k = c = 0
@@ -132,6 +134,16 @@ def steps(recs, model, counts_path, as_json):
                 k += 1
             else:
                 c += 1
+        out.append((g, members, k, c))
+    return out, len(recs) - i
+
+
+def steps(recs, model, counts_path, as_json):
+    groups = [json.loads(line) for line in open(counts_path) if line.strip()]
+    split, left = step_groups(recs, groups)
+    bad = False
+    for g, members, k, c in split:
+        want_k, want_c = int(g.get("kernels", 0)), int(g.get("copies", 0))
         kern = [r for r in members if r["kind"] == "kernel"]
         busy = sum(r["end_ns"] - r["start_ns"] for r in kern)
         mod = sum(model.duration(r) for r in kern)
@@ -145,8 +157,8 @@ def steps(recs, model, counts_path, as_json):
         else:
             print(f"{out['type']:5} {str(out['step']):>4} kernels={k} copies={c} busy_ns={busy} "
                   f"span_ns={span} model_ns={mod} {'ok' if ok else 'MISMATCH'}")
-    if i < len(recs):
-        print(f"note: {len(recs) - i} records after the last group", file=sys.stderr)
+    if left:
+        print(f"note: {left} records after the last group", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -16,6 +16,8 @@ Exit 0 pass, 1 fail, 77 skipped."""
 import argparse, collections, json, os, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from preload import shim_preload  # noqa: E402  (tests/preload.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "simgpu"))
+from truth import step_groups  # noqa: E402  (tests/simgpu/truth.py: the grouping rule)
 
 A = None
 
@@ -68,22 +70,11 @@ def union(iv):
 
 
 def truth_groups(d):
-    """The truth log split into minillm's setup + step groups (truth.py steps' rule: records in
-    seq order, each group takes as many kernels and copies as minillm's log says)."""
+    """The truth log split into minillm's setup + step groups, by truth.py's rule (step_groups):
+    (group, its kernels)."""
     truth = sorted(load(os.path.join(d, "truth.jsonl")), key=lambda r: r["seq"])
-    groups, i = [], 0
-    for g in load(os.path.join(d, "minillm.jsonl")):
-        wk, wc, k, c, members = g["kernels"], g["copies"], 0, 0, []
-        while (k < wk or c < wc) and i < len(truth):
-            r = truth[i]
-            i += 1
-            members.append(r)
-            if r["kind"] == "kernel":
-                k += 1
-            else:
-                c += 1
-        groups.append((g, [r for r in members if r["kind"] == "kernel"]))
-    return groups
+    split, _ = step_groups(truth, load(os.path.join(d, "minillm.jsonl")))
+    return [(g, [r for r in members if r["kind"] == "kernel"]) for g, members, _, _ in split]
 
 
 def t_steps_busy():

@@ -145,8 +145,10 @@ static int proc_alive(uint64_t pid, unsigned long long *start)
 static int writer_gone(struct tkp_follow *f, struct fproc *p)
 {
     (void)f;
-    /* the writer's lock says it, whatever its PID namespace or host name (reader.h) */
-    int held = tkp_file_writer_active(p->path);
+    /* the writer's lock says it, whatever its PID namespace or host name (reader.h); the
+     * reader has the header's flags: a file without the lock is not opened again to learn it */
+    int held = p->r && (tkp_reader_flags(p->r) & TKP_FILE_LOCKED) ? tkp_file_writer_active(p->path)
+                                                                   : -1;
     if (held >= 0) return !held;
     if (!p->pid || p->remote) return 0;
     unsigned long long start = 0;

@@ -156,6 +156,11 @@ int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const 
     return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
 }
 
+FILE *tkp_cmd_output(struct tkp_ctx *ctx, const char *path, const char *mode)
+{
+    return strcmp(path, "-") ? fopen(path, mode) : ctx->out;
+}
+
 int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r)
 {
     int many = ctx->ninputs > 1 && path == ctx->inputs[0];

@@ -112,6 +112,10 @@ int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const 
  * tkp_cmd_input() collected, all of them are opened, merged. */
 int tkp_cmd_open(struct tkp_ctx *ctx, const char *path, struct tkp_reader **r);
 
+/* A command's -o FILE: FILE opened with fopen's mode, or standard output (ctx->out) for "-".
+ * NULL with errno when it cannot be opened (the caller says so). */
+FILE *tkp_cmd_output(struct tkp_ctx *ctx, const char *path, const char *mode);
+
 /* After the last tkp_reader_next() of a command (for each file of a merged reader): a torn or
  * bad chunk becomes the warning
  * "PATH: torn tail at byte N (incomplete chunk): decoded up to there" (the capture stays

@@ -207,7 +207,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         return tkp_cmd_fail(ctx, err, "out of memory");
     }
     struct ex e = {.first = 1};
-    if (!(e.f = strcmp(out, "-") ? fopen(out, "w") : ctx->out)) {
+    if (!(e.f = tkp_cmd_output(ctx, out, "w"))) {
         err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: %s", out, strerror(errno));
     } else {
         fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", e.f);

@@ -255,7 +255,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.svg needed");
     if (strcmp(kind, "class") && strcmp(kind, "position") && strcmp(kind, "expert"))
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--kind class, position or expert, not '%s'", kind);
-    FILE *f = strcmp(out, "-") ? fopen(out, "w") : ctx->out;
+    FILE *f = tkp_cmd_output(ctx, out, "w");
     if (!f) return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: %s", out, strerror(errno));
     if (!strcmp(kind, "position")) {
         err = position(ctx, path, f);

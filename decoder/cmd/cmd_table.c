@@ -156,11 +156,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         fputc('\n', ctx->out);
         return 0;
     }
-    FILE *f = ctx->out;
-    if (o.out && !strcmp(o.out, "-")) o.out = NULL; /* stdout, as export's and heatmap's -o - */
-    if (o.out && !(f = fopen(o.out, "wb")))
-        return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot create", o.out);
-    if (!o.out && o.z != TKP_Z_NONE && isatty(fileno(f))) {
+    FILE *f = o.out ? tkp_cmd_output(ctx, o.out, "wb") : ctx->out;
+    if (!f) return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot create", o.out);
+    if (f == ctx->out && o.z != TKP_Z_NONE && isatty(fileno(f))) {
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
                             "compressed output to a terminal: redirect it, or --compress none");
     }
@@ -168,7 +166,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         err = write_rows(ctx, &o, cl, f);
         tkp_classes_free(cl);
     }
-    if (o.out && fclose(f) && !err) err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot write", o.out);
+    if (f != ctx->out && fclose(f) && !err)
+        err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: cannot write", o.out);
     return err;
 }
 

@@ -425,7 +425,6 @@ static int round_(struct tkp_ingest *in, struct state *st, const char *watch, in
 struct live {
     uint64_t src, cid; /* src: the follow reader's source (two captures of one pid are two) */
     int has_cid, skip; /* skip: stored whole already, not read on (tkp_follow_skip) */
-    int skip_told;
     struct tkp_tab_tail *t;
     uint64_t nrec;    /* records added */
     uint64_t batch;   /* batches cut */
@@ -522,8 +521,8 @@ static struct live *live_of(struct live **v, size_t *n, size_t *cap, uint64_t sr
 }
 
 /* One record of a followed capture. */
-static int live_record(struct tkp_ingest *in, struct state *st, struct live *l,
-                       const struct tkp_record *rec, char *why, size_t wl)
+static int live_record(struct tkp_ingest *in, struct state *st, struct tkp_follow *f,
+                       struct live *l, const struct tkp_record *rec, char *why, size_t wl)
 {
     int err = 0;
     if (l->skip) return 0;
@@ -543,6 +542,7 @@ static int live_record(struct tkp_ingest *in, struct state *st, struct live *l,
         if (all_done(st, l->cid)) { /* stored whole already: its files are not read on */
             l->skip = 1;
             in->stored++;
+            tkp_follow_skip(f, l->src);
             tkp_tab_tail_free(l->t);
             l->t = NULL;
         } else {
@@ -575,8 +575,7 @@ static int follow(struct tkp_ingest *in, struct state *st, int inputs, char *why
         if (k == TKP_FOLLOW_RECORD) {
             struct live *l = live_of(&v, &n, &cap, tkp_follow_source(f));
             if (!l) err = tkp_why(why, wl, TKP_ERR_NOMEM, "out of memory");
-            else err = live_record(in, st, l, &rec, why, wl);
-            if (!err && l && l->skip && !l->skip_told) l->skip_told = 1, tkp_follow_skip(f, l->src);
+            else err = live_record(in, st, f, l, &rec, why, wl);
             continue;
         }
         if (k == TKP_FOLLOW_EXITED) {

@@ -442,14 +442,16 @@ def let_go(mini):
         fail(f"minillm: exit {mini.returncode}")
 
 
-def with_live(mini, body):
-    """with_cluster(body), and minillm mini left neither stopped nor running whatever happens."""
+def with_live(minis, body):
+    """with_cluster(body), and the minillm processes minis (one, or a list body may add to) left
+    neither stopped nor running whatever happens."""
     try:
         with_cluster(body)
     finally:
-        if mini.poll() is None:
-            mini.send_signal(signal.SIGCONT)
-            mini.kill()
+        for m in minis if isinstance(minis, list) else [minis]:
+            if m.poll() is None:
+                m.send_signal(signal.SIGCONT)
+                m.kill()
 
 
 def wait_rows(s, where, what, proc=None):
@@ -684,12 +686,7 @@ def case_containers():
         no_duplicates(a)
         print(f"containers: {[os.path.basename(f) for f in files]}, each host exact")
 
-    try:
-        with_cluster(body)
-    finally:
-        for m in minis:
-            if m.poll() is None:
-                m.kill()
+    with_live(minis, body)
     print("containers: ok")
 
 
@@ -701,6 +698,7 @@ def case_complete():
     live_dir = os.path.join(work, "live")
     os.makedirs(live_dir)
     mini = live_minillm(live_dir, 150)
+    live = [mini]  # and the flight-mode one, once started: with_live stops them all
 
     def body(servers):
         a, _ = servers
@@ -731,6 +729,7 @@ def case_complete():
         trig = os.path.join(work, "trigger")
         fl = live_minillm(snap_dir, 150, TOKPROF_MODE="flight", TOKPROF_TRIGGER_FILE=trig,
                           TOKPROF_FLIGHT_BEFORE_S="1", TOKPROF_FLIGHT_AFTER_S="1")
+        live.append(fl)
         time.sleep(1.5)
         open(trig, "w").close()
         log = os.path.join(work, "ingest2.err")
@@ -754,12 +753,7 @@ def case_complete():
         same_counts(a, "snap", snaps[0])
         no_duplicates(a)
 
-    try:
-        with_cluster(body)
-    finally:
-        for m in (mini,):
-            if m.poll() is None:
-                m.kill()
+    with_live(live, body)
     print("complete: ok")
 
 

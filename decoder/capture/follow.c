@@ -40,6 +40,8 @@ struct fproc {
     int pending;                    /* pend holds a record to deliver before reading on */
     int skip;                       /* tkp_follow_skip(): EXITED at the next turn */
     uint64_t source;                /* tkp_follow_source(): 1, 2, ... in the order followed */
+    char *prev;                     /* the file before path, after a rotation (owned), else NULL */
+    int prev_locked;                /* ... and its writer locked it (TKP_FILE_LOCKED) */
     struct tkp_record pend; /* the META read ahead so that the file's first CHUNK has a pid */
 };
 
@@ -306,6 +308,7 @@ static void proc_free(struct fproc *p)
     tkp_reader_close(p->r);
     free(p->path);
     free(p->stem);
+    free(p->prev);
 }
 
 static int add_proc(struct tkp_follow *f, const char *path)
@@ -577,20 +580,36 @@ static void drop_proc(struct tkp_follow *f, size_t i)
     f->batch = 0;
 }
 
+/* Process i ended (or is skipped): dropped, reported EXITED with its pid. */
+static int proc_exited(struct tkp_follow *f, size_t i, struct tkp_record *rec, int *gone)
+{
+    memset(rec, 0, sizeof(*rec));
+    rec->pid = f->p[i].pid;
+    drop_proc(f, i);
+    *gone = 1;
+    f->st.exited++;
+    return TKP_FOLLOW_EXITED;
+}
+
+/* 1 when p's file, a rotation whose header is not whole, never will be: its writer ended between
+ * creating it and writing the header. The shim creates the next file, header and all, before it
+ * closes (and unlocks) the last one; so the last one's lock free while this header is still not
+ * whole (looked at again after the lock) means the writer is gone. Files of older shims: by pid. */
+static int headless_end(struct tkp_follow *f, struct fproc *p)
+{
+    if (!p->prev) return 0; /* a first file: nothing tells its writer */
+    int held = p->prev_locked ? tkp_file_writer_active(p->prev) : -1, complete;
+    int ended = held >= 0 ? !held : writer_gone(f, p);
+    return ended && !(looks_capture(p->path, &complete) == 1 && complete);
+}
+
 /* One process's next record: RECORD, EXITED (p dropped: *gone set), IDLE (nothing yet) or NOMEM. */
 static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int *gone)
 {
     struct fproc *p = &f->p[i];
     *gone = 0;
     f->source = p->source;
-    if (p->skip) {
-        memset(rec, 0, sizeof(*rec));
-        rec->pid = p->pid;
-        drop_proc(f, i);
-        *gone = 1;
-        f->st.exited++;
-        return TKP_FOLLOW_EXITED;
-    }
+    if (p->skip) return proc_exited(f, i, rec, gone);
     for (;;) {
         if (!p->r) {
             int k = proc_open(f, p);
@@ -599,6 +618,10 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
                 drop_proc(f, i);
                 *gone = 1;
                 return TKP_FOLLOW_IDLE;
+            }
+            if (k == 0 && headless_end(f, p)) {
+                warnf(f, "%s: no header: its writer ended before it wrote one", p->path);
+                return proc_exited(f, i, rec, gone);
             }
             if (k == 0) return TKP_FOLLOW_IDLE;
         }
@@ -660,10 +683,12 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
             if (nx > p->index + 1)
                 warnf(f, "%s: files %u to %u were deleted before they were read", p->stem,
                       p->index + 1, nx - 1);
+            free(p->prev);
+            p->prev = p->path;
+            p->prev_locked = (tkp_reader_flags(p->r) & TKP_FILE_LOCKED) != 0;
             tkp_reader_close(p->r);
             f->gen++;
             p->r = NULL;
-            free(p->path);
             p->path = np;
             p->index = nx;
             p->final = 0;
@@ -674,12 +699,7 @@ static int proc_next(struct tkp_follow *f, size_t i, struct tkp_record *rec, int
             /* a bad chunk in a file whose writer lives on: wait for its next file */
             return TKP_FOLLOW_IDLE;
         }
-        memset(rec, 0, sizeof(*rec));
-        rec->pid = p->pid;
-        drop_proc(f, i);
-        *gone = 1;
-        f->st.exited++;
-        return TKP_FOLLOW_EXITED;
+        return proc_exited(f, i, rec, gone);
     }
 }
 

@@ -356,3 +356,42 @@ Test(follow, without_the_lock_flag_pid_decides, .init = setup, .fini = teardown)
 {
     locked(0);
 }
+
+/* A writer that dies between creating its next rotated file and writing its header (live_days
+ * under load: check --follow waited for that header forever): the file before's lock is free and
+ * the header still not whole, so the process ended; with a warning. Its lock held: it lives. */
+Test(follow, rotated_file_without_header, .init = setup, .fini = teardown)
+{
+    char p0[128], p1[128];
+    snprintf(p0, sizeof(p0), "%s/prog.%d.tokprof", dir, (int)writer);
+    snprintf(p1, sizeof(p1), "%s/prog.%d.1.tokprof", dir, (int)writer);
+    struct capw *w = capture(1, 3, "k");
+    size_t len;
+    const uint8_t *d = capw_data(w, &len);
+    uint8_t *c = malloc(len);
+    cr_assert(c);
+    memcpy(c, d, len);
+    c[10] |= TKP_FILE_LOCKED;
+    int fd = open(p0, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+    cr_assert_eq(write(fd, c, len), (ssize_t)len);
+    put(p1, (const uint8_t *)"", 0, "wb"); /* created, no header yet */
+    struct tkp_follow *f;
+    struct tkp_follow_opts o = {.until_exit = 1, .poll_ms = 20};
+    char why[256];
+    cr_assert_eq(tkp_follow_open(dir, &o, &f, why, sizeof(why)), 0, "%s", why);
+    int st;
+    cr_assert_eq(launches(f, 300, &st, NULL), 3);
+    cr_assert_eq(st, TKP_FOLLOW_IDLE, "file 0's lock held: the writer may still write file 1");
+    cr_assert_eq(tkp_follow_stats(f)->rotations, 1);
+    close(fd); /* the writer dies */
+    struct tkp_record rec;
+    cr_assert_eq(tkp_follow_next(f, &rec, 2000), TKP_FOLLOW_EXITED, "waited for a header forever");
+    cr_assert_eq(tkp_follow_next(f, &rec, 2000), TKP_FOLLOW_END);
+    const char *wn = tkp_follow_warning(f);
+    cr_assert(wn && strstr(wn, "no header"), "%s", wn ? wn : "(none)");
+    tkp_follow_close(f);
+    capw_free(w);
+    free(c);
+}

@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# The main job, end to end: install what is missing, build, run the minillm decode loop under
-# tokprof (on a real GPU when nvidia-smi sees one, else on the simulated GPU), and explain the
-# capture. Options: pass minillm options after --, e.g. scripts/demo.sh -- --style hf --steps 20
+# The main job, end to end: install what is missing for the build (nothing the tests need), build,
+# run the minillm decode loop under tokprof (on a real GPU when nvidia-smi sees one, else on the
+# simulated GPU), explain the capture, and write the HTML report.
+#   scripts/demo.sh                     minillm, vLLM-style async decode loop, 16 steps
+#   scripts/demo.sh -- ARGS...          other minillm options, e.g. -- --style hf --steps 20
+#   scripts/demo.sh --real              the smallest real client (PyTorch eager, tests/realstack)
+#                                       when its venv exists; says how to make it when not
 set -euo pipefail
 cd "$(dirname "$0")/.."
+real=0
+case "${1:-}" in
+    --real) real=1; shift ;;
+    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+start=$SECONDS
 scripts/setup.sh
-scripts/build.sh >/dev/null
 B=$PWD/build
+# A build/ that the tests configured keeps its tests; a fresh one builds without them (no criterion).
+if grep -qs '^TOKPROF_TESTS:BOOL=ON' "$B/CMakeCache.txt"; then
+    scripts/build.sh >/dev/null
+else
+    TOKPROF_TESTS=OFF scripts/build.sh >/dev/null
+fi
 out=${DEMO_OUT:-$B/demo}
 rm -rf "$out" && mkdir -p "$out"
 [ "${1:-}" = "--" ] && shift
@@ -15,27 +30,42 @@ args=("$@")
 
 gpu=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then gpu=1; fi
-if [ $gpu = 1 ]; then
-    echo "== minillm on the GPU ($(nvidia-smi -L | head -1)) under tokprof"
-    env=()
-else
-    echo "== minillm on the simulated GPU (no GPU here: tests/simgpu) under tokprof"
-    env=(LD_LIBRARY_PATH="$B/tests/simgpu" SIMGPU_LOG="$out/truth.jsonl")
-fi
-echo "   minillm ${args[*]}"
-env "${env[@]}" "$B/decoder/tokprof" run -o "$out" -- "$B/kernels/minillm" "${args[@]}" \
-    --log "$out/minillm.jsonl" --verbose
-cap=$(ls "$out"/minillm.*.tokprof)
 
-if [ $gpu = 0 ]; then
-    echo
-    echo "== GPU time per step on the simulated GPU: busy = sum of kernel times, checked against"
-    echo "   the cost model (tests/simgpu/README.md); span = first start to last end"
-    python3 tests/simgpu/truth.py steps --counts "$out/minillm.jsonl" "$out/truth.jsonl"
+if [ $real = 1 ]; then
+    venv=${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}
+    if [ ! -e "$venv/.tokprof-complete" ]; then
+        echo "demo --real: no PyTorch venv at $venv. Make it (~5.6 GB download, minutes) with"
+        echo "    scripts/setup.sh --tests        (or TOKPROF_SKIP_VLLM=1 scripts/setup.sh --tests)"
+        exit 1
+    fi
+    echo "== PyTorch eager (a tiny transformers Llama, 8 decode steps) under tokprof"
+    python3 tests/realstack/run_realstack.py --demo --build "$B" --venv "$venv" --out "$out"
+    cap=$(ls "$out"/*.tokprof | head -1)
+else
+    if [ $gpu = 1 ]; then
+        echo "== minillm on the GPU ($(nvidia-smi -L | head -1)) under tokprof"
+        env=()
+    else
+        echo "== minillm on the simulated GPU (no GPU here: tests/simgpu) under tokprof"
+        env=(LD_LIBRARY_PATH="$B/tests/simgpu" SIMGPU_LOG="$out/truth.jsonl")
+    fi
+    echo "   minillm ${args[*]}"
+    env "${env[@]}" "$B/decoder/tokprof" run -o "$out" -- "$B/kernels/minillm" "${args[@]}" \
+        --log "$out/minillm.jsonl" --verbose
+    cap=$(ls "$out"/minillm.*.tokprof)
+    if [ $gpu = 0 ]; then
+        echo
+        echo "== GPU time per step on the simulated GPU: busy = sum of kernel times, checked against"
+        echo "   the cost model (tests/simgpu/README.md); span = first start to last end"
+        python3 tests/simgpu/truth.py steps --counts "$out/minillm.jsonl" "$out/truth.jsonl"
+    fi
 fi
 
 echo
 echo "== tokprof summary $cap"
 "$B/decoder/tokprof" summary "$cap"
+"$B/decoder/tokprof" report -o "$out/report.html" "$cap"
 echo
 echo "The capture: $cap  (tokprof dump it, or tokprof help for more)"
+echo "The report:  $out/report.html  (open it in a browser)"
+echo "demo: done in $((SECONDS - start)) s"

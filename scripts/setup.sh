@@ -1,39 +1,44 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need on Debian 12 and checks the CUDA 13 toolkit.
-# Idempotent: installs only what is missing; says precisely what it cannot fix.
+# Installs what is missing on Debian 12 and checks the CUDA 13 toolkit, in tiers, so that nothing
+# is downloaded that the command being run does not use:
+#   scripts/setup.sh            the build and the demo: compiler, CMake, zstd, msgpack-c, libunwind
+#   scripts/setup.sh --tests    all of the above, and what every test tier needs (below)
+# Idempotent: installs only what is missing, says what each download is for and its size before it
+# starts, and says precisely what it cannot fix. TOKPROF_SKIP_TORCH=1 / TOKPROF_SKIP_VLLM=1 leave the
+# large Python environments out (their tests then skip with one line).
 set -euo pipefail
+tests=0
+case "${1:-}" in
+    --tests) tests=1 ;;
+    "") ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup: unknown option '$1' (scripts/setup.sh [--tests])" >&2; exit 2 ;;
+esac
 
+# The build and the demo (a few MB of Debian packages on a machine with a compiler).
 PKGS=(build-essential cmake pkg-config python3 libzstd-dev zstd libmsgpack-dev libunwind-dev
-      libcriterion-dev binutils chromium clang libclang-rt-14-dev python3-venv dpkg-dev zlib1g-dev
-      clickhouse-server clickhouse-client libcap2-bin libncurses-dev tmux curl)
-# chromium: headless render of tokprof report (tests/e2e/analysis); clang and libclang-rt: libFuzzer
-# for tests/fuzz/run_fuzz.sh (its CTest run is skipped without them); python3-venv and dpkg-dev
-# (dpkg-source): the release build and the Python API tests (scripts/pyenv.sh, scripts/deps-src.sh)
-# and the chdb and torch venvs below; zlib1g-dev: gzip tables (libz.a, linked statically);
-# clickhouse-server/-client (18.16): the fleet tests start their own two servers (the package's
-# service is not used); libcap2-bin: setcap, for the
-# secure-execution test (tests/system/security, security_secure)
-# libncurses-dev: tokprof top's screen; tmux, curl: the live tests (a real terminal, scrapes of
-# tokprof serve; prometheus_client's parser from PyPI in a venv)
+      binutils zlib1g-dev)
+# The test tiers: criterion (unit tests); chromium (headless render of tokprof report,
+# tests/e2e/analysis); clang and libclang-rt (libFuzzer for tests/fuzz/run_fuzz.sh); python3-venv
+# and dpkg-dev (the release build and the Python API tests: scripts/pyenv.sh, scripts/deps-src.sh,
+# and the venvs below); clickhouse-server/-client (18.16: the fleet tests start their own servers);
+# libcap2-bin (setcap, tests/system/security); libncurses-dev (tokprof top's screen); tmux, curl
+# (the live tests).
+TEST_PKGS=(libcriterion-dev chromium clang libclang-rt-14-dev python3-venv dpkg-dev
+           clickhouse-server clickhouse-client libcap2-bin libncurses-dev tmux curl)
+[ $tests = 1 ] && PKGS+=("${TEST_PKGS[@]}")
 
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    echo "setup: installing ${missing[*]}" >&2
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
+    size=$(apt-get install -s --no-install-recommends "${missing[@]}" 2>/dev/null | grep -c '^Inst ' || true)
+    echo "setup: installing ${missing[*]} ($size Debian packages with their dependencies)" >&2
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-# chdb (a current ClickHouse engine, from PyPI) for tests/system/fleet's fleet_chdb, in its own venv
-CHDB_VENV=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
-if ! "$CHDB_VENV/bin/python3" -c 'import chdb' 2>/dev/null; then
-    echo "setup: installing chdb into $CHDB_VENV" >&2
-    python3 -m venv "$CHDB_VENV"
-    "$CHDB_VENV/bin/pip" install -q 'chdb==4.4.0'
 fi
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
@@ -53,17 +58,27 @@ if [ -x "$CUDA_HOME/bin/nvcc" ]; then
     v=$("$CUDA_HOME/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
     [ "${v:-0}" -ge 13 ] || { echo "setup: nvcc $v found, tokprof needs CUDA 13" >&2; exit 1; }
 fi
-# zig, scikit-build-core, auditwheel, pyarrow (PyPI) for tests/system/release and tests/e2e/python
+[ $tests = 1 ] || exit 0
+
+# chdb (a current ClickHouse engine, from PyPI, ~150 MB) for tests/system/fleet's fleet_chdb
+CHDB_VENV=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
+if ! "$CHDB_VENV/bin/python3" -c 'import chdb' 2>/dev/null; then
+    echo "setup: installing chdb 4.4.0 (~150 MB, for fleet_chdb) into $CHDB_VENV" >&2
+    python3 -m venv "$CHDB_VENV"
+    "$CHDB_VENV/bin/pip" install -q 'chdb==4.4.0'
+fi
+# zig, scikit-build-core, auditwheel, pyarrow (PyPI, ~250 MB) for tests/system/release and
+# tests/e2e/python
 "$(dirname "$0")/pyenv.sh" >/dev/null
 
 # A cached venv of real clients, made once: pinned requirements, outside the checkout so every
 # worktree and build shares it, never modified after creation (the tests point its NVIDIA runtime
 # libraries at simgpu's fakes through a symlinked overlay of their own). The marker file is written
 # last, so a half-made venv (an interrupted pip) is made again. Prints its time and size.
-make_venv() { # VENV REQUIREMENTS
-    local venv=$1 reqs=$2 start=$SECONDS
+make_venv() { # VENV REQUIREMENTS WHAT
+    local venv=$1 reqs=$2 what=$3 start=$SECONDS
     [ "$(cat "$venv/.tokprof-complete" 2>/dev/null)" = "$reqs" ] && return 0
-    echo "setup: creating $venv ($reqs)" >&2
+    echo "setup: creating $venv ($reqs: $what)" >&2
     rm -rf "$venv"
     mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv"
@@ -74,13 +89,13 @@ make_venv() { # VENV REQUIREMENTS
 }
 
 # tests/realstack and simgpu_exports: unmodified PyTorch (CUDA 13 wheels), transformers and Triton.
-# About 5.6 GB; the tests skip with one line where it is absent. TOKPROF_SKIP_TORCH=1 skips it.
 [ -n "${TOKPROF_SKIP_TORCH:-}" ] ||
-    make_venv "${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}" "torch==2.15.0 transformers==5.24.0"
+    make_venv "${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}" "torch==2.15.0 transformers==5.24.0" \
+        "~5.6 GB, for tests/realstack"
 
 # tests/realstack's realstack_vllm_* tests (tests/realstack/README.md, "vLLM"): vllm==0.33.0 pins
-# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own. 9.4 GB, made in 832 s here (download
-# included, on a loaded 2-core machine). TOKPROF_SKIP_VLLM=1 (or TOKPROF_SKIP_TORCH=1) skips it; its tests then skip with one line.
+# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own (made in 832 s on a loaded 2-core machine).
 [ -n "${TOKPROF_SKIP_TORCH:-}${TOKPROF_SKIP_VLLM:-}" ] ||
-    make_venv "${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}" "vllm==0.33.0"
+    make_venv "${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}" "vllm==0.33.0" \
+        "~9.4 GB, for tests/realstack's vLLM tests"
 exit 0

@@ -6,7 +6,7 @@
 # TOKPROF_TEST_EXTRA=1: they would put CI over its time budget (tests/realstack/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 scripts/build.sh
 if [ -n "${TOKPROF_TEST_EXTRA:-}" ]; then
     (cd build && ctest --output-on-failure -j "$(nproc)")

@@ -12,6 +12,7 @@
 #include "base/grow.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
+#include "model/columns.def"
 
 /* clang-format off */
 #define IDENT                                                                                     \
@@ -20,36 +21,22 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-static const struct tkp_tab_col steps[] = {
-    IDENT,
-    {"thread", TKP_COL_U64},
-    {"seg", TKP_COL_U64},
-    {"step", TKP_COL_I64},
-    {"kind", TKP_COL_STR},
-    {"phase", TKP_COL_STR},
-    {"tokens", TKP_COL_U64},
-    {"start_ns", TKP_COL_U64},
-    {"end_ns", TKP_COL_U64},
-    {"host_ns", TKP_COL_U64},
-    {"gap_before_ns", TKP_COL_I64},
-    {"itl_ns", TKP_COL_U64},
-    {"launches", TKP_COL_U64},
-    {"graph_launches", TKP_COL_U64},
-    {"copies", TKP_COL_U64},
-    {"gpu_kernels", TKP_COL_U64},
-    {"gpu_span_ns", TKP_COL_U64},
-    {"busy_ns", TKP_COL_U64},
-    {"idle_ns", TKP_COL_U64},
-    {"top_class", TKP_COL_STR},
-    {"anomaly", TKP_COL_STR},
-    {"cause", TKP_COL_STR},
-};
+/* steps: the identity, then the columns of model/columns.def that are not LOCAL */
+#define FLEET_ALL(...) __VA_ARGS__,
+#define FLEET_GPU(...) __VA_ARGS__,
+#define FLEET_TIME(...) __VA_ARGS__,
+#define FLEET_LOCAL(...)
+#define N(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
+#define S(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
+static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(N, S)};
+#undef N
+#undef S
 static const struct tkp_tab_col step_classes[] = {
     IDENT,
     {"thread", TKP_COL_U64},
     {"seg", TKP_COL_U64},
     {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64},
+    {"begin_ns", TKP_COL_U64},
     {"class", TKP_COL_STR},
     {"kernels", TKP_COL_U64},
     {"gpu_ns", TKP_COL_U64},
@@ -91,7 +78,7 @@ static const struct tkp_tab_col moe[] = {
     {"thread", TKP_COL_U64},
     {"seg", TKP_COL_U64},
     {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64},
+    {"begin_ns", TKP_COL_U64},
     {"layer", TKP_COL_U64},
     {"expert", TKP_COL_U64},
     {"tokens", TKP_COL_U64},
@@ -109,11 +96,11 @@ static const struct {
     {                                                                                              \
 #n, n, (int)(sizeof(n) / sizeof(*n)), t, o                                                 \
     }
-    T(steps, "start_ns", "host, model, capture_id, thread, seg"),
-    T(step_classes, "start_ns", "host, class, capture_id, thread, seg"),
+    T(steps, "begin_ns", "host, model, capture_id, thread, seg"),
+    T(step_classes, "begin_ns", "host, class, capture_id, thread, seg"),
     T(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
     T(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
-    T(moe, "start_ns", "host, capture_id, thread, seg, layer, expert"),
+    T(moe, "begin_ns", "host, capture_id, thread, seg, layer, expert"),
 #undef T
 };
 

@@ -48,9 +48,6 @@ enum tkp_tab_id {
 };
 
 #define TKP_TAB_LABELS_MAX 16
-/* steps.cause is given for the slow token steps: flagged (over 3x the median: model.h) or at or
- * above this percentile of the capture's token step host durations */
-#define TKP_TAB_SLOW_PCT 0.99
 #define TKP_TAB_IDENT_COLS 9 /* host .. ingest_batch */
 /* moe's second pass: a capture whose library-call model would hold more records than half this
  * is read by windows of a thread's steps of at most this many records (table_rows.c) */

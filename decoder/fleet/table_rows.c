@@ -3,8 +3,9 @@
  * Pass 1 feeds the step model (model.h: it counts each step's kernels per class too,
  * opts.class_counts) and its per-step extras (analysis.h), launches in bulk when no table looks at
  * them one by one (reader.h, tkp_reader_peek_launches), and in the same pass collects, from
- * GPU_KERNEL records, durations per (hour, kernel name); steps, step_classes and kernels come
- * from it. The calls table is streamed in the same pass; moe, when the capture may hold experts,
+ * GPU_KERNEL records, durations per (hour, kernel name); steps (its columns and values:
+ * model/columns.h), step_classes and kernels come from it. The calls table is streamed in the
+ * same pass; moe, when the capture may hold experts,
  * loads the library-call model (libcalls.h) in a second pass (by windows when it is large) and
  * finds the experts (tkp_moe_find). */
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "model/analysis.h"
 #include "model/classes.h"
+#include "model/columns.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/sort.h"
@@ -319,93 +321,34 @@ static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
     c->len = len, c->ncols = ncols, c->tid = tid, c->valid = 1;
 }
 
-static const char *phase(int kind)
+/* One row of steps: the columns of model/columns.def that are not LOCAL, nulls as fleet_null
+ * (words as ''), host times as epoch ns. */
+static int row_step(struct tkp_tab_out *o, const struct emit *e, const struct tkp_steprow *r)
 {
-    return kind == TKP_KIND_UNKNOWN ? "" : tkp_step_class_str(kind);
-}
-
-/* What judges a step slow: the norms of the token steps, GPU records or not, and the host duration
- * from which a token step counts as slow (TKP_TAB_SLOW_PCT). */
-struct judge {
-    struct tkp_norms nr;
-    int gpu;
-    uint64_t slow;
-};
-
-static int judge_init(struct judge *j, const struct tkp_model *m)
-{
-    char why[256];
-    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h));
-    size_t nh = 0;
-    j->gpu = tkp_model_gpu(m, why, sizeof(why));
-    if (!h || tkp_model_norms(m, &j->nr)) {
-        free(h);
-        return TKP_ERR_NOMEM;
+    ident(o, e, r->s->tid);
+    for (int k = 0; k < TKP_SC_COUNT; k++) {
+        const struct tkp_colspec *c = &tkp_step_cols[k];
+        int64_t v = 0;
+        const char *str = NULL;
+        if (c->where == TKP_CW_LOCAL) continue;
+        int has = tkp_steprow_cell(r, k, &v, &str);
+        if (c->type == TKP_CT_STR) tkp_tab_str(o, has ? str : "");
+        else if (!has) v = c->fleet_null;
+        else if (c->where == TKP_CW_TIME) v = (int64_t)epoch(e->p, (uint64_t)v);
+        if (c->type == TKP_CT_U64) tkp_tab_u64(o, (uint64_t)v);
+        else if (c->type == TKP_CT_I64) tkp_tab_i64(o, v);
     }
-    for (size_t i = 0; i < m->nsteps; i++)
-        if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
-    tkp_sort_u64(h, nh);
-    j->slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
-    free(h);
-    return 0;
-}
-
-/* One row of steps: step s, its extras, tokens, gap before it and inter-token latency. */
-static int row_step(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
-                    const struct judge *j, const struct tkp_mstep *s, const struct tkp_astep *as,
-                    uint64_t tok, int64_t gap, uint64_t itl)
-{
-    int64_t by;
-    int tokstep = s->kind == TKP_STEP_TOKEN;
-    int top = tkp_mstep_top_class(m, s);
-    const char *anom = tkp_mstep_anomaly(&j->nr, s);
-    uint64_t span = tkp_mstep_span_ns(s);
-    ident(o, e, s->tid);
-    tkp_tab_u64(o, s->thread);
-    tkp_tab_u64(o, s->seg);
-    tkp_tab_i64(o, tokstep ? s->index : -1);
-    tkp_tab_str(o, tkp_mstep_kind_str(s->kind));
-    tkp_tab_str(o, tokstep ? phase(as->kind) : "");
-    tkp_tab_u64(o, tok);
-    tkp_tab_u64(o, epoch(e->p, s->begin_ns));
-    tkp_tab_u64(o, epoch(e->p, s->end_ns));
-    tkp_tab_u64(o, tkp_mstep_host_ns(s));
-    tkp_tab_i64(o, gap);
-    tkp_tab_u64(o, itl);
-    tkp_tab_u64(o, s->launches);
-    tkp_tab_u64(o, s->graph_launches);
-    tkp_tab_u64(o, s->copies);
-    tkp_tab_u64(o, s->gpu_kernels);
-    tkp_tab_u64(o, span);
-    tkp_tab_u64(o, s->busy_ns);
-    tkp_tab_u64(o, span - s->busy_ns);
-    tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
-    tkp_tab_str(o, anom);
-    int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= j->slow);
-    tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &j->nr, j->gpu, s, &by) : "");
     return tkp_tab_row_end(o);
 }
 
-static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
-                      const struct tkp_acc *a, const uint64_t *tok)
+static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_steprows *x)
 {
-    struct judge j;
     int err = 0;
-    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
-    const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
-    for (size_t i = 0; !err && i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
-        struct tkp_astep as;
-        tkp_acc_step_of(a, m, i, &as);
-        if (prev && prev->thread != s->thread) prev = NULL;
-        int tokstep = s->kind == TKP_STEP_TOKEN;
-        /* ITL as summary's: the end of a token step minus that of the thread's previous one */
-        uint64_t itl = tokstep && prev && s->end_ns > prev->end_ns ? s->end_ns - prev->end_ns : 0;
-        if (tokstep) prev = s;
-        err = row_step(o, e, m, &j, s, &as, tok[i],
-                       b && b->thread == s->thread && b->has_gap ? b->gap_ns : 0, itl);
+    for (size_t i = 0; !err && i < x->m->nsteps; i++) {
+        struct tkp_steprow r;
+        tkp_steprows_at(x, i, &r);
+        err = row_step(o, e, &r);
     }
-    tkp_norms_free(&j.nr);
     return err;
 }
 
@@ -682,8 +625,8 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     struct tkp_acc *a = NULL;
     struct tkp_reader *r;
     struct tkp_record rec;
-    uint64_t *tok = NULL;
-    int *src = NULL, err, k;
+    struct tkp_steprows x = {0};
+    int err, k;
     uint64_t rows0[TKP_TAB_COUNT];
     memset(info, 0, sizeof(*info));
     info->nfiles = n;
@@ -730,13 +673,10 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     info->pid = p.pid;
     info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
     struct emit e = {id, &p, info->capture_id, ic};
-    if (!(tok = malloc((m.nsteps + 1) * sizeof(*tok))) ||
-        !(src = malloc((m.nsteps + 1) * sizeof(*src))))
-        goto nomem;
-    tkp_step_tokens(&m, a, tok, src);
-    if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &m, a, tok);
+    if (tkp_steprows_init(&x, &m, a)) goto nomem;
+    if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &x);
     if (!err && outs[TKP_TAB_STEP_CLASSES])
-        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, tok);
+        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, x.tok);
     if (!err && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
     if (!err && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
     for (size_t t = 0; t < p.ngs; t++)
@@ -767,7 +707,7 @@ nomem:
     err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
 out:
     tkp_reader_close(r);
-    free(tok), free(src);
+    tkp_steprows_free(&x);
     tkp_acc_free(a);
     tkp_model_free(&m);
     pass_free(&p);
@@ -860,29 +800,31 @@ static int by_thread_seg(const void *a, const void *b)
 }
 
 /* The rows of step s (its thread's mark says what came before it on the thread). */
-static int tail_step(struct tkp_tab_tail *t, const struct emit *e, const struct judge *j,
+static int tail_step(struct tkp_tab_tail *t, const struct emit *e, const struct tkp_steprows *x,
                      struct tkp_tab_out *const *outs, const struct tkp_mstep *s, struct tmark *k)
 {
     struct tkp_astep as;
+    struct tkp_steprow r;
     uint64_t tok = 0, itl = 0;
-    int tokstep = s->kind == TKP_STEP_TOKEN, err = 0;
+    int tokstep = s->kind == TKP_STEP_TOKEN, err = 0, src = TKP_TOK_NONE;
     int found = tkp_acc_step(t->a, s->thread, s->seg, &as);
     if (tokstep) { /* tkp_step_tokens' rule, carried over the thread's earlier rows */
         int shapes = tkp_acc_has_tokens(t->a);
         if (found && as.tokens)
-            tok = as.tokens, k->prev_seqs = as.seqs;
+            tok = as.tokens, k->prev_seqs = as.seqs, src = TKP_TOK_SHAPES;
         else if (shapes && k->prev_seqs)
-            tok = k->prev_seqs;
+            tok = k->prev_seqs, src = TKP_TOK_PREVIOUS;
         else if (!shapes && k->first_done)
-            tok = 1;
+            tok = 1, src = TKP_TOK_ASSUMED;
         k->first_done = 1;
         if (k->has_tok && s->end_ns > k->prev_tok_end) itl = s->end_ns - k->prev_tok_end;
         k->has_tok = 1, k->prev_tok_end = s->end_ns;
     }
-    int64_t gap = k->has_prev && k->prev_end && s->begin_ns ? (int64_t)(s->begin_ns - k->prev_end)
-                                                            : 0;
+    int has_gap = k->has_prev && k->prev_end && s->begin_ns;
+    int64_t gap = has_gap ? (int64_t)(s->begin_ns - k->prev_end) : 0;
     k->has_prev = 1, k->prev_end = s->end_ns, k->next = s->seg + 1;
-    if (outs[TKP_TAB_STEPS]) err = row_step(outs[TKP_TAB_STEPS], e, &t->m, j, s, &as, tok, gap, itl);
+    tkp_steprow_fill(x, s, &as, tok, src, has_gap, gap, itl, &r);
+    if (outs[TKP_TAB_STEPS]) err = row_step(outs[TKP_TAB_STEPS], e, &r);
     if (!err && outs[TKP_TAB_STEP_CLASSES])
         err = row_step_classes(outs[TKP_TAB_STEP_CLASSES], e, &t->p, &t->m, s, tok);
     return err;
@@ -892,7 +834,7 @@ int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
                       struct tkp_tab_out *const *outs, int final)
 {
     struct tkp_model *m = &t->m;
-    struct judge j;
+    struct tkp_steprows sr;
     struct cand *c = NULL;
     size_t nc = 0;
     int err = 0;
@@ -902,7 +844,7 @@ int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
     } else if (!t->finished) {
         tkp_model_vote(m); /* tokens by the weights seen so far */
     }
-    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
+    if (tkp_steprows_init(&sr, m, NULL)) return TKP_ERR_NOMEM;
     if (m->nsteps > t->lo && !(c = malloc((m->nsteps - t->lo) * sizeof(*c)))) err = TKP_ERR_NOMEM;
     for (size_t i = t->lo; !err && i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i];
@@ -935,7 +877,7 @@ int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
             held = s->thread;
             continue;
         }
-        err = tail_step(t, &e, &j, outs, s, &t->th[s->thread]);
+        err = tail_step(t, &e, &sr, outs, s, &t->th[s->thread]);
     }
     while (!t->finished && t->lo < m->nsteps) {
         const struct tkp_mstep *s = &m->steps[t->lo];
@@ -946,6 +888,6 @@ int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
     if (!err && final && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, t->p.calls);
     free(c);
     idcache_free(ic);
-    tkp_norms_free(&j.nr);
+    tkp_steprows_free(&sr);
     return err;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/analysis.h"
+#include "model/columns.h"
 #include "capture/enums.h"
 #include "base/err.h"
 #include "model/model.h"
@@ -13,99 +14,47 @@
 
 /* ---- steps ---- */
 
-/* The steps --json keys, in its order: the GPU ones are left out without GPU records. */
-enum {
-    S_THREAD, S_TID, S_SEG, S_STEP, S_KIND, S_TOKENS, S_TOKSRC, S_BEGIN, S_MARK, S_END, S_HOST,
-    S_GAP, S_LAUNCHES, S_GRAPHS, S_COPIES, S_ANOMALY, S_GKERN, S_GCOPY, S_SPAN, S_BUSY, S_IDLE,
-    S_COPYNS, S_LATMEAN, S_LATMAX, S_TOP, S_PID, S_N
-};
-static const struct {
-    const char *name;
-    int kind, nullable, gpu;
-} step_cols[S_N] = {
-    [S_THREAD] = {"thread", TKP_A_I64, 0, 0},       [S_TID] = {"tid", TKP_A_I64, 0, 0},
-    [S_SEG] = {"seg", TKP_A_I64, 0, 0},             [S_STEP] = {"step", TKP_A_I64, 1, 0},
-    [S_KIND] = {"kind", TKP_A_STR, 0, 0},           [S_TOKENS] = {"tokens", TKP_A_I64, 1, 0},
-    [S_TOKSRC] = {"tokens_source", TKP_A_STR, 1, 0}, [S_BEGIN] = {"begin_ns", TKP_A_I64, 1, 0},
-    [S_MARK] = {"mark_ns", TKP_A_I64, 1, 0},        [S_END] = {"end_ns", TKP_A_I64, 1, 0},
-    [S_HOST] = {"host_ns", TKP_A_I64, 1, 0},        [S_GAP] = {"gap_ns", TKP_A_I64, 1, 0},
-    [S_LAUNCHES] = {"launches", TKP_A_I64, 0, 0},   [S_GRAPHS] = {"graph_launches", TKP_A_I64, 0, 0},
-    [S_COPIES] = {"copies", TKP_A_I64, 0, 0},       [S_ANOMALY] = {"anomaly", TKP_A_STR, 1, 0},
-    [S_GKERN] = {"gpu_kernels", TKP_A_I64, 0, 1},   [S_GCOPY] = {"gpu_copies", TKP_A_I64, 0, 1},
-    [S_SPAN] = {"span_ns", TKP_A_I64, 0, 1},        [S_BUSY] = {"busy_ns", TKP_A_I64, 0, 1},
-    [S_IDLE] = {"idle_ns", TKP_A_I64, 0, 1},        [S_COPYNS] = {"copy_ns", TKP_A_I64, 0, 1},
-    [S_LATMEAN] = {"latency_mean_ns", TKP_A_I64, 1, 1},
-    [S_LATMAX] = {"latency_max_ns", TKP_A_I64, 1, 1},
-    [S_TOP] = {"top_class", TKP_A_STR, 1, 1},       [S_PID] = {"pid", TKP_A_I64, 0, 0},
-};
-
 static void opt_i64(struct tkp_acol *c, int has, int64_t v)
 {
     if (has) tkp_acol_i64(c, v);
     else tkp_acol_null(c);
 }
 
+/* Every number an int64 (as steps --json's). */
 int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t)
 {
-    char why[256];
-    int gpu = tkp_model_gpu(m, why, sizeof(why));
-    struct tkp_norms nr;
-    struct tkp_acol *c[S_N] = {0};
+    struct tkp_steprows x;
+    struct tkp_acol *c[TKP_SC_COUNT] = {0};
     size_t ncols = 0;
-    uint64_t *tok = malloc((m->nsteps + 1) * sizeof(*tok));
-    int *src = malloc((m->nsteps + 1) * sizeof(*src));
-    int err = tok && src ? tkp_model_norms(m, &nr) : TKP_ERR_NOMEM;
-    if (!err) err = tkp_atab_init(t, gpu ? S_N : S_N - (S_TOP - S_GKERN + 1));
-    if (err) {
-        if (tok && src) tkp_norms_free(&nr);
-        free(tok);
-        free(src);
+    int err = tkp_steprows_init(&x, m, acc);
+    if (err) return err;
+    for (int k = 0; k < TKP_SC_COUNT; k++) ncols += x.gpu || tkp_step_cols[k].where != TKP_CW_GPU;
+    if ((err = tkp_atab_init(t, ncols))) {
+        tkp_steprows_free(&x);
         return err;
     }
-    for (int k = 0; k < S_N; k++) {
-        if (step_cols[k].gpu && !gpu) continue;
-        tkp_atab_col(t, ncols, step_cols[k].name, step_cols[k].kind, step_cols[k].nullable);
+    ncols = 0;
+    for (int k = 0; k < TKP_SC_COUNT; k++) {
+        if (!x.gpu && tkp_step_cols[k].where == TKP_CW_GPU) continue;
+        tkp_atab_col(t, ncols, tkp_step_cols[k].name,
+                     tkp_step_cols[k].type == TKP_CT_STR ? TKP_A_STR : TKP_A_I64,
+                     tkp_step_cols[k].nullable);
         c[k] = &t->cols[ncols++];
     }
-    tkp_step_tokens(m, acc, tok, src);
     for (size_t i = 0; i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        int token = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
-        tkp_acol_i64(c[S_THREAD], s->thread);
-        tkp_acol_i64(c[S_TID], s->tid);
-        tkp_acol_i64(c[S_SEG], (int64_t)s->seg);
-        opt_i64(c[S_STEP], token, s->index);
-        tkp_acol_str(c[S_KIND], tkp_mstep_kind_str(s->kind));
-        opt_i64(c[S_TOKENS], src[i] != TKP_TOK_NONE, (int64_t)tok[i]);
-        tkp_acol_str(c[S_TOKSRC], tkp_tok_src_str(src[i]));
-        opt_i64(c[S_BEGIN], closed, (int64_t)s->begin_ns);
-        opt_i64(c[S_MARK], closed, (int64_t)s->mark_ns);
-        opt_i64(c[S_END], closed, (int64_t)s->end_ns);
-        opt_i64(c[S_HOST], closed, (int64_t)tkp_mstep_host_ns(s));
-        opt_i64(c[S_GAP], s->has_gap, s->gap_ns);
-        tkp_acol_i64(c[S_LAUNCHES], (int64_t)s->launches);
-        tkp_acol_i64(c[S_GRAPHS], (int64_t)s->graph_launches);
-        tkp_acol_i64(c[S_COPIES], (int64_t)s->copies);
-        tkp_acol_str(c[S_ANOMALY], tkp_mstep_anomaly(&nr, s));
-        if (gpu) {
-            uint64_t span = tkp_mstep_span_ns(s);
-            int top = tkp_mstep_top_class(m, s);
-            tkp_acol_i64(c[S_GKERN], (int64_t)s->gpu_kernels);
-            tkp_acol_i64(c[S_GCOPY], (int64_t)s->gpu_copies);
-            tkp_acol_i64(c[S_SPAN], (int64_t)span);
-            tkp_acol_i64(c[S_BUSY], (int64_t)s->busy_ns);
-            tkp_acol_i64(c[S_IDLE], (int64_t)(span - s->busy_ns));
-            tkp_acol_i64(c[S_COPYNS], (int64_t)s->copy_ns);
-            opt_i64(c[S_LATMEAN], s->lat_n > 0, s->lat_n ? (int64_t)(s->lat_sum_ns / s->lat_n) : 0);
-            opt_i64(c[S_LATMAX], s->lat_n > 0, (int64_t)s->lat_max_ns);
-            tkp_acol_str(c[S_TOP], top < 0 ? NULL : tkp_classes_name(m->opts.classes, top));
+        struct tkp_steprow r;
+        tkp_steprows_at(&x, i, &r);
+        for (int k = 0; k < TKP_SC_COUNT; k++) {
+            int64_t v = 0;
+            const char *s = NULL;
+            if (!c[k]) continue;
+            int has = tkp_steprow_cell(&r, k, &v, &s);
+            if (tkp_step_cols[k].type == TKP_CT_STR) tkp_acol_str(c[k], has ? s : NULL);
+            else opt_i64(c[k], has, v);
         }
-        tkp_acol_i64(c[S_PID], (int64_t)s->pid);
         t->nrows++;
     }
-    tkp_norms_free(&nr);
-    free(tok);
-    free(src);
+    tkp_steprows_free(&x);
     return t->oom ? TKP_ERR_NOMEM : 0;
 }
 

@@ -26,10 +26,9 @@
 
 static int list_add(int **v, int *n, int x)
 {
-    int *p = realloc(*v, (size_t)(*n + 1) * sizeof(int));
-    if (!p) return TKP_ERR_NOMEM;
-    *v = p;
-    p[(*n)++] = x;
+    size_t cap = (size_t)*n; /* the lists are short: grown by one each time */
+    if (tkp_grow_to((void **)v, &cap, cap + 1, sizeof(int), 1, 0)) return TKP_ERR_NOMEM;
+    (*v)[(*n)++] = x;
     return 0;
 }
 
@@ -531,9 +530,9 @@ static int host_full(struct tkp_mon *m, struct thr *h, struct open *o, const str
 static void pass_counts(struct tkp_mon *m)
 {
     struct tkp_shapes *t = m->shapes;
-    for (size_t i = 0; i < t->cap; i++) {
+    for (size_t i = 0; i < t->n; i++) {
         struct tkp_shape *e = &t->v[i];
-        if (!e->used || !e->npass) continue;
+        if (!e->npass) continue;
         for (uint64_t b = e->pass; b; b &= b - 1)
             m->res[m->rec_host[__builtin_ctzll(b)]].evaluated += e->npass;
         e->npass = 0;

@@ -9,6 +9,7 @@
 #include "cmd/cmd_live.h"
 #include "cmd/cmd_live_spec.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "capture/reader.h"
 #include "check/ast.h"
 #include "check/compile.h"
@@ -29,7 +30,7 @@ struct tkp_live_mons {
     tkp_live_viol_fn *on_viol;
     void *arg;
     struct lmon *v;
-    size_t n;
+    size_t n, cap;
     struct lmon *last;
 };
 
@@ -65,9 +66,7 @@ static struct lmon *mon_of(struct tkp_live_mons *ms, uint64_t pid, int make)
     for (size_t i = 0; i < ms->n; i++)
         if (ms->v[i].pid == pid) return ms->last = &ms->v[i];
     if (!make) return NULL;
-    struct lmon *q = realloc(ms->v, (ms->n + 1) * sizeof(*q));
-    if (!q) return NULL;
-    ms->v = q;
+    if (TKP_GROW_FROM(ms->v, ms->cap, ms->n + 1, 4)) return NULL;
     ms->last = NULL;
     struct lmon *x = &ms->v[ms->n];
     memset(x, 0, sizeof(*x));

@@ -192,10 +192,8 @@ static int add_file(struct tkp_tab_groups *g, size_t *cap, const char *path)
     tkp_reader_close(r);
     if (err) { /* not fatal: named in g->bad */
         size_t old = g->bad ? strlen(g->bad) : 0, n = strlen(path) + strlen(w) + 4;
-        char *b = realloc(g->bad, old + n);
-        if (!b) return TKP_ERR_NOMEM;
-        snprintf(b + old, n, "%s: %s\n", path, w);
-        g->bad = b;
+        if (TKP_GROW_FROM(g->bad, g->badcap, old + n, 256)) return TKP_ERR_NOMEM;
+        snprintf(g->bad + old, n, "%s: %s\n", path, w);
         return 0;
     }
     if (g->nfiles == TKP_INPUTS_MAX) return TKP_ERR_USAGE;

@@ -101,6 +101,7 @@ struct tkp_tab_groups {
     size_t *first; /* ngroups + 1 */
     size_t ngroups;
     char *bad;
+    size_t badcap;
 };
 int tkp_tab_groups(const char *const *inputs, size_t n, struct tkp_tab_groups *g, char *why,
                    size_t whylen);

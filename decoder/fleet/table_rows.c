@@ -16,6 +16,7 @@
 #include "model/columns.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/map.h"
 #include "base/sort.h"
 #include "model/libcalls.h"
 #include "model/model.h"
@@ -29,62 +30,6 @@
 #include "tokprof/tokprof.h"
 
 #define HOUR_NS 3600000000000ull
-
-/* u64 -> index + 1, open addressing (0 is free): the few maps of this file. */
-struct map {
-    uint64_t *k;
-    size_t *v;
-    size_t cap, n;
-};
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
-static size_t *map_slot(struct map *m, uint64_t key)
-{
-    size_t i = mix(key) & (m->cap - 1);
-    while (m->v[i] && m->k[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    return &m->v[i];
-}
-
-/* The value of key (index + 1), 0 when absent; with add, a slot to set (the map grows). */
-static size_t *map_at(struct map *m, uint64_t key, int add, int *err)
-{
-    if (add && (m->n + 1) * 2 > m->cap) {
-        struct map b = {0};
-        b.cap = m->cap ? m->cap * 2 : 1024;
-        b.k = malloc(b.cap * sizeof(*b.k)), b.v = calloc(b.cap, sizeof(*b.v));
-        if (!b.k || !b.v) {
-            free(b.k), free(b.v);
-            *err = TKP_ERR_NOMEM;
-            return NULL;
-        }
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->v[i]) {
-                size_t *s = map_slot(&b, m->k[i]);
-                *s = m->v[i];
-                b.k[s - b.v] = m->k[i];
-            }
-        free(m->k), free(m->v);
-        b.n = m->n;
-        *m = b;
-    }
-    if (!m->cap) return NULL;
-    size_t *s = map_slot(m, key);
-    if (add && !*s) m->k[s - m->v] = key, m->n++;
-    return s;
-}
-
-static void map_free(struct map *m)
-{
-    free(m->k), free(m->v);
-}
 
 struct hname { /* durations of one kernel name in one hour */
     uint64_t hour_ns;
@@ -102,16 +47,16 @@ struct pass {
     const char *host; /* META hostname, copied */
     char hostbuf[256];
     uint64_t pid;
-    struct map cls_of;  /* name id -> class + 1 */
+    struct tkp_map64 cls_of; /* name id -> class + 1 */
     uint8_t *cd;        /* the same, direct, for ids below DIRECT_IDS (0: not yet) */
     size_t ncd;
-    struct map hn_at; /* hash(hour, name id) -> hn index + 1 */
+    struct tkp_map64 hn_at; /* hash(hour, name id) -> hn index + 1 */
     struct hname *hn;
     size_t nhn, caphn;
     struct tkp_tcalls *calls; /* NULL: the calls table is not wanted */
     struct gstep *gs;         /* per thread: its current step's GEMMs (moe_hint) */
     size_t ngs;
-    struct map weights; /* the GEMMs' distinct A operands (weights) */
+    struct tkp_map64 weights; /* the GEMMs' distinct A operands (weights) */
     uint64_t max_count; /* the most GEMMs a step called */
     int moe_hint;
     uint64_t types; /* the record types on_record() looks at (pass_types) */
@@ -128,25 +73,18 @@ static uint64_t epoch(const struct pass *p, uint64_t mono)
 
 static int kernel_class(struct pass *p, const struct tkp_record *r, int *cls)
 {
-    int err = 0;
     uint64_t id = r->gpu.name_id;
     if (id < p->ncd && p->cd[id]) {
         *cls = p->cd[id] - 1;
         return 0;
     }
-    size_t *s = map_at(&p->cls_of, id, 1, &err);
-    if (err) return err;
-    if (!*s) *s = (size_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
+    uint64_t *s = tkp_map64_at(&p->cls_of, id, 1);
+    if (!s) return TKP_ERR_NOMEM;
+    if (!*s) *s = (uint64_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
     *cls = (int)*s - 1;
     if (id < DIRECT_IDS && *s <= UINT8_MAX) {
         if (id >= p->ncd) {
-            size_t n = p->ncd ? p->ncd : 256;
-            while (n <= id)
-                n *= 2;
-            uint8_t *q = realloc(p->cd, n);
-            if (!q) return TKP_ERR_NOMEM;
-            memset(q + p->ncd, 0, n - p->ncd);
-            p->cd = q, p->ncd = n;
+            if (TKP_GROW_ZEROED_FROM(p->cd, p->ncd, id + 1, 256)) return TKP_ERR_NOMEM;
         }
         p->cd[id] = (uint8_t)*s;
     }
@@ -160,8 +98,8 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
     if (r->gpu.end_ns < r->gpu.start_ns) return 0;
     uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS,
              ns = r->gpu.end_ns - r->gpu.start_ns;
-    size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
-    if (err) return err;
+    uint64_t *s = tkp_map64_at(&p->hn_at, tkp_hash_u64(hour) ^ r->gpu.name_id, 1);
+    if (!s) return TKP_ERR_NOMEM;
     size_t i = *s ? *s - 1 : p->nhn;
     if (i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name)))
         for (i = 0; i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name));)
@@ -212,10 +150,7 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
         r->thread >= TKP_THREADS_MAX)
         return 0;
     if (TKP_GROW_ZEROED_FROM(p->gs, p->ngs, (size_t)r->thread + 1, 4)) return TKP_ERR_NOMEM;
-    int err = 0;
-    size_t *w = l->a_ptr ? map_at(&p->weights, l->a_ptr, 1, &err) : NULL;
-    if (err) return err;
-    if (w) *w = 1;
+    if (l->a_ptr && !tkp_map64_at(&p->weights, l->a_ptr, 1)) return TKP_ERR_NOMEM;
     struct gstep *g = &p->gs[r->thread];
     if (!g->used || g->seg != r->step) {
         if (g->used) gstep_close(p, g);
@@ -545,22 +480,14 @@ static int rows_moe_windows(struct tkp_tab_out *o, const struct emit *e,
 
 /* ---- the capture ---- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* A snapshot (snap: the seq of its first recorder chunk, the process's chunk count then) is a
  * capture of its own; a streamed capture and its rotated files have snap 0. */
 static uint64_t capture_id(const char *host, uint64_t pid, uint64_t rt0, uint64_t snap)
 {
-    uint64_t h = fnv(0xcbf29ce484222325ull, host, strlen(host) + 1);
-    h = fnv(h, &pid, sizeof(pid));
-    h = fnv(h, &rt0, sizeof(rt0));
-    return snap ? fnv(h, &snap, sizeof(snap)) : h;
+    uint64_t h = tkp_fnv64(TKP_FNV64_SEED, host, strlen(host) + 1);
+    h = tkp_fnv64(h, &pid, sizeof(pid));
+    h = tkp_fnv64(h, &rt0, sizeof(rt0));
+    return snap ? tkp_fnv64(h, &snap, sizeof(snap)) : h;
 }
 
 int tkp_tab_capture_id(const char *path, uint64_t *id)
@@ -603,11 +530,11 @@ static void note_torn(const struct tkp_reader *r, const char *const *files,
 
 static void pass_free(struct pass *p)
 {
-    map_free(&p->cls_of), map_free(&p->hn_at);
+    tkp_map64_free(&p->cls_of), tkp_map64_free(&p->hn_at);
     free(p->cd);
     tkp_tcalls_free(p->calls);
     free(p->gs);
-    map_free(&p->weights);
+    tkp_map64_free(&p->weights);
     for (size_t i = 0; i < p->nhn; i++)
         free(p->hn[i].name), free(p->hn[i].d.hist);
     free(p->hn);
@@ -848,17 +775,9 @@ int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
     if (m->nsteps > t->lo && !(c = malloc((m->nsteps - t->lo) * sizeof(*c)))) err = TKP_ERR_NOMEM;
     for (size_t i = t->lo; !err && i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i];
-        if (s->thread >= t->nth) {
-            size_t n = t->nth ? t->nth : 4;
-            while (n <= s->thread)
-                n *= 2;
-            struct tmark *q = realloc(t->th, n * sizeof(*q));
-            if (!q) {
-                err = TKP_ERR_NOMEM;
-                break;
-            }
-            memset(q + t->nth, 0, (n - t->nth) * sizeof(*q));
-            t->th = q, t->nth = n;
+        if (TKP_GROW_ZEROED_FROM(t->th, t->nth, (size_t)s->thread + 1, 4)) {
+            err = TKP_ERR_NOMEM;
+            break;
         }
         if (!s->lib_only && s->seg >= t->th[s->thread].next)
             c[nc++] = (struct cand){s->thread, s->seg, i};

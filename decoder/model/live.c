@@ -58,7 +58,7 @@ struct tkp_live_proc {
 struct tkp_live {
     const struct tkp_classes *cl;
     struct tkp_live_proc **p;
-    size_t np;
+    size_t np, capp;
     struct tkp_live_proc *last;
 };
 
@@ -94,9 +94,7 @@ static struct tkp_live_proc *proc_of(struct tkp_live *l, uint64_t pid)
     if (l->last && l->last->c.pid == pid) return l->last;
     for (size_t i = 0; i < l->np; i++)
         if (l->p[i]->c.pid == pid) return l->last = l->p[i];
-    struct tkp_live_proc **q = realloc(l->p, (l->np + 1) * sizeof(*q));
-    if (!q) return NULL;
-    l->p = q;
+    if (TKP_GROW_FROM(l->p, l->capp, l->np + 1, 4)) return NULL;
     struct tkp_live_proc *p = calloc(1, sizeof(*p));
     if (!p) return NULL;
     p->c.pid = pid;

@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/map.h"
 #include "model/classes.h"
 #include "model/hist.h"
 
@@ -134,8 +135,7 @@ struct tkp_model {
     uint32_t nthreads;
     size_t *openlist;
     size_t nopen, cap_open;
-    size_t *name_hash;
-    size_t hash_cap;
+    struct tkp_map name_ix; /* names by name id */
     uint32_t *id2slot; /* slot + 1 by name id, for ids below TKP_MODEL_DIRECT_IDS */
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
@@ -145,16 +145,16 @@ struct tkp_model {
     uint64_t fast_seg;
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
-    size_t *graph_hash; /* index + 1 by graph id */
-    size_t graph_hash_cap;
+    struct tkp_map graph_ix; /* graphs by graph id */
     uint64_t chunks;
     uint64_t pid; /* of the record being added */
     size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
     struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
     uint64_t *cls_next;
     size_t cls_left;
-    struct tkp_mweight *w; /* GEMM weights by a_ptr (open addressing): the token dimension vote */
+    struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
+    struct tkp_map w_ix;         /* w by a_ptr */
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
     int finished;
 };

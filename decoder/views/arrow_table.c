@@ -8,6 +8,8 @@
 #include "model/columns.h"
 #include "capture/enums.h"
 #include "base/err.h"
+#include "base/grow.h"
+#include "base/map.h"
 #include "model/model.h"
 #include "model/norms.h"
 #include "capture/reader.h"
@@ -101,100 +103,53 @@ const char *tkp_table_col_name(int col)
  * by the string's address first (name strings live as long as the reader, so an address is one
  * name), then by content (several files of a merged reader define the same names). */
 struct names {
-    const char **key;    /* addresses */
-    int32_t *key_idx;
-    char **str;          /* contents (copies) */
+    struct tkp_map64 by_ptr; /* address -> index + 1 */
+    char **str;              /* contents (copies), in order added */
     int32_t *str_idx;
-    size_t cap, n, scap, sn;
+    size_t sn, scap;
+    struct tkp_map by_str; /* str by content */
 };
 
-static uint64_t hash_str(const char *s)
+static int eq_str(const void *ctx, uint32_t id, const void *key)
 {
-    uint64_t h = 1469598103934665603ull;
-    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-    return h;
-}
-
-static int names_grow(struct names *nm)
-{
-    size_t cap = nm->cap ? nm->cap * 2 : 1024;
-    const char **key = calloc(cap, sizeof(*key));
-    int32_t *idx = malloc(cap * sizeof(*idx));
-    if (!key || !idx) {
-        free(key);
-        free(idx);
-        return TKP_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < nm->cap; i++) {
-        if (!nm->key[i]) continue;
-        size_t j = ((uintptr_t)nm->key[i] >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (cap - 1);
-        while (key[j]) j = (j + 1) & (cap - 1);
-        key[j] = nm->key[i];
-        idx[j] = nm->key_idx[i];
-    }
-    free(nm->key);
-    free(nm->key_idx);
-    nm->key = key;
-    nm->key_idx = idx;
-    nm->cap = cap;
-    return 0;
+    return !strcmp(((const struct names *)ctx)->str[id], key);
 }
 
 /* The dictionary index of the string content s, added when new; -1 when out of memory. */
 static int32_t names_content(struct names *nm, struct tkp_acol *col, const char *s)
 {
-    if (2 * (nm->sn + 1) > nm->scap) {
-        size_t cap = nm->scap ? nm->scap * 2 : 1024;
-        char **str = calloc(cap, sizeof(*str));
-        int32_t *idx = malloc(cap * sizeof(*idx));
-        if (!str || !idx) {
-            free(str);
-            free(idx);
-            return -1;
-        }
-        for (size_t i = 0; i < nm->scap; i++) {
-            if (!nm->str[i]) continue;
-            size_t j = hash_str(nm->str[i]) & (cap - 1);
-            while (str[j]) j = (j + 1) & (cap - 1);
-            str[j] = nm->str[i];
-            idx[j] = nm->str_idx[i];
-        }
-        free(nm->str);
-        free(nm->str_idx);
-        nm->str = str;
-        nm->str_idx = idx;
-        nm->scap = cap;
-    }
-    size_t j = hash_str(s) & (nm->scap - 1);
-    for (; nm->str[j]; j = (j + 1) & (nm->scap - 1))
-        if (!strcmp(nm->str[j], s)) return nm->str_idx[j];
-    if (!(nm->str[j] = strdup(s))) return -1;
-    nm->sn++;
-    return nm->str_idx[j] = tkp_acol_dict_add(col, s);
+    uint64_t h = tkp_fnv64_str(TKP_FNV64_SEED, s);
+    if (tkp_map_reserve(&nm->by_str, nm->sn + 1)) return -1;
+    struct tkp_map_slot *ms = tkp_map_probe(&nm->by_str, h, eq_str, nm, s);
+    if (ms->id1) return nm->str_idx[ms->id1 - 1];
+    size_t cap = nm->scap;
+    if (TKP_GROW_FROM(nm->str, nm->scap, nm->sn + 1, 1024)) return -1;
+    if (TKP_GROW_FROM(nm->str_idx, cap, nm->sn + 1, 1024)) return -1;
+    if (!(nm->str[nm->sn] = strdup(s))) return -1;
+    tkp_map_put(&nm->by_str, ms, h, (uint32_t)nm->sn);
+    return nm->str_idx[nm->sn++] = tkp_acol_dict_add(col, s);
 }
 
 /* The index of a name string that lives as long as the reader. */
 static int32_t names_ptr(struct names *nm, struct tkp_acol *col, const char *s)
 {
-    if (2 * (nm->n + 1) > nm->cap && names_grow(nm)) return -1;
-    size_t j = ((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (nm->cap - 1);
-    for (; nm->key[j]; j = (j + 1) & (nm->cap - 1))
-        if (nm->key[j] == s) return nm->key_idx[j];
+    uint64_t *v = tkp_map64_at(&nm->by_ptr, (uintptr_t)s, 1);
+    if (!v) return -1;
+    if (*v) return (int32_t)(*v - 1);
     int32_t idx = names_content(nm, col, s);
     if (idx < 0) return -1;
-    nm->key[j] = s;
-    nm->key_idx[j] = idx;
-    nm->n++;
+    *v = (uint64_t)idx + 1;
     return idx;
 }
 
 static void names_free(struct names *nm)
 {
-    for (size_t i = 0; i < nm->scap; i++) free(nm->str[i]);
+    for (size_t i = 0; i < nm->sn; i++)
+        free(nm->str[i]);
     free(nm->str);
     free(nm->str_idx);
-    free(nm->key);
-    free(nm->key_idx);
+    tkp_map_free(&nm->by_str);
+    tkp_map64_free(&nm->by_ptr);
 }
 
 /* One record's values by column; `have` says which are not null. */

@@ -744,7 +744,7 @@ static int tail_step(struct tkp_tab_tail *t, const struct emit *e, const struct 
         else if (!shapes && k->first_done)
             tok = 1, src = TKP_TOK_ASSUMED;
         k->first_done = 1;
-        if (k->has_tok && s->end_ns > k->prev_tok_end) itl = s->end_ns - k->prev_tok_end;
+        itl = tkp_itl_ns(k->has_tok ? k->prev_tok_end : 0, s->end_ns);
         k->has_tok = 1, k->prev_tok_end = s->end_ns;
     }
     int has_gap = k->has_prev && k->prev_end && s->begin_ns;

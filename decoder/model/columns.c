@@ -96,14 +96,7 @@ void tkp_steprows_at(const struct tkp_steprows *x, size_t i, struct tkp_steprow 
     const struct tkp_model *m = x->m;
     const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
     struct tkp_astep as;
-    uint64_t itl = 0;
     tkp_acc_step_of(x->acc, m, i, &as);
-    /* ITL as summary's: the end of a token step less that of the thread's previous one */
-    for (size_t j = i; s->kind == TKP_STEP_TOKEN && j-- > 0 && m->steps[j].thread == s->thread;)
-        if (m->steps[j].kind == TKP_STEP_TOKEN) {
-            if (s->end_ns > m->steps[j].end_ns) itl = s->end_ns - m->steps[j].end_ns;
-            break;
-        }
     int gb = b && b->thread == s->thread && b->has_gap;
-    tkp_steprow_fill(x, s, &as, x->tok[i], x->src[i], gb, gb ? b->gap_ns : 0, itl, r);
+    tkp_steprow_fill(x, s, &as, x->tok[i], x->src[i], gb, gb ? b->gap_ns : 0, s->itl_ns, r);
 }

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/sort.h"
+#include "model/figures.h"
 #include "model/model.h"
 #include "capture/reader.h"
 
@@ -259,7 +260,7 @@ static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
         s->begin = b;
         s->end = e;
         s->tokens = tok;
-        s->itl = t->last_token_end && e > t->last_token_end ? e - t->last_token_end : 0;
+        s->itl = tkp_itl_ns(t->last_token_end, e);
     }
     t->last_token_end = e;
     size_t slot;
@@ -433,15 +434,20 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     }
     free(itls);
     w->has_gpu = p->c.has_gpu;
+    if (w->has_worst)
+        w->worst_cause = !w->has_gpu || w->worst_cls < 0 ? "no GPU time"
+                         : w->worst_busy_ns * 2 < w->worst_ns
+                             ? "host (GPU mostly idle)"
+                             : tkp_classes_name(l->cl, w->worst_cls);
     if (p->c.has_gpu && dur) {
         w->busy_share = (double)busy / (double)dur;
         if (w->busy_share > 1) w->busy_share = 1;
         uint64_t idle = dur > busy ? dur - busy : 0, out_idle = idle > in_idle ? idle - in_idle : 0;
         w->launch_idle_share = (double)in_idle / (double)dur;
         w->host_idle_share = (double)out_idle / (double)dur;
-        w->verdict = (double)idle <= 0.30 * (double)dur ? "gpu-bound"
-                     : in_idle >= out_idle              ? "launch-bound"
-                                                        : "host-bound";
+        w->verdict = (double)idle <= TKP_IDLE_BOUND * (double)dur ? "gpu-bound"
+                     : in_idle >= out_idle                        ? "launch-bound"
+                                                                  : "host-bound";
     }
     /* classes and kernels over the window's buckets; the history over the last seconds */
     uint64_t nowsec = now / 1000000000ull + 1;

@@ -740,6 +740,14 @@ int tkp_model_finish(struct tkp_model *m)
         s->has_gap = 1;
         s->gap_ns = (int64_t)(n->begin_ns - s->end_ns);
     }
+    const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
+    for (size_t i = 0; i < m->nsteps; i++) {
+        struct tkp_mstep *s = &m->steps[i];
+        if (prev && prev->thread != s->thread) prev = NULL;
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        s->itl_ns = tkp_itl_ns(prev ? prev->end_ns : 0, s->end_ns);
+        prev = s;
+    }
     for (uint32_t t = 0; t < m->nthreads; t++) /* segment lookups end with the stream */
         free(m->threads[t].seg2step), m->threads[t].seg2step = NULL;
     return 0;

@@ -90,6 +90,8 @@ struct tkp_mstep {
     uint64_t launches, graph_launches, copies;
     int has_gap;
     int64_t gap_ns;   /* next step's begin_ns - this end_ns on the same thread (< 0: overlap) */
+    uint64_t itl_ns;  /* a token step's inter-token latency (tkp_itl_ns), 0 none; set by
+                         tkp_model_finish */
     /* GPU (meaningful when gpu_kernels > 0) */
     uint64_t gpu_kernels, gpu_copies;
     uint64_t gpu_first_ns, gpu_last_ns; /* span: first kernel start .. last kernel end */
@@ -189,6 +191,14 @@ int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n);
 /* Step figures helpers: host duration (end - begin, 0 when open), GPU span, idle. */
 uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s);
 uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
+/* Inter-token latency, the one rule (summary, steps, the fleet tables, live): the end of a token
+ * step less the end of its thread's previous token step (prev_end, 0 when none); 0 when none or
+ * not after it. */
+static inline uint64_t tkp_itl_ns(uint64_t prev_end, uint64_t end)
+{
+    return prev_end && end > prev_end ? end - prev_end : 0;
+}
+
 /* The class with the most GPU time in the step, -1 when it has none. */
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
 /* "token", "outside" or "open". */

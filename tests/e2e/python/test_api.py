@@ -138,6 +138,27 @@ if have_runs:
                 assert g[k] == fleet_value(k, w[k], shift), f"row {i} {k}: {g[k]} vs {w[k]}"
 
     @test
+    def run_figures_from_the_steps():
+        """ITL and the worst steps are derived once (model.h, model/figures.c): summary's ITL
+        percentiles (nearest rank) are those of the steps' itl_ns, its worst steps the token
+        steps of longest host_ns, with the steps' cause where the steps give one."""
+        import math
+        for cap in (gpu, merged):
+            steps = cli_json("steps", "--json", cap)["steps"]
+            summ = cli_json("summary", "--json", cap)
+            v = sorted(s["itl_ns"] for s in steps if s["itl_ns"] is not None)
+            assert v, cap
+            pct = lambda p: v[min(len(v), max(1, math.ceil(p * len(v)))) - 1]
+            want = {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": v[-1]}
+            assert summ["itl_ns"] == want, (summ["itl_ns"], want)
+            tok = sorted((s for s in steps if s["kind"] == "token"), key=lambda s: -s["host_ns"])
+            worst = summ["worst_steps"]
+            assert [w["host_ns"] for w in worst] == [s["host_ns"] for s in tok[:len(worst)]]
+            for w in worst:
+                s = next(s for s in tok if s["step"] == w["step"] and s["tid"] == w["tid"])
+                assert s["cause"] in (None, w["cause"]), (s, w)
+
+    @test
     def steps_columns_documented():
         """docs/FLEET.md's steps table names the columns of `table steps --columns`, in order."""
         doc = open(os.path.join(A.src, "docs", "FLEET.md")).read()

@@ -14,7 +14,6 @@
  * file, no GPU time, a setting ignored). Exit 0 without problems, 1 with them. */
 #include <ctype.h>
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gnu/libc-version.h>
@@ -28,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -36,6 +34,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/elf.h"
 #include "base/json.h"
 #include "cmd/cmd.h"
 #include "cmd/cmd_doctor.h"
@@ -251,104 +250,6 @@ static void load_settings(struct doc *d)
     }
 }
 
-/* ---- ELF: the shim's class, architecture and glibc needs; a program's interpreter ------------ */
-
-struct elf {
-    int cls;          /* ELFCLASS32 / ELFCLASS64; 0: not ELF */
-    unsigned machine; /* e_machine */
-    int dynamic;      /* has PT_INTERP (a program) or PT_DYNAMIC (a library) */
-    int interp;       /* has PT_INTERP */
-    unsigned glibc;   /* the highest GLIBC_x.y needed, as x * 1000 + y; 0: none */
-    char glibc_name[32];
-};
-
-static unsigned glibc_num(const char *v)
-{
-    unsigned a = 0, b = 0;
-    if (sscanf(v, "%u.%u", &a, &b) < 1) return 0;
-    return a * 1000 + b;
-}
-
-/* Reads what is needed of a 64-bit ELF file. 0, or -1 with errno (not ELF: ENOEXEC). */
-static int elf_read(const char *path, struct elf *e)
-{
-    memset(e, 0, sizeof *e);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    struct stat st;
-    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
-        close(fd);
-        errno = ENOEXEC;
-        return -1;
-    }
-    size_t size = (size_t)st.st_size;
-    const unsigned char *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return -1;
-    int rc = -1;
-    const Elf64_Ehdr *h = (const void *)p;
-    errno = ENOEXEC;
-    if (memcmp(p, ELFMAG, SELFMAG)) goto out;
-    e->cls = p[EI_CLASS];
-    e->machine = h->e_machine; /* same offset in both classes */
-    rc = 0;
-    if (e->cls != ELFCLASS64) goto out; /* enough to say it cannot load here */
-    if (h->e_phoff && h->e_phoff + (uint64_t)h->e_phnum * sizeof(Elf64_Phdr) <= size) {
-        const Elf64_Phdr *ph = (const void *)(p + h->e_phoff);
-        for (unsigned i = 0; i < h->e_phnum; i++) {
-            if (ph[i].p_type == PT_INTERP) e->interp = e->dynamic = 1;
-            if (ph[i].p_type == PT_DYNAMIC) e->dynamic = 1;
-        }
-    }
-    if (!h->e_shoff || h->e_shoff + (uint64_t)h->e_shnum * sizeof(Elf64_Shdr) > size) goto out;
-    const Elf64_Shdr *sh = (const void *)(p + h->e_shoff);
-    for (unsigned i = 0; i < h->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_GNU_verneed || sh[i].sh_link >= h->e_shnum) continue;
-        const Elf64_Shdr *str = &sh[sh[i].sh_link];
-        if (sh[i].sh_offset + sh[i].sh_size > size || str->sh_offset + str->sh_size > size) break;
-        const char *strs = (const char *)p + str->sh_offset;
-        uint64_t off = sh[i].sh_offset, end = off + sh[i].sh_size;
-        for (unsigned k = 0; k < 64 && off + sizeof(Elf64_Verneed) <= end; k++) {
-            const Elf64_Verneed *vn = (const void *)(p + off);
-            uint64_t a = off + vn->vn_aux;
-            for (unsigned j = 0; j < vn->vn_cnt && a + sizeof(Elf64_Vernaux) <= end; j++) {
-                const Elf64_Vernaux *va = (const void *)(p + a);
-                if (va->vna_name < str->sh_size && !strncmp(strs + va->vna_name, "GLIBC_", 6) &&
-                    memchr(strs + va->vna_name, 0, str->sh_size - va->vna_name)) {
-                    unsigned g = glibc_num(strs + va->vna_name + 6);
-                    if (g > e->glibc) {
-                        e->glibc = g;
-                        snprintf(e->glibc_name, sizeof e->glibc_name, "%s", strs + va->vna_name);
-                    }
-                }
-                if (!va->vna_next) break;
-                a += va->vna_next;
-            }
-            if (!vn->vn_next) break;
-            off += vn->vn_next;
-        }
-    }
-out:
-    munmap((void *)p, size);
-    return rc;
-}
-
-static const char *machine_name(unsigned m)
-{
-    switch (m) {
-    case EM_X86_64:
-        return "x86-64";
-    case EM_AARCH64:
-        return "aarch64";
-    case EM_386:
-        return "i386";
-    case EM_PPC64:
-        return "ppc64";
-    default:
-        return "another architecture";
-    }
-}
-
 /* Preloads the shim into /bin/true, as ld.so will into the program: the loader's own word on
  * whether it loads (a missing symbol version, a wrong architecture). NULL when it loaded, else
  * the loader's line in buf. TOKPROF_DISABLE=1: the shim does nothing there. */
@@ -406,20 +307,21 @@ static void check_shim(struct doc *d)
         return;
     }
     d->have_shim = 1;
-    struct elf e, self;
-    if (elf_read(d->shim, &e) || !e.cls) {
-        note(d, "shim", PROBLEM, "%s: not an ELF shared object (%s)", d->shim, strerror(errno));
+    struct tkp_elf e, self;
+    if (tkp_elf_read(d->shim, &e) || !e.bits) {
+        note(d, "shim", PROBLEM, "%s: not an ELF shared object (%s)", d->shim,
+             e.bits ? strerror(errno) : "no ELF header");
         return;
     }
-    if (elf_read("/proc/self/exe", &self)) self.machine = e.machine, self.cls = e.cls;
-    if (e.cls != self.cls || e.machine != self.machine) {
+    if (tkp_elf_read("/proc/self/exe", &self) || !self.bits) self = e; /* cannot tell */
+    if (e.bits != self.bits || e.machine != self.machine) {
         note(d, "shim", PROBLEM, "%s: %s %s, this host runs %s %s programs: it cannot load",
-             d->shim, e.cls == ELFCLASS64 ? "64-bit" : "32-bit", machine_name(e.machine),
-             self.cls == ELFCLASS64 ? "64-bit" : "32-bit", machine_name(self.machine));
+             d->shim, e.bits == 64 ? "64-bit" : "32-bit", tkp_elf_machine_name(e.machine),
+             self.bits == 64 ? "64-bit" : "32-bit", tkp_elf_machine_name(self.machine));
         return;
     }
     const char *have = gnu_get_libc_version();
-    if (e.glibc > glibc_num(have)) {
+    if (e.glibc > tkp_elf_glibc_num(have)) {
         note(d, "shim", PROBLEM,
              "%s needs glibc %u.%u (%s), this host has %s: it cannot load (a release build, "
              "docs/RELEASE.md, needs 2.28)",
@@ -435,7 +337,7 @@ static void check_shim(struct doc *d)
     note(d, "shim", OK,
          "%s: 64-bit %s like this host; needs glibc %u.%u (%s), this host has %s; "
          "preloads into /bin/true",
-         d->shim, machine_name(e.machine), e.glibc / 1000, e.glibc % 1000,
+         d->shim, tkp_elf_machine_name(e.machine), e.glibc / 1000, e.glibc % 1000,
          e.glibc_name[0] ? e.glibc_name : "none", have);
 }
 
@@ -822,8 +724,8 @@ static void check_prog(struct doc *d)
     if (!secure)
         note(d, "secure", OK, "%s: not setuid, setgid or with file capabilities (no AT_SECURE)",
              path);
-    struct elf e;
-    if (elf_read(path, &e) || !e.cls) {
+    struct tkp_elf e;
+    if (tkp_elf_read(path, &e) || !e.bits) {
         note(d, "program", INFO,
              "%s is not an ELF program (a script?): what its interpreter "
              "runs is what the shim sees",

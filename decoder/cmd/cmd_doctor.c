@@ -621,6 +621,11 @@ static void check_out(struct doc *d)
              (unsigned)(st.st_mode & 07777), st.st_mode & S_ISVTX ? " (sticky)" : "");
     }
 
+    if (dir[0] != '/' && !d->o->run)
+        note(d, "out", INFO,
+             "TOKPROF_OUT %s is relative: judged from this directory, the shim "
+             "opens it from the program's working directory at its first CUDA call",
+             dir);
     struct statvfs sv;
     if (statvfs(space_of, &sv)) {
         note(d, "disk", WARN, "%s: cannot tell its free space (%s)", space_of, strerror(errno));

@@ -11,7 +11,7 @@
 
 /* A 64-bit key's hash (half of MurmurHash3's finaliser): the low bits, which a power-of-two
  * table takes, depend on every bit of the key. */
-static inline uint64_t tkp_hash_u64(uint64_t x)
+static inline uint64_t tkp_mix64(uint64_t x)
 {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdull;
@@ -23,7 +23,7 @@ static inline uint64_t tkp_hash_u64(uint64_t x)
  * first, so (a, b) and (b, a) differ. */
 static inline uint64_t tkp_hash_pair(uint64_t a, uint64_t b)
 {
-    return tkp_hash_u64(a * 0x9e3779b97f4a7c15ull ^ b);
+    return tkp_mix64(a * 0x9e3779b97f4a7c15ull ^ b);
 }
 
 /* FNV-1a 64 of n bytes, continuing from h (TKP_FNV64_SEED to start): stable across runs and

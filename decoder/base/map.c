@@ -53,7 +53,7 @@ static int eq64(const void *ctx, uint32_t id, const void *key)
 
 uint64_t *tkp_map64_at(struct tkp_map64 *m, uint64_t key, int add)
 {
-    uint64_t h = tkp_hash_u64(key);
+    uint64_t h = tkp_mix64(key);
     if (add && tkp_map_reserve(&m->ix, m->n + 1)) return NULL;
     if (!m->ix.cap) return NULL;
     struct tkp_map_slot *s = tkp_map_probe(&m->ix, h, eq64, m->key, &key);

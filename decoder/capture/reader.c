@@ -246,7 +246,7 @@ static int eq_name(const void *ctx, uint32_t id, const void *key)
 /* The entry of id, NULL when it was never defined. */
 static struct name_slot *name_find(struct tkp_reader *r, uint64_t id)
 {
-    int64_t i = tkp_map_find(&r->names_ix, tkp_hash_u64(id), eq_name, r, &id);
+    int64_t i = tkp_map_find(&r->names_ix, tkp_mix64(id), eq_name, r, &id);
     return i < 0 ? NULL : &r->names[i];
 }
 
@@ -259,7 +259,7 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
     char *str = NULL;
     struct name_slot *slot = NULL;
     struct tkp_map_slot *ms;
-    uint64_t h = tkp_hash_u64(id);
+    uint64_t h = tkp_mix64(id);
     if (tkp_map_reserve(&r->names_ix, r->names_used + 1)) goto unstored;
     ms = tkp_map_probe(&r->names_ix, h, eq_name, r, &id);
     slot = ms->id1 ? &r->names[ms->id1 - 1] : NULL;

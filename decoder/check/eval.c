@@ -544,7 +544,10 @@ static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
     }
 }
 
-struct tkp_val tkp_run(struct tkp_eval *E, int prog) { return run(E, &E->sp->code->prog[prog]); }
+struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
+{
+    return run(E, &E->sp->code->prog[prog]);
+}
 
 int tkp_truth(struct tkp_eval *E, int prog)
 {

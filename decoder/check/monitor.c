@@ -48,7 +48,7 @@ static struct thr *thread_new(struct tkp_mon *m, uint32_t t)
         m->st.threads++;
         h->ts = calloc((size_t)m->sp->nslots_temporal + 1, sizeof(*h->ts));
         if (!h->ts) return NULL;
-        for (int i = 0; m->nstream && i < OPEN_MAX; i++)
+        for (int i = 0; m->nstream && i < TKP_MON_OPEN_MAX; i++)
             if (!(h->open[i].fold = calloc((size_t)m->sp->nslots_agg, sizeof(struct tkp_fold))))
                 return NULL;
     }
@@ -451,7 +451,7 @@ static struct open *open_for(struct tkp_mon *m, struct thr *h, uint64_t seg, int
 {
     if (h->cur && h->cur->used && h->cur->seg == seg) return h->cur;
     struct open *fr = NULL, *old = NULL;
-    for (int i = 0; i < OPEN_MAX; i++) {
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++) {
         struct open *o = &h->open[i];
         if (o->used && o->seg == seg) return h->cur = o;
         if (!o->used && !fr) fr = o;
@@ -624,7 +624,7 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
         struct pend *p = &h->pend[(h->pend_head + i) % h->pend_cap];
         if (p->s.idx == r->step) return tkp_vec_push(&p->gpu, x);
     }
-    for (int i = 0; i < OPEN_MAX; i++)
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
         if (h->open[i].used && h->open[i].seg == r->step) return tkp_vec_push(&h->open[i].gpu, x);
     if (r->step > h->last_closed) {
         struct open *o = open_for(m, h, r->step, &rc);
@@ -643,7 +643,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
     case TKP_REC_LIB_CALL:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
         /* a kept raw launch inside the current library call decodes with it, now */
-        for (int i = 0; i < OPEN_MAX; i++)
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
         /* what a launch inside the call reads of it (decode_shape, decode_rest) */
         h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
@@ -704,7 +704,7 @@ int tkp_mon_finish(struct tkp_mon *m)
         if (!h->seen) continue;
         /* steps whose STEP record never came (a torn capture): a truncated step is not judged
          * (it would be a guess) */
-        for (int i = 0; i < OPEN_MAX; i++)
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].len) {
                 m->st.unclosed++;
                 open_release(&h->open[i]);
@@ -762,7 +762,7 @@ void tkp_mon_free(struct tkp_mon *m)
     const struct tkp_spec *sp = m->sp;
     for (uint32_t t = 0; t < m->nt; t++) {
         struct thr *h = &m->t[t];
-        for (int i = 0; i < OPEN_MAX; i++) {
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++) {
             free(h->open[i].host.v), free(h->open[i].gpu.v);
             fold_free(h->open[i].fold, sp->nslots_agg);
         }

@@ -8,7 +8,7 @@
 #include "check/monitor.h"
 #include "check/prog.h"
 
-#define OPEN_MAX 4        /* open steps per thread before the oldest is closed without STEP */
+#define TKP_MON_OPEN_MAX 4 /* open steps per thread before the oldest is closed without STEP */
 #define PEND_MAX 65536    /* steps awaiting GPU records per thread; beyond, the oldest closes */
 
 struct vec {
@@ -42,7 +42,7 @@ struct pend {
 };
 
 struct thr {
-    struct open open[OPEN_MAX];
+    struct open open[TKP_MON_OPEN_MAX];
     struct open *cur; /* the open step of the thread's latest record */
     struct tkp_tstate *ts;
     uint64_t tokens, outside, recs, last_closed;

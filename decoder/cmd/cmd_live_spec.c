@@ -1,5 +1,6 @@
-/* tokprof decoder: spec monitors per followed process, for the live commands (cmd_live.h). Apart
- * from cmd_live.c because the spec's headers and classes.h both name a `tkp_class`. */
+/* tokprof decoder: spec monitors per followed process (one check/monitor.h monitor each), for
+ * `tokprof check --follow` and `tokprof serve --spec`. Apart from cmd_live.c, whose follow loop
+ * (cmd_live.h) is handed them as an opaque struct tkp_live_mons and so knows nothing of specs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -127,8 +127,7 @@ static int group_of(struct st *s, uint64_t name_id, const char *name, uint32_t *
 {
     uint64_t key = s->by_class ? (uint64_t)tkp_classes_match(s->classes, name) : name_id;
     if (map_get(&s->group_ids, key, 0, g)) return 0;
-    if (tkp_grow((void **)&s->groups, &s->groups_cap, s->ngroups + 1, sizeof *s->groups))
-        return TKP_ERR_NOMEM;
+    if (TKP_GROW(s->groups, s->groups_cap, s->ngroups + 1)) return TKP_ERR_NOMEM;
     struct group *gr = &s->groups[s->ngroups];
     memset(gr, 0, sizeof *gr);
     if (s->by_class) {
@@ -154,8 +153,7 @@ static int on_stack(struct st *s, const struct tkp_record *r)
         free(k->pcs);
     } else {
         if (s->nstacks >= MAX_STACKS) return 0;
-        if (tkp_grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW(s->stacks, s->stacks_cap, s->nstacks + 1)) return TKP_ERR_NOMEM;
         idx = (uint32_t)s->nstacks++;
         if (map_put(&s->stack_ids, r->stack.id, 0, idx)) return TKP_ERR_NOMEM;
     }
@@ -181,8 +179,7 @@ static int on_launch(struct st *s, const struct tkp_record *r)
     s->sampled++;
     s->groups[g].sampled++;
     if (!map_get(&s->agg_ids, g, stk, &a)) {
-        if (tkp_grow((void **)&s->aggs, &s->aggs_cap, s->naggs + 1, sizeof *s->aggs))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW(s->aggs, s->aggs_cap, s->naggs + 1)) return TKP_ERR_NOMEM;
         a = (uint32_t)s->naggs++;
         s->aggs[a] = (struct agg){g, stk, 0, 0};
         if (map_put(&s->agg_ids, g, stk, a)) return TKP_ERR_NOMEM;

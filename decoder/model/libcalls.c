@@ -481,7 +481,7 @@ static int eq_vkey(const void *ctx, uint32_t id, const void *key)
 
 static int vkey_add(struct vset *t, struct vkey k)
 {
-    uint64_t h = tkp_hash_u64(k.a ^ tkp_hash_pair((uint32_t)k.m, k.n));
+    uint64_t h = tkp_mix64(k.a ^ tkp_hash_pair((uint32_t)k.m, k.n));
     if (tkp_map_reserve(&t->ix, t->n + 1)) return TKP_ERR_NOMEM;
     struct tkp_map_slot *ms = tkp_map_probe(&t->ix, h, eq_vkey, t, &k);
     if (ms->id1) return 0;

@@ -96,7 +96,7 @@ static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, 
     if (!err && id < TKP_MODEL_DIRECT_IDS) {
         if (id >= m->id2slot_cap) {
             size_t cap = m->id2slot_cap;
-            if (tkp_grow((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot)))
+            if (tkp_grow_to((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot), 16, 0))
                 return 0; /* the hash still answers */
             memset(m->id2slot + m->id2slot_cap, 0, (cap - m->id2slot_cap) * sizeof(*m->id2slot));
             m->id2slot_cap = cap;
@@ -109,7 +109,7 @@ static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, 
 static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
 {
     if (tkp_map_reserve(&m->name_ix, m->nnames + 1)) return TKP_ERR_NOMEM;
-    struct tkp_map_slot *ms = tkp_map_probe(&m->name_ix, tkp_hash_u64(id), eq_name, m, &id);
+    struct tkp_map_slot *ms = tkp_map_probe(&m->name_ix, tkp_mix64(id), eq_name, m, &id);
     if (ms->id1) {
         *slot = ms->id1 - 1;
         return 0;
@@ -121,7 +121,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
     n->name_id = id;
     if (!(n->name = strdup(name ? name : TKP_NAME_MISSING))) return TKP_ERR_NOMEM;
     n->cls = tkp_classes_match(m->opts.classes, n->name);
-    tkp_map_put(&m->name_ix, ms, tkp_hash_u64(id), (uint32_t)m->nnames);
+    tkp_map_put(&m->name_ix, ms, tkp_mix64(id), (uint32_t)m->nnames);
     *slot = (uint32_t)m->nnames++;
     return 0;
 }
@@ -200,7 +200,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if (seg > t->max_seg + SEG_JUMP_MAX) return 1;
     if (seg >= t->cap) {
         size_t cap = t->cap;
-        if (tkp_grow((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step)))
+        if (tkp_grow_to((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step), 16, 0))
             return TKP_ERR_NOMEM;
         memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
         t->cap = cap;
@@ -269,7 +269,7 @@ static int eq_graph(const void *ctx, uint32_t id, const void *key)
 
 static const struct tkp_mgraph *graph_find(const struct tkp_model *m, uint64_t graph)
 {
-    int64_t id = tkp_map_find(&m->graph_ix, tkp_hash_u64(graph), eq_graph, m, &graph);
+    int64_t id = tkp_map_find(&m->graph_ix, tkp_mix64(graph), eq_graph, m, &graph);
     return id < 0 ? NULL : &m->graphs[id];
 }
 
@@ -433,8 +433,7 @@ static int add_graph(struct tkp_model *m, const struct tkp_record *r)
     g->graph = r->graph.graph;
     g->n = 0;
     if (!(g->slots = malloc((r->graph.nnodes + 1) * sizeof(*g->slots)))) return TKP_ERR_NOMEM;
-    if (tkp_map_add(&m->graph_ix, tkp_hash_u64(g->graph), (uint32_t)m->ngraphs))
-        return TKP_ERR_NOMEM;
+    if (tkp_map_add(&m->graph_ix, tkp_mix64(g->graph), (uint32_t)m->ngraphs)) return TKP_ERR_NOMEM;
     m->ngraphs++;
     m->graph_nodes += r->graph.nnodes;
     for (uint32_t i = 0; i < r->graph.nnodes; i++) {
@@ -557,7 +556,7 @@ static int eq_weight(const void *ctx, uint32_t id, const void *key)
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    uint64_t h = tkp_hash_u64(ptr);
+    uint64_t h = tkp_mix64(ptr);
     struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
     if (!ms->id1) {
         m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};

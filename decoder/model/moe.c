@@ -62,7 +62,7 @@ static int eq_w(const void *ctx, uint32_t id, const void *key)
 
 static struct wt *w_find(const struct moectx *e, uint64_t ptr)
 {
-    int64_t id = tkp_map_find(&e->ix, tkp_hash_u64(ptr), eq_w, e, &ptr);
+    int64_t id = tkp_map_find(&e->ix, tkp_mix64(ptr), eq_w, e, &ptr);
     return id < 0 ? NULL : &e->w[id];
 }
 
@@ -78,7 +78,7 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
         if (TKP_GROW_FROM(e->cl, e->capcl, e->ncl + 1, 16)) return NULL;
         e->cl[e->ncl++] = (struct wclass){c->m, c->k, c->atype, 0, 0};
     }
-    if (tkp_map_add(&e->ix, tkp_hash_u64(c->a_ptr), (uint32_t)e->nw)) return NULL;
+    if (tkp_map_add(&e->ix, tkp_mix64(c->a_ptr), (uint32_t)e->nw)) return NULL;
     e->w[e->nw] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, k, 0, 0};
     return &e->w[e->nw++];
 }

@@ -350,7 +350,7 @@ static void resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out
 
 void tkp_symbolize(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
 {
-    size_t slot = (size_t)tkp_hash_u64(pc) & (CACHE_SLOTS - 1);
+    size_t slot = (size_t)tkp_mix64(pc) & (CACHE_SLOTS - 1);
     if (s->cache[slot].pc == pc && pc) {
         *out = s->cache[slot].f;
         return;

@@ -26,11 +26,11 @@
 #define FLEET_GPU(...) __VA_ARGS__,
 #define FLEET_TIME(...) __VA_ARGS__,
 #define FLEET_LOCAL(...)
-#define N(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
-#define S(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
-static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(N, S)};
-#undef N
-#undef S
+#define COL_NUM(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
+#define COL_STR(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
+static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
+#undef COL_NUM
+#undef COL_STR
 static const struct tkp_tab_col step_classes[] = {
     IDENT,
     {"thread", TKP_COL_U64},
@@ -92,16 +92,16 @@ static const struct {
     const char *time_col; /* epoch ns the day partition is taken from */
     const char *order;    /* the MergeTree sorting key: for the queries of docs/FLEET.md */
 } tabs[TKP_TAB_COUNT] = {
-#define T(n, t, o)                                                                                 \
+#define TAB(n, t, o)                                                                               \
     {                                                                                              \
 #n, n, (int)(sizeof(n) / sizeof(*n)), t, o                                                 \
     }
-    T(steps, "begin_ns", "host, model, capture_id, thread, seg"),
-    T(step_classes, "begin_ns", "host, class, capture_id, thread, seg"),
-    T(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
-    T(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
-    T(moe, "begin_ns", "host, capture_id, thread, seg, layer, expert"),
-#undef T
+    TAB(steps, "begin_ns", "host, model, capture_id, thread, seg"),
+    TAB(step_classes, "begin_ns", "host, class, capture_id, thread, seg"),
+    TAB(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
+    TAB(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
+    TAB(moe, "begin_ns", "host, capture_id, thread, seg, layer, expert"),
+#undef TAB
 };
 
 const char *tkp_tab_name(int table)

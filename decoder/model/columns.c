@@ -13,12 +13,12 @@
 #include "model/model.h"
 
 const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {
-#define N(name, type, where, nul, has, value, fnull, doc)                                          \
+#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
     {#name, TKP_CT_##type, TKP_CW_##where, nul, fnull, doc},
-#define S(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
-    TKP_COLS_STEPS(N, S)
-#undef N
-#undef S
+#define COL_STR(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
+    TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
 };
 
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
@@ -27,16 +27,16 @@ int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const cha
     int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
     (void)tok, (void)closed;
     switch (col) {
-#define N(name, type, where, nul, has, value, fnull, doc)                                          \
+#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
     case TKP_SC_##name:                                                                            \
         *v = (int64_t)(value);                                                                     \
         return (has) != 0;
-#define S(name, where, nul, value, doc)                                                            \
+#define COL_STR(name, where, nul, value, doc)                                                      \
     case TKP_SC_##name:                                                                            \
         return (*str = (value)) != NULL;
-        TKP_COLS_STEPS(N, S)
-#undef N
-#undef S
+        TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
     }
     return 0;
 }

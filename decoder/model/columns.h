@@ -28,11 +28,11 @@ struct tkp_colspec {
 };
 
 enum tkp_step_col {
-#define N(name, ...) TKP_SC_##name,
-#define S(name, ...) TKP_SC_##name,
-    TKP_COLS_STEPS(N, S)
-#undef N
-#undef S
+#define COL_NUM(name, ...) TKP_SC_##name,
+#define COL_STR(name, ...) TKP_SC_##name,
+    TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
         TKP_SC_COUNT
 };
 

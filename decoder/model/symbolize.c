@@ -314,7 +314,7 @@ static void sym_names(struct sym *y)
 
 /* ---- lookup ---------------------------------------------------------------------------------- */
 
-static void resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
+static void sym_resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
 {
     memset(out, 0, sizeof *out);
     out->pc = pc;
@@ -355,7 +355,7 @@ void tkp_symbolize(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
         *out = s->cache[slot].f;
         return;
     }
-    resolve(s, pc, out);
+    sym_resolve(s, pc, out);
     s->cache[slot].pc = pc;
     s->cache[slot].f = *out;
 }

@@ -174,6 +174,7 @@ static int string(struct tkp_jsonr *j)
             put_utf8(j, cp);
             break;
         default:
+            if (c <= 0x20 || c >= 0x7f) return fail(j, here(j) - 1, "unknown escape (byte %#x)", c);
             return fail(j, here(j) - 1, "unknown escape '\\%c'", c);
         }
     }
@@ -268,7 +269,8 @@ static int value(struct tkp_jsonr *j, int c)
             after_value(j);
             return TKP_J_NUM;
         }
-        return fail(j, here(j), "expected a value, got '%c'", c);
+        if (c > 0x20 && c < 0x7f) return fail(j, here(j), "expected a value, got '%c'", c);
+        return fail(j, here(j), "expected a value, got byte %#x", c);
     }
 }
 

@@ -33,8 +33,22 @@ static void check_capture(const char *path)
     struct tkp_model m;
     struct tkp_record rec;
     tkp_model_init(&m, &mo);
-    for (int k; (k = tkp_reader_next(r, &rec)) != 0;)
+    /* every joined GPU record names a segment that has a STEP record (the join is by segment) */
+    static uint64_t steps[4096], joins[4096];
+    size_t nsteps = 0, njoins = 0;
+    for (int k; (k = tkp_reader_next(r, &rec)) != 0;) {
         if (k < 0 || tkp_model_add(&m, &rec)) abort(); /* a bad chunk or record was written */
+        uint64_t key = (uint64_t)rec.thread << 32 | rec.step;
+        if (rec.type == TKP_REC_STEP && nsteps < 4096) steps[nsteps++] = key;
+        if ((rec.type == TKP_REC_GPU_KERNEL || rec.type == TKP_REC_GPU_COPY) &&
+            rec.gpu.join != TKP_JOIN_NONE && njoins < 4096)
+            joins[njoins++] = key;
+    }
+    for (size_t i = 0; i < njoins; i++) {
+        size_t j = 0;
+        while (j < nsteps && steps[j] != joins[i]) j++;
+        if (j == nsteps && nsteps < 4096) abort(); /* joined to a segment that is not there */
+    }
     tkp_model_finish(&m);
     if (m.bad_joins) abort(); /* a GPU record joined to a host record that is not there */
     tkp_model_free(&m);

@@ -94,8 +94,10 @@ static int cut(struct tkp_jsonr *j, int c, const char *what)
 
 static void put(struct tkp_jsonr *j, uint32_t b)
 {
-    if (j->slen < TKP_JSONR_STR_MAX) j->str[j->slen++] = (char)b;
-    else j->truncated = 1;
+    if (j->slen < TKP_JSONR_STR_MAX)
+        j->str[j->slen++] = (char)b;
+    else
+        j->truncated = 1;
 }
 
 static void put_utf8(struct tkp_jsonr *j, uint32_t cp)
@@ -118,9 +120,10 @@ static int hex4(struct tkp_jsonr *j, uint32_t *v)
     for (int i = 0; i < 4; i++) {
         int c = take(j);
         if (c < 0) return cut(j, c, "4 hex digits after \\u");
-        int d = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return fail(j, here(j) - 1, "expected a hex digit in a \\u escape");
         *v = *v << 4 | (uint32_t)d;
     }
@@ -134,7 +137,8 @@ static int string(struct tkp_jsonr *j)
     for (;;) {
         /* the common case: a run of plain bytes inside the block */
         size_t p = j->pos;
-        while (p < j->len && j->buf[p] != '"' && j->buf[p] != '\\' && j->buf[p] >= 0x20) p++;
+        while (p < j->len && j->buf[p] != '"' && j->buf[p] != '\\' && j->buf[p] >= 0x20)
+            p++;
         size_t n = p - j->pos, room = TKP_JSONR_STR_MAX - j->slen;
         if (n > room) j->truncated = 1;
         memcpy(j->str + j->slen, j->buf + j->pos, n < room ? n : room);
@@ -152,12 +156,26 @@ static int string(struct tkp_jsonr *j)
         if (c < 0) return cut(j, c, "an escape");
         uint32_t cp;
         switch (c) {
-        case '"': case '\\': case '/': put(j, (uint32_t)c); break;
-        case 'b': put(j, '\b'); break;
-        case 'f': put(j, '\f'); break;
-        case 'n': put(j, '\n'); break;
-        case 'r': put(j, '\r'); break;
-        case 't': put(j, '\t'); break;
+        case '"':
+        case '\\':
+        case '/':
+            put(j, (uint32_t)c);
+            break;
+        case 'b':
+            put(j, '\b');
+            break;
+        case 'f':
+            put(j, '\f');
+            break;
+        case 'n':
+            put(j, '\n');
+            break;
+        case 'r':
+            put(j, '\r');
+            break;
+        case 't':
+            put(j, '\t');
+            break;
         case 'u':
             if (hex4(j, &cp)) return TKP_J_ERR;
             if (cp >= 0xd800 && cp < 0xdc00) { /* a surrogate pair: the low half must follow */
@@ -205,18 +223,23 @@ static int number(struct tkp_jsonr *j)
     const char *s = j->str, *e = s + j->slen;
     if (s < e && *s == '-') s++;
     if (s == e || !is_digit(*s)) goto bad;
-    if (*s == '0') s++;
-    else while (s < e && is_digit(*s)) s++;
+    if (*s == '0')
+        s++;
+    else
+        while (s < e && is_digit(*s))
+            s++;
     if (s < e && *s == '.') {
         s++;
         if (s == e || !is_digit(*s)) goto bad;
-        while (s < e && is_digit(*s)) s++;
+        while (s < e && is_digit(*s))
+            s++;
     }
     if (s < e && (*s == 'e' || *s == 'E')) {
         s++;
         if (s < e && (*s == '+' || *s == '-')) s++;
         if (s == e || !is_digit(*s)) goto bad;
-        while (s < e && is_digit(*s)) s++;
+        while (s < e && is_digit(*s))
+            s++;
     }
     if (s != e) goto bad;
     return 0;
@@ -257,9 +280,16 @@ static int value(struct tkp_jsonr *j, int c)
         if (string(j)) return TKP_J_ERR;
         after_value(j);
         return TKP_J_STR;
-    case 't': case 'f': case 'n': {
-        int t = literal(j, c == 't' ? "true" : c == 'f' ? "false" : "null",
-                        c == 't' ? TKP_J_TRUE : c == 'f' ? TKP_J_FALSE : TKP_J_NULL);
+    case 't':
+    case 'f':
+    case 'n': {
+        int t = literal(j,
+                        c == 't'   ? "true"
+                        : c == 'f' ? "false"
+                                   : "null",
+                        c == 't'   ? TKP_J_TRUE
+                        : c == 'f' ? TKP_J_FALSE
+                                   : TKP_J_NULL);
         if (t > 0) after_value(j);
         return t;
     }
@@ -322,8 +352,8 @@ int tkp_jsonr_next(struct tkp_jsonr *j)
             return tkp_jsonr_next(j);
         }
         if (c == (obj ? '}' : ']')) return close_(j, c);
-        return fail(j, here(j), obj ? "expected ',' or '}' in an object"
-                                    : "expected ',' or ']' in an array");
+        return fail(j, here(j),
+                    obj ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array");
     }
     }
 }
@@ -352,8 +382,10 @@ int tkp_json_fixed(const char *s, size_t n, int scale, int64_t *out)
         if (is_digit(*s)) {
             if (lead && *s == '0' && point < 0) continue; /* leading zeros of the integer part */
             lead = 0;
-            if (nd < (int)sizeof(dig)) dig[nd++] = *s;
-            else if (point < 0) return -1; /* too large */
+            if (nd < (int)sizeof(dig))
+                dig[nd++] = *s;
+            else if (point < 0)
+                return -1; /* too large */
         } else if (*s == '.' && point < 0) {
             point = nd;
             lead = 0;

@@ -26,11 +26,16 @@
 enum tkp_jtok {
     TKP_J_ERR = -1,
     TKP_J_END = 0, /* the end of the input after one whole value */
-    TKP_J_OBJ, TKP_J_OBJ_END, TKP_J_ARR, TKP_J_ARR_END,
-    TKP_J_KEY,  /* an object member's name: str, len */
-    TKP_J_STR,  /* a string value: str, len (unescaped, UTF-8, NUL-terminated) */
-    TKP_J_NUM,  /* a number: its text as written in str, len */
-    TKP_J_TRUE, TKP_J_FALSE, TKP_J_NULL,
+    TKP_J_OBJ,
+    TKP_J_OBJ_END,
+    TKP_J_ARR,
+    TKP_J_ARR_END,
+    TKP_J_KEY, /* an object member's name: str, len */
+    TKP_J_STR, /* a string value: str, len (unescaped, UTF-8, NUL-terminated) */
+    TKP_J_NUM, /* a number: its text as written in str, len */
+    TKP_J_TRUE,
+    TKP_J_FALSE,
+    TKP_J_NULL,
 };
 
 /* Reads up to n bytes into buf: returns how many (0 at the end), or -1 on an error (the reader
@@ -44,9 +49,9 @@ struct tkp_jsonr {
     size_t pos, len;
     uint64_t off; /* bytes before buf[0] */
     int eof, err;
-    char *str;   /* the current KEY, STR or NUM (owned) */
-    size_t slen; /* its length in bytes */
-    int truncated; /* 1: the current string was longer than TKP_JSONR_STR_MAX */
+    char *str;        /* the current KEY, STR or NUM (owned) */
+    size_t slen;      /* its length in bytes */
+    int truncated;    /* 1: the current string was longer than TKP_JSONR_STR_MAX */
     uint64_t tok_off; /* byte offset of the current token */
     int state;
     int depth;

@@ -42,9 +42,12 @@ static void tl_sweep(struct tl *t)
     t->busy = t->first = t->last = 0;
     for (size_t i = 0; i < t->n; i++) {
         const struct span *p = &t->v[i];
-        if (!i) t->first = p->s, cs = p->s, ce = p->e;
-        else if (p->s > ce) t->busy += ce - cs, cs = p->s, ce = p->e;
-        else if (p->e > ce) ce = p->e;
+        if (!i)
+            t->first = p->s, cs = p->s, ce = p->e;
+        else if (p->s > ce)
+            t->busy += ce - cs, cs = p->s, ce = p->e;
+        else if (p->e > ce)
+            ce = p->e;
         if (p->e > t->last) t->last = p->e;
     }
     if (t->n) t->busy += ce - cs;
@@ -54,8 +57,9 @@ static void tl_print(FILE *f, const char *key, const struct tl *t, int json)
 {
     uint64_t span = t->last - t->first;
     if (json) {
-        fprintf(f, ",\"%s\":{\"records\":%zu,\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
-                   ",\"idle_ns\":%" PRIu64 "}",
+        fprintf(f,
+                ",\"%s\":{\"records\":%zu,\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
+                ",\"idle_ns\":%" PRIu64 "}",
                 key, t->n, t->busy, span, span - t->busy);
         return;
     }
@@ -74,12 +78,16 @@ static int timeline(struct tkp_ctx *ctx, const char *path, struct tl *k, struct 
         if (rec.type != TKP_REC_GPU_KERNEL && rec.type != TKP_REC_GPU_COPY) continue;
         struct span p = {rec.gpu.start_ns, rec.gpu.end_ns};
         if (rec.type == TKP_REC_GPU_KERNEL) {
-            if (TKP_GROW(k->v, k->cap, k->n + 1)) err = TKP_ERR_NOMEM;
-            else k->v[k->n++] = p;
+            if (TKP_GROW(k->v, k->cap, k->n + 1))
+                err = TKP_ERR_NOMEM;
+            else
+                k->v[k->n++] = p;
         }
         if (!err && rec.gpu.join != TKP_JOIN_NONE) {
-            if (TKP_GROW(l->v, l->cap, l->n + 1)) err = TKP_ERR_NOMEM;
-            else l->v[l->n++] = p;
+            if (TKP_GROW(l->v, l->cap, l->n + 1))
+                err = TKP_ERR_NOMEM;
+            else
+                l->v[l->n++] = p;
         }
     }
     tkp_cmd_warn_reader(ctx, path, r);
@@ -93,8 +101,10 @@ static int timeline(struct tkp_ctx *ctx, const char *path, struct tl *k, struct 
 static int step_opt(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
 {
     struct tkp_import_opts *o = dst;
-    if (!strcmp(v, "auto")) o->step = TKP_IMPORT_STEP_AUTO;
-    else if (!strcmp(v, "profiler-step")) o->step = TKP_IMPORT_STEP_PROFILER;
+    if (!strcmp(v, "auto"))
+        o->step = TKP_IMPORT_STEP_AUTO;
+    else if (!strcmp(v, "profiler-step"))
+        o->step = TKP_IMPORT_STEP_PROFILER;
     else if (!strncmp(v, "annotation:", 11) && v[11])
         o->step = TKP_IMPORT_STEP_ANNOTATION, o->pattern = v + 11;
     else
@@ -143,16 +153,17 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     } else if (!err) {
         fprintf(f, "%s -> %s: %" PRIu64 " events (%.1f MB of JSON)\n", args[0], out, st.events,
                 (double)st.bytes / 1e6);
-        fprintf(f,
-                "  kernels %" PRIu64 " (%" PRIu64 " without their launch in the trace), copies %" PRIu64
-                " (%" PRIu64 " without their call)\n",
-                st.kernels, st.kernels - st.kernels_linked, st.copies, st.copies - st.copies_linked);
+        fprintf(
+            f,
+            "  kernels %" PRIu64 " (%" PRIu64 " without their launch in the trace), copies %" PRIu64
+            " (%" PRIu64 " without their call)\n",
+            st.kernels, st.kernels - st.kernels_linked, st.copies, st.copies - st.copies_linked);
         fprintf(f,
                 "  host     %" PRIu64 " launches, %" PRIu64 " graph launches, %" PRIu64
                 " copies, %" PRIu64 " syncs, %" PRIu64 " event calls on %" PRIu64
                 " threads (%" PRIu64 " other runtime calls not kept)\n",
-                st.launches, st.graph_launches, st.host_copies, st.syncs, st.events_rw,
-                st.threads, st.other_calls);
+                st.launches, st.graph_launches, st.host_copies, st.syncs, st.events_rw, st.threads,
+                st.other_calls);
         fprintf(f, "  steps    %" PRIu64 " (%s)\n", st.steps, st.step_source);
         fputs("GPU timeline of the capture (union over all streams):\n", f);
         tl_print(f, "kernels", &k, 0);

@@ -20,9 +20,9 @@ struct tkp_capout {
     char *path;
     int err;
     uint32_t seq;
-    int open;        /* a chunk is being filled */
-    uint64_t prev;   /* the dt chain */
-    uint32_t stamp;  /* the current chunk's number + 1: what a defined name/thread carries */
+    int open;       /* a chunk is being filled */
+    uint64_t prev;  /* the dt chain */
+    uint32_t stamp; /* the current chunk's number + 1: what a defined name/thread carries */
     uint32_t *name_stamp;
     size_t cap_names;
     uint32_t thread_stamp[65536];
@@ -35,7 +35,8 @@ struct tkp_capout {
 
 static void le32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 int tkp_capout_open(struct tkp_capout **out, const char *path, char *why, size_t n)
@@ -112,7 +113,8 @@ void tkp_capout_str(msgpack_packer *pk, const char *s)
     size_t n = strlen(s);
     if (n > STR_MAX) {
         n = STR_MAX;
-        while (n && ((unsigned char)s[n] & 0xc0) == 0x80) n--; /* not inside a character */
+        while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--; /* not inside a character */
     }
     msgpack_pack_str(pk, n);
     msgpack_pack_str_body(pk, s, n);

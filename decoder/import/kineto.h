@@ -35,13 +35,13 @@ struct tkp_import_opts {
 
 /* What an import read and wrote (for its report line and the tests). */
 struct tkp_import_stats {
-    uint64_t bytes, events;                  /* JSON bytes read, trace events */
-    uint64_t kernels, kernels_linked;        /* GPU kernels, those whose launch is in the trace */
-    uint64_t copies, copies_linked;          /* GPU memcpys and memsets */
-    uint64_t launches, graph_launches;       /* host records written */
-    uint64_t host_copies, syncs, events_rw;  /* COPY, SYNC, EVENT_RECORD + STREAM_WAIT */
+    uint64_t bytes, events;                 /* JSON bytes read, trace events */
+    uint64_t kernels, kernels_linked;       /* GPU kernels, those whose launch is in the trace */
+    uint64_t copies, copies_linked;         /* GPU memcpys and memsets */
+    uint64_t launches, graph_launches;      /* host records written */
+    uint64_t host_copies, syncs, events_rw; /* COPY, SYNC, EVENT_RECORD + STREAM_WAIT */
     uint64_t other_calls, annotations, threads, steps;
-    char step_source[64];                   /* what made the steps: "ProfilerStep", ... */
+    char step_source[64]; /* what made the steps: "ProfilerStep", ... */
 };
 
 /* Reads the trace at `in` (.json or .json.gz: zlib reads both) and writes the capture `out`.

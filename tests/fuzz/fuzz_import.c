@@ -46,7 +46,8 @@ static void check_capture(const char *path)
     }
     for (size_t i = 0; i < njoins; i++) {
         size_t j = 0;
-        while (j < nsteps && steps[j] != joins[i]) j++;
+        while (j < nsteps && steps[j] != joins[i])
+            j++;
         if (j == nsteps && nsteps < 4096) abort(); /* joined to a segment that is not there */
     }
     tkp_model_finish(&m);
@@ -71,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         why[0] = 0;
         if (tkp_import_kineto(in, out, &opts[i], &st, why, sizeof(why))) {
             if (!why[0] || strchr(why, '\n')) abort(); /* every refusal says why, on one line */
-            if (!access(out, F_OK)) abort();          /* and leaves nothing half-written */
+            if (!access(out, F_OK)) abort();           /* and leaves nothing half-written */
             continue;
         }
         check_capture(out);

@@ -141,10 +141,11 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                 ",\"kernels_linked\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"copies_linked\":%" PRIu64
                 ",\"launches\":%" PRIu64 ",\"graph_launches\":%" PRIu64 ",\"host_copies\":%" PRIu64
                 ",\"syncs\":%" PRIu64 ",\"event_calls\":%" PRIu64 ",\"other_calls\":%" PRIu64
-                ",\"annotations\":%" PRIu64 ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64,
+                ",\"annotations\":%" PRIu64 ",\"threads\":%" PRIu64 ",\"steps\":%" PRIu64
+                ",\"bad_times\":%" PRIu64,
                 st.bytes, st.events, st.kernels, st.kernels_linked, st.copies, st.copies_linked,
                 st.launches, st.graph_launches, st.host_copies, st.syncs, st.events_rw,
-                st.other_calls, st.annotations, st.threads, st.steps);
+                st.other_calls, st.annotations, st.threads, st.steps, st.bad_times);
         fputs(",\"step_source\":", f);
         tkp_json_str(f, st.step_source);
         tl_print(f, "kernels", &k, 1);
@@ -165,6 +166,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                 st.launches, st.graph_launches, st.host_copies, st.syncs, st.events_rw, st.threads,
                 st.other_calls);
         fprintf(f, "  steps    %" PRIu64 " (%s)\n", st.steps, st.step_source);
+        if (st.bad_times)
+            fprintf(f, "  skipped  %" PRIu64 " events with a negative or absurd ts or dur\n",
+                    st.bad_times);
         fputs("GPU timeline of the capture (union over all streams):\n", f);
         tl_print(f, "kernels", &k, 0);
         tl_print(f, "linked", &l, 0);

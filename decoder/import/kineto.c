@@ -265,7 +265,7 @@ static int write_meta(struct tkp_kineto_imp *im, struct tkp_capout *w, const cha
     msgpack_pack_map(pk, 10);
     pack_str(pk, "program"), pack_str(pk, prog);
     pack_str(pk, "pid"), msgpack_pack_uint64(pk, im->pid);
-    pack_str(pk, "start_realtime_ns"), msgpack_pack_uint64(pk, u(im->base_ns + t0));
+    pack_str(pk, "start_realtime_ns"), msgpack_pack_uint64(pk, (uint64_t)im->base_ns + (uint64_t)t0);
     pack_str(pk, "start_monotonic_ns"), msgpack_pack_uint64(pk, u(t0));
     pack_str(pk, "tokprof_version"), pack_str(pk, TOKPROF_VERSION_STRING);
     pack_str(pk, "cuda_runtime_version"), msgpack_pack_uint64(pk, im->rt_version);
@@ -440,9 +440,6 @@ static int write_capture(struct tkp_kineto_imp *im, const char *in, const char *
         const struct tkp_kseg *s = &im->segs[i];
         it[k++] = (struct item){s->gpu_end > s->end ? s->gpu_end : s->end, 2, (uint32_t)i, i};
     }
-    if (!err && t0 < 0)
-        err = tkp_why(im->why, im->whylen, TKP_ERR_RECORD,
-                      "a timestamp before the trace's base time (ts < 0): not supported");
     if (t0 == INT64_MAX) t0 = 0;
     if (!err) {
         qsort(it, k, sizeof(*it), cmp_item);

@@ -305,7 +305,13 @@ static int add_event(struct tkp_kineto_imp *im, struct cur *c)
 {
     struct tkp_import_stats *st = im->st;
     st->events++;
-    if (strcmp(im->ph, "X") || !c->has_ts || !c->has_dur || c->dur < 0) return 0;
+    if (strcmp(im->ph, "X") || !c->has_ts || !c->has_dur) return 0;
+    /* a time before the base or past 2^62 ns (146 years): not a profiler's, and it could
+     * overflow ts + dur */
+    if (c->ts < 0 || c->dur < 0 || c->ts > TKP_KINETO_TIME_MAX || c->dur > TKP_KINETO_TIME_MAX) {
+        st->bad_times++;
+        return 0;
+    }
     int kernel = !strcmp(im->cat, "kernel") || ci_eq(im->cat, "Kernel");
     int memcpy_ = !strcmp(im->cat, "gpu_memcpy") || ci_eq(im->cat, "Memcpy");
     int memset_ = !strcmp(im->cat, "gpu_memset") || ci_eq(im->cat, "Memset");

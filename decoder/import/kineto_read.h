@@ -13,6 +13,7 @@
 
 #define TKP_KINETO_NONE UINT64_MAX /* a handle or stream the trace does not give */
 #define TKP_KINETO_DEVICES_MAX 16
+#define TKP_KINETO_TIME_MAX (INT64_C(1) << 62) /* ns: later times are refused (bad_times) */
 
 /* host records: what a runtime call becomes */
 enum {

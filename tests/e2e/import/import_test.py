@@ -206,6 +206,8 @@ def test_synthetic():
         fail(f"synthetic: nvtx {nv}")
     # annotation source: one step per matching range; auto by syncs when there is no ProfilerStep
     rep = json.loads(tp("import", "--json", "--step", "annotation:#2$", src, "-o", out).stdout)
+    if rep["bad_times"] != 1:  # the kernel at ts -5: before the base time, skipped and counted
+        fail(f"synthetic: bad_times {rep['bad_times']}, expected 1")
     if rep["steps"] != 2 or rep["step_source"] != "annotation":  # thread 70's and 71's
         fail(f"synthetic: annotation:#2$ made {rep['steps']} steps ({rep['step_source']})")
     print("ok synthetic")

@@ -202,7 +202,10 @@ static int segment(struct tkp_kineto_imp *im, uint32_t **order_out)
             h->index = (uint32_t)ngr++, s->graphs++, s->mark = h->ts;
         else if (h->cls == TKP_KH_COPY)
             h->index = (uint32_t)nc++, s->copies++, s->mark = h->ts;
-        if (!(key & 1) && h->ts + h->dur > s->end) s->end = h->ts + h->dur;
+        /* a host record ends when the call returns; an NVTX push is a point (its dur is the
+         * range's) */
+        int64_t end = h->cls >= TKP_KH_PUSH ? h->ts : h->ts + h->dur;
+        if (!(key & 1) && end > s->end) s->end = end;
         if (by_sync && h->cls == TKP_KH_SYNC && h->sub <= TKP_SYNC_CTX &&
             s->launches + s->graphs + s->copies) {
             s->closed_by = sync_closes[h->sub];
@@ -265,7 +268,8 @@ static int write_meta(struct tkp_kineto_imp *im, struct tkp_capout *w, const cha
     msgpack_pack_map(pk, 10);
     pack_str(pk, "program"), pack_str(pk, prog);
     pack_str(pk, "pid"), msgpack_pack_uint64(pk, im->pid);
-    pack_str(pk, "start_realtime_ns"), msgpack_pack_uint64(pk, (uint64_t)im->base_ns + (uint64_t)t0);
+    pack_str(pk, "start_realtime_ns"),
+        msgpack_pack_uint64(pk, (uint64_t)im->base_ns + (uint64_t)t0);
     pack_str(pk, "start_monotonic_ns"), msgpack_pack_uint64(pk, u(t0));
     pack_str(pk, "tokprof_version"), pack_str(pk, TOKPROF_VERSION_STRING);
     pack_str(pk, "cuda_runtime_version"), msgpack_pack_uint64(pk, im->rt_version);

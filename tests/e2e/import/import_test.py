@@ -210,6 +210,17 @@ def test_synthetic():
         fail(f"synthetic: bad_times {rep['bad_times']}, expected 1")
     if rep["steps"] != 2 or rep["step_source"] != "annotation":  # thread 70's and 71's
         fail(f"synthetic: annotation:#2$ made {rep['steps']} steps ({rep['step_source']})")
+    # auto without ProfilerStep ranges: the sync rule (a stream sync after work closes a step;
+    # work never waited for is a step closed by the end)
+    plain = os.path.join(A.tmp, "no_profilerstep.json")
+    with open(src) as f, open(plain, "w") as g:
+        g.write(f.read().replace("ProfilerStep#", "Step#"))
+    rep = json.loads(tp("import", "--json", plain, "-o", out).stdout)
+    st = sorted((r["tid"], r["step"], r["kind"], r["closed_by"], r["end_ns"]) for r in
+                (json.loads(l) for l in tp("dump", "--type", "step", out).stdout.splitlines()))
+    if rep["step_source"] != "auto: host syncs" or st != [(70, 0, "token", "stream_sync", 133000),  # the sync's return
+                                                          (70, 1, "token", "exit", 300500), (71, 0, "token", "exit", 210000)]:
+        fail(f"synthetic: auto by syncs: {rep['step_source']}, steps {st}")
     print("ok synthetic")
 
 

@@ -58,9 +58,9 @@ static void tl_print(FILE *f, const char *key, const struct tl *t, int json)
     uint64_t span = t->last - t->first;
     if (json) {
         fprintf(f,
-                ",\"%s\":{\"records\":%zu,\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
+                "%s\"%s\":{\"records\":%zu,\"busy_ns\":%" PRIu64 ",\"span_ns\":%" PRIu64
                 ",\"idle_ns\":%" PRIu64 "}",
-                key, t->n, t->busy, span, span - t->busy);
+                strcmp(key, "kernels") ? "," : "", key, t->n, t->busy, span, span - t->busy);
         return;
     }
     fprintf(f, "  %-8s %6zu records: busy %.3f ms, span %.3f ms, idle %.3f ms\n", key, t->n,
@@ -148,9 +148,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                 st.other_calls, st.annotations, st.threads, st.steps, st.bad_times);
         fputs(",\"step_source\":", f);
         tkp_json_str(f, st.step_source);
+        fputs(",\"timeline\":{", f);
         tl_print(f, "kernels", &k, 1);
         tl_print(f, "linked", &l, 1);
-        fputs("}\n", f);
+        fputs("}}\n", f);
     } else if (!err) {
         fprintf(f, "%s -> %s: %" PRIu64 " events (%.1f MB of JSON)\n", args[0], out, st.events,
                 (double)st.bytes / 1e6);

@@ -9,6 +9,11 @@ static struct rec R[64];
 Test(vmm, ggml_pool_path)
 {
     unit_setup(NULL);
+    int vmm = 0, posix_fd = 0; /* ggml_cuda_init takes the VMM pool only when the device says so */
+    CK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    CK(cuDeviceGetAttribute(&posix_fd, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0));
+    cr_assert_eq(vmm, 1);
+    cr_assert_eq(posix_fd, 1);
     CUmemAllocationProp prop = {0};
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;

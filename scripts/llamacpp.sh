@@ -5,6 +5,9 @@
 # preload), one architecture (sm_90).
 #   scripts/llamacpp.sh            build if the cache lacks it; prints the cache's path last
 #   scripts/llamacpp.sh --path     print the cache's path (exit 1 if it is not complete)
+# The cache holds src/ (the tree), build/bin/ (the binaries and libggml*.so), venv-gguf/ (the tree's
+# own gguf-py and its PyPI dependencies: numpy, pyyaml, tqdm, requests) and tiny-llama-q8_0.gguf,
+# the workloads' model (tests/realstack/llamacpp_model.py: written here, no download).
 # The source is the llama.cpp tree that the pinned llama-cpp-python sdist on PyPI vendors, fetched
 # as its users fetch it (pip download). The build takes 20-40 minutes on two cores (~140 CUDA
 # translation units); the marker file .tokprof-complete is written last, so an interrupted build is
@@ -38,6 +41,15 @@ if [ ! -f "$src/CMakeLists.txt" ]; then
     tar xzf "$dl/llama_cpp_python-$VERSION.tar.gz" -C "$src.tmp" \
         --strip-components=3 "llama_cpp_python-$VERSION/vendor/llama.cpp"
     rm -rf "$dl" "$src"; mv "$src.tmp" "$src"
+fi
+
+# The model first: it needs no build (a few seconds; ~60 MB of venv)
+if [ ! -f "$CACHE/tiny-llama-q8_0.gguf" ]; then
+    [ -x "$CACHE/venv-gguf/bin/python" ] || python3 -m venv "$CACHE/venv-gguf"
+    "$CACHE/venv-gguf/bin/pip" install -q "$src/gguf-py" >&2
+    "$CACHE/venv-gguf/bin/python" "$(dirname "$0")/../tests/realstack/llamacpp_model.py" \
+        "$CACHE/tiny-llama-q8_0.gguf.tmp"
+    mv "$CACHE/tiny-llama-q8_0.gguf.tmp" "$CACHE/tiny-llama-q8_0.gguf"
 fi
 
 launcher=()

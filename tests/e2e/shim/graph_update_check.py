@@ -2,7 +2,9 @@
 """An exec updated in place (cudaGraphExecUpdate) or destroyed and instantiated again at the same
 handle replays its new topology, and the capture says so: runs tests/simgpu's rt_ggml (llama.cpp's
 graph path in miniature: capture, replay, re-capture with new grids, update or re-instantiate,
-replay) without and under the shim, in both modes (SIMGPU_GRAPH_UPDATE=fail for the second).
+replay) without and under the shim, three ways: updated through the runtime, through the driver
+(cuGraphExecUpdate from cudaGetDriverEntryPointByVersion: the shim's cuGetProcAddress wrapper), and
+refused (SIMGPU_GRAPH_UPDATE=fail: destroyed and instantiated again).
 
 TOKPROF_FLUSH_MS is 10 minutes, so the writer encodes everything at exit, after the update: a
 launch must be expanded into the topology its exec had when it was launched, not the one it has
@@ -81,13 +83,14 @@ def check(d, mode):
 
 
 shutil.rmtree(work, ignore_errors=True)
-for mode, extra in (("in-place", {}), ("reinstantiated", {"SIMGPU_GRAPH_UPDATE": "fail"})):
-    plain = run(os.path.join(work, mode, "plain"), extra, False)
-    shimmed = run(os.path.join(work, mode, "shim"), extra, True)
+for name, mode, extra in (("runtime", "in-place", {}), ("driver", "in-place", {"RT_GGML_DRIVER_UPDATE": "1"}),
+                          ("refused", "reinstantiated", {"SIMGPU_GRAPH_UPDATE": "fail"})):
+    plain = run(os.path.join(work, name, "plain"), extra, False)
+    shimmed = run(os.path.join(work, name, "shim"), extra, True)
     if plain != shimmed or plain[0] != 0 or f"update={mode}" not in plain[1]:
-        errors.append(f"{mode}: without the shim {plain}, under it {shimmed}")
+        errors.append(f"{name}: without the shim {plain}, under it {shimmed}")
         continue
-    check(os.path.join(work, mode, "shim"), mode)
+    check(os.path.join(work, name, "shim"), name)
 
 for e in errors:
     print("FAIL:", e)

@@ -6,9 +6,13 @@
 //   re-captured with new grids and updated in place with cudaGraphExecUpdate -- or, when the
 //   update is refused (SIMGPU_GRAPH_UPDATE=fail), destroyed and instantiated again, as
 //   ggml_cuda_graph_update_executable does -- and a DtoH copy of the "logits" + a stream sync per
-//   token. Prints "update=in-place" or "update=reinstantiated", then OK.
+//   token. Prints "update=in-place" or "update=reinstantiated", then OK. RT_GGML_DRIVER_UPDATE=1
+//   updates through the driver's cuGraphExecUpdate (from cudaGetDriverEntryPointByVersion)
+//   instead of the runtime's.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <cstdio>
+#include <cstdlib>
 
 #include "rt_check.h"
 
@@ -44,6 +48,21 @@ static cudaGraph_t capture(cudaStream_t s, float *d, unsigned g1, unsigned g2, v
     if (cudaStreamEndCapture(s, &g) != cudaSuccess)
         return nullptr;
     return g;
+}
+
+static cudaError_t exec_update(cudaGraphExec_t x, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info)
+{
+    if (!std::getenv("RT_GGML_DRIVER_UPDATE"))
+        return cudaGraphExecUpdate(x, g, info);
+    void *fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuGraphExecUpdate", &fn, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || !fn)
+        return cudaErrorSymbolNotFound;
+    CUresult r = ((CUresult(*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *))fn)(
+        (CUgraphExec)x, (CUgraph)g, (CUgraphExecUpdateResultInfo *)info);
+    return r == CUDA_SUCCESS ? cudaSuccess
+           : r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE ? cudaErrorGraphExecUpdateFailure : cudaErrorUnknown;
 }
 
 int main()
@@ -92,7 +111,7 @@ int main()
     if (!g2)
         return 1;
     cudaGraphExecUpdateResultInfo info;
-    cudaError_t st = cudaGraphExecUpdate(x, g2, &info);
+    cudaError_t st = exec_update(x, g2, &info);
     if (st == cudaErrorGraphExecUpdateFailure) {
         (void)cudaGetLastError();
         CHECK(cudaGraphExecDestroy(x));

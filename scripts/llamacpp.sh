@@ -30,6 +30,14 @@ if [ "$(cat "$MARK" 2>/dev/null)" = "$STAMP" ]; then echo "$CACHE"; exit 0; fi
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 start=$SECONDS
 mkdir -p "$CACHE"
+# One build at a time (two ninjas in one build folder corrupt it); a second caller waits for the
+# first and then finds the marker.
+exec 9>"$CACHE/.lock"
+if ! flock -n 9; then
+    echo "llamacpp: another build holds $CACHE/.lock; waiting for it" >&2
+    flock 9
+fi
+if [ "$(cat "$MARK" 2>/dev/null)" = "$STAMP" ]; then echo "$CACHE"; exit 0; fi
 src="$CACHE/src"
 if [ ! -f "$src/CMakeLists.txt" ]; then
     echo "llamacpp: fetching the llama-cpp-python $VERSION sdist (~75 MB) from PyPI" >&2

@@ -20,7 +20,7 @@
 #include "record/col.h"
 #include "tokprof/format.h"
 
-#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
+#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (3 MiB) */
 
 /* The GPU mode may leave records out (tkp_cupti_filters), as of this batch. */
 static int filters;

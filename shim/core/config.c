@@ -54,13 +54,15 @@ void tkp_config_note_program(void)
 
 /* ---- parsers: v is the value, NULL when unset; 0, or -1 when v is not valid ---------------- */
 
-/* A decimal number in [lo, hi] (MB and seconds may be fractional: "0.25"), times scale. */
+/* 'u' a whole number, 'n' a decimal one (MB and seconds may be fractional: "0.25"), in [lo, hi],
+ * times scale. */
 static int p_num(const struct tkp_setting *s, const char *v)
 {
     char *end;
     errno = 0;
     double x = v ? strtod(v, &end) : 0;
     if (!v || errno || *end || end == v || !(x >= s->lo && x <= s->hi)) return -1;
+    if (s->kind == 'u' && (strpbrk(v, ".eExXpP") || x != (double)(uint64_t)x)) return -1;
     x *= s->scale;
     if (s->size == 8) *(uint64_t *)s->dst = (uint64_t)x;
     else *(unsigned *)s->dst = (unsigned)x;
@@ -75,15 +77,16 @@ static int p_str(const struct tkp_setting *s, const char *v)
     return 0;
 }
 
-/* One of the words of s->want ("a|b|c", any case), stored as its index (an enum's value). */
+/* One of the words of s->values ("a|b|c"; 'C': any case), stored as its index (an enum's
+ * value). */
 static int p_word(const struct tkp_setting *s, const char *v)
 {
     if (!v) return -1;
     size_t n = strlen(v);
     int i = 0;
-    for (const char *w = s->want; *w; i++) {
+    for (const char *w = s->values; *w; i++) {
         size_t k = strcspn(w, "|");
-        if (k == n && !strncasecmp(w, v, n)) {
+        if (k == n && !(s->kind == 'C' ? strncasecmp : strncmp)(w, v, n)) {
             *(int *)s->dst = i;
             return 0;
         }
@@ -103,11 +106,10 @@ static int p_log(const struct tkp_setting *s, const char *v)
     return 0;
 }
 
-/* TOKPROF_DISABLE: any value but 0. */
-static int p_disable(const struct tkp_setting *s, const char *v)
+/* 'b': any value but 0 turns it on. */
+static int p_switch(const struct tkp_setting *s, const char *v)
 {
-    (void)s;
-    tkp_cfg.disabled = v && strcmp(v, "0") != 0;
+    *(int *)s->dst = v && strcmp(v, "0") != 0;
     return 0;
 }
 
@@ -178,7 +180,7 @@ static int p_gpu(const struct tkp_setting *s, const char *v)
     int i;
     struct tkp_setting w = *s;
     w.dst = &i;
-    w.want = "always|off|trigger";
+    w.values = "always|off|trigger";
     if (p_word(&w, v)) return -1;
     tkp_cfg.gpu_mode = mode[i];
     return 0;
@@ -235,135 +237,122 @@ static int p_signal(const struct tkp_setting *s, const char *v)
 
 /* ---- the table ----------------------------------------------------------------------------- */
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#define NUM(place, lo_, hi_, scale_)                                                               \
-    .parse = p_num, .dst = &(place), .size = sizeof(place), .lo = (lo_), .hi = (hi_),            \
-    .scale = (scale_)
-#define TEXT(place) .parse = p_str, .dst = (place), .size = sizeof(place)
-#define WORD(place, words) .parse = p_word, .dst = &(place), .want = (words)
-
-static const struct tkp_setting table[] = {
-    {"TOKPROF_LOG", .parse = p_log, .def = "warn", .want = "quiet|warn|debug",
-     .doc = "`quiet`, `warn` or `debug`, on stderr"},
-    {"TOKPROF_DISABLE", .parse = p_disable, .def = NULL,
-     .doc = "any value but `0`: the shim forwards every call and records nothing"},
-    {"TOKPROF_OUT", TEXT(tkp_cfg.out_dir), .def = ".", .want = "a path under 512 bytes",
-     .doc = "directory for captures; refused (one line, capture off) when it is a symbolic link, "
-       "another user's (root's with the sticky bit excepted), or writable by others without "
-       "the sticky bit. Set it for a deployment ([docs/OPERATIONS.md](docs/OPERATIONS.md), "
-       "\"Files and directories\")"},
-    {"TOKPROF_STEP", .parse = p_step, .def = "auto",
-     .want = "auto|sync|graph|marker|nvtx:RE|kernel:RE (RE a POSIX extended regex)",
-     .doc = "how steps (one token per sequence) are found: `auto`, `sync`, `graph`, "
-       "`nvtx:REGEX`, `kernel:REGEX`, `marker` (below)"},
-    {"TOKPROF_BUFFER_MB", NUM(tkp_cfg.buffer_mb, 1, 65536, 1), .def = "64",
-     .doc = "memory for all per-thread rings together; a thread that finds none drops (and "
-       "counts) its records"},
-    {"TOKPROF_RING_KB", NUM(tkp_cfg.ring_kb, 4, 1048576, 1), .def = "1024",
-     .doc = "one thread's ring (64-byte records); a full ring drops and counts, never blocks"},
-    {"TOKPROF_FLUSH_MS", NUM(tkp_cfg.flush_ms, 1, 600000, 1), .def = "200",
-     .doc = "longest time between two chunks on disk"},
-    {"TOKPROF_STEP_COPY_MAX", NUM(tkp_cfg.step_copy_max, 1, 1u << 30, 1), .def = "4194304",
-     .doc = "`auto`: the largest device-to-host copy that can end a step"},
-    {"TOKPROF_STACKS", .parse = p_stacks, .def = "off",
-     .want = "off|first:K|sample:N (1..1e9)",
-     .doc = "host call stacks of launches, for `tokprof stacks`: `first:K` the first K launches "
-       "of each kernel, `sample:N` one launch in N per thread (~300 ns per sampled launch)"},
-    {"TOKPROF_STACKS_UNWINDER", WORD(tkp_cfg.stacks_unwinder, "auto|backtrace|libunwind"),
-     .def = "auto",
-     .doc = "`auto`/`libunwind`: `libunwind.so.8` (dlopen'ed when stacks are on), else glibc "
-       "`backtrace()` (~10× slower); `backtrace` forces the latter"},
-    {"TOKPROF_GPU", .parse = p_gpu, .def = "always",
-     .want = "always|off|trigger|window:N/M (1<=N<=M)",
-     .doc = "tier 2, GPU start/end of every kernel and copy through CUPTI: `always`, "
-       "`window:N/M` (N steps out of every M), `trigger` (SIGUSR2 arms the next "
-       "`TOKPROF_GPU_TRIGGER_STEPS`), `off`. Without CUPTI, under nsys/torch.profiler, or "
-       "without a GPU: one warning, tier 1 goes on, the capture says why"},
-    {"TOKPROF_GPU_TRIGGER_STEPS", NUM(tkp_cfg.gpu_trigger_steps, 1, 1e9, 1), .def = "10",
-     .doc = "`TOKPROF_GPU=trigger`: how many steps a trigger arms"},
-    {"TOKPROF_GPU_BUFFER_MB", NUM(tkp_cfg.gpu_buffer_mb, 1, 65536, 1), .def = "32",
-     .doc = "host memory for CUPTI activity buffers (past it CUPTI drops and counts)"},
-    {"TOKPROF_CUPTI_PATH", TEXT(tkp_cfg.cupti_path), .def = "libcupti.so.13",
-     .want = "a path under 512 bytes",
-     .doc = "the CUPTI library to load"},
-    {"TOKPROF_CLOCK", WORD(tkp_cfg.clock, "auto|monotonic|tsc"), .def = "auto",
-     .doc = "how records are stamped: `auto` uses the TSC where the kernel's clocksource is "
-       "`tsc` (constant, nonstop), converted to CLOCK_MONOTONIC ns by the writer; "
-       "`monotonic` calls clock_gettime for every record. Captures always hold "
-       "CLOCK_MONOTONIC ns"},
-    {"TOKPROF_MODE", WORD(tkp_prod.flight, "stream|flight"), .def = "stream",
-     .doc = "`stream` (write everything) or `flight` (keep the last seconds in memory, write "
-       "snapshots on a trigger)"},
-    /* Bounded by default (docs/OPERATIONS.md, "Disk"): 256 MB files, the newest 4 kept, so
-     * one process never holds more than about 1 GiB; 0 lifts either bound. */
-    {"TOKPROF_MAX_MB", NUM(tkp_prod.max_bytes, 0, 1 << 24, 1048576.0),
-     .def = STR(TKP_DEFAULT_MAX_MB),
-     .doc = "stream: rotate to `<program>.<pid>.<K>.tokprof` before a file passes this size (0: "
-       "no cap)"},
-    {"TOKPROF_KEEP", NUM(tkp_prod.keep, 0, 65535, 1), .def = STR(TKP_DEFAULT_KEEP),
-     .doc = "keep the newest K files of the process (rotated files or snapshots; 0: all): with "
-       "`TOKPROF_MAX_MB`, about 1 GiB per process by default"},
-    {"TOKPROF_MIN_FREE_MB", NUM(tkp_prod.min_free_bytes, 0, 1 << 30, 1048576.0),
-     .def = STR(TKP_DEFAULT_MIN_FREE_MB),
-     .doc = "stop writing (one line, a LOSS record saying so) before the output filesystem's "
-       "free space falls under this"},
-    {"TOKPROF_MIN_FREE_PCT", NUM(tkp_prod.min_free_pct, 0, 100, 1),
-     .def = STR(TKP_DEFAULT_MIN_FREE_PCT),
-     .doc = "… or under this percentage of its size, whichever is higher"},
-    {"TOKPROF_FLIGHT_MB", NUM(tkp_prod.flight_bytes, 0.01, 1 << 16, 1048576.0), .def = "64",
-     .doc = "flight: memory for the retained compressed chunks"},
-    {"TOKPROF_FLIGHT_BEFORE_S", NUM(tkp_prod.before_ns, 0, 86400, 1e9), .def = "10",
-     .doc = "flight: seconds before the trigger in a snapshot"},
-    {"TOKPROF_FLIGHT_AFTER_S", NUM(tkp_prod.after_ns, 0, 86400, 1e9), .def = "2",
-     .doc = "flight: seconds after the trigger in a snapshot"},
-    {"TOKPROF_TRIGGER", .parse = p_trigger, .def = NULL,
-     .want = "step>Nms|step>Ns|step>F*p50",
-     .doc = "flight: `step>40ms`, `step>3*p50` — a slow token step takes a snapshot"},
-    {"TOKPROF_TRIGGER_SIGNAL", .parse = p_signal, .def = "USR2",
-     .want = "a signal (USR1, USR2, RTMIN+N, a number, none)",
-     .doc = "flight: a signal that takes a snapshot (`none` to disable)"},
-    {"TOKPROF_TRIGGER_FILE", TEXT(tkp_prod.trigger_file), .def = NULL,
-     .want = "a path under 512 bytes",
-     .doc = "flight: touching this file takes a snapshot"},
-    {"TOKPROF_TRIGGER_MIN_S", NUM(tkp_prod.min_gap_ns, 0, 86400 * 365, 1e9), .def = "60",
-     .doc = "at most one snapshot per period; further triggers are counted"},
-    {"TOKPROF_TEST_WRITER_DELAY_MS", NUM(tkp_prod.test_delay_ms, 0, 600000, 1), .def = "0",
-     .doc = "tests only: each chunk write takes this long (a slow disk)"},
+enum setting_id {
+#define TKP_SETTING(name, kind, def, lo, hi, values, doc) S_##name,
+#include "tokprof/settings.def"
+#undef TKP_SETTING
+    S_COUNT
 };
+
+/* Where each value goes; a parser of its own where its kind's will not do (values with
+ * placeholders, or a value that sets several fields). A name settings.def lacks does not compile. */
+#define NUM(place, scale_) .dst = &(place), .size = sizeof(place), .scale = (scale_)
+#define TEXT(place) .dst = (place), .size = sizeof(place)
+#define MB 1048576.0
+#define S 1e9
+static const struct tkp_setting places[S_COUNT] = {
+    [S_TOKPROF_LOG] = {.parse = p_log},
+    [S_TOKPROF_DISABLE] = {.dst = &tkp_cfg.disabled},
+    [S_TOKPROF_OUT] = {TEXT(tkp_cfg.out_dir)},
+    [S_TOKPROF_STEP] = {.parse = p_step},
+    [S_TOKPROF_BUFFER_MB] = {NUM(tkp_cfg.buffer_mb, 1)},
+    [S_TOKPROF_RING_KB] = {NUM(tkp_cfg.ring_kb, 1)},
+    [S_TOKPROF_FLUSH_MS] = {NUM(tkp_cfg.flush_ms, 1)},
+    [S_TOKPROF_STEP_COPY_MAX] = {NUM(tkp_cfg.step_copy_max, 1)},
+    [S_TOKPROF_STACKS] = {.parse = p_stacks},
+    [S_TOKPROF_STACKS_UNWINDER] = {.dst = &tkp_cfg.stacks_unwinder},
+    [S_TOKPROF_GPU] = {.parse = p_gpu},
+    [S_TOKPROF_GPU_TRIGGER_STEPS] = {NUM(tkp_cfg.gpu_trigger_steps, 1)},
+    [S_TOKPROF_GPU_BUFFER_MB] = {NUM(tkp_cfg.gpu_buffer_mb, 1)},
+    [S_TOKPROF_CUPTI_PATH] = {TEXT(tkp_cfg.cupti_path)},
+    [S_TOKPROF_CLOCK] = {.dst = &tkp_cfg.clock},
+    [S_TOKPROF_MODE] = {.dst = &tkp_prod.flight},
+    /* Bounded by default (docs/OPERATIONS.md, "Disk"): 256 MB files, the newest 4 kept, so one
+     * process never holds more than about 1 GiB; 0 lifts either bound (settings.def). */
+    [S_TOKPROF_MAX_MB] = {NUM(tkp_prod.max_bytes, MB)},
+    [S_TOKPROF_KEEP] = {NUM(tkp_prod.keep, 1)},
+    [S_TOKPROF_MIN_FREE_MB] = {NUM(tkp_prod.min_free_bytes, MB)},
+    [S_TOKPROF_MIN_FREE_PCT] = {NUM(tkp_prod.min_free_pct, 1)},
+    [S_TOKPROF_FLIGHT_MB] = {NUM(tkp_prod.flight_bytes, MB)},
+    [S_TOKPROF_FLIGHT_BEFORE_S] = {NUM(tkp_prod.before_ns, S)},
+    [S_TOKPROF_FLIGHT_AFTER_S] = {NUM(tkp_prod.after_ns, S)},
+    [S_TOKPROF_TRIGGER] = {.parse = p_trigger},
+    [S_TOKPROF_TRIGGER_SIGNAL] = {.parse = p_signal},
+    [S_TOKPROF_TRIGGER_FILE] = {TEXT(tkp_prod.trigger_file)},
+    [S_TOKPROF_TRIGGER_MIN_S] = {NUM(tkp_prod.min_gap_ns, S)},
+    [S_TOKPROF_TEST_WRITER_DELAY_MS] = {NUM(tkp_prod.test_delay_ms, 1)},
+};
+#undef MB
+#undef S
+
+static struct tkp_setting table[S_COUNT];
+
+/* settings.def's rows, with their places; the kinds' parsers where none is given. */
+static void table_init(void)
+{
+    static const struct tkp_setting described[S_COUNT] = {
+#define TKP_SETTING(name_, kind_, def_, lo_, hi_, values_, doc_)                                   \
+    [S_##name_] = {.name = #name_, .kind = kind_, .def = def_, .lo = lo_, .hi = hi_,             \
+                   .values = values_, .doc = doc_},
+#include "tokprof/settings.def"
+#undef TKP_SETTING
+    };
+    for (int i = 0; i < S_COUNT; i++) {
+        struct tkp_setting *t = &table[i];
+        *t = described[i];
+        t->parse = places[i].parse;
+        t->dst = places[i].dst;
+        t->size = places[i].size;
+        t->scale = places[i].scale;
+        if (!t->parse)
+            t->parse = t->kind == 'u' || t->kind == 'n' ? p_num
+                       : t->kind == 's'                 ? p_str
+                       : t->kind == 'b'                 ? p_switch
+                                                        : p_word;
+    }
+}
 
 const struct tkp_setting *tkp_settings(size_t *n)
 {
-    *n = sizeof table / sizeof table[0];
+    if (!table[0].name) table_init();
+    *n = S_COUNT;
     return table;
 }
 
 /* v, else (bad: one warning) the default. */
 static int set(const struct tkp_setting *s, const char *v)
 {
+    const char *def = *s->def ? s->def : NULL;
     if (v && !*v) v = NULL; /* set but empty: unset */
     if (v && !s->parse(s, v)) return 0;
-    if (!v && !s->parse(s, s->def)) return 0;
     if (v) {
-        char range[64];
-        if (!s->want) snprintf(range, sizeof range, "a number in [%g, %g]", s->lo, s->hi);
-        tkp_warn("%s=%s is not %s; using %s", s->name, v, s->want ? s->want : range,
-                 s->def ? s->def : "none");
+        char want[64];
+        if (s->kind == 'u' || s->kind == 'n')
+            snprintf(want, sizeof want, "a %s in [%g, %g]",
+                     s->kind == 'u' ? "whole number" : "number", s->lo, s->hi);
+        else if (s->kind == 's')
+            snprintf(want, sizeof want, "shorter than %u bytes", s->size);
+        tkp_warn("%s=%s is not %s; using %s", s->name, v, s->values ? s->values : want,
+                 def ? def : "none");
     }
-    s->parse(s, s->def);
+    s->parse(s, def);
     return v ? -1 : 0;
 }
 
 int tkp_config_set(const char *name, const char *value)
 {
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (!strcmp(table[i].name, name)) return set(&table[i], value);
+    size_t n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(t[i].name, name)) return set(&t[i], value);
     return -2;
 }
 
 void tkp_config_load(void)
 {
     if (!tkp_cfg.program[0]) tkp_config_note_program(); /* a start without the constructor */
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        set(&table[i], secure_getenv(table[i].name));
+    size_t n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    for (size_t i = 0; i < n; i++)
+        set(&t[i], secure_getenv(t[i].name));
 }

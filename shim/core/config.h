@@ -1,7 +1,8 @@
-/* The shim's settings (config.c): every TOKPROF_* variable in one table, with its parser, its
- * default and its line in README.md's table (a unit test compares the two), read once by
- * tkp_config_load() when a capture starts, before any hook records. Nothing else in the shim
- * reads the environment; the folders above read the parsed values here (tkp_cfg, tkp_prod). */
+/* The shim's settings (config.c): every TOKPROF_* variable in one table, built from
+ * include/tokprof/settings.def (name, kind, default, bounds, values, README line) with where each
+ * goes and its parser, read once by tkp_config_load() when a capture starts, before any hook
+ * records. Nothing else in the shim reads the environment; the folders above read the parsed
+ * values here (tkp_cfg, tkp_prod). */
 #ifndef TKP_CORE_CONFIG_H
 #define TKP_CORE_CONFIG_H
 
@@ -19,9 +20,9 @@ enum tkp_step_mode {
 };
 enum tkp_stacks_mode { TKP_STACKS_OFF = 0, TKP_STACKS_FIRST = 1, TKP_STACKS_SAMPLE = 2 };
 enum tkp_gpu_mode { TKP_GPUMODE_ALWAYS, TKP_GPUMODE_WINDOW, TKP_GPUMODE_TRIGGER, TKP_GPUMODE_OFF };
-/* In the order of the words config.c's table lists for them. */
-enum tkp_clock_choice { TKP_CLOCK_AUTO, TKP_CLOCK_MONOTONIC, TKP_CLOCK_TSC };
-enum tkp_unwinder_choice { TKP_UNWINDER_AUTO, TKP_UNWINDER_BACKTRACE, TKP_UNWINDER_LIBUNWIND };
+/* In the order of their words in settings.def. */
+enum tkp_clock_choice { TKP_CLOCK_AUTO, TKP_CLOCK_TSC, TKP_CLOCK_MONOTONIC };
+enum tkp_unwinder_choice { TKP_UNWINDER_AUTO, TKP_UNWINDER_LIBUNWIND, TKP_UNWINDER_BACKTRACE };
 
 struct tkp_config {
     int disabled;
@@ -75,19 +76,22 @@ struct tkp_prod_config {
 };
 extern struct tkp_prod_config tkp_prod;
 
-/* One row of the table: a variable, how its value is read, and what it means. */
+/* One row of the table: settings.def's description of a variable (see there), and where its
+ * value goes and how it is read. */
 struct tkp_setting {
     const char *name;
-    /* Reads v (NULL: unset) into the setting's place; 0, or -1 when v is not a valid value. */
+    char kind;          /* 'u' 'n' 'c' 'C' 's' 'b' */
+    const char *def;    /* the default as the variable would spell it; "": none (unset) */
+    double lo, hi;      /* 'u', 'n': the range of the value as written */
+    const char *values; /* 'c', 'C': the accepted values */
+    const char *doc;    /* its line in README.md's table */
+    /* Reads v (NULL: unset) into dst; 0, or -1 when v is not a valid value. */
     int (*parse)(const struct tkp_setting *s, const char *v);
     void *dst;
-    unsigned size;        /* numbers: sizeof *dst (4 or 8) */
-    double lo, hi, scale; /* numbers: the range of the value as written, and its unit */
-    const char *def;      /* the default as the variable would spell it; NULL: unset */
-    const char *want;     /* what a valid value looks like, for the warning; NULL: a number */
-    const char *doc;      /* its line in README.md's table */
+    unsigned size; /* sizeof *dst where the kind's parser needs it (numbers: 4 or 8; 's') */
+    double scale;  /* numbers: what the value as written is multiplied by (MB, seconds) */
 };
-/* The table, in README.md's order; *n its length. Static storage. */
+/* The table, in settings.def's order; *n its length. Static storage. */
 const struct tkp_setting *tkp_settings(size_t *n);
 
 /* Reads every TOKPROF_* variable once (secure_getenv, in the table's order: TOKPROF_LOG first,

@@ -1,6 +1,7 @@
-/* The settings table (shim/core/config.c): README.md's table of variables is this table, row for
- * row; unset variables get the defaults the table states; a bad value gets the default;
- * TOKPROF_STEP's regex is compiled when the settings are read. */
+/* The settings table (shim/core/config.c, from include/tokprof/settings.def): README.md's table
+ * of variables is this table, row for row; every row has its place in the shim; unset variables
+ * get the defaults the table states; a bad value gets the default; TOKPROF_STEP's regex is
+ * compiled when the settings are read. */
 #include <criterion/criterion.h>
 #include <regex.h>
 #include <signal.h>
@@ -25,7 +26,7 @@ TestSuite(shim_config, .init = unset_all);
 static void row(const struct tkp_setting *s, char *out, size_t n)
 {
     char def[600];
-    if (s->def) snprintf(def, sizeof def, "`%s`", s->def);
+    if (*s->def) snprintf(def, sizeof def, "`%s`", s->def);
     else snprintf(def, sizeof def, "unset");
     snprintf(out, n, "| `%s` | %s | %s |", s->name, def, s->doc);
 }
@@ -51,7 +52,7 @@ Test(shim_config, readme_lists_the_table_row_for_row)
     }
     fclose(f);
     if (bad || k != n) {
-        fprintf(stderr, "README.md's table should read (shim/core/config.c):\n");
+        fprintf(stderr, "README.md's table should read (include/tokprof/settings.def):\n");
         for (size_t i = 0; i < n; i++) {
             row(&t[i], want, sizeof want);
             fprintf(stderr, "%s\n", want);
@@ -59,6 +60,23 @@ Test(shim_config, readme_lists_the_table_row_for_row)
     }
     cr_assert(!bad && k == n, "README.md has %zu TOKPROF_ rows, the table %zu (stderr: the diff)",
               k, n);
+}
+
+Test(shim_config, every_setting_has_a_parser_and_a_place)
+{
+    size_t n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    cr_assert_eq(n, 28);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_not_null(t[i].parse, "%s", t[i].name);
+        cr_assert(t[i].dst || (t[i].kind == 'c' || t[i].kind == 'C'), "%s has no place",
+                  t[i].name);
+        if (t[i].kind == 'u' || t[i].kind == 'n')
+            cr_assert(t[i].size == 4 || t[i].size == 8, "%s", t[i].name);
+        cr_assert(!strncmp(t[i].name, "TOKPROF_", 8));
+        cr_assert_eq(tkp_config_set(t[i].name, NULL), 0, "%s: its default parses", t[i].name);
+    }
+    cr_assert_str_eq(t[0].name, "TOKPROF_LOG", "read first: it governs the others' warnings");
 }
 
 Test(shim_config, unset_variables_get_the_tables_defaults)

@@ -17,6 +17,8 @@ The median of five (and a 2 s cap on each) rather than one timing: a 2-core mach
 other builds may deschedule the sidecar for a moment; a sidecar that waits on its clients is late
 by seconds on every scrape."""
 import os, shutil, socket, statistics, subprocess, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from live_test import free_port  # noqa: E402  (the live tests' own)
 
 tokprof, work, case = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
@@ -28,14 +30,6 @@ def check(ok, what):
     print(("ok   " if ok else "FAIL ") + what, flush=True)
     if not ok:
         failed.append(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def request(port, raw, timeout=10.0):

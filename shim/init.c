@@ -23,7 +23,6 @@
 #include "record/stacks.h"
 #include "record/step.h"
 #include "sink/flight.h"
-#include "sink/prod.h"
 #include "sink/stream.h"
 #include "writer/writer.h"
 
@@ -87,9 +86,10 @@ static int start(void)
         atomic_store(&tkp_state, -1);
         return 0;
     }
-    tkp_config_load();
-    tkp_stacks_config(); /* TOKPROF_STACKS, TOKPROF_STACKS_UNWINDER (record/stacks.c) */
-    tkp_prod_config_load(); /* TOKPROF_MODE, budgets, flight recorder, triggers (sink/prod.c) */
+    tkp_config_load(); /* every TOKPROF_* variable, TOKPROF_STEP's regex compiled: before any
+                        * hook records (the others wait for tkp_state) */
+    tkp_stacks_config(); /* the settings the floors keep themselves, before the writer runs */
+    tkp_cupti_config();
     if (tkp_cfg.disabled) {
         atomic_store(&tkp_state, -1);
         return 0;

@@ -11,7 +11,7 @@
 #include "base/err.h"
 #include "tokprof/tokprof.h"
 
-static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run,
+static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run, &tkp_cmd_doctor,
                                              &tkp_cmd_gemm, &tkp_cmd_moe, &tkp_cmd_check,
                                              &tkp_cmd_steps, &tkp_cmd_kernels, &tkp_cmd_analyze,
                                              &tkp_cmd_diff, &tkp_cmd_export, &tkp_cmd_heatmap,

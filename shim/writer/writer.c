@@ -508,13 +508,14 @@ static msgpack_packer *enc_packer(void *ctx)
 static struct {
     const char *p;
     uint32_t id, seq; /* seq: the chunk (writer.seq + 1) in which p was last checked; 0 none */
-} seen[64];
+} seen[256];
 
 static uint32_t enc_name(void *ctx, const char *s)
 {
     (void)ctx;
     chunk_begin();
-    __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
+    uintptr_t h = (uintptr_t)s;
+    __typeof__(seen[0]) *c = &seen[((h >> 3) ^ (h >> 11)) & 255]; /* names sit close together */
     if (c->p == s && c->seq == writer.seq + 1) return c->id; /* checked in this chunk */
     const char *known = c->p == s ? tkp_names_str(&writer.names, c->id) : NULL;
     if (known && !strcmp(known, s) && tkp_names_defined(&writer.names, c->id, writer.seq)) {

@@ -251,6 +251,7 @@ void tkp_rings_reset_after_fork(void)
      * other ring belonged to a thread that is not here. */
     uint32_t n = atomic_load(&nrings);
     atomic_store(&next_thread, 0);
+    atomic_store(&writer_sleeps, 0); /* the parent's writer, not here */
     for (uint32_t i = 0; i < n; i++) {
         struct tkp_ring *r = rings[i];
         atomic_store(&r->head, 0);

@@ -24,9 +24,12 @@
 #include "record/step.h"
 #include "sink/flight.h"
 #include "sink/stream.h"
+#include "tokprof/format.h"
 #include "writer/writer.h"
 
 static int atexit_registered;
+#define GPU_RING_SCALE 4
+
 static pid_t started_pid;
 
 static int start(void);
@@ -109,6 +112,12 @@ static int start(void)
         pthread_atfork(NULL, NULL, after_fork_child);
     }
     tkp_cupti_start(); /* tier 2; fails soft to tier 1 */
+    /* With GPU time a launch fills two ring slots (its record and CUPTI's correlation) and costs
+     * the writer a GPU record besides: rings four times the size ride out the same writer
+     * latency (docs/BENCH.md, "Writer"). */
+    struct tkp_cupti_status gst;
+    tkp_cupti_status(&gst);
+    tkp_rings_set_scale(gst.status == TKP_GPU_ON ? GPU_RING_SCALE : 1);
     atomic_store(&tkp_state, 1);
     return 1;
 }

@@ -516,6 +516,13 @@ struct tkp_cupti_buf *tkp_cupti_take(void)
     return (struct tkp_cupti_buf *)rev;
 }
 
+void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more)
+{
+    struct gbuf *g = (struct gbuf *)list;
+    while (g->next) g = g->next;
+    g->next = (struct gbuf *)more;
+}
+
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec)
 {
     const struct gbuf *g = (const struct gbuf *)b;

@@ -39,6 +39,8 @@ struct tkp_cupti_buf;
 /* The buffers completed so far, oldest first, as a list that tkp_cupti_release() walks; NULL
  * when none. The caller owns them until it releases them. */
 struct tkp_cupti_buf *tkp_cupti_take(void);
+/* Puts the list `more` (from tkp_cupti_take) after the last buffer of `list`. */
+void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more);
 /* Advances *rec to the buffer's next activity record (*rec NULL: the first); 0 at the end. */
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
 /* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */

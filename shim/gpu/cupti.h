@@ -4,8 +4,9 @@
  * encodes the buffers into chunks, is gpuenc.c; it uses this header, never the other way round.
  *
  * Who calls what:
- *   shim/init.c  tkp_cupti_start() once capture has started; tkp_cupti_stop() at exit, before
- *                the writer's final drain; tkp_cupti_after_fork() in a fork child; and it hands
+ *   shim/init.c  tkp_cupti_config() before the writer starts, tkp_cupti_start() once capture
+ *                has started; tkp_cupti_stop() at exit, before the writer's final drain;
+ *                tkp_cupti_after_fork() in a fork child; and it hands
  *                tkp_cupti_on_segment() to the step detector, which calls it when the calling
  *                thread's segment advances (window and trigger modes switch activity there).
  *   graph.c      tkp_cupti_graph_node() for every node of an instantiated graph.
@@ -17,13 +18,17 @@
 #include <cupti.h>
 #include <stdint.h>
 
+/* Takes TOKPROF_GPU and its companions from tkp_cfg, before the writer thread starts (which
+ * reads the mode and status): shim/init.c, after tkp_config_load(). */
+void tkp_cupti_config(void);
 void tkp_cupti_start(void);
 void tkp_cupti_stop(void);
 void tkp_cupti_after_fork(void);
 void tkp_cupti_on_segment(uint32_t new_seg);
-/* graph.c: CUPTI's id of a node (0 when CUPTI is off), and its capture-local graph/node ids. */
+/* graph.c: CUPTI's id of a node (0 when CUPTI is off), and its capture-local graph/node ids from
+ * `since` (a tkp_stamp()) on: an updated exec maps the same CUPTI node to a new graph version. */
 uint64_t tkp_cupti_node_id(void *cu_graph_node);
-void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node);
+void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node, uint64_t since);
 /* Arms the next `steps` segments of the stepping thread for GPU tracing (trigger mode; also the
  * entry point for later production triggers). Async-signal-safe. */
 void tkp_gpu_arm(unsigned steps);
@@ -34,6 +39,8 @@ struct tkp_cupti_buf;
 /* The buffers completed so far, oldest first, as a list that tkp_cupti_release() walks; NULL
  * when none. The caller owns them until it releases them. */
 struct tkp_cupti_buf *tkp_cupti_take(void);
+/* Puts the list `more` (from tkp_cupti_take) after the last buffer of `list`. */
+void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more);
 /* Advances *rec to the buffer's next activity record (*rec NULL: the first); 0 at the end. */
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
 /* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */
@@ -43,9 +50,10 @@ int tkp_cupti_filters(void);
 /* 1 when a record of (capture-local thread, step) falls outside the traced steps (window and
  * trigger modes: CUPTI was switched on early or off late around it), so the encoder drops it. */
 int tkp_cupti_untraced(uint32_t thread, uint32_t step);
-/* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered; 0 when
+/* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered for the
+ * version current at `stamp` (the launch's CUPTI callback; UINT64_MAX: the newest); 0 when
  * unknown. */
-int tkp_cupti_node_lookup(uint64_t cupti_id, uint32_t *graph, uint64_t *node);
+int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node);
 /* The tier's state as GPU_INFO reports it; the strings are the tier's own (valid until the next
  * capture start or fork). */
 struct tkp_cupti_status {

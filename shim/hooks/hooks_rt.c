@@ -101,12 +101,9 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
 
 #define LAUNCH_BODY(via, key, kind, stream, g, b, smem, call)                                      \
     do {                                                                                          \
-        if (tkp_should_record()) {                                                                \
-            int e_ = errno;                                                                       \
+        if (tkp_should_record()) /* errno: tkp_emit_launch keeps it */                            \
             tkp_emit_launch(via, (uint64_t)(uintptr_t)(key), kind, (uint64_t)(uintptr_t)(stream), \
                            (g).x, (g).y, (g).z, (b).x, (b).y, (b).z, (unsigned)(smem));           \
-            errno = e_;                                                                           \
-        }                                                                                         \
         return CALL_REAL(call);                                                                   \
     } while (0)
 
@@ -235,6 +232,19 @@ static cudaError_t hook_cudaGraphInstantiateWithFlags(cudaGraphInstantiateWithFl
     int top = tkp_tls.depth == 0;
     cudaError_t rv = CALL_REAL(real(e, g, flags));
     if (top && rv == cudaSuccess && e && tkp_active()) tkp_graph_instantiated(*e, g);
+    return rv;
+}
+
+/* llama.cpp re-captures its decode graph and updates the exec it has: from now on the exec
+ * replays the new graph's kernels and grids (graph.h: a new version of the exec). */
+RT_PAIR(cudaError_t, cudaGraphExecUpdate, NOSYM,
+        (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info), (e, g, info))
+static cudaError_t hook_cudaGraphExecUpdate(cudaGraphExecUpdate_fn real, cudaGraphExec_t e,
+                                            cudaGraph_t g, cudaGraphExecUpdateResultInfo *info)
+{
+    int top = tkp_tls.depth == 0;
+    cudaError_t rv = CALL_REAL(real(e, g, info));
+    if (top && rv == cudaSuccess && tkp_active()) tkp_graph_updated(e, g);
     return rv;
 }
 

@@ -19,6 +19,7 @@
 #include "base/sort.h"
 #include "capture/reader.h"
 #include "cmd/cmd.h"
+#include "cmd/cmd_whatif.h"
 #include "model/analysis.h"
 #include "model/classes.h"
 #include "model/critpath.h"
@@ -27,7 +28,7 @@
 #define SCALES_MAX 16
 
 struct scale {
-    const char *match; /* the argument's left side */
+    char match[256]; /* the argument's left side */
     int cls;           /* a class id, or -1: a regex */
     regex_t re;
     double f;
@@ -41,6 +42,7 @@ struct opts {
     const char *sc_arg[SCALES_MAX];
     int nsc;
     const struct tkp_classes *cl;
+    const char *opt; /* the option's name in messages (NULL: --scale) */
 };
 
 static int parse_factor(struct tkp_ctx *ctx, const char *name, const char *v, double *f)
@@ -92,20 +94,21 @@ static int compile_scales(struct tkp_ctx *ctx, struct opts *o)
     for (int i = 0; i < o->nsc; i++) {
         struct scale *s = &o->sc[i];
         const char *eq = strrchr(o->sc_arg[i], '=');
-        static char buf[SCALES_MAX][256];
         size_t n = (size_t)(eq - o->sc_arg[i]);
-        if (n >= sizeof(buf[i]))
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--scale: '%s' is too long", o->sc_arg[i]);
-        memcpy(buf[i], o->sc_arg[i], n);
-        buf[i][n] = 0;
-        s->match = buf[i];
-        int err = parse_factor(ctx, "--scale", eq + 1, &s->f);
+        s->cls = -3; /* nothing to free */
+        if (n >= sizeof(s->match))
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is too long",
+                                o->opt ? o->opt : "--scale", o->sc_arg[i]);
+        memcpy(s->match, o->sc_arg[i], n);
+        s->match[n] = 0;
+        const char *name = o->opt ? o->opt : "--scale";
+        int err = parse_factor(ctx, name, eq + 1, &s->f);
         if (err) return err;
         s->cls = tkp_classes_find(o->cl, s->match);
         if (s->cls < 0 && regcomp(&s->re, s->match, REG_EXTENDED | REG_NOSUB | REG_ICASE)) {
-            s->cls = -3; /* nothing to free */
-            return tkp_cmd_fail(ctx, TKP_ERR_USAGE,
-                                "--scale: '%s' is neither a kernel class nor a regex", s->match);
+            s->cls = -3;
+            return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is neither a kernel class nor a regex",
+                                name, s->match);
         }
     }
     return 0;
@@ -115,6 +118,34 @@ static void free_scales(struct opts *o)
 {
     for (int i = 0; i < o->nsc; i++)
         if (o->sc[i].cls == -1) regfree(&o->sc[i].re);
+}
+
+struct tkp_whatif_rule {
+    struct opts o;
+};
+
+int tkp_whatif_rule_new(struct tkp_ctx *ctx, const struct tkp_classes *cl, const char *opt,
+                        const char *arg, struct tkp_crit_change *ch, struct tkp_whatif_rule **out)
+{
+    struct tkp_whatif_rule *r = calloc(1, sizeof(*r));
+    if (!r) return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+    r->o.cl = cl, r->o.opt = opt;
+    int err = opt_scale(ctx, opt, arg, &r->o);
+    if (!err) err = compile_scales(ctx, &r->o);
+    if (err) {
+        tkp_whatif_rule_free(r);
+        return err;
+    }
+    ch->scale = scale_of, ch->scale_arg = &r->o;
+    *out = r;
+    return 0;
+}
+
+void tkp_whatif_rule_free(struct tkp_whatif_rule *r)
+{
+    if (!r) return;
+    free_scales(&r->o);
+    free(r);
 }
 
 struct figures {

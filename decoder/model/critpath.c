@@ -741,6 +741,27 @@ const struct tkp_crit_step *tkp_crit_steps(const struct tkp_crit *c, size_t *n)
     return c->steps;
 }
 
+int tkp_crit_intervals(const struct tkp_crit *c, uint64_t **obs, uint64_t **pred, size_t *n,
+                       size_t *skipped)
+{
+    *n = *skipped = 0;
+    *obs = malloc((c->nsteps + 1) * sizeof(**obs));
+    *pred = malloc((c->nsteps + 1) * sizeof(**pred));
+    if (!*obs || !*pred) return free(*obs), free(*pred), *obs = *pred = NULL, TKP_ERR_NOMEM;
+    for (size_t i = 1; i < c->nsteps; i++) {
+        const struct tkp_crit_step *p = &c->steps[i - 1], *s = &c->steps[i];
+        if (!s->token || !p->token || p->thread != s->thread || !s->obs_end || !p->obs_end)
+            continue;
+        if (s->why | p->why) {
+            (*skipped)++;
+            continue;
+        }
+        (*obs)[*n] = s->obs_end - p->obs_end;
+        (*pred)[(*n)++] = s->pred_end > p->pred_end ? s->pred_end - p->pred_end : 0;
+    }
+    return 0;
+}
+
 uint64_t tkp_crit_latency_ns(const struct tkp_crit *c)
 {
     return lat(c);

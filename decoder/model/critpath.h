@@ -89,6 +89,11 @@ int tkp_crit_finish(struct tkp_crit *c);
 /* The steps, in the order their STEP records came (per thread: segment order); valid until
  * tkp_crit_free. */
 const struct tkp_crit_step *tkp_crit_steps(const struct tkp_crit *c, size_t *n);
+/* The token intervals (consecutive token steps of a thread, both ends seen) both of whose ends
+ * were predicted: *obs and *pred get n values each (ns, malloc'd, the caller frees; paired, in
+ * step order), *skipped the intervals left out. 0 or TKP_ERR_NOMEM. After tkp_crit_finish. */
+int tkp_crit_intervals(const struct tkp_crit *c, uint64_t **obs, uint64_t **pred, size_t *n,
+                       size_t *skipped);
 /* The launch latency the model used (ns), and the smallest host gap before a launch. */
 uint64_t tkp_crit_latency_ns(const struct tkp_crit *c);
 uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c);

@@ -30,6 +30,7 @@ Exit 1 on any miss, with the numbers."""
 import argparse
 import json
 import math
+import re
 import os
 import subprocess
 import sys
@@ -112,11 +113,29 @@ def client(lines, recs):
     return itl, {i for i, x in enumerate(lag) if x > bound}
 
 
+def report_check(a, name, change, cap, w):
+    """tokprof report --whatif: its #fig-whatif has the observed and predicted curves, one point
+    per interval whatif compared, the predicted one lower (a speed-up) at the median."""
+    html = os.path.join(a.workdir, name, "report.html")
+    p = subprocess.run([a.tokprof, "report", "-o", html, "--whatif", change, *cap])
+    svg = open(html).read() if p.returncode == 0 else ""
+    i = svg.find('id="fig-whatif"')
+    curves = re.findall(r'<polyline class="series"[^>]*points="([^"]*)"', svg[i:svg.find("</svg>", i)])
+    pts = [[tuple(map(float, x.split(","))) for x in c.split()] for c in curves]
+    ok = i >= 0 and len(pts) == 2 and all(len(c) == w["token_steps"] for c in pts)
+    mid = w["token_steps"] // 2
+    ok = ok and pts[1][mid][1] > pts[0][mid][1]  # SVG y grows downwards: predicted is lower
+    print("%-4s %-22s report --whatif %s: %s" % ("ok" if ok else "FAIL", name, change,
+                                                "two curves of %d points" % w["token_steps"] if ok else svg[i:i + 200]))
+    return not ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     for o in ("--minillm", "--simgpu", "--shim", "--tokprof", "--workdir"):
         ap.add_argument(o, required=True)
     ap.add_argument("--table")
+    ap.add_argument("--report", action="store_true", help="also check tokprof report --whatif")
     ap.add_argument("--tol", type=float, default=5.0)
     ap.add_argument("cases", nargs="+")
     a = ap.parse_args()
@@ -133,6 +152,8 @@ def main():
         if p.returncode:
             sys.exit("FAIL: whatif exit %d" % p.returncode)
         w = json.loads(p.stdout)
+        if a.report and change[0] == "--scale":
+            bad += report_check(a, name, change[1], cap, w)
         pred = {s["index"]: s for s in w["steps"] if s["predicted_ns"] is not None}
         ia, late_a = client(la, ra)
         ib, late_b = client(lb, rb)

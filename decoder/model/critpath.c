@@ -533,12 +533,13 @@ static int replay(struct tkp_crit *c, const struct ev *e)
         s->why |= taint;
         return 0;
     }
-    if (!t->started) t->started = 1, t->obs_ret = t->pred_ret = e->host_ns;
+    int first = !t->started; /* the thread's first record: no segment before it */
+    if (first) t->started = 1, t->obs_ret = t->pred_ret = e->host_ns;
     uint64_t h_obs = e->host_ns, gap = h_obs > t->obs_ret ? h_obs - t->obs_ret : 0;
     uint64_t pg = scale_ns(gap, c->ch.host), pret_extra = 0;
     int launch = e->type == TKP_REC_LAUNCH || e->type == TKP_REC_GRAPH_LAUNCH;
     if (launch && t->prev_launch && gap < c->min_gap) c->min_gap = gap;
-    if (launch && c->ch.launch_ns >= 0) {
+    if (launch && c->ch.launch_ns >= 0 && !first) {
         uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
         pg = scale_ns(gap > c0 ? gap - c0 : 0, c->ch.host) + (uint64_t)c->ch.launch_ns;
     }

@@ -128,6 +128,22 @@ Test(critpath, slower_host)
     tkp_crit_free(c);
 }
 
+Test(critpath, cheaper_launches)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.launch_ns = 100;
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    /* the smallest gap before a launch is 500 (step 1's gemm): each launch's 500 becomes 100;
+     * step 1 is GPU-bound (same end); step 2's attn is called at 17400, starts 19400, the gemm
+     * ends 33400, the sync wakes at 33700 */
+    cr_assert_eq(tkp_crit_launch_cost_ns(c), 500);
+    cr_assert_eq(s[0].pred_end, 17300);
+    cr_assert_eq(s[1].pred_end, 33700, "%llu", (unsigned long long)s[1].pred_end);
+    tkp_crit_free(c);
+}
+
 Test(critpath, missing_gpu_record_is_said)
 {
     struct tkp_crit_change ch;

@@ -732,7 +732,7 @@ int tkp_crit_finish(struct tkp_crit *c)
     c->final = 1;
     int err = drain(c);
     if (err) return err;
-    qsort(c->steps, c->nsteps, sizeof(*c->steps), cmp_step);
+    if (c->nsteps) qsort(c->steps, c->nsteps, sizeof(*c->steps), cmp_step);
     return 0;
 }
 

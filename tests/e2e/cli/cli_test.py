@@ -234,7 +234,7 @@ def t_moe_grouped():
 # flag (None: it has none).
 OPTIONS = {
     "summary": ("--classes", None, "--json"), "dump": ("--type", None, "--raw"),
-    "run": ("--shim", None, None), "gemm": (None, None, "--steps"),
+    "run": ("--shim", None, None), "doctor": ("--shim", None, "--json"), "gemm": (None, None, "--steps"),
     "moe": ("--svg", "--experts", "--json"), "check": ("--baseline", None, "--explain"),
     "steps": ("--to", "--from", "--csv"), "kernels": ("--name", "--top", "--json"),
     "analyze": ("--classes", None, "--json"), "diff": ("--threshold", None, "--all"),
@@ -243,6 +243,7 @@ OPTIONS = {
     "table": ("--database", "--level", "--columns"), "ingest": ("--url", None, "--exit-when-idle"),
     "top": ("--classes", "--window", "--once"), "serve": ("--prometheus", "--keep-ended", None),
     "whatif": ("--classes", "--launch-ns", "--json"),
+    "import": ("--step", None, "--json"),
 }
 
 

@@ -69,6 +69,12 @@ uint64_t *tkp_map64_at(struct tkp_map64 *m, uint64_t key, int add)
     return &m->val[m->n++];
 }
 
+const uint64_t *tkp_map64_get(const struct tkp_map64 *m, uint64_t key)
+{
+    int64_t id = tkp_map_find(&m->ix, tkp_mix64(key), eq64, m->key, &key);
+    return id < 0 ? NULL : &m->val[id];
+}
+
 void tkp_map64_free(struct tkp_map64 *m)
 {
     tkp_map_free(&m->ix);

@@ -69,6 +69,8 @@ struct tkp_map64 {
 /* The value of `key`: NULL when absent, unless add, which enters it with value 0 (NULL then
  * means out of memory). The pointer is valid until the next add. */
 uint64_t *tkp_map64_at(struct tkp_map64 *m, uint64_t key, int add);
+/* The value of `key`, NULL when absent (a lookup only). */
+const uint64_t *tkp_map64_get(const struct tkp_map64 *m, uint64_t key);
 void tkp_map64_free(struct tkp_map64 *m);
 
 #endif

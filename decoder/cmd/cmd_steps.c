@@ -3,8 +3,9 @@
  *
  * JSON (`--json`): one object {"gpu": {"available", "reason"}, "steps": [...]}; each step has
  *   thread, tid, seg, step (token index on the thread, null outside), kind ("token", "outside",
- *   "open": its STEP record is missing), tokens (null when unknown) and tokens_source ("shapes",
- *   "previous", "assumed": analysis.h, tkp_step_tokens; null when unknown), begin_ns,
+ *   "warmup": README "Steps", "open": its STEP record is missing), tokens (null when unknown)
+ *   and tokens_source ("shapes", "previous", "assumed": analysis.h, tkp_step_tokens; null when
+ *   unknown), begin_ns,
  *   mark_ns, end_ns, host_ns, gap_ns (to the thread's next step, null for its last), launches,
  *   graph_launches, copies, anomaly (null, "host", "gpu" or "host,gpu"),
  *   and only when the capture has GPU records: gpu_kernels, gpu_copies, span_ns, busy_ns,

@@ -24,6 +24,8 @@
  *   threads         int      distinct threads the capture mapped (THREAD records)
  *   steps           int      STEP records of kind token
  *   outside_steps   int      STEP records of kind outside (set-up work)
+ *   warmup_steps    int      STEP records of kind warmup (the learned step definition, README
+ *                            "Steps": a token end that is not the steady state's)
  *   launches        int      LAUNCH records (kernel launches outside graphs)
  *   graph_launches  int      GRAPH_LAUNCH records
  *   copies          int      COPY records (memcpy and memset)
@@ -110,7 +112,7 @@ struct summary {
     char program[TKP_NAME_MAX];
     uint64_t pid;
     uint64_t first_ns, last_ns;
-    uint64_t steps, outside_steps, launches, graph_launches, copies, syncs;
+    uint64_t steps, outside_steps, warmup_steps, launches, graph_launches, copies, syncs;
     struct thread_sum *threads; /* by capture-local thread index */
     uint32_t nthreads;
     uint64_t ringless; /* LOSS of threads that never got a ring (thread TKP_THREAD_NONE) */
@@ -192,6 +194,8 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
             s->steps++;
         else if (r->step_rec.kind == TKP_STEP_OUTSIDE)
             s->outside_steps++;
+        else if (r->step_rec.kind == TKP_STEP_WARMUP)
+            s->warmup_steps++;
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
         break;
@@ -407,11 +411,13 @@ static void print_json(FILE *f, const struct summary *s, const struct tkp_reader
     tkp_json_str(f, s->program);
     fprintf(f,
             ",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%" PRIu64
-            ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"launches\":%" PRIu64
+            ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"warmup_steps\":%" PRIu64
+            ",\"launches\":%" PRIu64
             ",\"graph_launches\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"syncs\":%" PRIu64
             ",\"dropped\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
-            s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps, s->launches,
-            s->graph_launches, s->copies, s->syncs, dropped, st->chunks, e ? "false" : "true");
+            s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps,
+            s->warmup_steps, s->launches, s->graph_launches, s->copies, s->syncs, dropped,
+            st->chunks, e ? "false" : "true");
     if (e) {
         fprintf(f, ",\"stopped_at\":%" PRIu64 ",\"stopped_why\":", e->offset);
         tkp_json_str(f, e->msg);
@@ -464,8 +470,11 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     }
     fprintf(f, "duration  %.6f s\n", (double)(s->last_ns - s->first_ns) / 1e9);
     fprintf(f, "threads   %" PRIu64 "\n", threads);
-    fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step\n", s->steps,
+    fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step", s->steps,
             s->outside_steps);
+    if (s->warmup_steps)
+        fprintf(f, ", %" PRIu64 " warm-up (not tokens: README \"Steps\")", s->warmup_steps);
+    fputc('\n', f);
     fprintf(f, "launches  %" PRIu64 " kernel, %" PRIu64 " graph\n", s->launches, s->graph_launches);
     fprintf(f, "copies    %" PRIu64 "\n", s->copies);
     fprintf(f, "syncs     %" PRIu64 "\n", s->syncs);

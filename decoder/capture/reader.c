@@ -15,6 +15,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_d_forceIgnoreChecksum, for the prescan */
 #include <zstd.h>
 
 #include "base/hash.h"
@@ -184,6 +185,8 @@ static void prescan(const char *path, struct tkp_reader *r)
     struct tkp_steplearn *l = p->learn;
     p->learn = NULL;
     p->bare = 1;
+    /* its records are read again, checked, by r's own pass: the prescan skips the checksum */
+    ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
     while (l && !tkp_steplearn_done(l) && tkp_reader_next(p, &rec) == 1)
         if (rec.type == TKP_REC_COPY || rec.type == TKP_REC_STEP || rec.type == TKP_REC_META)
             tkp_steplearn_feed(l, &rec);
@@ -746,8 +749,8 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
             continue;
         }
         apply(r, rec);
-        if (r->learn && (rec->type == TKP_REC_COPY || rec->type == TKP_REC_STEP ||
-                         rec->type == TKP_REC_META))
+        if (r->learn && ((rec->type == TKP_REC_COPY && rec->copy.dir == TKP_DIR_DTOH) ||
+                         rec->type == TKP_REC_STEP || rec->type == TKP_REC_META))
             tkp_steplearn_feed(r->learn, rec);
         r->stats.records++;
         return 1;

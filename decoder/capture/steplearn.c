@@ -94,8 +94,9 @@ static int meta_step_auto(const struct tkp_record *r)
     return !tkp_mp_str(&c, &k, &len) && len == 4 && !memcmp(k, "auto", 4);
 }
 
-static struct lthread *thread_of(struct tkp_steplearn *l, uint32_t t)
+static inline struct lthread *thread_of(struct tkp_steplearn *l, uint32_t t)
 {
+    if (t < l->nth) return &l->th[t];
     if (t >= TKP_THREADS_MAX) return NULL;
     if (t >= l->nth) {
         size_t cap = l->nth;

@@ -39,6 +39,8 @@
  *   tokens          int|null tokens processed over the token steps (prompt + generated), from
  *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
  *                            null without library calls
+ *   tokens_unknown_steps int token steps whose tokens are unknown (a forward in several CUDA
+ *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS); only when there are some
  *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
  *                            host_only_shifts, slopes, idle and
  *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
@@ -91,6 +93,7 @@ struct insight {
     struct tkp_acc *acc;     /* analysis.h: tokens per step, idle split */
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
+    uint64_t hidden;         /* token steps whose tokens are unknown: analysis.h, TKP_HIDDEN_GRAPHS */
 };
 
 struct thread_sum {
@@ -284,9 +287,9 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     in->idle_share = span ? (double)idle / (double)span : 0;
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
-        if (m->steps[i].kind == TKP_STEP_TOKEN &&
-            tkp_acc_step_of(in->acc, m, i, &as) && as.tokens)
-            in->tokens += as.tokens, in->tsteps++;
+        if (m->steps[i].kind != TKP_STEP_TOKEN || !tkp_acc_step_of(in->acc, m, i, &as)) continue;
+        if (as.tokens) in->tokens += as.tokens, in->tsteps++;
+        in->hidden += (uint64_t)as.hidden;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
     in->verdict = !in->gpu || !span ? "unknown"
@@ -314,6 +317,7 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
 {
     if (in->tsteps) fprintf(f, ",\"tokens\":%" PRIu64, in->tokens);
     else fputs(",\"tokens\":null", f);
+    if (in->hidden) fprintf(f, ",\"tokens_unknown_steps\":%" PRIu64, in->hidden);
     fputs(",\"itl_ns\":{", f);
     static const char *const k[] = {"p50", "p90", "p99", "max"};
     for (int i = 0; i < 4; i++) {
@@ -363,7 +367,12 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
         threads += s->threads[i].mapped;
     fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
             threads == 1 ? "" : "s");
-    if (in->tsteps)
+    if (in->tsteps && in->hidden)
+        fprintf(f,
+                ", %" PRIu64 " tokens in %" PRIu64 " of them (%.2f per step, from library-call "
+                "shapes); %" PRIu64 " unknown (a forward in several CUDA graphs)\n",
+                in->tokens, in->tsteps, (double)in->tokens / (double)in->tsteps, in->hidden);
+    else if (in->tsteps)
         fprintf(f, ", %" PRIu64 " tokens (%.2f per step, from library-call shapes)\n", in->tokens,
                 (double)in->tokens / (double)in->tsteps);
     else

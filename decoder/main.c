@@ -11,13 +11,14 @@
 #include "base/err.h"
 #include "tokprof/tokprof.h"
 
-static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run,
+static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &tkp_cmd_run, &tkp_cmd_doctor,
                                              &tkp_cmd_gemm, &tkp_cmd_moe, &tkp_cmd_check,
                                              &tkp_cmd_steps, &tkp_cmd_kernels, &tkp_cmd_analyze,
                                              &tkp_cmd_diff, &tkp_cmd_export, &tkp_cmd_heatmap,
                                              &tkp_cmd_report, &tkp_cmd_stacks,
                                              &tkp_cmd_table, &tkp_cmd_ingest,
-                                             &tkp_cmd_top, &tkp_cmd_serve};
+                                             &tkp_cmd_top, &tkp_cmd_serve,
+                                             &tkp_cmd_import};
 #define NCMDS (sizeof(cmds) / sizeof(*cmds))
 
 static void usage(FILE *f)

@@ -15,6 +15,9 @@
 #   scripts/bench.sh tables     tokprof table steps / step_classes against tokprof summary on the
 #                               10-million-launch captures, without and with GPU records: CPU
 #                               seconds (median of RUNS, one core), rows/s (issue 21's target)
+#   scripts/bench.sh import     tokprof import of a ~1 GB Kineto trace (the shared H100 trace's events
+#                               repeated COPIES times, default 200: tests/bench/gen_trace.py), plain
+#                               and gzip: MB/s and events/s on one core (user+sys CPU), peak RSS
 #   scripts/bench.sh alwayson   minillm --style vllm --sched async --graphs, AO_STEPS steps (100k):
 #                               tokens/s and peak RSS without the shim, stream mode, flight mode
 set -euo pipefail
@@ -225,6 +228,28 @@ if [ "$what" = all ] || [ "$what" = tables ]; then
             "$u" "$(echo "$u / $s" | bc -l)" "$(echo "$rs / $t" | bc -l)" "$(echo "$rc / $u" | bc -l)"
     done
     echo
+fi
+
+if [ "$what" = all ] || [ "$what" = import ]; then
+    # one core: the importer is one thread; CPU time (user + sys), not wall time, on a shared VM
+    python3 tests/bench/gen_trace.py "$work/big.json" --copies "${COPIES:-200}"
+    gzip -1 -c "$work/big.json" >"$work/big.json.gz"
+    bytes=$(stat -c %s "$work/big.json")
+    echo "| input | JSON MB | events | CPU s (median of ${IMPORT_RUNS:-3}) | MB/s | events/s | peak RSS |"
+    echo "|---|---|---|---|---|---|---|"
+    for f in big.json big.json.gz; do
+        : >"$work/cpu"
+        for i in $(seq "${IMPORT_RUNS:-3}"); do
+            /usr/bin/time -f "%U %S %M" -o "$work/t" "$TKP" import --json "$work/$f" -o "$work/big.tokprof" >"$work/rep"
+            awk '{print $1 + $2}' "$work/t" >>"$work/cpu"
+            rss=$(awk '{print $3}' "$work/t")
+        done
+        cpu=$(median <"$work/cpu")
+        events=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$work/rep")
+        awk -v f="$f" -v b="$bytes" -v e="$events" -v c="$cpu" -v r="$rss" 'BEGIN {
+            printf "| %s | %.0f | %d | %.2f | %.0f | %.2f M | %.0f MB |\n", f, b / 1e6, e, c, b / 1e6 / c,
+                e / c / 1e6, r / 1024 }'
+    done
 fi
 
 if [ "$what" = all ] || [ "$what" = alwayson ]; then

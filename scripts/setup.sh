@@ -60,16 +60,16 @@ if [ -x "$CUDA_HOME/bin/nvcc" ]; then
 fi
 [ $tests = 1 ] || exit 0
 
-# chdb (a current ClickHouse engine, from PyPI, ~150 MB) for tests/system/fleet's fleet_chdb
-CHDB_VENV=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
-if ! "$CHDB_VENV/bin/python3" -c 'import chdb' 2>/dev/null; then
-    echo "setup: installing chdb 4.4.0 (~150 MB, for fleet_chdb) into $CHDB_VENV" >&2
-    python3 -m venv "$CHDB_VENV"
-    "$CHDB_VENV/bin/pip" install -q 'chdb==4.4.0'
-fi
-# zig, scikit-build-core, auditwheel, pyarrow (PyPI, ~250 MB) for tests/system/release and
-# tests/e2e/python
-"$(dirname "$0")/pyenv.sh" >/dev/null
+# The Python environments below are made concurrently (their downloads and unpacking overlap;
+# on a fresh machine the two large venvs alone took 445 s and 894 s one after the other).
+make_chdb() {
+    # chdb (a current ClickHouse engine, from PyPI, ~150 MB) for tests/system/fleet's fleet_chdb
+    local venv=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
+    "$venv/bin/python3" -c 'import chdb' 2>/dev/null && return 0
+    echo "setup: installing chdb 4.4.0 (~150 MB, for fleet_chdb) into $venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q 'chdb==4.4.0'
+}
 
 # A cached venv of real clients, made once: pinned requirements, outside the checkout so every
 # worktree and build shares it, never modified after creation (the tests point its NVIDIA runtime
@@ -88,14 +88,24 @@ make_venv() { # VENV REQUIREMENTS WHAT
     echo "setup: $venv made in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1)" >&2
 }
 
+jobs_=()
+make_chdb & jobs_+=("$!:chdb")
+# zig, scikit-build-core, auditwheel, pyarrow (PyPI, ~250 MB) for tests/system/release and
+# tests/e2e/python
+{ "$(dirname "$0")/pyenv.sh" >/dev/null; } & jobs_+=("$!:pyenv")
 # tests/realstack and simgpu_exports: unmodified PyTorch (CUDA 13 wheels), transformers and Triton.
-[ -n "${TOKPROF_SKIP_TORCH:-}" ] ||
+if [ -z "${TOKPROF_SKIP_TORCH:-}" ]; then
     make_venv "${TOKPROF_TORCH_VENV:-$HOME/.cache/tokprof/venv-torch-2.15.0}" "torch==2.15.0 transformers==5.24.0" \
-        "~5.6 GB, for tests/realstack"
-
+        "~5.6 GB, for tests/realstack" & jobs_+=("$!:torch venv")
+fi
 # tests/realstack's realstack_vllm_* tests (tests/realstack/README.md, "vLLM"): vllm==0.33.0 pins
-# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own (made in 832 s on a loaded 2-core machine).
-[ -n "${TOKPROF_SKIP_TORCH:-}${TOKPROF_SKIP_VLLM:-}" ] ||
+# torch==2.14.0 (CUDA 13 wheels), hence a venv of its own.
+if [ -z "${TOKPROF_SKIP_TORCH:-}${TOKPROF_SKIP_VLLM:-}" ]; then
     make_venv "${TOKPROF_VLLM_VENV:-$HOME/.cache/tokprof/venv-vllm-0.33.0}" "vllm==0.33.0" \
-        "~9.4 GB, for tests/realstack's vLLM tests"
-exit 0
+        "~9.4 GB, for tests/realstack's vLLM tests" & jobs_+=("$!:vLLM venv")
+fi
+failed=0
+for j in "${jobs_[@]}"; do
+    wait "${j%%:*}" || { echo "setup: making the ${j#*:} failed" >&2; failed=1; }
+done
+exit $failed

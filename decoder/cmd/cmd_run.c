@@ -11,37 +11,8 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_doctor.h"
 #include "base/err.h"
-
-/* The shim next to this tokprof: build tree (build/decoder/tokprof -> build/shim/) first, then
- * an install (PREFIX/bin/tokprof -> PREFIX/lib/). */
-static int find_shim(struct tkp_ctx *ctx, const char *given, char *out, size_t outlen)
-{
-    char exe[PATH_MAX], cand[2][PATH_MAX + 32];
-    if (given) {
-        if (!realpath(given, out) || access(out, R_OK))
-            return tkp_cmd_fail(ctx, TKP_ERR_NOSHIM, "cannot use shim '%s': %s", given,
-                                strerror(errno));
-        return 0;
-    }
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return tkp_cmd_fail(ctx, TKP_ERR_NOSHIM,
-                            "cannot find libtokprof.so (/proc/self/exe: "
-                            "%s); name it with --shim PATH or TOKPROF_SHIM",
-                            strerror(errno));
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    *slash = 0;
-    snprintf(cand[0], sizeof(cand[0]), "%s/../shim/libtokprof.so", exe);
-    snprintf(cand[1], sizeof(cand[1]), "%s/../lib/libtokprof.so", exe);
-    for (int i = 0; i < 2; i++)
-        if (realpath(cand[i], out) && !access(out, R_OK) && strlen(out) < outlen) return 0;
-    return tkp_cmd_fail(ctx, TKP_ERR_NOSHIM,
-                        "cannot find libtokprof.so (looked for %s and %s); "
-                        "name it with --shim PATH or TOKPROF_SHIM",
-                        cand[0], cand[1]);
-}
 
 /* An absolute output directory: the program may chdir before its first CUDA call, when the
  * shim opens its file. */
@@ -59,14 +30,24 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
     const char *dir = ".", *step = NULL, *shim = getenv("TOKPROF_SHIM");
     char shim_path[PATH_MAX], dir_path[PATH_MAX];
-    int i, err;
+    int i, err, check = 0;
     const struct tkp_opt opts[] = {{"-o", 's', &dir, 0, NULL, NULL},
                                    {"--output", 's', &dir, 0, NULL, NULL},
                                    {"--step", 's', &step, 0, NULL, NULL},
-                                   {"--shim", 's', &shim, 0, NULL, NULL}};
-    if ((err = tkp_cmd_parse_cmdline(ctx, argc, argv, opts, 4, &i))) return err;
+                                   {"--shim", 's', &shim, 0, NULL, NULL},
+                                   {"--check", 'f', &check, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse_cmdline(ctx, argc, argv, opts, 5, &i))) return err;
+    if (check) { /* tokprof doctor on this run, which does not start: nothing is created */
+        struct tkp_doctor_opts o = {.shim = shim,
+                                    .out_dir = dir,
+                                    .step = step,
+                                    .prog = i < argc ? argv + i : NULL,
+                                    .run = 1};
+        return tkp_doctor(ctx, &o);
+    }
     if (i >= argc) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "no command to run");
-    if ((err = find_shim(ctx, shim && *shim ? shim : NULL, shim_path, sizeof(shim_path))) ||
+    if ((err = tkp_doctor_find_shim(ctx, shim && *shim ? shim : NULL, shim_path,
+                                    sizeof(shim_path))) ||
         (err = out_dir(ctx, dir, dir_path)))
         return err;
 
@@ -93,7 +74,7 @@ const struct tkp_cmd tkp_cmd_run = {
     .name = "run",
     .brief = "run a command with libtokprof.so preloaded, writing a capture",
     .usage =
-        "usage: tokprof run [-o DIR] [--step MODE] [--shim PATH] [--] COMMAND [ARGS...]\n"
+        "usage: tokprof run [-o DIR] [--step MODE] [--shim PATH] [--check] [--] COMMAND [ARGS...]\n"
         "\n"
         "Runs COMMAND with libtokprof.so preloaded; it writes DIR/PROGRAM.PID.tokprof (one per\n"
         "process, children included). The command's exit status is tokprof's.\n"
@@ -103,6 +84,8 @@ const struct tkp_cmd tkp_cmd_run = {
         "               (sets TOKPROF_STEP; default auto)\n"
         "  --shim PATH  the libtokprof.so to preload (default: the one installed next to this\n"
         "               tokprof; the TOKPROF_SHIM environment variable does the same)\n"
+        "  --check      do not run COMMAND: say what a capture of it would do, as tokprof doctor\n"
+        "               does, with this -o and --step (exit 0 it will work, 1 problems)\n"
         "\n"
         "example:\n"
         "  tokprof run -o /tmp/caps -- python -m vllm.entrypoints.openai.api_server --model m\n"

@@ -11,8 +11,14 @@
  *   - attention before gemm (`fmha_*_sm90_kernel`, `cutlass::device_kernel<flash::...>`) and
  *     before the generic "cache" rule (FlashInfer's `BatchDecodeWithPagedKVCacheKernel`);
  *   - rope before norm and embedding (llama.cpp `rope_norm`, vLLM `rotary_embedding_kernel`).
+ * llama.cpp's ggml-cuda: `mul_mat_vec_q`/`mul_mat_q`/`mul_mat_vec_f` are gemm, and so is
+ * `k_compute_batched_ptrs` (it only feeds cublasGemmBatchedEx); the activation (de)quantizers
+ * around them (`quantize_q8_1`, `quantize_mmq_q8_1`, `dequantize_block*`) are format conversions,
+ * copy, like `convert_unary`; `k_bin_bcast` (residual adds, norm weights), `unary_op_kernel` of
+ * no family and `scale_f32` are elementwise.
  * Plain "softmax" is left to "other" on purpose: it is attention's softmax in llama.cpp's non-FA
- * path, the sampler's in HF eager, the router's in MoE (caught by the moe rule first).
+ * path (`soft_max_f32`), the sampler's in HF eager, the router's in MoE (caught by the moe rule
+ * first; ggml's unfused MoE router is `soft_max_f32` too).
  * Generic kernels (ATen's `vectorized_elementwise_kernel<..., CUDAFunctor_add>`, `reduce_kernel`,
  * `indexSelectSmallIndex`, Inductor's `triton_poi_fused_*` / `triton_red_*` / `triton_per_*`) are
  * "elementwise", decided after every other rule has had both the base and the full name: the
@@ -42,22 +48,26 @@ static const struct builtin_rule builtin[] = {
     {TKP_CLASS_SAMPLING, "sampl|argmax|top_?k_?top_?p|top_?p_|min_?p_|penalt"},
     {TKP_CLASS_MOE, "moe|expert|topk|gating"},
     {TKP_CLASS_ATTENTION, "flash|fmha|attn|attention|splitkv|sdpa|paged|"
-                          "(decode|prefill)with.*kv"},
-    {TKP_CLASS_GEMM, "gemm|gemv|nvjet|xmma|splitkreduce|mul_mat|matmul|cublas|cutlass"},
+                          "(decode|prefill)with.*kv|diag_mask"},
+    {TKP_CLASS_GEMM, "gemm|gemv|nvjet|xmma|splitkreduce|mul_mat|matmul|cublas|cutlass|"
+                     "batched_ptrs"},
     {TKP_CLASS_ROPE, "rotary|rope"},
     {TKP_CLASS_NORM, "norm|rsqrt"},
     {TKP_CLASS_ACTIVATION, "silu|gelu|act_and_mul|swiglu|geglu|relu|activation"},
     {TKP_CLASS_EMBEDDING, "embed|get_rows"},
     {TKP_CLASS_KVCACHE, "cache"},
     {TKP_CLASS_SAMPLING, "top_k|logits"},
+    /* ggml's broadcast binary ops (residual adds, norm weights): "bcast" is no cast */
+    {TKP_CLASS_ELEMENTWISE, "bin_bcast"},
     /* not "nocast": ATen's elementwise_kernel<gpu_kernel_impl_nocast<MulFunctor>> is no copy */
-    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|(^|[^o])cast|convert"},
+    {TKP_CLASS_COPY, "memcpy|memset|catarray|copy|cpy|transpose|(^|[^o])cast|convert|quantize"},
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(*builtin))
 
 /* Tried last (base name, then full name), after every rule above. */
 static const char generic_elementwise[] =
-    "elementwise|reduce_kernel|index_?select|indexselect|scatter|gather|arange|triton_(poi|red|per)_";
+    "elementwise|reduce_kernel|index_?select|indexselect|scatter|gather|arange|triton_(poi|red|per)_|"
+    "unary_op|scale_f32";
 
 static const char *const builtin_names[TKP_CLASS_BUILTIN] = {
     "attention", "gemm", "moe", "norm", "activation", "rope", "kv-cache",

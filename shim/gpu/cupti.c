@@ -262,7 +262,7 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     e->type = TKP_EV_GPU_CORR;
     e->sub = (uint8_t)join;
     e->step = step;
-    e->ts = 0;
+    e->ts = tkp_stamp(); /* picks the graph version a replay's nodes join (graph.h) */
     e->a = d->correlationId;
     e->u[0] = idx;
     tkp_ring_commit(r);
@@ -463,9 +463,13 @@ void tkp_cupti_after_fork(void)
 /* ---- graph nodes ---- */
 
 static pthread_mutex_t node_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct nodeent { uint64_t cupti; uint32_t graph; uint64_t node; } *nodes; /* dense ids */
-static uint32_t nodes_cap;
-static struct tkp_map nodemap; /* CUPTI node id -> index in nodes */
+/* dense ids; prev: the entry of the same CUPTI node's previous version (UINT32_MAX: none) */
+static struct nodeent {
+    uint64_t cupti, since, node;
+    uint32_t graph, prev;
+} *nodes;
+static uint32_t nodes_cap, nnodes;
+static struct tkp_map nodemap; /* CUPTI node id -> index in nodes of its newest version */
 
 uint64_t tkp_cupti_node_id(void *node)
 {
@@ -481,24 +485,30 @@ static int node_eq(const void *ctx, uint32_t id, const void *key)
     return nodes[id].cupti == *(const uint64_t *)key;
 }
 
-void tkp_cupti_graph_node(uint64_t cupti, uint32_t graph, uint64_t node)
+void tkp_cupti_graph_node(uint64_t cupti, uint32_t graph, uint64_t node, uint64_t since)
 {
     if (!cupti) return;
     uint64_t h = tkp_hash_u64(cupti);
     pthread_mutex_lock(&node_lock);
     int64_t id = tkp_map_find(&nodemap, h, node_eq, NULL, &cupti);
-    if (id < 0 && nodemap.n < NODEMAP_MAX &&
-        !tkp_grow((void **)&nodes, &nodes_cap, nodemap.n, sizeof *nodes, 4096) &&
-        !tkp_map_add(&nodemap, h, nodemap.n))
-        id = nodemap.n - 1;
-    if (id >= 0) nodes[id] = (struct nodeent){cupti, graph, node};
+    if (nnodes < NODEMAP_MAX &&
+        !tkp_grow((void **)&nodes, &nodes_cap, nnodes, sizeof *nodes, 4096)) {
+        if (id >= 0) { /* the map keeps naming the head: the old version moves out of it */
+            nodes[nnodes++] = nodes[id];
+            nodes[id] = (struct nodeent){cupti, since, node, graph, nnodes - 1};
+        } else if (!tkp_map_add(&nodemap, h, nnodes)) {
+            nodes[nnodes++] = (struct nodeent){cupti, since, node, graph, UINT32_MAX};
+        }
+    }
     pthread_mutex_unlock(&node_lock);
 }
 
-int tkp_cupti_node_lookup(uint64_t cupti, uint32_t *graph, uint64_t *node)
+int tkp_cupti_node_lookup(uint64_t cupti, uint64_t stamp, uint32_t *graph, uint64_t *node)
 {
     pthread_mutex_lock(&node_lock);
     int64_t id = tkp_map_find(&nodemap, tkp_hash_u64(cupti), node_eq, NULL, &cupti);
+    /* the newest version not newer than the launch; the oldest when all are */
+    while (id >= 0 && nodes[id].since > stamp && nodes[id].prev != UINT32_MAX) id = nodes[id].prev;
     if (id >= 0) {
         *graph = nodes[id].graph;
         *node = nodes[id].node;

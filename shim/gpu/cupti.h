@@ -21,9 +21,10 @@ void tkp_cupti_start(void);
 void tkp_cupti_stop(void);
 void tkp_cupti_after_fork(void);
 void tkp_cupti_on_segment(uint32_t new_seg);
-/* graph.c: CUPTI's id of a node (0 when CUPTI is off), and its capture-local graph/node ids. */
+/* graph.c: CUPTI's id of a node (0 when CUPTI is off), and its capture-local graph/node ids from
+ * `since` (a tkp_stamp()) on: an updated exec maps the same CUPTI node to a new graph version. */
 uint64_t tkp_cupti_node_id(void *cu_graph_node);
-void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node);
+void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node, uint64_t since);
 /* Arms the next `steps` segments of the stepping thread for GPU tracing (trigger mode; also the
  * entry point for later production triggers). Async-signal-safe. */
 void tkp_gpu_arm(unsigned steps);
@@ -43,9 +44,10 @@ int tkp_cupti_filters(void);
 /* 1 when a record of (capture-local thread, step) falls outside the traced steps (window and
  * trigger modes: CUPTI was switched on early or off late around it), so the encoder drops it. */
 int tkp_cupti_untraced(uint32_t thread, uint32_t step);
-/* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered; 0 when
+/* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered for the
+ * version current at `stamp` (the launch's CUPTI callback; UINT64_MAX: the newest); 0 when
  * unknown. */
-int tkp_cupti_node_lookup(uint64_t cupti_id, uint32_t *graph, uint64_t *node);
+int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node);
 /* The tier's state as GPU_INFO reports it; the strings are the tier's own (valid until the next
  * capture start or fork). */
 struct tkp_cupti_status {

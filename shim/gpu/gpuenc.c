@@ -20,7 +20,7 @@
 #include "record/col.h"
 #include "tokprof/format.h"
 
-#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (2 MiB) */
+#define CORR_SLOTS (1u << 17) /* correlation ids remembered by the writer (3 MiB) */
 
 /* The GPU mode may leave records out (tkp_cupti_filters), as of this batch. */
 static int filters;
@@ -44,6 +44,7 @@ static struct {
 /* ---- the correlation table ---- */
 struct corr {
     uint32_t id, thread, step, join_idx;
+    uint64_t stamp; /* the callback's: which version of an updated graph the launch replayed */
 }; /* join_idx: join << 28 | index */
 static struct corr *corrs;
 
@@ -65,7 +66,7 @@ void tkp_gpuenc_note(const struct tkp_ev *e, uint32_t thread)
     uint32_t ji = (uint32_t)e->sub << 28 | (e->u[0] & 0x0fffffffu);
     /* runtime and driver callbacks of one call both note; the first (outermost) wins */
     if (c->id == (uint32_t)e->a && c->thread == thread) return;
-    *c = (struct corr){(uint32_t)e->a, thread, e->step, ji};
+    *c = (struct corr){(uint32_t)e->a, thread, e->step, ji, e->ts};
 }
 
 static const struct corr *corr_find(uint32_t id)
@@ -121,7 +122,7 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
     }
     uint32_t g;
     uint64_t n;
-    if (graph_node && tkp_cupti_node_lookup(graph_node, &g, &n)) {
+    if (graph_node && tkp_cupti_node_lookup(graph_node, c ? c->stamp : UINT64_MAX, &g, &n)) {
         v[4] = g;
         v[5] = n;
     } else {

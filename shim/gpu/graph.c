@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/real.h"
 #include "core/state.h"
 #include "gpu/cupti.h"
@@ -37,8 +38,8 @@ static void free_graph(struct tkp_graph *g)
 {
     for (uint32_t i = 0; i < g->n; i++) free(g->nodes[i].deps);
     free(g->nodes);
-    g->nodes = NULL;
-    g->n = 0;
+    free(g->cupti);
+    memset(g, 0, sizeof *g); /* exec 0: a free slot */
 }
 
 static size_t node_deps(CUgraphNode node, CUgraphNode **out, deps_v2_fn v2, deps_v1_fn v1)
@@ -57,7 +58,38 @@ static size_t node_deps(CUgraphNode node, CUgraphNode **out, deps_v2_fn v2, deps
     return n;
 }
 
-void tkp_graph_instantiated(void *exec, void *graph)
+/* Versions of one exec kept for the writer, which may encode a launch a writer period after it
+ * happened: an exec updated every token for more than this many tokens inside one period loses
+ * its oldest versions (their launches are then expanded into the oldest version kept). */
+#define VERSIONS_KEPT 8
+
+/* Under the lock: a slot for a new version of exec (a free one, or exec's oldest when it has
+ * VERSIONS_KEPT), and exec's current version in *cur (or NULL). */
+static struct tkp_graph *new_version(uint64_t exec, struct tkp_graph **cur)
+{
+    struct tkp_graph *oldest = NULL, *free_slot = NULL;
+    uint32_t versions = 0;
+    *cur = NULL;
+    for (uint32_t i = 0; i < ngraphs; i++) {
+        struct tkp_graph *g = &graphs[i];
+        if (!g->exec) {
+            if (!free_slot) free_slot = g;
+            continue;
+        }
+        if (g->exec != exec) continue;
+        versions++;
+        if (!*cur || g->since >= (*cur)->since) *cur = g;
+        if (!oldest || g->since < oldest->since) oldest = g;
+    }
+    if (versions >= VERSIONS_KEPT) {
+        free_graph(oldest);
+        return oldest;
+    }
+    if (free_slot) return free_slot;
+    return ngraphs < GRAPHS_MAX ? &graphs[ngraphs++] : NULL;
+}
+
+static void record(void *exec, void *graph, int update)
 {
     static get_nodes_fn get_nodes;
     static node_type_fn node_type;
@@ -72,14 +104,17 @@ void tkp_graph_instantiated(void *exec, void *graph)
         if (!deps_v2) deps_v1 = (deps_v1_fn)tkp_real_driver("cuGraphNodeGetDependencies");
     }
     if (!get_nodes || !node_type) return;
+    uint64_t since = tkp_stamp(); /* after the call: launches before it have older stamps */
     tkp_tls.depth++;
     size_t n = 0;
     CUgraphNode *nodes = NULL;
     struct tkp_gnode *out = NULL;
+    uint64_t *cupti = NULL, *inherited = NULL;
     if (get_nodes((CUgraph)graph, NULL, &n) || n == 0 || n > GRAPH_NODES_MAX) goto done;
     nodes = calloc(n, sizeof *nodes);
     out = calloc(n, sizeof *out);
-    if (!nodes || !out || get_nodes((CUgraph)graph, nodes, &n)) goto done;
+    cupti = calloc(n, sizeof *cupti);
+    if (!nodes || !out || !cupti || get_nodes((CUgraph)graph, nodes, &n)) goto done;
     for (size_t i = 0; i < n; i++) {
         CUgraphNodeType t = CU_GRAPH_NODE_TYPE_EMPTY;
         node_type(nodes[i], &t);
@@ -110,49 +145,70 @@ void tkp_graph_instantiated(void *exec, void *graph)
                     }
             free(d);
         }
+        cupti[i] = tkp_cupti_node_id(nodes[i]);
     }
     pthread_mutex_lock(&lock);
-    struct tkp_graph *slot = NULL;
-    for (uint32_t i = 0; i < ngraphs; i++)
-        if (graphs[i].exec == (uint64_t)(uintptr_t)exec) slot = &graphs[i];
-    if (!slot && ngraphs < GRAPHS_MAX) slot = &graphs[ngraphs++];
+    struct tkp_graph *cur, *slot = new_version((uint64_t)(uintptr_t)exec, &cur);
+    /* an update pairs the new graph's nodes with the exec's in order (CUDA's rule) */
+    if (update && cur && cur->n == n && cur->cupti && (inherited = calloc(n, sizeof *inherited)))
+        memcpy(inherited, cur->cupti, n * sizeof *inherited);
     if (slot) {
-        free_graph(slot);
         slot->exec = (uint64_t)(uintptr_t)exec;
         slot->id = next_id++;
         slot->node_base = next_node;
         next_node += n;
         slot->n = (uint32_t)n;
         slot->nodes = out;
+        slot->since = since;
+        slot->cupti = inherited ? inherited : cupti;
         out = NULL;
     }
     uint32_t gid = slot ? slot->id : UINT32_MAX;
     uint64_t base = slot ? slot->node_base : 0;
     pthread_mutex_unlock(&lock);
     /* CUPTI's node ids, so that GPU records of a replay find their node (0 without CUPTI) */
-    for (size_t i = 0; gid != UINT32_MAX && i < n; i++)
-        tkp_cupti_graph_node(tkp_cupti_node_id(nodes[i]), gid, base + i);
+    for (size_t i = 0; gid != UINT32_MAX && i < n; i++) {
+        tkp_cupti_graph_node(cupti[i], gid, base + i, since);
+        if (inherited && inherited[i] != cupti[i])
+            tkp_cupti_graph_node(inherited[i], gid, base + i, since);
+    }
+    if (!slot) free(inherited);
+    if (slot && !inherited) cupti = NULL; /* the slot owns it */
 done:
     if (out) {
         for (size_t i = 0; i < n; i++) free(out[i].deps);
         free(out);
     }
+    free(cupti);
     free(nodes);
     tkp_tls.depth--;
 }
 
-int tkp_graph_with(uint64_t exec, void (*fn)(void *, const struct tkp_graph *), void *ctx)
+void tkp_graph_instantiated(void *exec, void *graph)
 {
-    int rc = -1;
+    record(exec, graph, 0);
+}
+
+void tkp_graph_updated(void *exec, void *graph)
+{
+    record(exec, graph, 1);
+}
+
+int tkp_graph_with(uint64_t exec, uint64_t stamp, void (*fn)(void *, const struct tkp_graph *),
+                   void *ctx)
+{
     pthread_mutex_lock(&lock);
-    for (uint32_t i = 0; i < ngraphs; i++)
-        if (graphs[i].exec == exec) {
-            fn(ctx, &graphs[i]);
-            rc = 0;
-            break;
-        }
+    const struct tkp_graph *best = NULL, *oldest = NULL;
+    for (uint32_t i = 0; i < ngraphs; i++) {
+        const struct tkp_graph *g = &graphs[i];
+        if (g->exec != exec) continue;
+        if (!oldest || g->since < oldest->since) oldest = g;
+        if (g->since <= stamp && (!best || g->since > best->since)) best = g;
+    }
+    if (!best) best = oldest; /* launched before every version kept */
+    if (best) fn(ctx, best);
     pthread_mutex_unlock(&lock);
-    return rc;
+    return best ? 0 : -1;
 }
 
 void tkp_graph_reset_after_fork(void)

@@ -24,7 +24,7 @@
 
 enum {
     H_LAUNCH, H_LAUNCH_PTSZ, H_LAUNCH_EX, H_LAUNCH_EX_PTSZ, H_GRAPH_LAUNCH, H_GRAPH_LAUNCH_PTSZ,
-    H_GRAPH_INST, H_CAPTURE_BEGIN, H_CAPTURE_BEGIN_PTSZ, H_CAPTURE_END, H_CAPTURE_END_PTSZ,
+    H_GRAPH_INST, H_GRAPH_UPDATE, H_CAPTURE_BEGIN, H_CAPTURE_BEGIN_PTSZ, H_CAPTURE_END, H_CAPTURE_END_PTSZ,
     H_STREAM_SYNC, H_STREAM_SYNC_PTSZ, H_EVENT_SYNC, H_CTX_SYNC, H_EVENT_QUERY, H_EVENT_RECORD,
     H_EVENT_RECORD_PTSZ, H_EVENT_RECORD_FLAGS, H_EVENT_RECORD_FLAGS_PTSZ, H_STREAM_WAIT,
     H_STREAM_WAIT_PTSZ, H_HTOD_ASYNC, H_HTOD_ASYNC_PTSZ, H_DTOH_ASYNC, H_DTOH_ASYNC_PTSZ, H_HTOD,
@@ -174,6 +174,17 @@ TKP_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsig
     int top = tkp_tls.depth == 0;
     CUresult rv = DRV_CALL(real(e, g, fl));
     if (top && rv == CUDA_SUCCESS && e && tkp_active()) tkp_graph_instantiated(*e, g);
+    return rv;
+}
+
+typedef CUresult (*graph_update_fn)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+TKP_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec e, CUgraph g, CUgraphExecUpdateResultInfo *info)
+{
+    graph_update_fn real = REAL(H_GRAPH_UPDATE, "cuGraphExecUpdate_v2", graph_update_fn);
+    if (!real) return CUDA_ERROR_NOT_FOUND;
+    int top = tkp_tls.depth == 0;
+    CUresult rv = DRV_CALL(real(e, g, info));
+    if (top && rv == CUDA_SUCCESS && tkp_active()) tkp_graph_updated(e, g);
     return rv;
 }
 
@@ -444,6 +455,8 @@ static const struct drv_hook hooks[H_COUNT] = {
                              (void *)cuGraphLaunch_ptsz},
     [H_GRAPH_INST] = {"cuGraphInstantiateWithFlags", 11040, -1, "cuGraphInstantiateWithFlags",
                       (void *)cuGraphInstantiateWithFlags},
+    [H_GRAPH_UPDATE] = {"cuGraphExecUpdate", 12000, -1, "cuGraphExecUpdate_v2",
+                        (void *)cuGraphExecUpdate_v2},
     [H_CAPTURE_BEGIN] = {"cuStreamBeginCapture", 10010, 0, "cuStreamBeginCapture_v2",
                          (void *)cuStreamBeginCapture_v2},
     [H_CAPTURE_BEGIN_PTSZ] = {"cuStreamBeginCapture", 10010, 1, "cuStreamBeginCapture_v2_ptsz",

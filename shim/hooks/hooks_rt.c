@@ -238,6 +238,19 @@ static cudaError_t hook_cudaGraphInstantiateWithFlags(cudaGraphInstantiateWithFl
     return rv;
 }
 
+/* llama.cpp re-captures its decode graph and updates the exec it has: from now on the exec
+ * replays the new graph's kernels and grids (graph.h: a new version of the exec). */
+RT_PAIR(cudaError_t, cudaGraphExecUpdate, NOSYM,
+        (cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info), (e, g, info))
+static cudaError_t hook_cudaGraphExecUpdate(cudaGraphExecUpdate_fn real, cudaGraphExec_t e,
+                                            cudaGraph_t g, cudaGraphExecUpdateResultInfo *info)
+{
+    int top = tkp_tls.depth == 0;
+    cudaError_t rv = CALL_REAL(real(e, g, info));
+    if (top && rv == cudaSuccess && tkp_active()) tkp_graph_updated(e, g);
+    return rv;
+}
+
 /* Capture bookkeeping: a counter, so that launches check "is this stream capturing" only while
  * some capture is in progress. */
 #define CAPTURE_BEGIN(call)                                                                       \

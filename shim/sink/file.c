@@ -39,6 +39,7 @@
 #include "sink/file.h"
 #include "sink/prod.h"
 #include "tokprof/format.h"
+#include "tokprof/outdir.h"
 
 static int failed;
 static int out_dirfd = -1;  /* the checked output directory: every file is created relative to it */
@@ -95,25 +96,6 @@ void tkp_file_chunk_header(unsigned char hdr[16], uint32_t zn, uint32_t raw, uin
 
 /* ---- the output directory ------------------------------------------------------------------ */
 
-/* Why `st` (the directory as opened) must not receive our files, or NULL when it may. The owner
- * must be us, or root with the sticky bit (/tmp, /var/tmp: nobody else can remove or rename
- * what we create there, and O_EXCL keeps us out of what they created); a directory that others
- * may write must have the sticky bit, or they could swap our files for links between two of
- * our operations. */
-static const char *dir_refusal(const struct stat *st, char *buf, size_t cap)
-{
-    uid_t me = geteuid();
-    if (!S_ISDIR(st->st_mode)) return "not a directory";
-    if (st->st_uid != me && !(st->st_uid == 0 && (st->st_mode & S_ISVTX))) {
-        snprintf(buf, cap, "owned by uid %u, not by this process's uid %u", (unsigned)st->st_uid,
-                 (unsigned)me);
-        return buf;
-    }
-    if ((st->st_mode & S_IWOTH) && !(st->st_mode & S_ISVTX))
-        return "writable by others without the sticky bit";
-    return NULL;
-}
-
 /* Opens and checks TOKPROF_OUT, creating it (mode 0700) when it is missing but its parent is
  * not. 0, or -1 after one warning line. */
 static int open_dir(void)
@@ -147,7 +129,7 @@ static int open_dir(void)
     } else if (fstat(fd, &st)) {
         why = strerror(errno);
     } else {
-        why = dir_refusal(&st, buf, sizeof buf);
+        why = tkp_outdir_refusal(&st, geteuid(), buf, sizeof buf); /* the rule: tokprof/outdir.h */
     }
     if (why) {
         tkp_warn("output directory %s refused: %s; capture off, the program is unaffected", dir,
@@ -293,9 +275,7 @@ static int room_above_floor(uint64_t *room, uint64_t *avail, uint64_t *floor, ui
     if (!*unit) *unit = 4096;
     *avail = (uint64_t)sv.f_bavail * *unit;
     uint64_t total = (uint64_t)sv.f_blocks * *unit;
-    *floor = tkp_prod.min_free_bytes;
-    uint64_t pct = total / 100 * tkp_prod.min_free_pct;
-    if (pct > *floor) *floor = pct;
+    *floor = tkp_outdir_floor(total, tkp_prod.min_free_bytes, tkp_prod.min_free_pct);
     *room = *avail >= *floor ? *avail - *floor : 0;
     return 1;
 }

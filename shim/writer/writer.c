@@ -467,7 +467,7 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
     switch (e->type) {
     case TKP_REC_GRAPH_LAUNCH: {
         struct gl_ctx g = {UINT32_MAX};
-        tkp_graph_with(e->a, emit_graph_and_id, &g);
+        tkp_graph_with(e->a, e->ts, emit_graph_and_id, &g);
         msgpack_pack_array(pk, 7);
         msgpack_pack_int(pk, TKP_REC_GRAPH_LAUNCH);
         pack_dt(e->ts);

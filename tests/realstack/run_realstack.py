@@ -39,8 +39,9 @@ import overlay  # noqa: E402  (tests/realstack/overlay.py)
 GPU_COMPARE = os.path.join(HERE, "..", "e2e", "gpu_compare.py")
 # Generic kernels whose family depends on the caller: torch.sort/topk's sorts, cub scans, the
 # histogram of tokens per expert, a softmax (attention's, the sampler's or the router's); a Triton
-# kernel whose Python name is just `kernel` (vLLM's slot-mapping kernel, ComputeSlotMappingKernel).
-AMBIGUOUS = re.compile(r"sort|scan|histogram|softmax|^kernel$", re.I)
+# kernel whose Python name is just `kernel` (vLLM's slot-mapping kernel, ComputeSlotMappingKernel);
+# ggml's soft_max_f32 (attention's in a dense model, the router's in an unfused MoE).
+AMBIGUOUS = re.compile(r"sort|scan|histogram|soft_?max|^kernel$", re.I)
 
 
 def load(path):
@@ -245,10 +246,15 @@ def main():
         check_process(t, cap, a.tokprof, d, tokens, errors)
         if a.mode == "moe":
             check_moe(cap, a.tokprof, pid, tokens, errors)
+    return verdict(errors, a.mode)
+
+
+def verdict(errors, mode):
+    """Prints the errors (the first 30) or "ok: MODE"; the exit status."""
     if errors:
         print("FAIL:\n" + "\n".join(errors[:30]))
         return 1
-    print(f"ok: {a.mode}")
+    print(f"ok: {mode}")
     return 0
 
 

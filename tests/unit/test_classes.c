@@ -56,6 +56,19 @@ static const struct {
     {"_Z18flash_attn_ext_vecILi128ELi1EL9ggml_type1ELS0_1ELb0EEvPKcS2_S2_S2_S2_PKiPfP6float2ffffjfiiiiiiiiiiiiiliiliiiiil", "attention"},
     {"_Z11k_get_rows_fIffEvPKT_PKiPT0_lllmmmmmmmmm", "embedding"},
     {"_Z11cpy_f32_f16IXadL_Z13cpy_1_f32_f16PKcPcEEEvS1_S2_iiiiiiiiiiii", "copy"},
+    /* llama.cpp 0.3.36 (llama-cpp-python's tree) ggml-cuda kernels of a dense model's graph,
+     * mangled by g++ from the source's signatures (nvcc's device names are the same Itanium
+     * mangling): residual adds and norm weights, activation (de)quantizers around mmq/mmvq and
+     * cuBLAS, the batched-GEMM pointer set-up, the non-FA attention's mask and softmax */
+    {"_Z11k_bin_bcastIXadL_Z6op_addffEEfffJEEvPKT0_PKT1_PT2_jjj5uint3S8_S8_S8_S8_iiiiiiDpT3_", "elementwise"},
+    {"_Z9scale_f32IfEvPKT_PS0_ffl", "elementwise"},
+    {"_Z15unary_op_kernelIXadL_Z7op_silufEEfEvPKT0_PS0_i", "activation"},
+    {"_Z13quantize_q8_1PKfPvlllllj5uint3", "copy"},
+    {"_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout0ELb0EEvPKfPKiPvllllliii", "copy"},
+    {"_Z16dequantize_blockILi32ELi1EXadL_Z15dequantize_q8_0PKvliR6float2EE6__halfEvS1_PT2_lll5uint3lll", "copy"},
+    {"_Z22k_compute_batched_ptrsPKvS0_PcPS0_PPvlllmmmmmmll", "gemm"},
+    {"_Z17diag_mask_inf_f32PKfPfiii", "attention"},
+    {"_Z12soft_max_f32ILb1ELi0ELi0E6__halfEvPKfPKT2_S2_Pf15soft_max_params", "other"},
     /* PyTorch eager */
     {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_", "elementwise"},
     /* torch 2.15 on simgpu (tests/realstack): generic kernels are elementwise, a family in the

@@ -234,7 +234,7 @@ def t_moe_grouped():
 # flag (None: it has none).
 OPTIONS = {
     "summary": ("--classes", None, "--json"), "dump": ("--type", None, "--raw"),
-    "run": ("--shim", None, None), "gemm": (None, None, "--steps"),
+    "run": ("--shim", None, None), "doctor": ("--shim", None, "--json"), "gemm": (None, None, "--steps"),
     "moe": ("--svg", "--experts", "--json"), "check": ("--baseline", None, "--explain"),
     "steps": ("--to", "--from", "--csv"), "kernels": ("--name", "--top", "--json"),
     "analyze": ("--classes", None, "--json"), "diff": ("--threshold", None, "--all"),
@@ -242,6 +242,7 @@ OPTIONS = {
     "report": ("--spec", None, None), "stacks": ("--root", "--depth", "--folded"),
     "table": ("--database", "--level", "--columns"), "ingest": ("--url", None, "--exit-when-idle"),
     "top": ("--classes", "--window", "--once"), "serve": ("--prometheus", "--keep-ended", None),
+    "import": ("--step", None, "--json"),
 }
 
 

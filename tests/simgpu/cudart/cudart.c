@@ -82,7 +82,8 @@ cudaError_t rt_err(CUresult r)
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
     case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
     case CUDA_ERROR_STREAM_CAPTURE_UNMATCHED:
-    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD: return rt_set((cudaError_t)r);
+    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+    case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return rt_set((cudaError_t)r);
     case CUDA_ERROR_INVALID_CONTEXT: return rt_set(cudaErrorDeviceUninitialized);
     default: return rt_set(cudaErrorUnknown);
     }

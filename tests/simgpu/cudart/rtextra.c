@@ -341,3 +341,11 @@ RT_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *num, co
 {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num, fn, block, shmem, 0);
 }
+
+/* ---- graph exec update (llama.cpp: a re-captured decode graph updates the exec it has) ---- */
+
+RT_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t x, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info)
+{
+    FWD(cuGraphExecUpdate_v2, "cuGraphExecUpdate", 0, (CUgraphExec)x, (CUgraph)g,
+        (CUgraphExecUpdateResultInfo *)info);
+}

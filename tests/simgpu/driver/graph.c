@@ -451,7 +451,7 @@ SIM_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NO
 
 /* ---- instantiate and launch ---- */
 
-static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
+CUresult graph_instantiate(CUgraphExec *out, CUgraph hGraph)
 {
     struct sim_graph *g = graph_of(hGraph);
     if (!out)
@@ -519,7 +519,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
 SIM_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *out, CUgraph g, unsigned long long flags)
 {
     (void)flags;
-    return instantiate(out, g);
+    return graph_instantiate(out, g);
 }
 
 SIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize)
@@ -528,7 +528,7 @@ SIM_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *out, CUgraph g, CUgraphNo
         *errNode = NULL;
     if (log && logSize)
         log[0] = 0;
-    return instantiate(out, g);
+    return graph_instantiate(out, g);
 }
 
 SIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *out, CUgraph g, CUgraphNode *errNode, char *log, size_t logSize)
@@ -538,7 +538,7 @@ SIM_EXPORT CUresult cuGraphInstantiate(CUgraphExec *out, CUgraph g, CUgraphNode 
 
 static CUresult instantiate_params(CUgraphExec *out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
 {
-    CUresult r = instantiate(out, g);
+    CUresult r = graph_instantiate(out, g);
     if (p) {
         p->hErrNode_out = NULL;
         p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
@@ -556,7 +556,7 @@ SIM_EXPORT CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *out, CUgraph 
     return instantiate_params(out, g, p);
 }
 
-SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hExec)
+CUresult graph_exec_destroy(CUgraphExec hExec)
 {
     struct sim_gexec *x = (struct sim_gexec *)hExec;
     if (!x || x->magic != MAGIC_GEXEC)
@@ -571,6 +571,8 @@ SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hExec)
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
+
+SIM_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hExec) { return graph_exec_destroy(hExec); }
 
 static CUresult graph_launch_body(CUgraphExec hExec, CUstream h, int ptsz)
 {

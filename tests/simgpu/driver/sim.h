@@ -197,6 +197,10 @@ void mem_do_set(void *dst, unsigned value, unsigned elemsize, size_t count);
 struct sim_node *graph_capture_node(struct sim_stream *s, CUgraphNodeType type);
 struct sim_node *graph_new_node(struct sim_graph *g, CUgraphNodeType type, const CUgraphNode *deps,
                                 size_t ndeps);
+/* cuGraphInstantiate and cuGraphExecDestroy for the driver's own use (graph_update.c), so that a
+ * preloaded profiler's wrappers of the exported names never see the driver's internal calls. */
+CUresult graph_instantiate(CUgraphExec *out, CUgraph hGraph);
+CUresult graph_exec_destroy(CUgraphExec hExec);
 
 /* ---- module.c ---- */
 struct sim_func *mod_func(CUfunction f); /* validates */

@@ -6,14 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (x);                                                                      \
-        if (e_ != cudaSuccess) {                                                                   \
-            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "rt_check.h"
+
 
 __global__ void scale_kernel(float *x, float a, int n)
 {

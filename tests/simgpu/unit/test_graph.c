@@ -179,3 +179,90 @@ Test(graph, capture_rejects_sync_calls)
     CK(cuStreamEndCapture(s, &g));
     cr_assert_eq(g, cg);
 }
+
+/* A capture of A(gx) -> B(gy) -> memset on s (llama.cpp's decode graph, in miniature). */
+static CUgraph capture_chain(CUstream s, const char *a, unsigned gx, const char *b, unsigned gy,
+                             CUdeviceptr d, int extra)
+{
+    CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    launch(kernel(a), gx, s);
+    launch(kernel(b), gy, s);
+    CK(cuMemsetD32Async(d, 5, 16, s));
+    if (extra)
+        launch(kernel("argmax"), 1, s);
+    CUgraph g;
+    CK(cuStreamEndCapture(s, &g));
+    return g;
+}
+
+/* unit_setup, then a non-blocking stream and a 4 KiB buffer for capture_chain */
+static CUstream chain_setup(CUdeviceptr *d)
+{
+    unit_setup(NULL);
+    CUstream s;
+    CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CK(cuMemAlloc(d, 4096));
+    return s;
+}
+
+Test(graph, exec_update)
+{
+    CUdeviceptr d;
+    CUstream s = chain_setup(&d);
+    CUgraph g1 = capture_chain(s, "rmsnorm", 2, "mul_mat_vec_q", 8, d, 0);
+    CUgraphExec x;
+    CK(cuGraphInstantiate(&x, g1, 0));
+    /* same topology, other kernels and grids: the exec takes them, its nodes keep their ids */
+    CUgraph g2 = capture_chain(s, "rope", 3, "soft_max", 5, d, 0);
+    CUgraphExecUpdateResultInfo info;
+    CK(cuGraphExecUpdate(x, g2, &info));
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    /* another topology: refused, the exec unchanged */
+    CUgraph g3 = capture_chain(s, "embed", 1, "embed", 1, d, 1);
+    cr_assert_eq(cuGraphExecUpdate(x, g3, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    launch(kernel("gate"), 1, s);
+    CK(cuGraphLaunch(x, s));
+    int n = read_log(R, 256);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(R[1].name, "rope");
+    cr_assert_eq(R[1].grid[0], 3);
+    cr_assert_str_eq(R[2].name, "soft_max");
+    cr_assert_eq(R[2].grid[0], 5);
+    cr_assert_str_eq(R[3].kind, "memset");
+    CUgraphNode nodes[3];
+    size_t nn = 3;
+    CK(cuGraphGetNodes(g1, nodes, &nn));
+    CUresult (*node_id)(CUgraphNode, unsigned long long *);
+    CK(cuGetProcAddress("simgpuNodeId", (void **)&node_id, 0, 0, NULL));
+    for (int i = 0; i < 3; i++) {
+        unsigned long long id;
+        CK(node_id(nodes[i], &id));
+        cr_assert_eq((long long)id, R[1 + i].node, "node %d keeps the id it was instantiated from", i);
+    }
+    /* the CUDA 11 form, as cuGetProcAddress answers a client built against CUDA 11 */
+    CUresult (*v1)(CUgraphExec, CUgraph, CUgraphNode *, CUgraphExecUpdateResult *);
+    CK(cuGetProcAddress("cuGraphExecUpdate", (void **)&v1, 11080, 0, NULL));
+    CUgraphNode err;
+    CUgraphExecUpdateResult res;
+    cr_assert_eq(v1(x, g3, &err, &res), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    cr_assert_eq(res, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+}
+
+Test(graph, exec_update_refused_by_knob)
+{
+    setenv("SIMGPU_GRAPH_UPDATE", "fail", 1);
+    CUdeviceptr d;
+    CUstream s = chain_setup(&d);
+    CUgraphExec x;
+    CK(cuGraphInstantiate(&x, capture_chain(s, "rmsnorm", 2, "rope", 8, d, 0), 0));
+    CUgraphExecUpdateResultInfo info;
+    cr_assert_eq(cuGraphExecUpdate(x, capture_chain(s, "rmsnorm", 2, "rope", 9, d, 0), &info),
+                 CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    cr_assert_eq(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED);
+    launch(kernel("gate"), 1, s);
+    CK(cuGraphLaunch(x, s));
+    int n = read_log(R, 256);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(R[2].grid[0], 8, "a refused update leaves the exec as it was");
+}

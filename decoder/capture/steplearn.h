@@ -12,8 +12,8 @@
  *
  * Learning, per thread (each serving thread has its own loop and streams): the thread's first
  * TKP_LEARN_WINDOW token STEP records, in order. A signature seen in the window's first half and
- * never in its second half (the steady state) is a warm-up signature: every token STEP record with it, anywhere in the capture, is delivered with kind
- * TKP_STEP_WARMUP instead. Signatures the window never saw are tokens (a batch size that appears
+ * never in its second half (the steady state) is a warm-up signature: every token STEP record of
+ * the thread with it, anywhere in the capture, is delivered with kind TKP_STEP_WARMUP instead. Signatures the window never saw are tokens (a batch size that appears
  * later is not rejected), nor is a step whose end copy the file does not hold (a rotated file's
  * first). A thread with fewer than TKP_LEARN_MIN candidates learns nothing: its steps stay as the
  * shim wrote them. Only captures whose META config.step is "auto" (or absent) learn.

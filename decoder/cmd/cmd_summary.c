@@ -93,7 +93,7 @@ struct insight {
     struct tkp_acc *acc;     /* analysis.h: tokens per step, idle split */
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
-    uint64_t hidden;         /* token steps whose tokens are unknown: analysis.h, TKP_HIDDEN_GRAPHS */
+    uint64_t hidden; /* token steps of unknown tokens: analysis.h, TKP_HIDDEN_GRAPHS */
 };
 
 struct thread_sum {

@@ -81,7 +81,8 @@ static int astep(const struct tkp_model *am, const struct tkp_mstep *s, struct t
     out->seqs = am->token_dim_m ? s->gemm_last_m : s->gemm_last_n;
     out->launch_gap_ns = s->launch_gap_ns;
     out->wait_ns = s->wait_ns;
-    if (s->graph_launches >= TKP_HIDDEN_GRAPHS) /* analysis.h, tkp_step_tokens: never a wrong number */
+    /* analysis.h, tkp_step_tokens: unknown rather than a wrong number */
+    if (s->graph_launches >= TKP_HIDDEN_GRAPHS)
         out->tokens = out->seqs = 0, out->hidden = 1;
     if (out->tokens) out->kind = out->tokens == out->seqs ? TKP_KIND_DECODE : TKP_KIND_PREFILL;
     return 1;

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_d_forceIgnoreChecksum, for the prescan */
 #include <zstd.h>
 
 #include "base/map.h"
@@ -21,6 +23,7 @@
 #include "base/grow.h"
 #include "capture/record.h"
 #include "capture/record_fast.h"
+#include "capture/steplearn.h"
 
 /* One name id. `chunk` is 1 + the ordinal of the last chunk that defined it: a chunk may only
  * use the names it defines itself (FORMAT.md: chunks are independent). */
@@ -73,6 +76,8 @@ struct tkp_reader {
     /* a reader over other readers (tkp_reader_new_over): everything else is unused */
     const struct tkp_reader_ops *ops;
     void *impl;
+    struct tkp_steplearn *learn; /* the learned step definition (steplearn.h); NULL: none */
+    int bare; /* the prescan's reader: RUNs and COLS (launches, GPU records) are skipped whole */
 };
 
 static uint32_t le32(const uint8_t *p)
@@ -122,8 +127,76 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     r->f = f;
     r->flags = h[10] | h[11] << 8;
     r->off = hlen;
+    r->learn = tkp_steplearn_new(); /* NULL: the steps as the shim wrote them */
     *rp = r;
     return 0;
+}
+
+/* What the prescans of this thread learned, by file (device, inode, size, modification time):
+ * a command that opens one capture several times (tokprof table: three passes) reads its head
+ * once. A file that grew (a followed capture) is another key. Per thread, so no lock (the Python
+ * API may run commands from several threads) and no libpthread; the clones are never freed
+ * (PRESCAN_CACHE of them per thread at most). */
+#define PRESCAN_CACHE 8
+static _Thread_local struct {
+    struct stat st;
+    struct tkp_steplearn *l;
+} pcache[PRESCAN_CACHE];
+static _Thread_local unsigned pcache_next;
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* A clone of the cached learner of file st (NULL: none), or with keep, caches a clone of l. */
+static struct tkp_steplearn *pcache_use(const struct stat *st, const struct tkp_steplearn *keep)
+{
+    struct tkp_steplearn *c = NULL;
+    if (keep) {
+        unsigned i = pcache_next++ % PRESCAN_CACHE;
+        tkp_steplearn_free(pcache[i].l);
+        pcache[i].st = *st;
+        pcache[i].l = tkp_steplearn_clone(keep);
+    } else {
+        for (unsigned i = 0; i < PRESCAN_CACHE && !c; i++)
+            if (pcache[i].l && same_file(&pcache[i].st, st)) c = tkp_steplearn_clone(pcache[i].l);
+    }
+    return c;
+}
+
+/* The learner's prescan (steplearn.h): the capture's head, read by a reader of its own until the
+ * learning window is full or the file ends (RUNs and COLS skipped whole). Any failure leaves r
+ * learning in its own pass. */
+static void prescan(const char *path, struct tkp_reader *r)
+{
+    struct stat st;
+    int known = !fstat(fileno(r->f), &st) && S_ISREG(st.st_mode);
+    struct tkp_steplearn *c = known ? pcache_use(&st, NULL) : NULL;
+    if (c) {
+        tkp_steplearn_free(r->learn);
+        r->learn = c;
+        return;
+    }
+    FILE *f = fopen(path, "rb");
+    struct tkp_reader *p;
+    struct tkp_record rec;
+    if (!f || tkp_reader_open_stream(f, &p, NULL, 0)) return;
+    struct tkp_steplearn *l = p->learn;
+    p->learn = NULL;
+    p->bare = 1;
+    /* its records are read again, checked, by r's own pass: the prescan skips the checksum */
+    ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
+    while (l && !tkp_steplearn_done(l) && tkp_reader_next(p, &rec) == 1)
+        if (rec.type == TKP_REC_COPY || rec.type == TKP_REC_STEP || rec.type == TKP_REC_META)
+            tkp_steplearn_feed(l, &rec);
+    tkp_reader_close(p);
+    if (!l) return;
+    tkp_steplearn_rewind(l);
+    if (known && tkp_steplearn_done(l)) pcache_use(&st, l);
+    tkp_steplearn_free(r->learn);
+    r->learn = l;
 }
 
 int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t whylen)
@@ -131,7 +204,9 @@ int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t w
     FILE *f = strcmp(path, "-") ? fopen(path, "rb") : fdopen(dup(0), "rb");
     *r = NULL;
     if (!f) return tkp_why(why, whylen, TKP_ERR_IO, "%s", strerror(errno));
-    return tkp_reader_open_stream(f, r, why, whylen);
+    int err = tkp_reader_open_stream(f, r, why, whylen);
+    if (!err && strcmp(path, "-")) prescan(path, *r);
+    return err;
 }
 
 struct tkp_reader *tkp_reader_new_over(const struct tkp_reader_ops *ops, void *impl)
@@ -178,6 +253,7 @@ void tkp_reader_close(struct tkp_reader *r)
         free(r->retired[i]);
     free(r->retired);
     free(r->threads);
+    tkp_steplearn_free(r->learn);
     free(r);
 }
 
@@ -661,8 +737,14 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
             resolve_tmpl(r, rec->type);
             continue;
         }
-        if (k == TKP_DECODE_RUN || k == TKP_DECODE_COLS) continue; /* delivered above */
+        if (k == TKP_DECODE_RUN || k == TKP_DECODE_COLS) { /* delivered above */
+            if (r->bare) r->buf.run.left = r->buf.run.n = r->buf.cols.left = r->buf.cols.n = 0;
+            continue;
+        }
         apply(r, rec);
+        if (r->learn && ((rec->type == TKP_REC_COPY && rec->copy.dir == TKP_DIR_DTOH) ||
+                         rec->type == TKP_REC_STEP || rec->type == TKP_REC_META))
+            tkp_steplearn_feed(r->learn, rec);
         r->stats.records++;
         return 1;
     }

@@ -828,3 +828,27 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     b->pcs_cap = 0;
     b->nodes_cap = b->deps_cap = 0;
 }
+
+int tkp_meta_config(const struct tkp_record *r, const char *key, struct tkp_mp *c)
+{
+    uint32_t n, n2, len;
+    const char *k;
+    size_t kl = strlen(key);
+    tkp_mp_init(c, r->meta.map, r->meta.map_len);
+    if (!r->meta.map || tkp_mp_map(c, &n)) return 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (tkp_mp_peek(c) != TKP_MP_STR || tkp_mp_str(c, &k, &len)) return 0;
+        if (len != 6 || memcmp(k, "config", 6) || tkp_mp_peek(c) != TKP_MP_MAP) {
+            if (tkp_mp_skip(c)) return 0;
+            continue;
+        }
+        if (tkp_mp_map(c, &n2)) return 0;
+        for (uint32_t j = 0; j < n2; j++) {
+            if (tkp_mp_peek(c) != TKP_MP_STR || tkp_mp_str(c, &k, &len)) return 0;
+            if (len == kl && !memcmp(k, key, kl)) return 1;
+            if (tkp_mp_skip(c)) return 0;
+        }
+        return 0;
+    }
+    return 0;
+}

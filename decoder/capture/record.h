@@ -244,4 +244,8 @@ void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t
 /* "LAUNCH", "GRAPH", ... or NULL for an unknown type. */
 const char *tkp_record_type_name(uint64_t type);
 
+/* META: puts *c at the value of config.KEY (docs/FORMAT.md "META") in a META record's map.
+ * Returns 1 found, 0 absent or malformed. */
+int tkp_meta_config(const struct tkp_record *r, const char *key, struct tkp_mp *c);
+
 #endif

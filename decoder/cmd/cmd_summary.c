@@ -25,6 +25,8 @@
  *   threads         int      distinct threads the capture mapped (THREAD records)
  *   steps           int      STEP records of kind token
  *   outside_steps   int      STEP records of kind outside (set-up work)
+ *   warmup_steps    int      STEP records of kind warmup (the learned step definition, README
+ *                            "Steps": a token end that is not the steady state's)
  *   launches        int      LAUNCH records (kernel launches outside graphs)
  *   graph_launches  int      GRAPH_LAUNCH records
  *   copies          int      COPY records (memcpy and memset)
@@ -38,6 +40,8 @@
  *   tokens          int|null tokens processed over the token steps (prompt + generated), from
  *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
  *                            null without library calls
+ *   tokens_unknown_steps int token steps whose tokens are unknown (a forward in several CUDA
+ *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS); only when there are some
  *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
  *                            host_only_shifts, slopes, idle and
  *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
@@ -80,6 +84,7 @@ struct insight {
     struct tkp_acc *acc;     /* analysis.h: tokens per step, idle split */
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
+    uint64_t hidden; /* token steps of unknown tokens: analysis.h, TKP_HIDDEN_GRAPHS */
 };
 
 struct thread_sum {
@@ -101,7 +106,7 @@ struct summary {
     char program[TKP_NAME_MAX];
     uint64_t pid;
     uint64_t first_ns, last_ns;
-    uint64_t steps, outside_steps, launches, graph_launches, copies, syncs;
+    uint64_t steps, outside_steps, warmup_steps, launches, graph_launches, copies, syncs;
     struct thread_sum *threads; /* by capture-local thread index */
     uint32_t nthreads;
     uint64_t ringless; /* LOSS of threads that never got a ring (thread TKP_THREAD_NONE) */
@@ -183,6 +188,8 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
             s->steps++;
         else if (r->step_rec.kind == TKP_STEP_OUTSIDE)
             s->outside_steps++;
+        else if (r->step_rec.kind == TKP_STEP_WARMUP)
+            s->warmup_steps++;
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
         break;
@@ -224,9 +231,9 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     if (tkp_model_norms(m, &in->nr) || tkp_run_figs_make(m, &in->nr, &in->rf)) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
-        if (m->steps[i].kind == TKP_STEP_TOKEN &&
-            tkp_acc_step_of(in->acc, m, i, &as) && as.tokens)
-            in->tokens += as.tokens, in->tsteps++;
+        if (m->steps[i].kind != TKP_STEP_TOKEN || !tkp_acc_step_of(in->acc, m, i, &as)) continue;
+        if (as.tokens) in->tokens += as.tokens, in->tsteps++;
+        in->hidden += (uint64_t)as.hidden;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
     for (int c = 0; c < m->nclasses; c++) {
@@ -252,6 +259,7 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
 {
     if (in->tsteps) fprintf(f, ",\"tokens\":%" PRIu64, in->tokens);
     else fputs(",\"tokens\":null", f);
+    if (in->hidden) fprintf(f, ",\"tokens_unknown_steps\":%" PRIu64, in->hidden);
     fputs(",\"itl_ns\":{", f);
     static const char *const k[] = {"p50", "p90", "p99", "max"};
     for (int i = 0; i < 4; i++) {
@@ -302,7 +310,12 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
         threads += s->threads[i].mapped;
     fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
             threads == 1 ? "" : "s");
-    if (in->tsteps)
+    if (in->tsteps && in->hidden)
+        fprintf(f,
+                ", %" PRIu64 " tokens in %" PRIu64 " of them (%.2f per step, from library-call "
+                "shapes); %" PRIu64 " unknown (a forward in several CUDA graphs)\n",
+                in->tokens, in->tsteps, (double)in->tokens / (double)in->tsteps, in->hidden);
+    else if (in->tsteps)
         fprintf(f, ", %" PRIu64 " tokens (%.2f per step, from library-call shapes)\n", in->tokens,
                 (double)in->tokens / (double)in->tsteps);
     else
@@ -350,11 +363,13 @@ static void print_json(FILE *f, const struct summary *s, const struct tkp_reader
     tkp_json_str(f, s->program);
     fprintf(f,
             ",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%" PRIu64
-            ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"launches\":%" PRIu64
+            ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"warmup_steps\":%" PRIu64
+            ",\"launches\":%" PRIu64
             ",\"graph_launches\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"syncs\":%" PRIu64
             ",\"dropped\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
-            s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps, s->launches,
-            s->graph_launches, s->copies, s->syncs, dropped, st->chunks, e ? "false" : "true");
+            s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps,
+            s->warmup_steps, s->launches, s->graph_launches, s->copies, s->syncs, dropped,
+            st->chunks, e ? "false" : "true");
     if (e) {
         fprintf(f, ",\"stopped_at\":%" PRIu64 ",\"stopped_why\":", e->offset);
         tkp_json_str(f, e->msg);
@@ -407,8 +422,11 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     }
     fprintf(f, "duration  %.6f s\n", (double)(s->last_ns - s->first_ns) / 1e9);
     fprintf(f, "threads   %" PRIu64 "\n", threads);
-    fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step\n", s->steps,
+    fprintf(f, "steps     %" PRIu64 " token steps, %" PRIu64 " outside any step", s->steps,
             s->outside_steps);
+    if (s->warmup_steps)
+        fprintf(f, ", %" PRIu64 " warm-up (not tokens: README \"Steps\")", s->warmup_steps);
+    fputc('\n', f);
     fprintf(f, "launches  %" PRIu64 " kernel, %" PRIu64 " graph\n", s->launches, s->graph_launches);
     fprintf(f, "copies    %" PRIu64 "\n", s->copies);
     fprintf(f, "syncs     %" PRIu64 "\n", s->syncs);

@@ -81,6 +81,9 @@ static int astep(const struct tkp_model *am, const struct tkp_mstep *s, struct t
     out->seqs = am->token_dim_m ? s->gemm_last_m : s->gemm_last_n;
     out->launch_gap_ns = s->launch_gap_ns;
     out->wait_ns = s->wait_ns;
+    /* analysis.h, tkp_step_tokens: unknown rather than a wrong number */
+    if (s->graph_launches >= TKP_HIDDEN_GRAPHS)
+        out->tokens = out->seqs = 0, out->hidden = 1;
     if (out->tokens) out->kind = out->tokens == out->seqs ? TKP_KIND_DECODE : TKP_KIND_PREFILL;
     return 1;
 }
@@ -115,7 +118,12 @@ void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_
         if (i == 0 || s->thread != m->steps[i - 1].thread) first = 1, prev_seqs = 0;
         tokens[i] = 0, src[i] = TKP_TOK_NONE;
         if (s->kind != TKP_STEP_TOKEN) continue;
-        if (tkp_acc_step_of(a, m, i, &as) && as.tokens) {
+        int ok = tkp_acc_step_of(a, m, i, &as);
+        if (ok && as.hidden) {
+            first = 0; /* unknown; the next step's "previous" is the one before */
+            continue;
+        }
+        if (ok && as.tokens) {
             tokens[i] = as.tokens, src[i] = TKP_TOK_SHAPES;
             prev_seqs = as.seqs;
         } else if (shapes && prev_seqs) {

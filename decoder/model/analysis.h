@@ -80,7 +80,8 @@ struct tkp_acc;
 
 /* Per-step extras. */
 struct tkp_astep {
-    uint64_t tokens, seqs;       /* 0 unknown (no executed GEMM) */
+    uint64_t tokens, seqs;       /* 0 unknown (no executed GEMM, or hidden) */
+    int hidden; /* 1: the forward ran as several CUDA graphs (TKP_HIDDEN_GRAPHS): tokens unknown */
     int kind;                    /* enum tkp_step_class (libcalls.h) */
     uint64_t launch_gap_ns, wait_ns; /* idle inside the GPU span, split (see above) */
 };
@@ -117,7 +118,11 @@ int tkp_acc_has_tokens(const struct tkp_acc *a);
  *                token step of a thread but its first — a batch-1 decode loop, each step ending
  *                at the sampled token; the first (the prefill: the prompt length is unknown) and
  *                the steps of a batch > 1 server are not knowable;
- * else unknown (0, TKP_TOK_NONE), and always for outside and open steps. */
+ * else unknown (0, TKP_TOK_NONE), and always for outside and open steps, and for a step whose
+ * forward ran as TKP_HIDDEN_GRAPHS graph launches or more (vLLM's piecewise CUDA graphs: a
+ * prefill or mixed step up to the largest captured size): its GEMMs are inside the graphs, and
+ * the eager ones left (the lm_head over the sampled rows) count sequences, not tokens. */
+#define TKP_HIDDEN_GRAPHS 2
 enum tkp_tok_src { TKP_TOK_NONE = 0, TKP_TOK_SHAPES, TKP_TOK_PREVIOUS, TKP_TOK_ASSUMED };
 /* Fills tokens[i] and src[i] for every m->steps[i] (arrays of m->nsteps, the caller's). */
 void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,

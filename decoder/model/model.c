@@ -11,6 +11,7 @@
 #include "base/grow.h"
 #include "base/mp.h"
 #include "capture/reader.h"
+#include "capture/record.h"
 #include "base/sort.h"
 
 /* A thread whose segment index jumps further than this past its largest one is malformed input:
@@ -397,27 +398,9 @@ static int sweep(struct tkp_model *m, int final)
 uint64_t tkp_meta_flush_ms(const struct tkp_record *r)
 {
     struct tkp_mp c;
-    uint32_t n, n2, len;
-    const char *k;
     uint64_t v;
-    tkp_mp_init(&c, r->meta.map, r->meta.map_len);
-    if (!r->meta.map || tkp_mp_map(&c, &n)) return 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
-        if (len != 6 || memcmp(k, "config", 6) || tkp_mp_peek(&c) != TKP_MP_MAP) {
-            if (tkp_mp_skip(&c)) return 0;
-            continue;
-        }
-        if (tkp_mp_map(&c, &n2)) return 0;
-        for (uint32_t j = 0; j < n2; j++) {
-            if (tkp_mp_peek(&c) != TKP_MP_STR || tkp_mp_str(&c, &k, &len)) return 0;
-            if (len == 8 && !memcmp(k, "flush_ms", 8) && tkp_mp_peek(&c) == TKP_MP_UINT)
-                return tkp_mp_u64(&c, &v) ? 0 : v;
-            if (tkp_mp_skip(&c)) return 0;
-        }
-        return 0;
-    }
-    return 0;
+    if (!tkp_meta_config(r, "flush_ms", &c) || tkp_mp_peek(&c) != TKP_MP_UINT) return 0;
+    return tkp_mp_u64(&c, &v) ? 0 : v;
 }
 
 static int add_graph(struct tkp_model *m, const struct tkp_record *r)
@@ -478,7 +461,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
 static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_mstep *s)
 {
     struct tkp_mthread *t = &m->threads[s->thread]; /* step_at made it */
-    s->kind = r->step_rec.kind == TKP_STEP_TOKEN ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE;
+    s->kind = r->step_rec.kind <= TKP_STEP_WARMUP ? (int)r->step_rec.kind : TKP_STEP_OUTSIDE;
     if (s->kind == TKP_STEP_TOKEN) s->index = t->tokens++;
     s->closed_by = r->step_rec.closed_by;
     s->begin_ns = r->step_rec.begin_ns;
@@ -874,5 +857,8 @@ int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s)
 
 const char *tkp_mstep_kind_str(int kind)
 {
-    return kind == TKP_STEP_TOKEN ? "token" : kind == TKP_STEP_OUTSIDE ? "outside" : "open";
+    return kind == TKP_STEP_TOKEN     ? "token"
+           : kind == TKP_STEP_OUTSIDE ? "outside"
+           : kind == TKP_STEP_WARMUP  ? "warmup"
+                                      : "open";
 }

@@ -59,7 +59,7 @@ struct tkp_launch_bulk;
 #define TKP_MODEL_LATE_FLUSHES 10        /* the watermark window, in flush periods: see above */
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
 #define TKP_MODEL_AWAIT_MAX 4096         /* open steps past which none awaits late GPU records */
-#define TKP_MSTEP_OPEN 2                /* a step whose STEP record never came (cut capture) */
+#define TKP_MSTEP_OPEN 3                /* a step whose STEP record never came (cut capture) */
 #define TKP_MODEL_GRAPHS_MAX 65536      /* graph topologies kept; later ones count as unknown */
 #define TKP_MODEL_GRAPH_NODES_MAX (16u << 20) /* their nodes, all together (64 MiB of slots) */
 
@@ -84,7 +84,7 @@ struct tkp_mstep {
     uint64_t pid;         /* the process (META pid) */
     uint64_t seg;     /* segment index on the thread */
     int64_t index;    /* token index on the thread (0, 1, ...), -1 for outside or open steps */
-    int kind;         /* TKP_STEP_TOKEN, TKP_STEP_OUTSIDE or TKP_MSTEP_OPEN */
+    int kind;         /* TKP_STEP_TOKEN, _OUTSIDE, _WARMUP or TKP_MSTEP_OPEN */
     uint32_t closed_by;
     uint64_t begin_ns, mark_ns, end_ns; /* 0 when open */
     uint64_t launches, graph_launches, copies;
@@ -201,7 +201,7 @@ static inline uint64_t tkp_itl_ns(uint64_t prev_end, uint64_t end)
 
 /* The class with the most GPU time in the step, -1 when it has none. */
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
-/* "token", "outside" or "open". */
+/* "token", "outside", "warmup" or "open". */
 const char *tkp_mstep_kind_str(int kind);
 
 /* META config.flush_ms of a META record, 0 when absent: how often the shim hands over GPU

@@ -12,8 +12,9 @@ Checks, for every process that executed work (P of them; one truth log and one c
      name, on its thread, in order (launches, graph replays expanded into their nodes);
   3. GPU records join every kernel and copy (tests/e2e/gpu_compare.py: exact times, the launch
      and step each belongs to, no drops, nothing unjoined);
-  4. token steps = the loop's tokens: 1 prefill + N decode steps per process (TOKPROF_STEP=auto,
-     or --step: the torch.compile tests use the loops' NVTX ranges, README.md says why);
+  4. token steps = the loop's tokens: 1 prefill + N decode steps per process (N for `whole`), in
+     the dump, `tokprof steps` and `tokprof summary` (TOKPROF_STEP=auto, or --step: the NVTX
+     cross-checks);
   5. no kernel class is "other" but for the names that say nothing of their family (sort, scan,
      histogram, softmax: AMBIGUOUS below; tests/realstack/README.md);
   6. `tokprof summary` reads it without a warning (GPU records arrived with their steps);
@@ -97,11 +98,21 @@ def check_process(truth_path, cap, tokprof, work, want_steps, errors):
                        stderr=subprocess.STDOUT, text=True, timeout=300)
     if g.returncode != 0:
         errors.append(f"pid {pid}: {g.stdout.strip()}")
-    # 4: token steps
+    # 4: token steps, as every command sees them (the reader's learned step definition, README
+    # "Steps"): the dump's STEP records, `tokprof steps` and `tokprof summary`
     steps = [r for r in dump if r["type"] == "step" and r.get("kind") == "token"]
-    if len(steps) != want_steps:
-        errors.append(f"pid {pid}: {len(steps)} token steps, the loop made {want_steps} tokens "
-                      f"(1 prefill + {want_steps - 1} decode steps)")
+    warm = sum(1 for r in dump if r["type"] == "step" and r.get("kind") == "warmup")
+    st = subprocess.run([tokprof, "steps", "--json", cap], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, timeout=300)
+    sj = subprocess.run([tokprof, "summary", "--json", cap], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, timeout=300)
+    counts = {"dump": len(steps)}
+    if st.returncode == 0:
+        counts["steps"] = sum(1 for s in json.loads(st.stdout)["steps"] if s["kind"] == "token")
+    if sj.returncode == 0:
+        counts["summary"] = json.loads(sj.stdout)["steps"]
+    if len(counts) != 3 or any(v != want_steps for v in counts.values()):
+        errors.append(f"pid {pid}: token steps {counts} (warm-up {warm}), the loop made {want_steps} tokens")
     # 5: classes
     k = subprocess.run([tokprof, "kernels", "--by", "name", "--json", cap], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=300)
@@ -119,7 +130,7 @@ def check_process(truth_path, cap, tokprof, work, want_steps, errors):
                         timeout=300)
     if sm.returncode != 0 or "long after" in sm.stderr:
         errors.append(f"pid {pid}: tokprof summary: exit {sm.returncode}: {sm.stderr.strip()}")
-    print(f"pid {pid}: {nkernels} kernels, {len(steps)} token steps, {gpu_line(g.stdout)}")
+    print(f"pid {pid}: {nkernels} kernels, {len(steps)} token steps, {warm} warm-up, {gpu_line(g.stdout)}")
 
 
 def check_moe(cap, tokprof, pid, want_steps, errors):
@@ -229,11 +240,12 @@ def main():
     if runs["plain"][0] != 0:
         errors.append(f"the workload failed (exit {runs['plain'][0]}): see {a.workdir}/plain/stderr.txt")
     d = os.path.join(a.workdir, "shim")
+    tokens = a.steps if a.mode.startswith("whole") else a.steps + 1  # whole: no separate prefill
     for t, cap in process_captures(d, a.procs, errors):
         pid = t.split(".")[-2]
-        check_process(t, cap, a.tokprof, d, a.steps + 1, errors)
+        check_process(t, cap, a.tokprof, d, tokens, errors)
         if a.mode == "moe":
-            check_moe(cap, a.tokprof, pid, a.steps + 1, errors)
+            check_moe(cap, a.tokprof, pid, tokens, errors)
     return verdict(errors, a.mode)
 
 

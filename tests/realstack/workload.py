@@ -3,7 +3,7 @@
 unmodified PyTorch / transformers / Triton. Device code never runs on simgpu, so no control flow
 reads a device value: the loops run a fixed number of decode steps.
 
-    workload.py eager|graph|compile|compile-ro|moe|server [--steps N] [--time FILE]
+    workload.py eager|graph|compile|compile-ro|moe|server|whole|whole-ro|recipe [--steps N] [--time FILE]
 
 Each decode step ends as a server's does: the sampled tokens are copied to the host (`.tolist()`:
 a DtoH copy + a stream sync). stdout is one line per run (the mode and the step count) and must
@@ -63,15 +63,33 @@ def eager_loop(model, steps, batch=1, prompt=8):
     return steps
 
 
-def static_step_fn(model, batch, max_len):
+def static_step_fn(model, batch, max_len, mask=False):
+    """A decode step on a StaticCache; with `mask`, the model is given an attention mask of ones
+    (transformers then reads a data-dependent flag back in each eager forward: is it all ones?)."""
     from transformers import StaticCache
     cache = StaticCache(config=model.config, max_batch_size=batch, max_cache_len=max_len,
                         device="cuda", dtype=torch.bfloat16)
+    extra = {"attention_mask": torch.ones(batch, max_len, dtype=torch.long, device="cuda")} if mask else {}
 
     def step(tok, pos):
-        out = model(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True)
+        out = model(input_ids=tok, past_key_values=cache, cache_position=pos, use_cache=True, **extra)
         return out.logits[:, -1].argmax(-1, keepdim=True)
     return cache, step
+
+
+def capture_graph(step, static_tok, static_pos, warmup):
+    """PyTorch's recipe: `warmup` calls on a side stream (outside the graph, as torch's docs ask),
+    then the step captured into a torch.cuda.CUDAGraph. Returns the graph and its output."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(warmup):
+            step(static_tok, static_pos)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        static_out = step(static_tok, static_pos)
+    return g, static_out
 
 
 def graph_loop(model, steps, prompt=8):
@@ -82,14 +100,7 @@ def graph_loop(model, steps, prompt=8):
         tok = step(ids, torch.arange(prompt, device="cuda"))
         tok.tolist()
     static_tok, static_pos = tok.clone(), torch.tensor([prompt], device="cuda")
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):  # warm-up outside the graph, as torch's docs ask
-        step(static_tok, static_pos)
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        static_out = step(static_tok, static_pos)
+    g, static_out = capture_graph(step, static_tok, static_pos, 1)
     for i in range(steps):
         with step_range("decode"):
             static_pos.fill_(prompt + i)
@@ -116,9 +127,43 @@ def compile_loop(model, steps, mode, prompt=8):
     return steps
 
 
+def whole_loop(model, steps, mode, prompt=8):
+    """A new user's loop, no NVTX, no markers: the model compiled whole (`torch.compile(model)`),
+    greedy tokens appended to the sequence, no KV cache (GPT-2 style), each token read back with
+    `.item()`. The sequence grows, so the first calls compile (and recompile for dynamic shapes)."""
+    cmodel = torch.compile(model, mode=mode)
+    ids = torch.arange(prompt, device="cuda").unsqueeze(0)
+    for _ in range(steps):
+        logits = cmodel(input_ids=ids).logits
+        tok = logits[:, -1].argmax(-1, keepdim=True)
+        tok.item()  # the token to the host
+        ids = torch.cat([ids, tok], dim=1)
+    return steps
+
+
+def recipe_loop(model, steps, prompt=8, warmup=3):
+    """PyTorch's documented CUDA-graph recipe, as a user copies it: `warmup` forwards on a side
+    stream, then `torch.cuda.graph` capture and replays. The model is given an attention mask, so
+    each eager forward of transformers reads a data-dependent flag back (is the padding mask all
+    ones?) — the prefill's and every warm-up forward's, on the warm-up's side stream."""
+    cache, step = static_step_fn(model, 1, prompt + steps + 8, mask=True)
+    ids = torch.arange(prompt, device="cuda").unsqueeze(0)
+    tok = step(ids, torch.arange(prompt, device="cuda"))
+    tok.tolist()  # the prefill's token
+    static_tok, static_pos = tok.clone(), torch.tensor([prompt], device="cuda")
+    g, static_out = capture_graph(step, static_tok, static_pos, warmup)
+    for i in range(steps):
+        static_pos.fill_(prompt + i)
+        g.replay()
+        static_tok.copy_(static_out)
+        static_out.tolist()
+    return steps
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["eager", "graph", "compile", "compile-ro", "moe", "server"])
+    ap.add_argument("mode", choices=["eager", "graph", "compile", "compile-ro", "moe", "server", "whole",
+                                     "whole-ro", "recipe"])
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--worker", type=int, default=-1, help=argparse.SUPPRESS)
     ap.add_argument("--time", help="append the decode loop's tokens/s to this file (JSON line)")
@@ -133,6 +178,10 @@ def main():
             n = compile_loop(llama(), a.steps, "default" if a.mode == "compile" else "reduce-overhead")
         elif a.mode == "moe":
             n = eager_loop(moe(), a.steps, batch=4)
+        elif a.mode in ("whole", "whole-ro"):
+            n = whole_loop(llama(), a.steps, "default" if a.mode == "whole" else "reduce-overhead")
+        elif a.mode == "recipe":
+            n = recipe_loop(llama(), a.steps)
         else:
             return server(a)
     torch.cuda.synchronize()

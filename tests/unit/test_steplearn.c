@@ -1,0 +1,220 @@
+/* The learned step definition (decoder/capture/steplearn.h) on synthetic captures shaped like the
+ * real clients of tests/realstack: torch.compile's scalar reads (2-byte copies) before the steady
+ * 8-byte token copies, a CUDA-graph warm-up's flag reads on a side stream, an async server whose
+ * event-waited copies change size with the batch, a steady loop with nothing to learn, steps from
+ * NVTX (never touched), and a capture read from a stream (no prescan: learned in the pass). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capwriter.h"
+#include "capture/reader.h"
+
+static const uint32_t one[3] = {1, 1, 1};
+
+struct seg {
+    uint64_t bytes, stream;
+    uint32_t closed_by;
+};
+
+/* One chunk per segment: a launch, a DtoH copy, the STEP record (token). */
+static struct capw *capture(const struct seg *s, size_t n, const char *step_mode)
+{
+    struct capw *w = capw_new();
+    capw_chunk_begin(w, 1000);
+    if (step_mode) { /* META with config.step */
+        msgpack_packer *pk = capw_pk(w);
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_int(pk, TKP_REC_META);
+        msgpack_pack_map(pk, 2);
+        msgpack_pack_str_with_body(pk, "program", 7);
+        msgpack_pack_str_with_body(pk, "t", 1);
+        msgpack_pack_str_with_body(pk, "config", 6);
+        msgpack_pack_map(pk, 1);
+        msgpack_pack_str_with_body(pk, "step", 4);
+        msgpack_pack_str_with_body(pk, step_mode, strlen(step_mode));
+    } else {
+        capw_meta(w, "t", 1);
+    }
+    capw_thread(w, 0, 100);
+    capw_name(w, 1, "k");
+    capw_chunk_end(w);
+    uint64_t t = 2000;
+    for (size_t i = 0; i < n; i++) {
+        capw_chunk_begin(w, t);
+        capw_launch(w, 10, 0, i, 1, 7, 0, one, one, 0);
+        if (s[i].bytes) /* 0: no copy (a rotated file's first step: it was in the previous) */
+            capw_copy(w, 10, 0, i, 0, 2 /* DtoH */, s[i].bytes, s[i].stream, 0);
+        capw_step(w, i, 0, 0, t, t + 20, t + 30, s[i].closed_by, 1, 0, 1);
+        capw_chunk_end(w);
+        t += 100;
+    }
+    return w;
+}
+
+/* Counts token and warm-up STEP records; kinds[i] gets segment i's kind. */
+static void count(struct tkp_reader *r, int *tok, int *warm, uint32_t *kinds)
+{
+    struct tkp_record rec;
+    *tok = *warm = 0;
+    while (tkp_reader_next(r, &rec) == 1) {
+        if (rec.type != TKP_REC_STEP) continue;
+        if (kinds) kinds[rec.step] = rec.step_rec.kind;
+        if (rec.step_rec.kind == TKP_STEP_TOKEN) (*tok)++;
+        if (rec.step_rec.kind == TKP_STEP_WARMUP) (*warm)++;
+    }
+    tkp_reader_close(r);
+}
+
+/* The capture of segments s (capture()), read from a file (with the prescan). */
+static void read_file(const struct seg *s, size_t n, const char *mode, int *tok, int *warm,
+                      uint32_t *kinds)
+{
+    struct capw *w = capture(s, n, mode);
+    char path[] = "/tmp/tkp_steplearn_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(capw_write_file(w, path), 0);
+    struct tkp_reader *r;
+    cr_assert_eq(tkp_reader_open(path, &r, NULL, 0), 0);
+    count(r, tok, warm, kinds);
+    unlink(path);
+    capw_free(w);
+}
+
+/* The capture of s read from a file has want_tok token and want_warm warm-up steps. */
+static void expect(const struct seg *s, size_t n, const char *mode, int want_tok, int want_warm)
+{
+    int tok, warm;
+    read_file(s, n, mode, &tok, &warm, NULL);
+    cr_expect_eq(tok, want_tok, "token steps %d, want %d", tok, want_tok);
+    cr_expect_eq(warm, want_warm, "warm-up steps %d, want %d", warm, want_warm);
+}
+
+/* torch.compile: a prefill token (8 B), four 2-byte scalar reads, then 32 steady tokens. */
+Test(steplearn, compile_scalar_reads_are_warmup)
+{
+    struct seg s[37];
+    for (int i = 0; i < 37; i++)
+        s[i] = (struct seg){i >= 1 && i <= 4 ? 2 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    int tok, warm;
+    uint32_t kinds[37];
+    read_file(s, 37, "auto", &tok, &warm, kinds);
+    cr_expect_eq(tok, 33, "token steps %d, want 33", tok);
+    cr_expect_eq(warm, 4);
+    cr_expect_eq(kinds[0], TKP_STEP_TOKEN, "the prefill stays a token");
+    for (int i = 1; i <= 4; i++)
+        cr_expect_eq(kinds[i], TKP_STEP_WARMUP);
+}
+
+/* A recompile later in the run reads the same 2-byte scalar: warm-up there too. */
+Test(steplearn, later_recompile_is_warmup)
+{
+    struct seg s[100];
+    for (int i = 0; i < 100; i++)
+        s[i] = (struct seg){(i >= 1 && i <= 4) || i == 80 ? 2 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    expect(s, 100, NULL, 95, 5);
+}
+
+/* The CUDA-graph recipe: prefill, two warm-up forwards reading a 1-byte flag on a side stream,
+ * then 12 replays each ending with the token copy on the main stream. */
+Test(steplearn, graph_warmup_flags_are_warmup)
+{
+    struct seg s[15];
+    for (int i = 0; i < 15; i++)
+        s[i] = i == 1 || i == 2 ? (struct seg){1, 9, TKP_CLOSE_STREAM_SYNC}
+                                : (struct seg){8, 0, TKP_CLOSE_STREAM_SYNC};
+    expect(s, 15, "auto", 13, 2);
+}
+
+/* vLLM's async output: the sampled ids' copy (4 B per request) waited through an event; the
+ * batch grows, then shrinks. Sizes seen only early are the batch, not a warm-up. */
+Test(steplearn, event_waited_sizes_are_the_batch)
+{
+    struct seg s[80];
+    for (int i = 0; i < 80; i++) {
+        uint64_t b = i < 8 ? (uint64_t)i + 1 : i < 70 ? 8 : (uint64_t)(80 - i);
+        s[i] = (struct seg){4 * b, 3, TKP_CLOSE_EVENT_SYNC};
+    }
+    expect(s, 80, "auto", 80, 0);
+}
+
+/* Steps the user chose (NVTX ranges here) are never relabelled. */
+Test(steplearn, other_step_modes_untouched)
+{
+    struct seg s[37];
+    for (int i = 0; i < 37; i++)
+        s[i] = (struct seg){i >= 1 && i <= 4 ? 2 : 8, 0, TKP_CLOSE_NVTX};
+    expect(s, 37, "nvtx:^decode$", 37, 0);
+}
+
+/* A rotated file: its first step's end copy is in the previous file. Not a warm-up. */
+Test(steplearn, rotated_first_step_stays_token)
+{
+    struct seg s[40];
+    for (int i = 0; i < 40; i++)
+        s[i] = (struct seg){i == 0 ? 0 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    expect(s, 40, "auto", 40, 0);
+}
+
+/* Two serving threads, each with its own stream, the first's steps before the second's: each
+ * thread's steady state is its own (minillm --threads). */
+Test(steplearn, threads_learn_apart)
+{
+    struct capw *w = capw_new();
+    capw_chunk_begin(w, 1000);
+    capw_meta(w, "t", 1);
+    capw_thread(w, 0, 100);
+    capw_thread(w, 1, 101);
+    capw_name(w, 1, "k");
+    for (uint32_t th = 0; th < 2; th++)
+        for (uint64_t i = 0; i < 20; i++) {
+            capw_launch(w, 10, th, i, 1, 7 + th, 0, one, one, 0);
+            capw_copy(w, 10, th, i, 0, 2, 4, 7 + th, 0);
+            capw_step(w, i, th, 0, 1, 2, 3, TKP_CLOSE_STREAM_SYNC, 1, 0, 1);
+        }
+    capw_chunk_end(w);
+    char path[] = "/tmp/tkp_steplearn_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(capw_write_file(w, path), 0);
+    struct tkp_reader *r;
+    cr_assert_eq(tkp_reader_open(path, &r, NULL, 0), 0);
+    int tok, warm;
+    count(r, &tok, &warm, NULL);
+    unlink(path);
+    capw_free(w);
+    cr_expect_eq(tok, 40);
+    cr_expect_eq(warm, 0);
+}
+
+/* Too few steps to learn from: as written. */
+Test(steplearn, short_capture_untouched)
+{
+    struct seg s[6];
+    for (int i = 0; i < 6; i++)
+        s[i] = (struct seg){i == 1 ? 2 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    expect(s, 6, "auto", 6, 0);
+}
+
+/* A stream (no prescan, as stdin): the window's steps are delivered as written, later ones with
+ * a learned warm-up signature are classified. */
+Test(steplearn, stream_learns_in_its_pass)
+{
+    struct seg s[100];
+    for (int i = 0; i < 100; i++)
+        s[i] = (struct seg){(i >= 1 && i <= 4) || i == 80 ? 2 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    struct capw *w = capture(s, 100, "auto");
+    struct tkp_reader *r;
+    cr_assert_eq(tkp_reader_open_stream(capw_tmpfile(w), &r, NULL, 0), 0);
+    int tok, warm;
+    uint32_t kinds[100];
+    count(r, &tok, &warm, kinds);
+    cr_expect_eq(kinds[1], TKP_STEP_TOKEN, "in the window: as written");
+    cr_expect_eq(kinds[80], TKP_STEP_WARMUP, "after it: learned");
+    cr_expect_eq(warm, 1);
+    capw_free(w);
+}

@@ -4,12 +4,19 @@
 #
 #   scripts/bench.sh            all
 #   scripts/bench.sh launch     ns added per launch (simgpu zero-cost mode, with vs without shim)
+#   scripts/bench.sh launchcg   instructions per launch the shim adds (callgrind, application
+#                               thread, launchloop 120 000 minus 20 000 launches, with minus without
+#                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
 #                               capture size with stacks
 #   scripts/bench.sh gpu        ns per launch with GPU time (CUPTI, simgpu's fake) on vs off, and
 #                               the memory CUPTI's activity buffers took (gpu_info peak)
+#   scripts/bench.sh writer     the writer thread: records/s per core of its CPU time without and
+#                               with GPU records (minillm --style hf, SIMGPU_ZERO, 3000 steps),
+#                               callgrind instructions per ring event and per GPU record, and
+#                               drops of launchloop launching without pause (loss onset)
 #   scripts/bench.sh decode     decoder records/s on one core over a 10M-launch capture: reader,
 #                               summary (and its peak RSS), check; Python json.load for scale
 #   scripts/bench.sh tables     tokprof table steps / step_classes against tokprof summary on the
@@ -58,6 +65,27 @@ if [ "$what" = all ] || [ "$what" = launch ]; then
     echo "runs with:    $(tr '\n' ' ' <"$work/shim")" >&2
 fi
 
+if [ "$what" = all ] || [ "$what" = launchcg ]; then
+    # Instructions are the same however loaded the machine is; wall time is not. The difference of
+    # two run lengths takes out start-up and exit; with minus without shim leaves the shim's.
+    cg() { # launches, preload or empty, clock -> instructions of main()
+        (cd "$work" && env ${2:+LD_PRELOAD=$2} TOKPROF_OUT=$work TOKPROF_GPU=off TOKPROF_CLOCK=$3 \
+            SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM valgrind --tool=callgrind --toggle-collect=main \
+            --callgrind-out-file="$work/cg.out" "$B/kernels/launchloop" "$1" 5000 20000 >/dev/null 2>&1)
+        callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
+        rm -f "$work"/cg.out "$work"/*.tokprof
+    }
+    echo "| launch path, callgrind (launchloop 120 000 - 20 000 launches, TOKPROF_GPU=off) | instructions per launch without shim | with shim | added by the shim |"
+    echo "|---|---|---|---|"
+    for clk in auto monotonic; do
+        b=$(( ($(cg 120000 "" $clk) - $(cg 20000 "" $clk)) ))
+        w=$(( ($(cg 120000 "$SHIM" $clk) - $(cg 20000 "$SHIM" $clk)) ))
+        printf '| TOKPROF_CLOCK=%s | %.1f | %.1f | **%.1f** |\n' "$clk" "$(echo "$b / 100000" | bc -l)" \
+            "$(echo "$w / 100000" | bc -l)" "$(echo "($w - $b) / 100000" | bc -l)"
+    done
+    echo
+fi
+
 if [ "$what" = all ] || [ "$what" = bytes ]; then
     echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off) | launches | graph launches | bytes | bytes per launch |"
     echo "|---|---|---|---|---|"
@@ -96,6 +124,67 @@ if [ "$what" = all ] || [ "$what" = gpu ]; then
     printf '| ns per launch | %s | %s | %.1f | %s B | %s | %s |\n\n' "$o" "$g" "$(echo "$g - $o" | bc -l)" "$peak" "$recs" "$drops"
     echo "runs off:    $(tr '\n' ' ' <"$work/off")" >&2
     echo "runs always: $(tr '\n' ' ' <"$work/on")" >&2
+fi
+
+if [ "$what" = all ] || [ "$what" = writer ]; then
+    # The writer's CPU time is its own thread's (CLOCK_THREAD_CPUTIME_ID, the TOKPROF_LOG=debug
+    # line "writer: E ring events, G GPU records, T ms CPU"): records per second of one core,
+    # whatever else the machine runs. Median of RUNS.
+    : >"$work/woff"; : >"$work/won"
+    for i in $(seq "$RUNS"); do
+        for m in off always; do
+            line=$(SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work TOKPROF_GPU=$m \
+                TOKPROF_LOG=debug "$B/kernels/minillm" --style hf --steps 3000 2>&1 >/dev/null | grep 'writer:')
+            cap=$(ls "$work"/minillm.*.tokprof | head -1)
+            launches=$("$TKP" summary --json "$cap" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["launches"])')
+            echo "$line" | awk -v l="$launches" '{e=$3; g=$6; t=$9/1000; printf "%d %d %d %.4f\n", e, g, l, t}' \
+                >>"$work/$([ $m = off ] && echo woff || echo won)"
+            rm -f "$work"/*.tokprof
+        done
+    done
+    echo "| writer thread (minillm --style hf --steps 3000, SIMGPU_ZERO, median of $RUNS) | ring events | GPU records | writer CPU ms | records/s per core | launches/s per core |"
+    echo "|---|---|---|---|---|---|"
+    for m in off always; do
+        f="$work/$([ $m = off ] && echo woff || echo won)"
+        awk '{printf "%d %d %d %.4f %.0f\n", $1, $2, $3, $4, ($1 + $2) / $4}' "$f" | sort -k5 -g |
+            awk -v m=$m '{a[NR]=$0} END {split(a[int((NR+1)/2)], x, " ");
+                printf "| TOKPROF_GPU=%s | %d | %d | %.1f | %.1f M | %.2f M |\n", m, x[1], x[2], x[4]*1000, x[5]/1e6, x[3]/x[4]/1e6}'
+    done
+    echo
+    # Loss onset: launchloop launching 2M times without pause, as fast as simgpu lets it.
+    echo "| launchloop, 2M launches without pause (SIMGPU_ZERO) | launches/s | dropped |"
+    echo "|---|---|---|"
+    for m in off always; do
+        ns=$(SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work TOKPROF_GPU=$m \
+            "$B/kernels/launchloop" 2000000 2000000 0 | awk '{print $1}')
+        cap=$(ls "$work"/launchloop.*.tokprof | head -1)
+        d=$("$TKP" summary --json "$cap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["dropped"])')
+        printf '| TOKPROF_GPU=%s | %.2f M | %s |\n' "$m" "$(echo "1000 / $ns" | bc -l)" "$d"
+        rm -f "$work"/*.tokprof
+    done
+    echo
+    if command -v valgrind >/dev/null; then
+        # Instructions, not time: the same on a loaded machine. The writer thread of one run
+        # (--style hf --steps 300, GPU on); a ring large enough that nothing is dropped under
+        # valgrind. Per GPU record: tkp_gpuenc_encode less CUPTI's own cuptiActivityGetNextRecord.
+        (cd "$work" && SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work \
+            TOKPROF_RING_KB=65536 valgrind --tool=callgrind --separate-threads=yes \
+            "$B/kernels/minillm" --style hf --steps 300 >/dev/null 2>&1)
+        w=$(grep -l writer_main "$work"/callgrind.out.*-0* | head -1)
+        callgrind_annotate --inclusive=yes "$w" 2>/dev/null >"$work/incl"
+        get() { grep -E "$1" "$work/incl" | head -1 | awk '{gsub(",","",$1); print $1}'; }
+        cap=$(ls "$work"/minillm.*.tokprof | head -1)
+        recs=$("$TKP" dump --type gpu_info "$cap" | tail -1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
+        ev=$(( $(get ':tkp_rings_drain ') ))
+        launches=$("$TKP" summary --json "$cap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["launches"])')
+        echo "| writer, callgrind (minillm --style hf --steps 300, GPU on) | per launch (all of the writer) | per launch: drain and encode of ring events | per GPU record | zstd per launch |"
+        echo "|---|---|---|---|---|"
+        printf '| instructions | %.0f | %.0f | %.0f | %.0f |\n\n' \
+            "$(echo "$(get 'PROGRAM TOTALS') / $launches" | bc -l)" "$(echo "$ev / $launches" | bc -l)" \
+            "$(echo "($(get ':tkp_gpuenc_encode ') - $(get ':cuptiActivityGetNextRecord ')) / $recs" | bc -l)" \
+            "$(echo "$(get ':compress_chunk ') / $launches" | bc -l)"
+        rm -f "$work"/callgrind.out.* "$work"/*.tokprof
+    fi
 fi
 
 if [ "$what" = all ] || [ "$what" = libcall ]; then

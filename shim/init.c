@@ -23,11 +23,13 @@
 #include "record/stacks.h"
 #include "record/step.h"
 #include "sink/flight.h"
-#include "sink/prod.h"
 #include "sink/stream.h"
+#include "tokprof/format.h"
 #include "writer/writer.h"
 
 static int atexit_registered;
+#define GPU_RING_SCALE 4
+
 static pid_t started_pid;
 
 static int start(void);
@@ -87,9 +89,10 @@ static int start(void)
         atomic_store(&tkp_state, -1);
         return 0;
     }
-    tkp_config_load();
-    tkp_stacks_config(); /* TOKPROF_STACKS, TOKPROF_STACKS_UNWINDER (record/stacks.c) */
-    tkp_prod_config_load(); /* TOKPROF_MODE, budgets, flight recorder, triggers (sink/prod.c) */
+    tkp_config_load(); /* every TOKPROF_* variable, TOKPROF_STEP's regex compiled: before any
+                        * hook records (the others wait for tkp_state) */
+    tkp_stacks_config(); /* the settings the floors keep themselves, before the writer runs */
+    tkp_cupti_config();
     if (tkp_cfg.disabled) {
         atomic_store(&tkp_state, -1);
         return 0;
@@ -109,6 +112,12 @@ static int start(void)
         pthread_atfork(NULL, NULL, after_fork_child);
     }
     tkp_cupti_start(); /* tier 2; fails soft to tier 1 */
+    /* With GPU time a launch fills two ring slots (its record and CUPTI's correlation) and costs
+     * the writer a GPU record besides: rings four times the size ride out the same writer
+     * latency (docs/BENCH.md, "Writer"). */
+    struct tkp_cupti_status gst;
+    tkp_cupti_status(&gst);
+    tkp_rings_set_scale(gst.status == TKP_GPU_ON ? GPU_RING_SCALE : 1);
     atomic_store(&tkp_state, 1);
     return 1;
 }

@@ -1,15 +1,19 @@
-/* tokprof decoder: a minimal HTTP/1.1 client (see http.h). One connection per request
- * ("Connection: close"), so the reply ends where the connection does; a Content-Length reply is
- * read to its length, a chunked one is decoded. */
+/* tokprof decoder: a minimal HTTP/1.1 client and server (see http.h). One request per connection
+ * ("Connection: close") both ways: the client's reply ends where the connection does (a
+ * Content-Length reply is read to its length, a chunked one is decoded); the server closes after
+ * each reply. */
 #include "base/http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -171,4 +175,243 @@ int tkp_http_post(const struct tkp_url *u, const char *path_query, const char *h
     if (chunked) unchunk(b, bl);
     *reply = b;
     return 0;
+}
+
+/* ---- server ---- */
+
+enum { C_READ, C_WRITE, C_DRAIN };
+/* After a reply: read what the client still sends, so that close() sends no RST over the reply. */
+#define DRAIN_MS 1000
+
+struct conn {
+    int fd, state;
+    uint64_t born_ms, deadline_ms;
+    size_t len; /* request head bytes in req */
+    char *out;  /* the reply (C_WRITE) */
+    size_t out_len, out_off;
+    char req[TKP_HTTPD_REQUEST_MAX + 1];
+};
+
+struct tkp_httpd {
+    int lfd;
+    size_t n;
+    struct conn *c[TKP_HTTPD_CONNS];
+    struct pollfd pf[TKP_HTTPD_CONNS + 1];
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int tkp_httpd_new(int listen_fd, struct tkp_httpd **out)
+{
+    struct tkp_httpd *h = calloc(1, sizeof(*h));
+    if (!h) return TKP_ERR_NOMEM;
+    h->lfd = listen_fd;
+    fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
+    *out = h;
+    return 0;
+}
+
+size_t tkp_httpd_conns(const struct tkp_httpd *h)
+{
+    return h->n;
+}
+
+static void conn_close(struct tkp_httpd *h, size_t i)
+{
+    close(h->c[i]->fd);
+    free(h->c[i]->out);
+    free(h->c[i]);
+    h->c[i] = h->c[--h->n];
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    default: return "Internal Server Error";
+    }
+}
+
+/* Makes c's reply (status, and for a GET the handler's body) and turns it to writing. */
+static void reply(struct conn *c, int status, tkp_httpd_fn fn, void *arg, const char *path,
+                  uint64_t now)
+{
+    char *body = NULL;
+    size_t len = 0;
+    const char *type = "text/plain; charset=utf-8";
+    FILE *m = open_memstream(&body, &len);
+    if (m && status == 200) status = fn(arg, path, m, &type);
+    if (m && status != 200) fprintf(m, "%d %s\n", status, reason(status));
+    if (!m || fclose(m)) {
+        free(body);
+        body = NULL, len = 0, status = 500;
+    }
+    char head[512];
+    int hl = snprintf(head, sizeof(head),
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
+                      "Connection: close\r\n\r\n",
+                      status, reason(status), type, len, status == 405 ? "Allow: GET\r\n" : "");
+    c->out = malloc((size_t)hl + len);
+    if (c->out) {
+        memcpy(c->out, head, (size_t)hl);
+        if (len) memcpy(c->out + hl, body, len);
+        c->out_len = (size_t)hl + len;
+    }
+    free(body);
+    c->out_off = 0;
+    c->state = C_WRITE;
+    uint64_t d = c->born_ms + TKP_HTTPD_CONN_MS;
+    c->deadline_ms = status == 408 ? now + DRAIN_MS : d;
+}
+
+/* A whole request head in c->req: its request line decides the reply. */
+static void request(struct conn *c, tkp_httpd_fn fn, void *arg, uint64_t now)
+{
+    char *sp = strchr(c->req, ' '), *target = sp ? sp + 1 : NULL;
+    char *sp2 = target ? strchr(target, ' ') : NULL;
+    char *eol = strpbrk(c->req, "\r\n");
+    if (!sp || !sp2 || !eol || sp2 > eol || sp == c->req || target == sp2 ||
+        strncmp(sp2 + 1, "HTTP/1.", 7)) {
+        reply(c, 400, fn, arg, NULL, now);
+        return;
+    }
+    *sp = *sp2 = '\0';
+    reply(c, strcmp(c->req, "GET") ? 405 : 200, fn, arg, target, now);
+}
+
+/* Reads what c has; 0 to keep it, -1 to close it. */
+static int on_read(struct conn *c, tkp_httpd_fn fn, void *arg, uint64_t now)
+{
+    for (;;) {
+        char sink[4096];
+        char *dst = c->state == C_READ ? c->req + c->len : sink;
+        size_t room = c->state == C_READ ? TKP_HTTPD_REQUEST_MAX - c->len : sizeof(sink);
+        ssize_t k = recv(c->fd, dst, room, 0);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        if (k == 0) return -1; /* the client is gone (or done, after a reply) */
+        if (c->state != C_READ) continue;
+        size_t from = c->len > 3 ? c->len - 3 : 0;
+        c->len += (size_t)k;
+        c->req[c->len] = '\0';
+        if (strstr(c->req + from, "\r\n\r\n") || strstr(c->req + from, "\n\n")) {
+            request(c, fn, arg, now);
+            return 0;
+        }
+        if (c->len == TKP_HTTPD_REQUEST_MAX) {
+            reply(c, 431, fn, arg, NULL, now);
+            return 0;
+        }
+    }
+}
+
+/* Writes what c's client takes; 0 to keep it, -1 to close it. */
+static int on_write(struct conn *c, uint64_t now)
+{
+    if (!c->out) return -1;
+    while (c->out_off < c->out_len) {
+        ssize_t k = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        c->out_off += (size_t)k;
+    }
+    free(c->out);
+    c->out = NULL;
+    shutdown(c->fd, SHUT_WR);
+    c->state = C_DRAIN;
+    if (c->deadline_ms > now + DRAIN_MS) c->deadline_ms = now + DRAIN_MS;
+    return 0;
+}
+
+/* Advances c as far as its socket allows; 0 to keep it, -1 to close it. */
+static int advance(struct conn *c, tkp_httpd_fn fn, void *arg, uint64_t now)
+{
+    if (c->state != C_WRITE && on_read(c, fn, arg, now)) return -1;
+    if (c->state == C_WRITE && on_write(c, now)) return -1;
+    return 0;
+}
+
+static void accept_all(struct tkp_httpd *h, tkp_httpd_fn fn, void *arg, uint64_t now)
+{
+    for (int k = 0; k < 64; k++) {
+        int fd = accept4(h->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        if (h->n == TKP_HTTPD_CONNS) {
+            /* Full: the oldest connection still sending its request goes (a flood of idle
+             * connections cannot lock a scraper out); when every one is being answered, the new
+             * one waits for none. */
+            size_t old = h->n;
+            for (size_t i = 0; i < h->n; i++)
+                if (h->c[i]->state == C_READ &&
+                    (old == h->n || h->c[i]->born_ms < h->c[old]->born_ms))
+                    old = i;
+            if (old == h->n) {
+                close(fd);
+                continue;
+            }
+            conn_close(h, old);
+        }
+        struct conn *c = malloc(sizeof(*c));
+        if (!c) {
+            close(fd);
+            return;
+        }
+        *c = (struct conn){.fd = fd, .state = C_READ, .born_ms = now};
+        c->deadline_ms = now + TKP_HTTPD_HEADER_MS;
+        h->c[h->n++] = c;
+        if (advance(c, fn, arg, now)) conn_close(h, h->n - 1); /* its request may be here already */
+    }
+}
+
+int tkp_httpd_poll(struct tkp_httpd *h, int timeout_ms, tkp_httpd_fn fn, void *arg)
+{
+    uint64_t now = now_ms();
+    h->pf[0] = (struct pollfd){.fd = h->lfd, .events = POLLIN};
+    for (size_t i = 0; i < h->n; i++) {
+        const struct conn *c = h->c[i];
+        short ev = c->state == C_WRITE ? POLLOUT : POLLIN;
+        h->pf[i + 1] = (struct pollfd){.fd = c->fd, .events = ev};
+        if (c->deadline_ms <= now) timeout_ms = 0;
+        else if (timeout_ms < 0 || c->deadline_ms - now < (uint64_t)timeout_ms)
+            timeout_ms = (int)(c->deadline_ms - now);
+    }
+    size_t n = h->n;
+    int k = poll(h->pf, n + 1, timeout_ms);
+    if (k < 0) return errno == EINTR ? 0 : TKP_ERR_IO;
+    now = now_ms();
+    /* From the last: closing i moves the last connection, already seen, into its place. */
+    for (size_t i = n; i-- > 0;) {
+        struct conn *c = h->c[i];
+        if (h->pf[i + 1].revents && advance(c, fn, arg, now)) {
+            conn_close(h, i);
+            continue;
+        }
+        if (c->deadline_ms > now) continue;
+        if (c->state != C_READ) {
+            conn_close(h, i);
+            continue;
+        }
+        reply(c, 408, fn, arg, NULL, now); /* no whole request in time */
+        if (on_write(c, now)) conn_close(h, i);
+    }
+    if (h->pf[0].revents & POLLIN) accept_all(h, fn, arg, now);
+    return 0;
+}
+
+void tkp_httpd_free(struct tkp_httpd *h)
+{
+    if (!h) return;
+    while (h->n)
+        conn_close(h, h->n - 1);
+    free(h);
 }

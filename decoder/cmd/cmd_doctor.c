@@ -52,7 +52,7 @@ struct setting {
     const char *values;
 };
 static const struct setting settings[] = {
-#define TKP_SETTING(name, kind, def, lo, hi, values) {#name, kind, def, lo, hi, values},
+#define TKP_SETTING(name, kind, def, lo, hi, values, doc) {#name, kind, def, lo, hi, values},
 #include "tokprof/settings.def"
 #undef TKP_SETTING
 };

@@ -4,23 +4,24 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/cmd_live.h"
 #include "cmd/cmd_live_spec.h"
 #include "base/err.h"
+#include "base/http.h"
 #include "capture/follow.h"
 #include "model/live.h"
 #include "views/prom.h"
 
 #define SERVE_LABELS_MAX 16
 #define SERVE_KEEP_ENDED_S 300 /* an ended process's series stay this long, then go */
+#define SERVE_SLICE_MS 20      /* records read before the clients are looked at again */
+#define SERVE_IDLE_MS 50       /* with nothing new on disk: how long the clients' poll waits */
 
 static int parse_addr(const char *s, struct sockaddr_in *a)
 {
@@ -42,49 +43,29 @@ static int parse_addr(const char *s, struct sockaddr_in *a)
     return 0;
 }
 
-/* Answers one request on fd: GET /metrics, else 404. */
-static void answer(int fd, const struct tkp_live *l, const struct tkp_classes *cl,
-                   const char *labels, const struct tkp_prom_spec *spec)
+/* What a GET is answered with: /metrics, an index at /, else 404. */
+struct served {
+    const struct tkp_live *l;
+    const struct tkp_classes *cl;
+    const char *labels;
+    const struct tkp_prom_spec *spec;
+};
+
+static int answer(void *arg, const char *path, FILE *body, const char **type)
 {
-    char req[2048];
-    size_t n = 0;
-    struct timeval tv = {1, 0}; /* a client that sends nothing does not hold the sidecar */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    while (n < sizeof(req) - 1) {
-        ssize_t k = read(fd, req + n, sizeof(req) - 1 - n);
-        if (k <= 0) break;
-        n += (size_t)k;
-        req[n] = 0;
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n")) break;
+    const struct served *S = arg;
+    size_t pl = strcspn(path, "?");
+    if (pl == 8 && !memcmp(path, "/metrics", 8)) {
+        *type = "text/plain; version=0.0.4; charset=utf-8";
+        tkp_prom_write(body, S->l, S->cl, S->labels, S->spec);
+        return 200;
     }
-    req[n] = 0;
-    char *body = NULL;
-    size_t len = 0;
-    const char *status = "200 OK", *type = "text/plain; version=0.0.4; charset=utf-8";
-    FILE *m = open_memstream(&body, &len);
-    if (!m) return;
-    if (!strncmp(req, "GET /metrics ", 13) || !strncmp(req, "GET /metrics?", 13)) {
-        tkp_prom_write(m, l, cl, labels, spec);
-    } else if (!strncmp(req, "GET / ", 6)) {
-        fputs("tokprof serve: metrics on /metrics\n", m);
-    } else {
-        status = "404 Not Found";
-        fputs("not found: try /metrics\n", m);
+    if (pl == 1 && path[0] == '/') {
+        fputs("tokprof serve: metrics on /metrics\n", body);
+        return 200;
     }
-    fclose(m);
-    char hdr[256];
-    int h = snprintf(hdr, sizeof(hdr),
-                     "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: "
-                     "close\r\n\r\n",
-                     status, type, len);
-    if (write(fd, hdr, (size_t)h) == h)
-        for (size_t off = 0; off < len;) {
-            ssize_t k = write(fd, body + off, len - off);
-            if (k <= 0) break;
-            off += (size_t)k;
-        }
-    free(body);
+    fputs("not found: try /metrics\n", body);
+    return 404;
 }
 
 struct ended {
@@ -149,6 +130,7 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_spec *sp = NULL;
     struct tkp_live_mons *ms = NULL;
     struct ended *ended = NULL;
+    struct tkp_httpd *httpd = NULL;
     size_t nended = 0;
     int s = -1;
     if ((rc = tkp_cmd_classes(ctx, classes, &cl))) goto out;
@@ -162,7 +144,7 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
     s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     if (s >= 0) setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 16)) {
+    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, SOMAXCONN)) {
         rc = tkp_cmd_fail(ctx, TKP_ERR_IO, "--prometheus %s: %s", addr, strerror(errno));
         goto out;
     }
@@ -183,11 +165,20 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
             ids[a] = tkp_live_spec_id(sp, a, &warn[a]);
         ps = (struct tkp_prom_spec){nas, ids, warn, tkp_live_mons_violations, ms};
     }
+    struct served S = {l, cl, lab.text, sp ? &ps : NULL};
+    if (tkp_httpd_new(s, &httpd)) {
+        rc = tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
+        goto out_spec;
+    }
     tkp_live_signals();
     while (!tkp_live_stop) {
-        /* records first (waiting on the files at most 100 ms, reading at most 200 ms), then any
-         * scraper waiting: a scrape is answered within ~300 ms */
-        if ((rc = tkp_live_pump(ctx, f, l, ms, 100, 200, NULL, 0)) < 0) break;
+        /* Records, at most SERVE_SLICE_MS of them, then the clients (base/http.c: each
+         * connection a small state behind one poll, so a slow or idle client holds nobody).
+         * When the files had nothing new, the clients' poll is the wait: a scrape is answered
+         * as it arrives, or after at most one slice of reading. */
+        uint64_t t0 = tkp_live_ms();
+        if ((rc = tkp_live_pump(ctx, f, l, ms, 0, SERVE_SLICE_MS, NULL, 0)) < 0) break;
+        int busy = tkp_live_ms() - t0 >= SERVE_SLICE_MS;
         rc = 0;
         uint64_t now = tkp_live_ms();
         for (size_t i = 0; i < tkp_live_nprocs(l); i++) {
@@ -209,17 +200,16 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
                 i--;
             }
         }
-        struct pollfd pf = {.fd = s, .events = POLLIN};
-        while (!tkp_live_stop && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
-            int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
-            if (c < 0) break;
-            answer(c, l, cl, lab.text, sp ? &ps : NULL);
-            close(c);
+        if ((rc = tkp_httpd_poll(httpd, busy ? 0 : SERVE_IDLE_MS, answer, &S)) < 0) {
+            rc = tkp_cmd_fail(ctx, rc, "--prometheus %s: %s", addr, strerror(errno));
+            break;
         }
     }
+out_spec:
     free(ids);
     free(warn);
 out:
+    tkp_httpd_free(httpd);
     if (s >= 0) close(s);
     free(ended);
     tkp_live_mons_free(ms);
@@ -243,7 +233,8 @@ const struct tkp_cmd tkp_cmd_serve = {
     "assertion's violations and whether it holds so far. Every series is labelled by program,\n"
     "pid and the --label pairs; kernel names are never labels (bounded cardinality). It runs in\n"
     "its own process and only reads the files: the server never waits for it. An ended\n"
-    "process's series stay --keep-ended seconds (default 300), then go.\n"
+    "process's series stay --keep-ended seconds (default 300), then go. Clients are served\n"
+    "side by side, GET only: an idle or slow one delays no other scrape.\n"
     "\n"
     "  --prometheus ADDR:PORT  where to listen, e.g. 127.0.0.1:9464 (:9464 for every address)\n"
     "  --spec SPEC             step and record assertions (docs/SPEC.md) checked per process\n"

@@ -7,9 +7,9 @@
 #define TKP_LIKELY(x) __builtin_expect(!!(x), 1)
 #define TKP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* The dlsym interposer's path (hooks/dlsym.S -> tkp_dlsym_hook -> tkp_real_dlsym): it can run
- * before any constructor, the ASan runtime's included (its interceptors are set up with dlsym),
- * when there is no shadow memory yet. Not instrumented by ASan in the sanitizer build; no effect
- * otherwise. */
-#define TKP_EARLY __attribute__((no_sanitize_address))
+ * before any constructor, the ASan or TSan runtime's included (their interceptors are set up with
+ * dlsym), when there is no shadow memory or thread state yet. Not instrumented by either in the
+ * sanitizer builds; no effect otherwise. */
+#define TKP_EARLY __attribute__((no_sanitize_address, no_sanitize_thread))
 
 #endif

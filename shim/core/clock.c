@@ -68,15 +68,8 @@ static void pair(uint64_t *tsc, uint64_t *ns)
 
 void tkp_clock_init(void)
 {
-    const char *v = tkp_env("TOKPROF_CLOCK");
-    int want_tsc = 1;
-    if (v && *v) {
-        if (!strcmp(v, "monotonic")) want_tsc = 0;
-        else if (strcmp(v, "auto") && strcmp(v, "tsc"))
-            tkp_warn("TOKPROF_CLOCK=%s is not auto|tsc|monotonic; using auto", v);
-    }
     tkp_clock_tsc =
-        want_tsc &&
+        tkp_cfg.clock != TKP_CLOCK_MONOTONIC &&
         file_has("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc", 1) &&
         file_has("/proc/cpuinfo", "constant_tsc", 0) && file_has("/proc/cpuinfo", "nonstop_tsc", 0);
     if (!tkp_clock_tsc) return;

@@ -61,7 +61,12 @@ _Static_assert(offsetof(CUpti_ActivityKernel10, graphId) == 156, "kernel graphId
 #define NODEMAP_MAX (1u << 20)
 #define RANGES_MAX 256
 
-enum gpu_mode { MODE_ALWAYS, MODE_WINDOW, MODE_TRIGGER, MODE_OFF };
+enum gpu_mode {
+    MODE_ALWAYS = TKP_GPUMODE_ALWAYS,
+    MODE_WINDOW = TKP_GPUMODE_WINDOW,
+    MODE_TRIGGER = TKP_GPUMODE_TRIGGER,
+    MODE_OFF = TKP_GPUMODE_OFF
+};
 
 /* ---- CUPTI entry points (dlsym'ed) ---- */
 static struct {
@@ -116,32 +121,19 @@ struct gbuf {
 
 /* ---- configuration ---- */
 
-static void config(void)
+void tkp_cupti_config(void)
 {
-    const char *v = tkp_env("TOKPROF_GPU");
-    gpu.mode = MODE_ALWAYS;
-    if (v && *v) {
-        unsigned n, m;
-        char c;
-        if (!strcmp(v, "always")) gpu.mode = MODE_ALWAYS;
-        else if (!strcmp(v, "off")) gpu.mode = MODE_OFF;
-        else if (!strcmp(v, "trigger")) gpu.mode = MODE_TRIGGER;
-        else if (sscanf(v, "window:%u/%u%c", &n, &m, &c) == 2 && n >= 1 && m >= n) {
-            gpu.mode = MODE_WINDOW;
-            gpu.win_n = n;
-            gpu.win_m = m;
-        } else
-            tkp_warn("TOKPROF_GPU=%s is not always|off|trigger|window:N/M (1<=N<=M); using always",
-                     v);
-    }
-    gpu.trigger_steps = 10;
-    v = tkp_env("TOKPROF_GPU_TRIGGER_STEPS");
-    if (v && *v) gpu.trigger_steps = (unsigned)strtoul(v, NULL, 10);
-    if (!gpu.trigger_steps) gpu.trigger_steps = 10;
-    gpu.buffer_cap = 32ull << 20;
-    v = tkp_env("TOKPROF_GPU_BUFFER_MB");
-    if (v && *v && strtoul(v, NULL, 10) > 0) gpu.buffer_cap = (uint64_t)strtoul(v, NULL, 10) << 20;
+    /* TOKPROF_GPU, TOKPROF_GPU_TRIGGER_STEPS, TOKPROF_GPU_BUFFER_MB (core/config.c) */
+    gpu.mode = tkp_cfg.gpu_mode;
+    gpu.win_n = tkp_cfg.gpu_win_n;
+    gpu.win_m = tkp_cfg.gpu_win_m;
+    gpu.trigger_steps = tkp_cfg.gpu_trigger_steps;
+    gpu.buffer_cap = (uint64_t)tkp_cfg.gpu_buffer_mb << 20;
     mode_str(gpu.mode_text, sizeof gpu.mode_text);
+    if (gpu.mode == MODE_OFF) {
+        gpu.status = TKP_GPU_OFF;
+        snprintf(gpu.reason, sizeof gpu.reason, "TOKPROF_GPU=off");
+    }
 }
 
 static void mode_str(char *buf, size_t n)
@@ -363,18 +355,11 @@ static void off(int status, const char *why)
 
 void tkp_cupti_start(void)
 {
-    config();
-    if (gpu.mode == MODE_OFF) {
-        gpu.status = TKP_GPU_OFF;
-        snprintf(gpu.reason, sizeof gpu.reason, "TOKPROF_GPU=off");
-        return;
-    }
-    if (gpu.loaded) return;
+    if (gpu.mode == MODE_OFF || gpu.loaded) return; /* the mode: tkp_cupti_config() */
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
-    /* tkp_env: a secure-execution process never dlopens a path from its environment (it never
-     * starts capture at all: init.c; this is the second lock on the same door). */
-    const char *path = tkp_env("TOKPROF_CUPTI_PATH");
-    void *h = dlopen(path && *path ? path : "libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+    /* A secure-execution process never dlopens a path from its environment (it never starts
+     * capture at all: init.c; and the settings are read with secure_getenv, a second lock). */
+    void *h = dlopen(tkp_cfg.cupti_path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         off(TKP_GPU_NO_CUPTI, "libcupti.so.13 not found");
         goto out;
@@ -558,6 +543,13 @@ struct tkp_cupti_buf *tkp_cupti_take(void)
         l = n;
     }
     return (struct tkp_cupti_buf *)rev;
+}
+
+void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more)
+{
+    struct gbuf *g = (struct gbuf *)list;
+    while (g->next) g = g->next;
+    g->next = (struct gbuf *)more;
 }
 
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec)

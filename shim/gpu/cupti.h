@@ -4,8 +4,9 @@
  * encodes the buffers into chunks, is gpuenc.c; it uses this header, never the other way round.
  *
  * Who calls what:
- *   shim/init.c  tkp_cupti_start() once capture has started; tkp_cupti_stop() at exit, before
- *                the writer's final drain; tkp_cupti_after_fork() in a fork child; and it hands
+ *   shim/init.c  tkp_cupti_config() before the writer starts, tkp_cupti_start() once capture
+ *                has started; tkp_cupti_stop() at exit, before the writer's final drain;
+ *                tkp_cupti_after_fork() in a fork child; and it hands
  *                tkp_cupti_on_segment() to the step detector, which calls it when the calling
  *                thread's segment advances (window and trigger modes switch activity there).
  *   graph.c      tkp_cupti_graph_node() for every node of an instantiated graph.
@@ -17,6 +18,9 @@
 #include <cupti.h>
 #include <stdint.h>
 
+/* Takes TOKPROF_GPU and its companions from tkp_cfg, before the writer thread starts (which
+ * reads the mode and status): shim/init.c, after tkp_config_load(). */
+void tkp_cupti_config(void);
 void tkp_cupti_start(void);
 void tkp_cupti_stop(void);
 void tkp_cupti_after_fork(void);
@@ -38,6 +42,8 @@ struct tkp_cupti_buf;
 /* The buffers completed so far, oldest first, as a list that tkp_cupti_release() walks; NULL
  * when none. The caller owns them until it releases them. */
 struct tkp_cupti_buf *tkp_cupti_take(void);
+/* Puts the list `more` (from tkp_cupti_take) after the last buffer of `list`. */
+void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more);
 /* Advances *rec to the buffer's next activity record (*rec NULL: the first); 0 at the end. */
 int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
 /* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */

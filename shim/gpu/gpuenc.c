@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base.h"
 #include "gpu/cupti.h"
 #include "record/col.h"
 #include "tokprof/format.h"
@@ -32,11 +33,13 @@ static struct {
     int info_sent;
 } counts;
 
-/* The open COLS ("columns", below). */
+/* The open COLS ("columns", below). room: records every column has room for (ROOM_RECS * 10
+ * bytes were made free at once), so that adding a record checks one counter, not 17 columns. */
 #define COLS_FIELDS 17
+#define ROOM_RECS 256u
 static struct {
     int type; /* of the open COLS */
-    uint32_t n, nf;
+    uint32_t n, nf, room;
     uint64_t prev[COLS_FIELDS];
     struct tkp_col c[COLS_FIELDS];
 } cols;
@@ -50,12 +53,20 @@ static struct corr *corrs;
 
 struct tkp_gpu_batch {
     struct tkp_cupti_buf *head;
+    CUpti_Activity *rec; /* the last record encoded in head; NULL: none yet */
 };
 static struct tkp_gpu_batch batch;
 
 struct tkp_gpu_batch *tkp_gpuenc_take(void)
 {
-    batch.head = tkp_cupti_take();
+    /* Buffers a previous call left unfinished come first: they completed earlier. */
+    struct tkp_cupti_buf *more = tkp_cupti_take();
+    if (!batch.head) {
+        batch.head = more;
+        batch.rec = NULL;
+    } else if (more) {
+        tkp_cupti_append(batch.head, more);
+    }
     return &batch;
 }
 
@@ -150,27 +161,74 @@ static void cols_flush(const struct tkp_enc *enc)
     msgpack_pack_uint32(pk, cols.nf);
     tkp_cols_pack(pk, cols.c, cols.nf);
     cols.n = 0;
+    cols.room = 0; /* the columns are empty again: made room for anew at the next record */
+}
+
+/* The zigzag deltas of a record's fields, then their bytes. Start, end, name, correlation and
+ * the grid and block dimensions (GPU_KERNEL fields 0 to 2, 4, 11 to 16) change from kernel to
+ * kernel, often by more than a byte holds; the others (stream, thread, step, join, index, graph,
+ * node) repeat or step by one, so they are checked together and nearly always written as one
+ * byte each. Unrolled for the constant count of a GPU_KERNEL: no loop control per field. A
+ * GPU_COPY (rare) takes the plain loop. */
+#define COLS_WIDE(k) ((k) < 3 || (k) == 4 || (k) > 10)
+static inline void cols_put(const uint64_t *v, uint32_t nf)
+{
+    for (uint32_t k = 0; k < nf; k++) {
+        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
+        cols.prev[k] = v[k];
+    }
+}
+static inline void cols_put_kernel(const uint64_t *v)
+{
+    uint64_t z[17], any = 0;
+#pragma GCC unroll 17
+    for (uint32_t k = 0; k < 17; k++) {
+        uint64_t d = v[k] - cols.prev[k];
+        z[k] = (d << 1) ^ (0 - (d >> 63));
+        cols.prev[k] = v[k];
+        if (!COLS_WIDE(k)) any |= z[k];
+    }
+#pragma GCC unroll 17
+    for (uint32_t k = 0; k < 17; k++)
+        if (COLS_WIDE(k)) tkp_col_put(&cols.c[k], z[k]);
+    if (TKP_LIKELY(any < 0x80)) {
+#pragma GCC unroll 17
+        for (uint32_t k = 0; k < 17; k++) {
+            if (COLS_WIDE(k)) continue;
+            struct tkp_col *c = &cols.c[k];
+            uint32_t n = c->n;
+            c->p[n] = (uint8_t)z[k];
+            c->n = n + 1;
+        }
+        return;
+    }
+    for (uint32_t k = 0; k < 17; k++)
+        if (!COLS_WIDE(k)) tkp_col_put(&cols.c[k], z[k]);
 }
 
 /* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
- * caller writes it as a record of its own). */
+ * caller writes it as a record of its own). The writer's cost per GPU record is mostly here:
+ * one counter for the room, then per field a delta, a zigzag and (nearly always) one byte. */
 static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
     if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
-    if (tkp_cols_room(cols.c, nf)) {
-        cols_flush(enc);
-        return 0;
+    if (TKP_UNLIKELY(!cols.room)) {
+        for (uint32_t k = 0; k < COLS_FIELDS; k++)
+            if (tkp_col_reserve(&cols.c[k], ROOM_RECS * 10)) {
+                cols_flush(enc);
+                return 0;
+            }
+        cols.room = ROOM_RECS;
     }
     if (!cols.n) {
         cols.type = type;
         cols.nf = nf;
         memset(cols.prev, 0, sizeof cols.prev);
     }
-    for (uint32_t k = 0; k < nf; k++) {
-        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
-        cols.prev[k] = v[k];
-    }
+    if (type == TKP_REC_GPU_KERNEL) cols_put_kernel(v);
+    else cols_put(v, nf);
     cols.n++;
+    cols.room--;
     return 1;
 }
 
@@ -274,24 +332,40 @@ static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *
     msgpack_pack_uint64(pk, st->buf_peak);
 }
 
-void tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc)
+int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
+                      const struct tkp_enc *enc)
 {
     filters = tkp_cupti_filters();
-    for (struct tkp_cupti_buf *g = b->head; g; g = tkp_cupti_release(g)) {
-        CUpti_Activity *rec = NULL;
-        while (tkp_cupti_next_record(g, &rec))
-            encode_record(enc, rec);
+    uint32_t done = 0;
+    while (b->head) {
+        while (tkp_cupti_next_record(b->head, &b->rec)) {
+            encode_record(enc, b->rec);
+            if (++done >= max && !final) {
+                cols_flush(enc); /* the writer packs host records next */
+                return 1;
+            }
+        }
+        b->head = tkp_cupti_release(b->head);
+        b->rec = NULL;
     }
-    b->head = NULL;
     cols_flush(enc); /* before any other record, and within this chunk */
     struct tkp_cupti_status st;
     tkp_cupti_status(&st);
     if (st.status != TKP_GPU_OFF || st.reason[0] || final) emit_info(enc, &st, final);
+    return 0;
+}
+
+uint64_t tkp_gpuenc_records(void)
+{
+    return counts.records;
 }
 
 void tkp_gpuenc_after_fork(void)
 {
     cols.n = 0; /* a COLS the parent's writer was filling */
+    cols.room = 0;
+    batch.head = NULL; /* the parent's buffers (not freed: CUPTI's memory state is the parent's) */
+    batch.rec = NULL;
     for (int k = 0; k < COLS_FIELDS; k++)
         cols.c[k].n = 0;
     counts.info_sent = 0;

@@ -3,10 +3,11 @@
  * to the shim; the writer thread only.
  *
  * Who calls what (writer/writer.c, each cycle):
- *   tkp_gpuenc_take()    before draining the rings: the buffers CUPTI completed so far;
+ *   tkp_gpuenc_take()    before draining the rings: the buffers CUPTI completed so far (with
+ *                        what an earlier cycle left unencoded);
  *   tkp_gpuenc_note()    for each TKP_EV_GPU_CORR ring event (record/ring_types.h) of the drain;
- *   tkp_gpuenc_encode()  after the drain, with a struct tkp_enc: the encoder never calls the
- *                        writer back.
+ *   tkp_gpuenc_encode()  after the drain, with a struct tkp_enc (the encoder never calls the
+ *                        writer back), a slice of records at a time, the rings drained between.
  * shim/init.c calls tkp_gpuenc_after_fork() in a fork child. This side reads gpu/cupti.h (the
  * buffers, the window filter, the graph nodes, the tier's status); cupti.c never calls it. */
 #ifndef TKP_GPU_GPUENC_H
@@ -33,8 +34,13 @@ struct tkp_gpu_batch;
 struct tkp_gpu_batch *tkp_gpuenc_take(void);
 /* Remembers the launch a correlation id belongs to (thread: its capture-local index). */
 void tkp_gpuenc_note(const struct tkp_ev *e, uint32_t thread);
-/* Encodes the batch's records (COLS) and a GPU_INFO when anything changed (always when final). */
-void tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, const struct tkp_enc *enc);
+/* Encodes up to `max` of the batch's records (COLS; all of them when final) and returns 1 when
+ * some remain: the writer drains the rings between two calls, so that a large batch never
+ * keeps it from the rings for long. At the batch's end, a GPU_INFO when anything changed
+ * (always when final), and 0. */
+int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max, const struct tkp_enc *enc);
+/* GPU records encoded so far. */
+uint64_t tkp_gpuenc_records(void);
 /* A fork child: forgets the parent's open COLS and the GPU_INFO it sent. */
 void tkp_gpuenc_after_fork(void);
 

@@ -27,22 +27,37 @@ static inline int tkp_skip_captured(uint64_t stream, int ptsz)
            tkp_stream_capturing(stream, ptsz);
 }
 
-static inline void tkp_emit_launch(int via, uint64_t key, int key_kind, uint64_t stream,
-                                  unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                                  unsigned bz, unsigned smem)
+/* A launch's record. Inlined into each launch hook (one frame, no argument marshalling). It keeps
+ * errno without touching it on the common path: nothing there can set it (the ring's slow paths
+ * keep it themselves), and the rare calls that might are wrapped one by one. */
+static inline __attribute__((always_inline)) void
+tkp_emit_launch(int via, uint64_t key, int key_kind, uint64_t stream, unsigned gx, unsigned gy,
+                unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem)
 {
-    if (tkp_skip_captured(stream, via & TKP_VIA_PTSZ)) return;
+    if (TKP_UNLIKELY(atomic_load_explicit(&tkp_captures_active, memory_order_relaxed) > 0)) {
+        int e = errno;
+        int skip = tkp_stream_capturing(stream, via & TKP_VIA_PTSZ);
+        errno = e;
+        if (skip) return;
+    }
     struct tkp_ring *r = tkp_ring_self();
     if (TKP_UNLIKELY(!r)) {
         atomic_fetch_add_explicit(&tkp_ringless_drops, 1, memory_order_relaxed);
         return;
     }
     uint64_t ts = tkp_stamp();
-    if (TKP_UNLIKELY(tkp_cfg.step_mode == TKP_STEPMODE_KERNEL))
+    if (TKP_UNLIKELY(tkp_cfg.step_mode == TKP_STEPMODE_KERNEL)) {
+        int e = errno;
         tkp_step_launch_boundary(r, key, key_kind, ts);
+        errno = e;
+    }
     uint32_t step = tkp_step_on_launch(r, ts, 0);
     /* sampled call stack: its ring event goes right before the LAUNCH (stacks.h) */
-    if (TKP_UNLIKELY(tkp_stacks_mode)) tkp_stacks_on_launch(r, key, via, ts);
+    if (TKP_UNLIKELY(tkp_stacks_mode)) {
+        int e = errno;
+        tkp_stacks_on_launch(r, key, via, ts);
+        errno = e;
+    }
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (TKP_UNLIKELY(!e)) return;
     e->type = TKP_REC_LAUNCH;

@@ -13,6 +13,7 @@
 #include <cuda.h>
 #undef cuGetProcAddress /* cuda.h maps it to _v2; we export both */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -39,17 +40,20 @@ struct drv_hook {
     const char *export_name;
     void *wrapper;
 };
-static void *_Atomic real_ptr[H_COUNT];
+/* Not static: the assembly entries of cuLaunchKernel(_ptsz) below read [H_LAUNCH], [H_LAUNCH_PTSZ]. */
+void *_Atomic tkp_drv_real[H_COUNT];
+_Static_assert(H_LAUNCH == 0 && H_LAUNCH_PTSZ == 1, "the launch entries: offsets 0 and 8");
+_Static_assert(offsetof(struct tkp_tls, depth) == 8, "the launch entries: tkp_tls.depth at 8");
 
 /* The real function for hook h: the pointer we were handed, or libcuda's export. */
 static inline void *real_of(int h, const char *export_name)
 {
-    void *p = atomic_load_explicit(&real_ptr[h], memory_order_acquire);
+    void *p = atomic_load_explicit(&tkp_drv_real[h], memory_order_acquire);
     if (TKP_UNLIKELY(!p)) {
         p = tkp_real_driver(export_name);
         if (p) {
             void *expect = NULL;
-            if (!atomic_compare_exchange_strong(&real_ptr[h], &expect, p)) p = expect;
+            if (!atomic_compare_exchange_strong(&tkp_drv_real[h], &expect, p)) p = expect;
         }
     }
     return p;
@@ -77,12 +81,9 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
     /* Nested in one of our runtime hooks (the usual case for cudart's own driver calls): already
      * recorded, straight through. */
     if (tkp_tls.depth) return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
-    if (tkp_active()) {
-        int e = errno;
+    if (tkp_active()) /* errno: tkp_emit_launch keeps it */
         tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)s, gx,
                        gy, gz, bx, by, bz, smem);
-        errno = e;
-    }
     return DRV_CALL(real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra));
 }
 
@@ -91,23 +92,56 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
  * arguments untouched. */
 #define NESTED_PASSTHROUGH(h, type, ...)                                                          \
     do {                                                                                          \
-        type real_ = (type)atomic_load_explicit(&real_ptr[h], memory_order_acquire);              \
+        type real_ = (type)atomic_load_explicit(&tkp_drv_real[h], memory_order_acquire);              \
         if (TKP_LIKELY(real_ && tkp_tls.depth)) return real_(__VA_ARGS__);                        \
     } while (0)
 
-TKP_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                   unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                                   CUstream s, void **params, void **extra)
+/* cuLaunchKernel and cuLaunchKernel_ptsz, which every runtime launch goes through, are the few
+ * instructions of assembly below. Nested in one of our runtime hooks (tkp_tls.depth > 0: cudart's
+ * own driver call, already recorded by the runtime hook), the launch goes straight to the driver
+ * by a tail jump with the caller's registers and stack as they are: eleven arguments, five of them
+ * on the stack, which a C wrapper's tail call re-pushes (28 instructions where this takes 7).
+ * Otherwise (the program's own driver launch, or a real pointer not known yet) they jump to the C
+ * hooks that follow, which record it. The offsets are checked above (tkp_drv_real[0] and [1],
+ * tkp_tls.depth at 8). In this file, not a .S of its own: the two call each other. */
+#define TKP_LAUNCH_ENTRY(name, real_off, slow)                                                    \
+    "    .text\n"                                                                                 \
+    "    .p2align 4\n"                                                                            \
+    "    .globl " name "\n"                                                                       \
+    "    .type " name ", @function\n" name ":\n"                                                 \
+    "    .cfi_startproc\n"                                                                        \
+    "    movq tkp_drv_real+" real_off "(%rip), %rax\n"                                           \
+    "    testq %rax, %rax\n"                                                                      \
+    "    jz 1f\n"                                                                                 \
+    "    movq tkp_tls@gottpoff(%rip), %r11\n"                                                    \
+    "    cmpl $0, %fs:8(%r11)\n"                                                                  \
+    "    je 1f\n"                                                                                 \
+    "    jmp *%rax\n"                                                                             \
+    "1:  jmp " slow "\n"                                                                          \
+    "    .cfi_endproc\n"                                                                          \
+    "    .size " name ", .-" name "\n"
+__asm__(TKP_LAUNCH_ENTRY("cuLaunchKernel", "0", "tkp_drv_cuLaunchKernel")
+            TKP_LAUNCH_ENTRY("cuLaunchKernel_ptsz", "8", "tkp_drv_cuLaunchKernel_ptsz"));
+TKP_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                        CUstream s, void **params, void **extra);
+CUresult tkp_drv_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned smem, CUstream s,
+                                void **params, void **extra);
+CUresult tkp_drv_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                     CUstream s, void **params, void **extra);
+CUresult tkp_drv_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned smem, CUstream s,
+                                void **params, void **extra)
 {
-    NESTED_PASSTHROUGH(H_LAUNCH, launch_fn, f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     return launch(H_LAUNCH, "cuLaunchKernel", TKP_VIA_DRIVER, f, gx, gy, gz, bx, by, bz, smem, s,
                   params, extra);
 }
-TKP_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                                        unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                                        CUstream s, void **params, void **extra)
+CUresult tkp_drv_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                     CUstream s, void **params, void **extra)
 {
-    NESTED_PASSTHROUGH(H_LAUNCH_PTSZ, launch_fn, f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     return launch(H_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", TKP_VIA_DRIVER | TKP_VIA_PTSZ, f, gx, gy,
                   gz, bx, by, bz, smem, s, params, extra);
 }
@@ -119,13 +153,10 @@ static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig
     launch_ex_fn real = REAL(h, name, launch_ex_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
     if (tkp_tls.depth) return real(c, f, params, extra);
-    if (c && tkp_active()) {
-        int e = errno;
+    if (c && tkp_active()) /* errno: tkp_emit_launch keeps it */
         tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION,
                         (uint64_t)(uintptr_t)c->hStream, c->gridDimX, c->gridDimY, c->gridDimZ,
                         c->blockDimX, c->blockDimY, c->blockDimZ, c->sharedMemBytes);
-        errno = e;
-    }
     return DRV_CALL(real(c, f, params, extra));
 }
 TKP_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **x)
@@ -512,7 +543,7 @@ static void *adopt(int h, void *p)
 {
     if (p == hooks[h].wrapper) return p;
     void *expect = NULL;
-    if (atomic_compare_exchange_strong(&real_ptr[h], &expect, p) || expect == p)
+    if (atomic_compare_exchange_strong(&tkp_drv_real[h], &expect, p) || expect == p)
         return hooks[h].wrapper;
     tkp_debug("%s: a second implementation %p (have %p): left unwrapped", hooks[h].export_name, p,
               expect);

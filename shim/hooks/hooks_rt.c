@@ -101,12 +101,9 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
 
 #define LAUNCH_BODY(via, key, kind, stream, g, b, smem, call)                                      \
     do {                                                                                          \
-        if (tkp_should_record()) {                                                                \
-            int e_ = errno;                                                                       \
+        if (tkp_should_record()) /* errno: tkp_emit_launch keeps it */                            \
             tkp_emit_launch(via, (uint64_t)(uintptr_t)(key), kind, (uint64_t)(uintptr_t)(stream), \
                            (g).x, (g).y, (g).z, (b).x, (b).y, (b).z, (unsigned)(smem));           \
-            errno = e_;                                                                           \
-        }                                                                                         \
         return CALL_REAL(call);                                                                   \
     } while (0)
 

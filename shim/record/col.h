@@ -20,6 +20,12 @@ static inline int tkp_col_room(struct tkp_col *c)
     if (c->cap - c->n >= 10) return 0;
     return tkp_grow((void **)&c->p, &c->cap, c->n + 9, 1, 4096); /* bytes n .. n+9 */
 }
+/* Room for `bytes` more bytes; -1 when memory ran out (the column is as it was). */
+static inline int tkp_col_reserve(struct tkp_col *c, uint32_t bytes)
+{
+    if (c->cap - c->n >= bytes) return 0;
+    return tkp_grow((void **)&c->p, &c->cap, c->n + bytes - 1, 1, 4096);
+}
 /* The same for each of n columns; -1 when memory ran out for one. */
 static inline int tkp_cols_room(struct tkp_col *c, uint32_t n)
 {
@@ -36,13 +42,17 @@ static inline void tkp_cols_pack(msgpack_packer *pk, struct tkp_col *c, uint32_t
         c[k].n = 0;
     }
 }
+/* One varint (room made before). Through a local pointer: a byte store may alias c->n, which the
+ * compiler would otherwise load and store again for every byte. */
 static inline void tkp_col_put(struct tkp_col *c, uint64_t v)
 {
+    uint8_t *p = c->p + c->n, *q = p;
     while (v >= 0x80) {
-        c->p[c->n++] = (uint8_t)(v | 0x80);
+        *q++ = (uint8_t)(v | 0x80);
         v >>= 7;
     }
-    c->p[c->n++] = (uint8_t)v;
+    *q++ = (uint8_t)v;
+    c->n += (uint32_t)(q - p);
 }
 static inline uint64_t tkp_zigzag(int64_t v)
 {

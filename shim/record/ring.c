@@ -10,12 +10,22 @@
  * rings alive is bounded by TOKPROF_BUFFER_MB / TOKPROF_RING_KB; a thread that finds none counts
  * its events as dropped.
  *
+ * The writer sleeps between drains; a producer wakes it when its ring reaches a quarter of its
+ * capacity (tkp_ring_nudge: one futex wake, only when the writer sleeps and the ring is that full,
+ * looked at every eighth of the ring; LTTng-UST's RING_BUFFER_WAKEUP_BY_WRITER). So a burst is
+ * drained when it needs to be, whatever the writer's period: loss needs the writer to be kept
+ * off the CPU while three quarters of a ring fill, or a producer faster than the writer for
+ * longer than a ring lasts. That rare wake is the one syscall an application thread makes after
+ * its ring exists; it keeps errno.
+ *
  * Event field use: ring_types.h. */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -34,6 +44,12 @@ static _Atomic uint32_t next_thread;  /* capture-local thread indices */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER; /* registration only */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+/* The writer's sleep (tkp_rings_wait): the futex word producers bump to wake it, and whether it
+ * sleeps now. */
+static _Atomic uint32_t wake_seq;
+static _Atomic int writer_sleeps;
+static unsigned ring_scale = 1;
+static uint64_t ring_bytes; /* mmap'ed for rings so far (under reg_lock) */
 static tkp_ring_claim_fn claim_hook;
 static tkp_ring_exit_fn exit_hook;
 
@@ -41,6 +57,11 @@ void tkp_rings_set_hooks(tkp_ring_claim_fn on_claim, tkp_ring_exit_fn on_exit)
 {
     claim_hook = on_claim;
     exit_hook = on_exit;
+}
+
+void tkp_rings_set_scale(unsigned scale)
+{
+    ring_scale = scale ? scale : 1;
 }
 
 static void on_thread_exit(void *p)
@@ -90,11 +111,13 @@ static struct tkp_ring *ring_get_slow(void)
             break;
         }
     }
+    /* TOKPROF_RING_KB times the scale, or the plain size when the budget has no room for that */
+    uint64_t budget = (uint64_t)tkp_cfg.buffer_mb << 20;
     size_t bytes = (size_t)tkp_cfg.ring_kb << 10;
+    if (bytes * ring_scale + ring_bytes <= budget) bytes *= ring_scale;
     size_t cap = 1;
     while (cap * 2 * sizeof(struct tkp_ev) <= bytes) cap *= 2;
-    if (!r && n < TKP_RINGS_MAX &&
-        ((uint64_t)(n + 1) * bytes) <= ((uint64_t)tkp_cfg.buffer_mb << 20)) {
+    if (!r && n < TKP_RINGS_MAX && ring_bytes + bytes <= budget) {
         size_t hdr = (sizeof(struct tkp_ring) + 63) & ~(size_t)63;
         void *mem = mmap(NULL, hdr + cap * sizeof(struct tkp_ev), PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -102,7 +125,9 @@ static struct tkp_ring *ring_get_slow(void)
             r = mem;
             r->slots = (struct tkp_ev *)((char *)mem + hdr);
             r->mask = cap - 1;
+            r->nudge_mask = cap >= 8 ? cap / 8 - 1 : 0;
             r->mem_idx = n;
+            ring_bytes += bytes;
             atomic_store(&r->state, TKP_RING_OWNED);
             rings[n] = r;
             atomic_store_explicit(&nrings, n + 1, memory_order_release);
@@ -124,6 +149,53 @@ void tkp_ring_count_drop(struct tkp_ring *r)
 {
     atomic_store_explicit(&r->dropped, atomic_load_explicit(&r->dropped, memory_order_relaxed) + 1,
                           memory_order_relaxed);
+}
+
+static uint64_t fill_at_wake(const struct tkp_ring *r)
+{
+    return (r->mask + 1) / 4;
+}
+
+void tkp_ring_nudge(struct tkp_ring *r, uint64_t h)
+{
+    /* Pairs with the fence in tkp_rings_wait: either this thread sees the writer asleep, or the
+     * writer sees this head before it sleeps. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&writer_sleeps, memory_order_relaxed)) return;
+    uint64_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+    r->tail_cache = t;
+    if (h - t < fill_at_wake(r)) return;
+    int saved = errno;
+    atomic_fetch_add_explicit(&wake_seq, 1, memory_order_release);
+    syscall(SYS_futex, &wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
+}
+
+/* 1 when some ring holds a quarter of its capacity or more. */
+static int rings_fill(void)
+{
+    uint32_t n = atomic_load_explicit(&nrings, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct tkp_ring *r = rings[i];
+        if (atomic_load_explicit(&r->state, memory_order_acquire) == TKP_RING_FREE) continue;
+        uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+        if (h - atomic_load_explicit(&r->tail, memory_order_relaxed) >= fill_at_wake(r)) return 1;
+    }
+    return 0;
+}
+
+void tkp_rings_wait(uint64_t timeout_ns)
+{
+    uint32_t seq = atomic_load_explicit(&wake_seq, memory_order_acquire);
+    atomic_store_explicit(&writer_sleeps, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!rings_fill()) {
+        struct timespec ts = {(time_t)(timeout_ns / 1000000000ull),
+                              (long)(timeout_ns % 1000000000ull)};
+        /* returns at once when a producer bumped the word since it was read */
+        syscall(SYS_futex, &wake_seq, FUTEX_WAIT_PRIVATE, seq, &ts, NULL, 0);
+    }
+    atomic_store_explicit(&writer_sleeps, 0, memory_order_relaxed);
 }
 
 size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx)
@@ -179,6 +251,7 @@ void tkp_rings_reset_after_fork(void)
      * other ring belonged to a thread that is not here. */
     uint32_t n = atomic_load(&nrings);
     atomic_store(&next_thread, 0);
+    atomic_store(&writer_sleeps, 0); /* the parent's writer, not here */
     for (uint32_t i = 0; i < n; i++) {
         struct tkp_ring *r = rings[i];
         atomic_store(&r->head, 0);

@@ -42,11 +42,17 @@ static inline struct tkp_ev *tkp_ring_reserve(struct tkp_ring *r)
     return &r->slots[h & r->mask];
 }
 
-/* Publishes the slot reserved last. */
+/* Wakes the writer when it sleeps and r holds a quarter of its capacity or more (ring.c); h is
+ * the head just published. */
+void tkp_ring_nudge(struct tkp_ring *r, uint64_t h);
+
+/* Publishes the slot reserved last. Every eighth of the ring, the producer asks whether the
+ * writer should be woken: a burst wakes the writer by the ring's occupancy, not by its timer. */
 static inline void tkp_ring_commit(struct tkp_ring *r)
 {
-    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed) + 1;
+    atomic_store_explicit(&r->head, h, memory_order_release);
+    if (TKP_UNLIKELY(!(h & r->nudge_mask))) tkp_ring_nudge(r, h);
 }
 
 /* What the floor above does when a thread claims a ring (its user bytes are zero by then) and
@@ -56,9 +62,16 @@ typedef void (*tkp_ring_claim_fn)(struct tkp_ring *r);
 typedef void (*tkp_ring_exit_fn)(struct tkp_ring *r, uint64_t stamp);
 void tkp_rings_set_hooks(tkp_ring_claim_fn on_claim, tkp_ring_exit_fn on_exit);
 
+/* Rings made from now on hold `scale` times TOKPROF_RING_KB, as long as TOKPROF_BUFFER_MB has
+ * room for that (then the plain size). Set by shim/init.c before capture starts. */
+void tkp_rings_set_scale(unsigned scale);
+
 /* ---- consumer (the writer thread) ------------------------------------------------------------ */
 typedef void (*tkp_drain_fn)(void *ctx, const struct tkp_ev *ev, uint32_t thread_idx,
                              int os_tid);
+/* Sleeps until timeout_ns passed or a producer's ring reached a quarter of its capacity
+ * (tkp_ring_nudge); returns at once when one holds that much already. */
+void tkp_rings_wait(uint64_t timeout_ns);
 /* Drains every ring; returns the number of events. A ring whose thread exited is emptied, its
  * final drop count handed to fn as a LOSS event, and freed for another thread. */
 size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx);

@@ -51,7 +51,8 @@ struct tkp_ring {
     _Atomic uint64_t dropped;
     uint64_t mask;
     struct tkp_ev *slots;
-    char pad0[64 - 40];
+    uint64_t nudge_mask; /* the producer looks at the writer every nudge_mask + 1 events */
+    char pad0[64 - 48];
     /* consumer line */
     _Atomic uint64_t tail;
     char pad1[56];

@@ -79,26 +79,10 @@ static struct {
 
 void tkp_stacks_config(void)
 {
-    tkp_stacks_mode = TKP_STACKS_OFF;
-    const char *v = tkp_env("TOKPROF_STACKS");
-    if (v && *v && strcmp(v, "off")) {
-        char *end;
-        unsigned long x = 0;
-        int mode = !strncmp(v, "first:", 6) ? TKP_STACKS_FIRST
-                   : !strncmp(v, "sample:", 7) ? TKP_STACKS_SAMPLE
-                                                : 0;
-        if (mode) x = strtoul(v + (mode == TKP_STACKS_FIRST ? 6 : 7), &end, 10);
-        if (!mode || *end || x < 1 || x > 1000000000ul)
-            tkp_warn("TOKPROF_STACKS=%s is not off|first:K|sample:N (1..1e9); using off", v);
-        else if (mode == TKP_STACKS_FIRST)
-            tkp_stacks_mode = mode, stacks_k = (uint32_t)x;
-        else
-            tkp_stacks_mode = mode, tkp_stacks_n = (uint32_t)x;
-    }
-    v = tkp_env("TOKPROF_STACKS_UNWINDER");
-    force_backtrace = v && !strcmp(v, "backtrace");
-    if (v && *v && !force_backtrace && strcmp(v, "auto") && strcmp(v, "libunwind"))
-        tkp_warn("TOKPROF_STACKS_UNWINDER=%s is not auto|libunwind|backtrace; using auto", v);
+    tkp_stacks_mode = tkp_cfg.stacks_mode;
+    if (tkp_stacks_mode == TKP_STACKS_FIRST) stacks_k = tkp_cfg.stacks_every;
+    if (tkp_stacks_mode == TKP_STACKS_SAMPLE) tkp_stacks_n = tkp_cfg.stacks_every;
+    force_backtrace = tkp_cfg.stacks_unwinder == TKP_UNWINDER_BACKTRACE;
 }
 
 const char *tkp_stacks_desc(void)

@@ -11,15 +11,16 @@
 
 #include <msgpack.h>
 
+#include "core/config.h"
 #include "record/ring.h"
 
 #define TKP_STACK_DEPTH 32  /* frames kept per stack, outside the shim */
 
-enum tkp_stacks_mode { TKP_STACKS_OFF = 0, TKP_STACKS_FIRST = 1, TKP_STACKS_SAMPLE = 2 };
-extern int tkp_stacks_mode;     /* set once at capture start */
+extern int tkp_stacks_mode;     /* enum tkp_stacks_mode (core/config.h), set at capture start */
 extern uint32_t tkp_stacks_n;   /* sample:N */
 
-/* Reads TOKPROF_STACKS and TOKPROF_STACKS_UNWINDER (shim/init.c, after tkp_config_load). */
+/* Takes TOKPROF_STACKS and TOKPROF_STACKS_UNWINDER from tkp_cfg (shim/init.c, after
+ * tkp_config_load). */
 void tkp_stacks_config(void);
 /* At capture start, before the writer runs: picks the unwinder (libunwind.so.8 by dlopen, else
  * glibc backtrace()), maps the tables, warms the unwinder on this thread, lists the modules.

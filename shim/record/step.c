@@ -19,10 +19,7 @@
  *
  * State is per thread (struct tkp_stepstate, in the ring's user bytes): each serving thread has its own
  * sequence of steps. Only the owning thread touches it. */
-#include <regex.h>
-#include <string.h>
 
-#include "core/log.h"
 #include "record/step.h"
 #include "record/symtab.h"
 #include "tokprof/format.h"
@@ -141,16 +138,11 @@ void tkp_step_graph_boundary(struct tkp_ring *r, uint64_t ts)
     else if (seg_has_work(s) || s->copies) close_current(r, TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);
 }
 
-static regex_t kernel_re;
-static int kernel_re_state; /* 0 not compiled, 1 ok, -1 bad */
-
+/* The regex was compiled when the settings were read (core/config.c), before any hook ran:
+ * application threads only run it. */
 static int kernel_matches(const char *name)
 {
-    if (!kernel_re_state) {
-        kernel_re_state = regcomp(&kernel_re, tkp_cfg.step_regex, REG_EXTENDED | REG_NOSUB) ? -1 : 1;
-        if (kernel_re_state < 0) tkp_warn("TOKPROF_STEP=kernel:%s: bad regex", tkp_cfg.step_regex);
-    }
-    return kernel_re_state > 0 && name && regexec(&kernel_re, name, 0, NULL, 0) == 0;
+    return name && regexec(&tkp_cfg.step_re, name, 0, NULL, 0) == 0;
 }
 
 /* kernel:RE mode, called before a launch is tagged. Names are looked up per launch here, which
@@ -245,17 +237,12 @@ void tkp_step_on_marker(struct tkp_ring *r, int kind, uint64_t ts)
     }
 }
 
-static regex_t nvtx_re;
-static int nvtx_re_state;
-
 void tkp_step_on_nvtx(struct tkp_ring *r, int kind, const char *name, uint64_t ts)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     if (tkp_cfg.step_mode != TKP_STEPMODE_NVTX) return;
     if (kind == TKP_NVTX_PUSH || kind == TKP_NVTX_RANGE_START) {
-        if (!nvtx_re_state)
-            nvtx_re_state = regcomp(&nvtx_re, tkp_cfg.step_regex, REG_EXTENDED | REG_NOSUB) ? -1 : 1;
-        if (nvtx_re_state < 0 || !name || regexec(&nvtx_re, name, 0, NULL, 0)) {
+        if (!name || regexec(&tkp_cfg.step_re, name, 0, NULL, 0)) {
             if (s->in_range) s->in_range++; /* nested non-matching range */
             return;
         }

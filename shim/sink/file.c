@@ -37,7 +37,6 @@
 #include "core/log.h"
 #include "core/state.h"
 #include "sink/file.h"
-#include "sink/prod.h"
 #include "tokprof/format.h"
 #include "tokprof/outdir.h"
 

@@ -31,7 +31,6 @@
 #include "gpu/cupti.h"
 #include "sink/file.h"
 #include "sink/flight.h"
-#include "sink/prod.h"
 #include "sink/trigger.h"
 #include "tokprof/format.h"
 

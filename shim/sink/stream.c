@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "sink/file.h"
-#include "sink/prod.h"
 #include "sink/stream.h"
 #include "tokprof/format.h"
 

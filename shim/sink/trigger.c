@@ -17,9 +17,9 @@
 
 #include "core/base.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "core/state.h"
-#include "sink/prod.h"
 #include "sink/trigger.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"

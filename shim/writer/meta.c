@@ -9,7 +9,6 @@
 #include "core/config.h"
 #include "core/real.h"
 #include "record/stacks.h"
-#include "sink/prod.h"
 #include "tokprof/format.h"
 #include "tokprof/tokprof.h"
 #include "writer/meta.h"

@@ -42,6 +42,7 @@
 
 #define CHUNK_SOFT_MAX (4u << 20) /* raw bytes that force a chunk before the flush period */
 #define POLL_MS_MAX 20
+#define GPU_SLICE 2048u /* GPU records encoded between two drains of the rings */
 
 enum { RUN_KIND, RUN_DT, RUN_TMPL, RUN_CALL, RUN_HOST, RUN_COLS };
 
@@ -73,6 +74,7 @@ static struct {
     uint32_t run_call0, run_call; /* the base of the calls column (set: run_based), the last call */
     int run_based;
     int failed;
+    uint64_t events, cpu_ns; /* ring events drained by the thread, its CPU time (at its end) */
     char path[PATH_MAX];
 } writer = {.fd = -1, .launch_tm = {.nw = 6}, .lib_tm = {.nw = 10}};
 
@@ -498,24 +500,32 @@ static msgpack_packer *enc_packer(void *ctx)
     return &writer.pk;
 }
 
-/* GPU kernel names are strings CUPTI owns, the same few again and again: a string at an
- * address seen before is compared with the name it had (a strcmp, not a hash of it and a
- * table probe) before name_id() is asked. */
+/* GPU kernel names are strings CUPTI owns, shared by every record of a kernel: the same few
+ * addresses again and again. A string at an address seen before in this chunk is the name it
+ * was then (one compare of the address); the first time in a chunk it is compared with that
+ * name again (a strcmp, not a hash and a table probe) before name_id() is asked, so an address
+ * CUPTI reused for another name is caught at the next chunk at the latest. */
+static struct {
+    const char *p;
+    uint32_t id, seq; /* seq: the chunk (writer.seq + 1) in which p was last checked; 0 none */
+} seen[256];
+
 static uint32_t enc_name(void *ctx, const char *s)
 {
     (void)ctx;
-    static struct {
-        const char *p;
-        uint32_t id;
-    } seen[64];
     chunk_begin();
-    __typeof__(seen[0]) *c = &seen[((uintptr_t)s >> 4) & 63];
+    uintptr_t h = (uintptr_t)s;
+    __typeof__(seen[0]) *c = &seen[((h >> 3) ^ (h >> 11)) & 255]; /* names sit close together */
+    if (c->p == s && c->seq == writer.seq + 1) return c->id; /* checked in this chunk */
     const char *known = c->p == s ? tkp_names_str(&writer.names, c->id) : NULL;
-    if (known && !strcmp(known, s) && tkp_names_defined(&writer.names, c->id, writer.seq))
+    if (known && !strcmp(known, s) && tkp_names_defined(&writer.names, c->id, writer.seq)) {
+        c->seq = writer.seq + 1;
         return c->id; /* defined in this chunk already */
+    }
     uint32_t id = name_id(s);
     known = tkp_names_str(&writer.names, id);
-    if (known && !strcmp(known, s)) c->p = s, c->id = id;
+    if (known && !strcmp(known, s)) c->p = s, c->id = id, c->seq = writer.seq + 1;
+    else c->p = NULL;
     return id;
 }
 
@@ -659,7 +669,11 @@ static size_t cycle(int force)
     struct tkp_gpu_batch *gpu = tkp_gpuenc_take();
     tkp_clock_anchor(); /* before the drain: the stamps drained next are converted against it */
     size_t n = tkp_rings_drain(encode, NULL);
-    tkp_gpuenc_encode(gpu, force, &gpu_enc);
+    /* The GPU records a slice at a time, the rings drained after each: an application thread
+     * that launches fast while the writer encodes a large batch finds its ring emptied every
+     * GPU_SLICE records, not once per batch. */
+    while (tkp_gpuenc_encode(gpu, force, GPU_SLICE, &gpu_enc))
+        n += tkp_rings_drain(encode, NULL);
     uint64_t now = tkp_now_ns();
     if (force || writer.sb.size >= CHUNK_SOFT_MAX ||
         now - writer.last_flush_ns >= (uint64_t)tkp_cfg.flush_ms * 1000000ull)
@@ -672,17 +686,21 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     unsigned poll = tkp_cfg.flush_ms < POLL_MS_MAX ? tkp_cfg.flush_ms : POLL_MS_MAX;
-    struct timespec idle = {poll / 1000, (long)(poll % 1000) * 1000000L};
-    struct timespec busy = {0, 2000000L};
-    /* A drain that found a lot means the rings fill fast: come back sooner, so that a burst of
-     * launches is drained rather than dropped. */
+    uint64_t idle = (uint64_t)poll * 1000000ull, busy = 2000000ull;
+    /* A drain that found a lot means the rings fill fast: come back sooner. A ring a quarter full
+     * wakes the writer before either period ends (tkp_rings_wait), so the periods bound the
+     * latency of a trickle, not what a burst can lose. */
     size_t busy_at = ((size_t)tkp_cfg.ring_kb << 10) / sizeof(struct tkp_ev) / 8;
     size_t last = 0;
     tkp_tls.depth = 1; /* nothing this thread does is the program's */
     while (!atomic_load(&writer.stop)) {
-        nanosleep(last >= busy_at ? &busy : &idle, NULL);
+        tkp_rings_wait(last >= busy_at ? busy : idle);
         last = cycle(0);
+        writer.events += last;
     }
+    struct timespec cpu;
+    if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu))
+        writer.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000ull + (uint64_t)cpu.tv_nsec;
     return NULL;
 }
 
@@ -727,8 +745,12 @@ void tkp_writer_stop(void)
     int d = tkp_tls.depth;
     tkp_tls.depth = 1;
     if (writer.sink->last_chunk) writer.sink->last_chunk();
-    cycle(1);
+    writer.events += cycle(1);
     tkp_tls.depth = d;
+    /* scripts/bench.sh writer reads this line: the writer's throughput per core */
+    tkp_debug("writer: %llu ring events, %llu GPU records, %.3f ms CPU on its thread",
+              (unsigned long long)writer.events, (unsigned long long)tkp_gpuenc_records(),
+              writer.cpu_ns / 1e6);
     writer.sink->close();
 }
 
@@ -736,6 +758,7 @@ void tkp_writer_after_fork(void)
 {
     /* The child has no writer thread; the parent's file and buffers are not ours to touch. */
     writer.running = 0;
+    writer.events = writer.cpu_ns = 0;
     writer.seq = 0;
     writer.chunk_open = 0;
     writer.meta_written = 0;
@@ -744,6 +767,7 @@ void tkp_writer_after_fork(void)
     writer.run_n = 0; /* the parent's open run was the parent's */
     for (int c = 0; c < RUN_COLS; c++) writer.run[c].n = 0;
     tkp_gen_clear(&writer.names.gen);
+    memset(seen, 0, sizeof seen); /* names the child's chunks have not defined */
     tkp_gen_clear(&writer.threads);
     tkp_gen_clear(&writer.graphs);
     tkp_gen_clear(&writer.launch_tm.gen);

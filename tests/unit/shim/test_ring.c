@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -144,4 +145,84 @@ Test(shim_ring, an_exited_thread_leaves_its_loss_and_its_ring)
     cr_assert_eq(s.n, 1);
     cr_assert_eq(s.thread[0], 1);
     cr_assert_eq(claims, 2);
+}
+
+/* ---- the writer's sleep (tkp_rings_wait) and the producer's wake (tkp_ring_nudge) ---- */
+
+#define LONG_WAIT_NS (60ull * 1000000000ull)
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *wait_long(void *arg)
+{
+    uint64_t t0 = mono_ns();
+    tkp_rings_wait(LONG_WAIT_NS);
+    *(uint64_t *)arg = mono_ns() - t0;
+    return NULL;
+}
+
+/* The writer sleeps with a 60 s period; the producer fills a quarter of its ring (16 of 64 slots)
+ * after the writer went to sleep: the writer wakes then, not at the end of its period. (Were the
+ * producer first, the writer would see the quarter before sleeping and not sleep at all: the
+ * test passes either way, and fails only if the wake is lost, by minutes.) */
+Test(shim_ring, a_quarter_full_ring_wakes_the_sleeping_writer, .timeout = 120)
+{
+    for (uint64_t i = 0; i < SLOTS / 4 - 5; i++)
+        cr_assert(push(i)); /* under a quarter: no reason to wake */
+    uint64_t slept = 0;
+    pthread_t w;
+    pthread_create(&w, NULL, wait_long, &slept);
+    usleep(200 * 1000); /* most likely asleep by now */
+    for (uint64_t i = 0; i < 8; i++)
+        cr_assert(push(i)); /* crosses 16 at a multiple of 8: the nudge */
+    pthread_join(w, NULL);
+    cr_assert_lt(slept, LONG_WAIT_NS / 2, "woken by the ring after %.3f s", slept / 1e9);
+}
+
+/* Under a quarter the writer sleeps its period (and the producer makes no system call). */
+Test(shim_ring, a_ring_under_a_quarter_lets_the_writer_sleep)
+{
+    for (uint64_t i = 0; i < SLOTS / 4 - 1; i++)
+        cr_assert(push(i));
+    uint64_t t0 = mono_ns();
+    tkp_rings_wait(100 * 1000000ull);
+    cr_assert_geq(mono_ns() - t0, 90 * 1000000ull, "a futex wait does not end early");
+}
+
+/* With GPU time on, init.c asks rings four times the size, within TOKPROF_BUFFER_MB. */
+Test(shim_ring, rings_scale_within_the_budget)
+{
+    tkp_rings_set_scale(4);
+    cr_assert(push(1));
+    struct seen s = {.n = 0};
+    cr_assert_eq(tkp_ring_self()->mask + 1, 4 * SLOTS);
+    tkp_rings_drain(collect, &s);
+}
+
+static void *push_one(void *arg)
+{
+    (void)arg;
+    push(1);
+    *(uint64_t *)arg = tkp_ring_self()->mask + 1;
+    return NULL;
+}
+
+Test(shim_ring, a_scaled_ring_past_the_budget_is_the_plain_size)
+{
+    /* 192 KiB rings (2048 slots, the largest power of two that fits), 768 KiB scaled (8192): the
+     * 1 MiB budget holds one scaled ring, then only a plain one */
+    tkp_cfg.ring_kb = 192;
+    tkp_rings_set_scale(4);
+    cr_assert(push(1));
+    cr_assert_eq(tkp_ring_self()->mask + 1, 8192);
+    uint64_t cap = 0;
+    pthread_t t;
+    pthread_create(&t, NULL, push_one, &cap);
+    pthread_join(t, NULL);
+    cr_assert_eq(cap, 2048);
 }

@@ -197,8 +197,7 @@ Test(shim_step, marker_mode_ranges)
 
 Test(shim_step, nvtx_mode_nested_ranges_end_at_the_matching_pop)
 {
-    tkp_cfg.step_mode = TKP_STEPMODE_NVTX;
-    snprintf(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, "^decode");
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "nvtx:^decode"), 0);
     tkp_step_on_nvtx(R(), TKP_NVTX_PUSH, "decode_step", now += 10);
     launches(1);
     tkp_step_on_nvtx(R(), TKP_NVTX_PUSH, "layer", now += 10);
@@ -237,8 +236,7 @@ Test(shim_step, kernel_mode_a_matching_launch_begins_a_step)
     static const char embed, attn; /* host stubs: any distinct addresses */
     tkp_sym_register(&embed, "embedding_kernel");
     tkp_sym_register(&attn, "attention_kernel");
-    tkp_cfg.step_mode = TKP_STEPMODE_KERNEL;
-    snprintf(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, "^embed");
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "kernel:^embed"), 0);
     launch_kernel(&attn); /* warm-up before the first matching kernel */
     launch_kernel(&embed), launch_kernel(&attn), launch_kernel(&attn);
     launch_kernel(&embed), launch_kernel(&attn);

@@ -1,0 +1,162 @@
+/* The settings table (shim/core/config.c, from include/tokprof/settings.def): README.md's table
+ * of variables is this table, row for row; every row has its place in the shim; unset variables
+ * get the defaults the table states; a bad value gets the default; TOKPROF_STEP's regex is
+ * compiled when the settings are read. */
+#include <criterion/criterion.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+
+static void unset_all(void)
+{
+    size_t n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    for (size_t i = 0; i < n; i++)
+        unsetenv(t[i].name);
+    tkp_log_level = TKP_LOG_QUIET; /* the bad values below need not be shown */
+}
+TestSuite(shim_config, .init = unset_all);
+
+/* README's row for a setting: | `NAME` | `default` (or unset) | doc | */
+static void row(const struct tkp_setting *s, char *out, size_t n)
+{
+    char def[600];
+    if (*s->def) snprintf(def, sizeof def, "`%s`", s->def);
+    else snprintf(def, sizeof def, "unset");
+    snprintf(out, n, "| `%s` | %s | %s |", s->name, def, s->doc);
+}
+
+Test(shim_config, readme_lists_the_table_row_for_row)
+{
+    FILE *f = fopen(TKP_SOURCE_DIR "/README.md", "r");
+    cr_assert_not_null(f);
+    size_t n, k = 0;
+    const struct tkp_setting *t = tkp_settings(&n);
+    char line[4096], want[4096];
+    int bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "| `TOKPROF_", 11)) continue;
+        if (k < n) row(&t[k], want, sizeof want);
+        if (k >= n || strcmp(line, want)) {
+            fprintf(stderr, "README.md row %zu:\n  is   %s\n  want %s\n", k + 1, line,
+                    k < n ? want : "(no such setting)");
+            bad = 1;
+        }
+        k++;
+    }
+    fclose(f);
+    if (bad || k != n) {
+        fprintf(stderr, "README.md's table should read (include/tokprof/settings.def):\n");
+        for (size_t i = 0; i < n; i++) {
+            row(&t[i], want, sizeof want);
+            fprintf(stderr, "%s\n", want);
+        }
+    }
+    cr_assert(!bad && k == n, "README.md has %zu TOKPROF_ rows, the table %zu (stderr: the diff)",
+              k, n);
+}
+
+Test(shim_config, every_setting_has_a_parser_and_a_place)
+{
+    size_t n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    cr_assert_eq(n, 28);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_not_null(t[i].parse, "%s", t[i].name);
+        cr_assert(t[i].dst || (t[i].kind == 'c' || t[i].kind == 'C'), "%s has no place",
+                  t[i].name);
+        if (t[i].kind == 'u' || t[i].kind == 'n')
+            cr_assert(t[i].size == 4 || t[i].size == 8, "%s", t[i].name);
+        cr_assert(!strncmp(t[i].name, "TOKPROF_", 8));
+        cr_assert_eq(tkp_config_set(t[i].name, NULL), 0, "%s: its default parses", t[i].name);
+    }
+    cr_assert_str_eq(t[0].name, "TOKPROF_LOG", "read first: it governs the others' warnings");
+}
+
+Test(shim_config, unset_variables_get_the_tables_defaults)
+{
+    setenv("TOKPROF_BUFFER_MB", "", 1); /* set but empty: unset */
+    tkp_config_load();
+    cr_assert_eq(tkp_cfg.disabled, 0);
+    cr_assert_str_eq(tkp_cfg.out_dir, ".");
+    cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_AUTO);
+    cr_assert_eq(tkp_cfg.buffer_mb, 64);
+    cr_assert_eq(tkp_cfg.ring_kb, 1024);
+    cr_assert_eq(tkp_cfg.flush_ms, 200);
+    cr_assert_eq(tkp_cfg.step_copy_max, 4u << 20);
+    cr_assert_eq(tkp_cfg.stacks_mode, TKP_STACKS_OFF);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_cfg.gpu_trigger_steps, 10);
+    cr_assert_eq(tkp_cfg.gpu_buffer_mb, 32);
+    cr_assert_str_eq(tkp_cfg.cupti_path, "libcupti.so.13");
+    cr_assert_eq(tkp_cfg.clock, TKP_CLOCK_AUTO);
+    cr_assert_eq(tkp_prod.flight, 0);
+    cr_assert_eq(tkp_prod.max_bytes, (uint64_t)TKP_DEFAULT_MAX_MB << 20);
+    cr_assert_eq(tkp_prod.keep, TKP_DEFAULT_KEEP);
+    cr_assert_eq(tkp_prod.before_ns, 10000000000ull);
+    cr_assert_eq(tkp_prod.after_ns, 2000000000ull);
+    cr_assert_eq(tkp_prod.step_trigger, 0);
+    cr_assert_eq(tkp_prod.signal, SIGUSR2);
+    cr_assert_str_eq(tkp_prod.trigger_file, "");
+    cr_assert_eq(tkp_log_level, TKP_LOG_WARN);
+}
+
+Test(shim_config, values_are_parsed_once_at_load)
+{
+    setenv("TOKPROF_STEP", "kernel:^step_begin$", 1);
+    setenv("TOKPROF_GPU", "window:2/5", 1);
+    setenv("TOKPROF_STACKS", "sample:7", 1);
+    setenv("TOKPROF_STACKS_UNWINDER", "backtrace", 1);
+    setenv("TOKPROF_CLOCK", "monotonic", 1);
+    setenv("TOKPROF_MODE", "flight", 1);
+    setenv("TOKPROF_FLIGHT_MB", "0.5", 1);
+    setenv("TOKPROF_TRIGGER", "step>3*p50", 1);
+    setenv("TOKPROF_TRIGGER_SIGNAL", "RTMIN+2", 1);
+    setenv("TOKPROF_DISABLE", "0", 1);
+    tkp_config_load();
+    unset_all();
+    cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_KERNEL);
+    cr_assert_str_eq(tkp_cfg.step_regex, "^step_begin$");
+    cr_assert_eq(regexec(&tkp_cfg.step_re, "step_begin", 0, NULL, 0), 0, "compiled at load");
+    cr_assert_neq(regexec(&tkp_cfg.step_re, "step_begin2", 0, NULL, 0), 0);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW);
+    cr_assert_eq(tkp_cfg.gpu_win_n, 2);
+    cr_assert_eq(tkp_cfg.gpu_win_m, 5);
+    cr_assert_eq(tkp_cfg.stacks_mode, TKP_STACKS_SAMPLE);
+    cr_assert_eq(tkp_cfg.stacks_every, 7);
+    cr_assert_eq(tkp_cfg.stacks_unwinder, TKP_UNWINDER_BACKTRACE);
+    cr_assert_eq(tkp_cfg.clock, TKP_CLOCK_MONOTONIC);
+    cr_assert_eq(tkp_prod.flight, 1);
+    cr_assert_eq(tkp_prod.flight_bytes, 524288);
+    cr_assert_eq(tkp_prod.step_trigger, 2);
+    cr_assert_float_eq(tkp_prod.step_factor, 3.0, 1e-9);
+    cr_assert_eq(tkp_prod.signal, SIGRTMIN + 2);
+    cr_assert_eq(tkp_cfg.disabled, 0);
+    /* a fork child reads them again: the old regex is freed, the new one compiled */
+    setenv("TOKPROF_STEP", "nvtx:^decode", 1);
+    tkp_config_load();
+    cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_NVTX);
+    cr_assert_eq(regexec(&tkp_cfg.step_re, "decode_step", 0, NULL, 0), 0);
+}
+
+Test(shim_config, a_bad_value_gets_the_default)
+{
+    cr_assert_eq(tkp_config_set("TOKPROF_BUFFER_MB", "-3"), -1);
+    cr_assert_eq(tkp_cfg.buffer_mb, 64);
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "kernel:(unclosed"), -1, "a regex that fails");
+    cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_AUTO);
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "nvtx:"), -1);
+    cr_assert_eq(tkp_config_set("TOKPROF_GPU", "window:5/2"), -1);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_config_set("TOKPROF_TRIGGER_SIGNAL", "KILL"), -1);
+    cr_assert_eq(tkp_prod.signal, SIGUSR2);
+    cr_assert_eq(tkp_config_set("TOKPROF_CLOCK", "tsc"), 0);
+    cr_assert_eq(tkp_cfg.clock, TKP_CLOCK_TSC);
+    cr_assert_eq(tkp_config_set("TOKPROF_NOT_A_SETTING", "1"), -2);
+}

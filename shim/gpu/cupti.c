@@ -356,6 +356,10 @@ static void off(int status, const char *why)
 void tkp_cupti_start(void)
 {
     if (gpu.mode == MODE_OFF || gpu.loaded) return; /* the mode: tkp_cupti_config() */
+    if (atomic_load(&gpu.yielded)) { /* the program's own client came first: never take it back */
+        off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
+        return;
+    }
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
     /* A secure-execution process never dlopens a path from its environment (it never starts
      * capture at all: init.c; and the settings are read with secure_getenv, a second lock). */

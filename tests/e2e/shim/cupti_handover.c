@@ -1,11 +1,13 @@
 /* A program that brings its own CUPTI client mid-run, as torch.profiler does when a profile
  * starts (Kineto: cuptiActivityRegisterCallbacks, no cuptiSubscribe): 3 kernels, then its client,
- * then 2 kernels it traces itself. Linked to libcupti.so.13 like libtorch, so under the shim its
+ * then 2 kernels it traces itself. With `early`, its client comes before any CUDA call (before
+ * the shim's capture starts) and traces all 5. Linked to libcupti.so.13 like libtorch, so under the shim its
  * calls reach the shim's interposers first. Prints what its own client received. */
 #include <cuda.h>
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int kernels_seen;
 
@@ -27,11 +29,16 @@ static void CUPTIAPI done(CUcontext c, uint32_t s, uint8_t *b, size_t size, size
 
 #define CK(x) do { if ((x) != 0) { fprintf(stderr, "%s failed\n", #x); return 1; } } while (0)
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int early = argc > 1 && !strcmp(argv[1], "early");
     CUcontext ctx;
     CUmodule mod;
     CUfunction f;
+    if (early) {
+        CK(cuptiActivityRegisterCallbacks(req, done));
+        CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    }
     CK(cuInit(0));
     CK(cuDevicePrimaryCtxRetain(&ctx, 0));
     CK(cuCtxSetCurrent(ctx));
@@ -39,11 +46,13 @@ int main(void)
     CK(cuModuleGetFunction(&f, mod, "rmsnorm_kernel"));
     for (int i = 0; i < 3; i++) CK(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
     CK(cuCtxSynchronize());
-    CK(cuptiActivityRegisterCallbacks(req, done));
-    CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    if (!early) {
+        CK(cuptiActivityRegisterCallbacks(req, done));
+        CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    }
     for (int i = 0; i < 2; i++) CK(cuLaunchKernel(f, 4, 1, 1, 128, 1, 1, 0, NULL, NULL, NULL));
     CK(cuCtxSynchronize());
     CK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
     printf("own CUPTI client: %d kernel records\n", kernels_seen);
-    return kernels_seen == 2 ? 0 : 3;
+    return kernels_seen == (early ? 5 : 2) ? 0 : 3;
 }

@@ -18,7 +18,7 @@ static const struct tkp_cmd *const cmds[] = {&tkp_cmd_summary, &tkp_cmd_dump, &t
                                              &tkp_cmd_report, &tkp_cmd_stacks,
                                              &tkp_cmd_table, &tkp_cmd_ingest,
                                              &tkp_cmd_top, &tkp_cmd_serve,
-                                             &tkp_cmd_import};
+                                             &tkp_cmd_import, &tkp_cmd_whatif};
 #define NCMDS (sizeof(cmds) / sizeof(*cmds))
 
 static void usage(FILE *f)

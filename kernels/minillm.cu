@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 
 #include <map>
@@ -49,7 +50,7 @@ enum Style { STYLE_VLLM, STYLE_LLAMACPP, STYLE_HF };
 struct Config {
     int layers = 4, hidden = 256, heads = 4, inter = 0, vocab = 1024, batch = 1, prefill = 16, steps = 32;
     int moe_e = 0, moe_k = 0, moe_fused = 0, graphs = 0, async = 0, driver = 0, threads = 1, exc = 0;
-    int check = 0, verbose = 0;
+    int check = 0, verbose = 0, host_us = 0;
     double zipf = 0;
     unsigned seed = 1;
     Style style = STYLE_VLLM;
@@ -74,6 +75,7 @@ struct StepLog {
     std::vector<Gemm> gemms;
     std::vector<std::vector<int>> load;
     double host_ms;
+    double tok_ms = 0; // CLOCK_MONOTONIC when its sampled tokens reached the host
 };
 
 static pthread_mutex_t name_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -463,6 +465,14 @@ static void run_step(Thr *t, int s)
     t->step = st;
     t->cur = &st->c;
     double t0 = now_ms();
+    if (cfg.host_us) { // --host-us: the scheduler's time, to a deadline (a fixed host cost)
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        long long ns = ts.tv_nsec + cfg.host_us * 1000LL;
+        ts.tv_sec += (time_t)(ns / 1000000000LL), ts.tv_nsec = (long)(ns % 1000000000LL);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+        }
+    }
 
     int *hin = t->h_in[s % 4];
     for (int i = 0; i < T; i++)
@@ -518,16 +528,19 @@ static void run_step(Thr *t, int s)
             if (s > 0) { // step s-1's tokens, waited for only now that step s is enqueued
                 CK(cudaEventSynchronize(t->ev_copy[slot ^ 1]));
                 consume_sampled(t, slot ^ 1);
+                t->steps[s - 1].tok_ms = now_ms();
             }
         } else {
             copy_async(t, t->h_sampled[slot], t->sampled[slot], B * sizeof(int), cudaMemcpyDeviceToHost, t->s0);
             CK(cudaEventRecord(t->ev_copy[slot], t->s0));
             CK(cudaEventSynchronize(t->ev_copy[slot]));
             consume_sampled(t, slot);
+            st->tok_ms = now_ms();
         }
     } else if (cfg.style == STYLE_LLAMACPP) {
         copy_async(t, t->h_logits, t->logits, (size_t)B * V * sizeof(float), cudaMemcpyDeviceToHost, t->s0);
         CK(cudaStreamSynchronize(t->s0));
+        st->tok_ms = now_ms();
         t->cpu_ids.resize(B);
         for (int b = 0; b < B; b++) { // sampling on the CPU
             int arg = 0;
@@ -545,6 +558,7 @@ static void run_step(Thr *t, int s)
         launch(t, t->s0, reduce_kernel<MaxOps>, dim3(1), dim3(256), MaxOps{t->flag, t->unfinished, B});
         copy_async(t, t->h_flag, t->flag, 1, cudaMemcpyDeviceToHost, t->s0);
         CK(cudaStreamSynchronize(t->s0)); // `while unfinished.max() != 0` -> .item()
+        st->tok_ms = now_ms();
     }
     if (s == 0 && cfg.check) { // real GPU only (simgpu exits before); not counted in the log
         CK(cudaStreamSynchronize(t->s0));
@@ -588,6 +602,7 @@ static void *thread_main(void *arg)
     if (cfg.style == STYLE_VLLM && cfg.async) {
         CK(cudaEventSynchronize(t->ev_copy[cfg.steps % 2]));
         consume_sampled(t, cfg.steps % 2);
+        t->steps[cfg.steps].tok_ms = now_ms();
     }
     CK(cudaStreamSynchronize(t->s0));
     CK(cudaStreamSynchronize(t->s1));
@@ -885,9 +900,9 @@ static void write_log(const std::vector<Thr *> &thr)
             fprintf(f,
                     "{\"type\":\"step\",\"thread\":%d,\"step\":%d,\"kind\":\"%s\",\"tokens\":%d,\"kernels\":%ld,"
                     "\"eager_launches\":%ld,\"graph_launches\":%ld,\"graph_kernels\":%ld,\"library_kernels\":%ld,"
-                    "\"driver_launches\":%ld,\"copies\":%ld,\"host_ms\":%.3f,",
+                    "\"driver_launches\":%ld,\"copies\":%ld,\"host_ms\":%.3f,\"tok_ms\":%.6f,",
                     t->id, s.step, s.kind, s.tokens, c.kernels, c.eager, c.graph_launches, c.graph_kernels, c.lib,
-                    c.driver, c.copies, s.host_ms);
+                    c.driver, c.copies, s.host_ms, s.tok_ms);
             json_counts(f, c);
             fprintf(f, ",\"gemms\":[");
             for (size_t i = 0; i < s.gemms.size(); i++) {
@@ -920,7 +935,7 @@ static void usage()
             "usage: minillm [--layers N] [--hidden N] [--heads N] [--inter N] [--vocab N] [--batch N]\n"
             "               [--prefill N] [--steps N] [--seed N] [--moe E,k] [--moe-fused] [--zipf S]\n"
             "               [--graphs] [--sched sync|async] [--style vllm|llamacpp|hf] [--driver] [--exc]\n"
-            "               [--threads N] [--log FILE] [--check] [--verbose]\n");
+            "               [--threads N] [--host-us N] [--log FILE] [--check] [--verbose]\n");
     exit(2);
 }
 
@@ -949,6 +964,7 @@ static void parse(int argc, char **argv)
         else if (OPT("--steps")) cfg.steps = int_arg(v, 0, 1 << 20, a);
         else if (OPT("--seed")) cfg.seed = (unsigned)int_arg(v, 0, 1 << 30, a);
         else if (OPT("--threads")) cfg.threads = int_arg(v, 1, 64, a);
+        else if (OPT("--host-us")) cfg.host_us = int_arg(v, 0, 1 << 24, a);
         else if (OPT("--log")) cfg.log = v;
         else if (OPT("--zipf")) cfg.zipf = atof(v);
         else if (OPT("--moe")) {

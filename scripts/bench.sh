@@ -22,6 +22,8 @@
 #   scripts/bench.sh tables     tokprof table steps / step_classes against tokprof summary on the
 #                               10-million-launch captures, without and with GPU records: CPU
 #                               seconds (median of RUNS, one core), rows/s (issue 21's target)
+#   scripts/bench.sh whatif     tokprof whatif against summary on the same two captures: CPU seconds,
+#                               steps/s, peak RSS (issue 30)
 #   scripts/bench.sh import     tokprof import of a ~1 GB Kineto trace (the shared H100 trace's events
 #                               repeated COPIES times, default 200: tests/bench/gen_trace.py), plain
 #                               and gzip: MB/s and events/s on one core (user+sys CPU), peak RSS
@@ -315,6 +317,35 @@ if [ "$what" = all ] || [ "$what" = tables ]; then
         printf '| %s (%s) | %.2f | %.2f (%.3fx) | %.2f (%.3fx) | %.0f | %.0f |\n' \
             "$(basename "$cap")" "$(du -m "$cap" | cut -f1) MB" "$s" "$t" "$(echo "$t / $s" | bc -l)" \
             "$u" "$(echo "$u / $s" | bc -l)" "$(echo "$rs / $t" | bc -l)" "$(echo "$rc / $u" | bc -l)"
+    done
+    echo
+fi
+
+if [ "$what" = all ] || [ "$what" = whatif ]; then
+    # tokprof whatif (issue 30) against summary on the 10-million-launch captures: one core, user+sys
+    # CPU seconds, median of RUNS, alternated; steps/s = the capture's steps / whatif's seconds.
+    for g in "" gpu; do
+        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g
+    done
+    echo "| whatif --scale attention=0.5 (one core, CPU s, median of $RUNS) | summary | whatif | x summary | steps/s | peak RSS |"
+    echo "|---|---|---|---|---|---|"
+    for g in "" gpu; do
+        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+        : >"$work/wi_sum"; : >"$work/wi_w"
+        for i in $(seq "$RUNS"); do
+            taskset -c 0 /usr/bin/time -f '%U %S' -o "$work/t" "$TKP" summary "$cap" >/dev/null
+            awk '{print $1 + $2}' "$work/t" >>"$work/wi_sum"
+            taskset -c 0 /usr/bin/time -f '%U %S %M' -o "$work/t" "$TKP" whatif --scale attention=0.5 \
+                "$cap" >/dev/null
+            awk '{print $1 + $2}' "$work/t" >>"$work/wi_w"
+            rss=$(awk '{print $3}' "$work/t")
+        done
+        n=$("$TKP" steps --json "$cap" | grep -o '"kind":"token"' | wc -l)
+        s=$(median <"$work/wi_sum"); w=$(median <"$work/wi_w")
+        printf '| %s (%s) | %.2f | %.2f | %.2fx | %.0f | %s MB |\n' "$(basename "$cap")" \
+            "$(du -m "$cap" | cut -f1) MB" "$s" "$w" "$(echo "$w / $s" | bc -l)" \
+            "$(echo "$n / $w" | bc -l)" "$((rss / 1024))"
     done
     echo
 fi

@@ -161,7 +161,7 @@ TKP_API int tkp_dec_records(const char *const *paths, size_t n, uint64_t types, 
 static const struct tkp_cmd *const cmds[] = {
     &tkp_cmd_summary, &tkp_cmd_dump,    &tkp_cmd_gemm,    &tkp_cmd_moe,     &tkp_cmd_check,
     &tkp_cmd_steps,   &tkp_cmd_kernels, &tkp_cmd_analyze, &tkp_cmd_diff,    &tkp_cmd_export,
-    &tkp_cmd_heatmap, &tkp_cmd_report,  &tkp_cmd_stacks,
+    &tkp_cmd_heatmap, &tkp_cmd_report,  &tkp_cmd_stacks,  &tkp_cmd_whatif,
 };
 
 TKP_API int tkp_dec_command(int argc, const char *const *argv, char **out, char **warn, char *why,

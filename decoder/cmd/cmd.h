@@ -39,6 +39,7 @@ extern const struct tkp_cmd tkp_cmd_dump, tkp_cmd_summary, tkp_cmd_run, tkp_cmd_
 extern const struct tkp_cmd tkp_cmd_gemm, tkp_cmd_moe; /* cmd_gemm.c, cmd_moe.c */
 extern const struct tkp_cmd tkp_cmd_steps, tkp_cmd_kernels; /* cmd_steps.c, cmd_kernels.c */
 extern const struct tkp_cmd tkp_cmd_stacks; /* cmd_stacks.c */
+extern const struct tkp_cmd tkp_cmd_whatif; /* cmd_whatif.c */
 extern const struct tkp_cmd tkp_cmd_doctor; /* cmd_doctor.c */
 extern const struct tkp_cmd tkp_cmd_table, tkp_cmd_ingest; /* cmd_table.c, cmd_ingest.c */
 extern const struct tkp_cmd tkp_cmd_top, tkp_cmd_serve; /* cmd_top.c, cmd_serve.c (live) */

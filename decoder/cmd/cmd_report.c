@@ -3,7 +3,8 @@
  * tests look for): summary and analyses (the lines of `tokprof analyze`), step latency over time
  * (#fig-latency), GPU time per step stacked by class (#fig-classes), the step x class heatmap
  * (#heatmap-class), the top kernels (#top-kernels), the change points (#change-points) and, with
- * --spec, the spec checker's table (#spec). Streaming: one pass feeds the model and the analysis
+ * --spec, the spec checker's table (#spec), with --whatif the observed and predicted ITL
+ * (#fig-whatif, model/critpath.h). Streaming: one pass feeds the model and the analysis
  * accumulator, and with --spec one more pass runs the spec monitor (report_spec.c). */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,8 @@
 #include "check/results.h"
 #include "views/heatmap.h"
 #include "views/svg.h"
+#include "cmd/cmd_whatif.h"
+#include "model/critpath.h"
 #include "base/sort.h"
 
 #define TOP 20
@@ -208,8 +211,47 @@ static int report_spec(struct tkp_ctx *ctx, const char *spec, const char *captur
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --whatif: the observed and predicted ITL distributions (critpath.h) as quantile curves. */
+static int whatif_figure(FILE *f, const struct tkp_crit *c, const char *change)
+{
+    uint64_t *o, *p;
+    size_t n, skipped;
+    int err = tkp_crit_intervals(c, &o, &p, &n, &skipped);
+    if (err) return err;
+    double *a = malloc((n + 1) * sizeof(*a)), *b = malloc((n + 1) * sizeof(*b));
+    if (!a || !b) {
+        free(o), free(p), free(a), free(b);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        a[i] = (double)o[i], b[i] = (double)p[i];
+    qsort(a, n, sizeof(*a), cmp_double);
+    qsort(b, n, sizeof(*b), cmp_double);
+    fputs("<h2>What if: ", f);
+    esc(f, change);
+    fprintf(f, "</h2>\n<p>Inter-token latency observed and predicted by <code>tokprof whatif "
+               "--scale ");
+    esc(f, change);
+    fprintf(f, "</code> over %zu token intervals (%zu not predictable: a GPU record or a "
+               "dependency missing).</p>\n", n, skipped);
+    if (n) {
+        char t[320];
+        snprintf(t, sizeof(t), "ITL, sorted: observed vs predicted with %s", change);
+        tkp_svg_quantiles(f, "fig-whatif", t, a, b, n, "observed", "predicted");
+    }
+    free(o), free(p), free(a), free(b);
+    return 0;
+}
+
 static int write_report(FILE *f, const char *path, const struct tkp_model *m,
-                        const struct tkp_analysis *an, const char *spec_text)
+                        const struct tkp_analysis *an, const char *spec_text,
+                        const struct tkp_crit *crit, const char *change)
 {
     char why[256];
     int gpu = tkp_model_gpu(m, why, sizeof(why)), err;
@@ -231,6 +273,7 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
                 an->verdict);
     if ((err = pre(f, "analysis", analysis_lines, m, an))) return err;
     if ((err = figures(f, m, gpu))) return err;
+    if (crit && (err = whatif_figure(f, crit, change))) return err;
     fputs("<h2>Top kernels</h2>\n", f);
     if ((err = top_kernels(f, m))) return err;
     fputs("<h2>Change points</h2>\n<table id=\"change-points\"><tr><th>series</th><th>step</th>"
@@ -260,18 +303,22 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path = NULL, *out = NULL, *spec = NULL, *classes = NULL;
+    const char *path = NULL, *out = NULL, *spec = NULL, *classes = NULL, *whatif = NULL;
     int err;
     const struct tkp_opt opts[] = {{"-o", 's', &out, 0, NULL, NULL},
                                    {"--spec", 's', &spec, 0, NULL, NULL},
-                                   {"--classes", 's', &classes, 0, NULL, NULL}};
-    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 3, &path))) return err;
+                                   {"--classes", 's', &classes, 0, NULL, NULL},
+                                   {"--whatif", 's', &whatif, 0, NULL, NULL}};
+    if ((err = tkp_cmd_parse(ctx, argc, argv, opts, 4, &path))) return err;
     if (!out) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "-o FILE.html needed");
     char *spec_text = NULL;
     int violated = 0;
     struct tkp_classes *cl = NULL;
     struct tkp_reader *r = NULL;
     struct tkp_acc *acc = NULL;
+    struct tkp_crit *crit = NULL;
+    struct tkp_whatif_rule *rule = NULL;
+    struct tkp_crit_change ch;
     struct tkp_model m;
     struct tkp_analysis an;
     struct tkp_record rec;
@@ -281,12 +328,19 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     if (spec && (err = report_spec(ctx, spec, path, &spec_text, &violated))) return err;
     if ((err = tkp_cmd_classes(ctx, classes, &cl))) goto done;
     mo.classes = cl;
+    tkp_crit_change_init(&ch);
+    if (whatif && ((err = tkp_whatif_rule_new(ctx, cl, "--whatif", whatif, &ch, &rule)) ||
+                   (err = tkp_crit_new(&ch, &crit)))) {
+        if (err == TKP_ERR_NOMEM) tkp_cmd_fail(ctx, err, "out of memory");
+        goto done;
+    }
     tkp_model_init(&m, &mo);
     if ((err = tkp_cmd_open(ctx, path, &r))) goto model;
     if ((err = tkp_acc_bind(&m, &acc))) goto fail; /* the extras come from this model's steps */
     while (!err && tkp_reader_next(r, &rec) == 1)
-        err = tkp_model_add(&m, &rec);
+        if (!(err = tkp_model_add(&m, &rec)) && crit) err = tkp_crit_add(crit, &rec);
     if (!err) err = tkp_model_finish(&m);
+    if (!err && crit) err = tkp_crit_finish(crit);
     if (!err) err = tkp_analysis_make(&m, acc, &an);
     if (err) goto fail;
     tkp_cmd_warn_reader(ctx, path, r);
@@ -295,7 +349,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         err = tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: %s", out, strerror(errno));
         goto model;
     }
-    err = write_report(f, path, &m, &an, spec_text);
+    err = write_report(f, path, &m, &an, spec_text, crit, whatif);
     if (fclose(f) && !err) err = TKP_ERR_IO;
     if (err) tkp_cmd_fail(ctx, err, "%s: %s", out, tkp_strerror(err));
     goto model;
@@ -304,6 +358,8 @@ fail:
 model:
     tkp_model_free(&m);
 done:
+    tkp_crit_free(crit);
+    tkp_whatif_rule_free(rule);
     tkp_analysis_free(&an);
     tkp_acc_free(acc);
     tkp_reader_close(r);
@@ -316,12 +372,15 @@ const struct tkp_cmd tkp_cmd_report = {
     .name = "report",
     .brief = "one self-contained HTML page: summary, figures, top kernels, change points, spec",
     .usage =
-        "usage: tokprof report -o FILE.html [--spec SPEC] [--classes FILE] CAPTURE...\n"
+        "usage: tokprof report -o FILE.html [--spec SPEC] [--whatif CLASS_OR_REGEX=F]\n"
+        "                      [--classes FILE] CAPTURE...\n"
         "\n"
         "Writes one HTML file that needs nothing else (no network, no script): the analyses\n"
         "of 'tokprof analyze', step latency over time, GPU time per step stacked by kernel\n"
         "class, the step x class heatmap, the top kernels, the change points, and with --spec\n"
-        "the results of 'tokprof check SPEC' on the capture.\n"
+        "the results of 'tokprof check SPEC' on the capture; with --whatif, the inter-token\n"
+        "latency observed and predicted under that change ('tokprof whatif --scale', e.g.\n"
+        "attention=0.5), as two quantile curves (#fig-whatif).\n"
         "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
         "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"

@@ -261,6 +261,39 @@ void tkp_svg_lines(FILE *f, const char *id, const char *title, const double *y, 
     fputs("</svg>\n", f);
 }
 
+void tkp_svg_quantiles(FILE *f, const char *id, const char *title, const double *a,
+                       const double *b, size_t n, const char *la, const char *lb)
+{
+    int w = 1200, h = 300;
+    double mx = 0, pw = w - ML - MR, ph = h - MT - MB;
+    for (size_t i = 0; i < n; i++)
+        mx = a[i] > mx ? a[i] : b[i] > mx ? b[i] : mx;
+    if (mx <= 0) mx = 1;
+    head(f, id, w, h, title);
+    yaxis(f, h, mx, "inter-token latency");
+    const double *v[2] = {a, b};
+    const char *col[2] = {"#3b528b", "#e66101"}, *lbl[2] = {la, lb};
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+                   "points=\"", col[k]);
+        for (size_t i = 0; i < n; i++)
+            fprintf(f, "%.1f,%.1f ", ML + pw * ((double)i + 0.5) / (double)n,
+                    h - MB - ph * v[k][i] / mx);
+        fputs("\"/>\n", f);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+                   "<text x=\"%d\" y=\"%d\">", w - MR + 8, MT + 16 * k, col[k], w - MR + 22, MT + 9 + 16 * k);
+        tkp_svg_esc(f, lbl[k]);
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", ML, h - MB,
+            w - MR, h - MB);
+    for (int q = 0; q <= 100; q += 10)
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d%%</text>\n",
+                ML + pw * q / 100.0, h - MB + 14, q);
+    fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">share of token intervals "
+               "(sorted)</text>\n</svg>\n", ML + pw / 2, h - MB + 32);
+}
+
 void tkp_svg_stacked(FILE *f, const char *id, const char *title, const double *v, size_t n,
                      size_t ns, const char *const *names, size_t bin)
 {

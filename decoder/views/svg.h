@@ -36,6 +36,10 @@ void tkp_svg_heatmap_rows(FILE *f, const char *id, const char *title, const doub
 /* A line chart of y[0..n) (ns) against the index, with axes. */
 void tkp_svg_lines(FILE *f, const char *id, const char *title, const double *y, size_t n,
                    size_t bin, const char *ylabel);
+/* Two distributions of n values each (ns, sorted ascending), a and b, as quantile curves on one
+ * chart with their labels: an observed and a predicted inter-token latency. */
+void tkp_svg_quantiles(FILE *f, const char *id, const char *title, const double *a,
+                       const double *b, size_t n, const char *la, const char *lb);
 /* Stacked bars: v[s * n + i] for series s < ns (names[s]), bin i < n. */
 void tkp_svg_stacked(FILE *f, const char *id, const char *title, const double *v, size_t n,
                      size_t ns, const char *const *names, size_t bin);

@@ -242,6 +242,7 @@ OPTIONS = {
     "report": ("--spec", None, None), "stacks": ("--root", "--depth", "--folded"),
     "table": ("--database", "--level", "--columns"), "ingest": ("--url", None, "--exit-when-idle"),
     "top": ("--classes", "--window", "--once"), "serve": ("--prometheus", "--keep-ended", None),
+    "whatif": ("--classes", "--launch-ns", "--json"),
     "import": ("--step", None, "--json"),
 }
 

@@ -1,0 +1,786 @@
+/* tokprof decoder: the step dependency model and its replay (see critpath.h for the rules). */
+#include "model/critpath.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/grow.h"
+#include "base/hash.h"
+#include "capture/reader.h"
+#include "model/model.h"
+
+#define NODE_NONE UINT64_MAX        /* a GPU record that is not a graph node */
+#define NODE_COUNT (UINT64_MAX - 1) /* the entry counting a replay's node records */
+#define FIFO_MAX (1u << 22)  /* host records waiting for GPU records: past it, the oldest goes */
+#define SEG_SLOTS 8          /* segments of a thread whose record ordinals are counted at once */
+#define CHECKPOINTS 256      /* a thread's last call returns, where a STEP's end_ns is looked up */
+
+/* A u64 -> index table (open addressing; val is index + 1, 0 empty). */
+struct map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+};
+
+static int map_get(const struct map *m, uint64_t key)
+{
+    if (!m->cap) return -1;
+    size_t j = tkp_hash_u64(key) & (m->cap - 1);
+    while (m->vals[j]) {
+        if (m->keys[j] == key) return (int)(m->vals[j] - 1);
+        j = (j + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+static int map_put(struct map *m, uint64_t key, uint32_t idx)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        uint64_t *k = calloc(cap, sizeof(*k));
+        uint32_t *v = calloc(cap, sizeof(*v));
+        if (!k || !v) return free(k), free(v), TKP_ERR_NOMEM;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->vals[i]) continue;
+            size_t j = tkp_hash_u64(m->keys[i]) & (cap - 1);
+            while (v[j])
+                j = (j + 1) & (cap - 1);
+            k[j] = m->keys[i], v[j] = m->vals[i];
+        }
+        free(m->keys), free(m->vals);
+        m->keys = k, m->vals = v, m->cap = cap;
+    }
+    size_t j = tkp_hash_u64(key) & (m->cap - 1);
+    while (m->vals[j] && m->keys[j] != key)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->vals[j]) m->n++;
+    m->keys[j] = key, m->vals[j] = idx + 1;
+    return 0;
+}
+
+static void map_free(struct map *m)
+{
+    free(m->keys), free(m->vals);
+}
+
+/* A GPU record waiting for its host record: the join's key, its times and factor. */
+struct gpu {
+    uint64_t seg, node, start, end;
+    uint32_t thread, join, index, used;
+    double f;
+};
+
+struct stream {
+    uint64_t obs, pred; /* the tail: observed, predicted */
+    int unknown;        /* an op without its GPU record is in it */
+};
+
+struct event {
+    uint64_t obs, pred;
+    int unknown, set;
+};
+
+struct node {
+    uint64_t id;
+    uint32_t type, ndeps;
+    uint32_t *deps; /* indices into the graph's nodes (topological order) */
+};
+
+struct graph {
+    uint32_t n, expect; /* nodes; those with a GPU record (kernels, copies, memsets) */
+    struct node *nodes; /* topological order, stable (the simulator's and the driver's order) */
+};
+
+/* A host record waiting to be replayed. */
+struct ev {
+    uint64_t host_ns, seg, a, b; /* a, b: stream/event/handle/graph, wait_ns or end_ns */
+    uint32_t thread, idx;        /* idx: ordinal among its type's records of (thread, seg) */
+    uint32_t type, kind;
+};
+
+struct segslot {
+    uint64_t seg;
+    uint32_t nl, ng, nc, used;
+};
+
+struct checkpoint {
+    uint64_t obs, pred;
+    uint32_t taint;
+};
+
+struct thread {
+    uint64_t pid;
+    int started;
+    uint64_t obs_ret, pred_ret; /* the last call's return: observed, predicted */
+    uint64_t gpu_seg;           /* 1 + the highest segment a GPU record named */
+    uint32_t taint;             /* TKP_CRIT_ bits of missing inputs since the last sync */
+    int prev_launch;            /* the last record was a launch */
+    uint64_t gseg, gpred;       /* graphs: the segment replayed as a graph and its start */
+    int gon;
+    struct segslot seg[SEG_SLOTS];
+    struct checkpoint cp[CHECKPOINTS];
+    uint32_t ncp, cp_next;
+};
+
+struct tkp_crit {
+    struct tkp_crit_change ch;
+    uint64_t lat, min_gap; /* UINT64_MAX until seen */
+    int gpu_on, final; /* gpu_on: -1 until GPU_INFO or the second chunk says */
+    uint64_t chunks;
+    uint64_t now_ns, late_ns; /* the capture's host clock so far; how late a GPU record may be */
+    struct thread *threads;
+    size_t nthreads;
+    struct ev *fifo;
+    size_t fcap, fhead, flen; /* a ring */
+    struct gpu *g;            /* the GPU records (open addressing, backward-shift deletion) */
+    size_t gcap, gn;
+    struct stream *streams;
+    size_t nstreams, cap_streams;
+    struct map stream_map;
+    struct event *events;
+    size_t nevents, cap_events;
+    struct map event_map;
+    struct graph *graphs;
+    size_t ngraphs, cap_graphs;
+    struct map graph_map;
+    double *factor; /* by name id (NAN: not asked yet) */
+    size_t nfactor;
+    struct tkp_crit_step *steps;
+    size_t nsteps, cap_steps;
+    struct map step_map;
+    uint64_t *scratch; /* a replay's node ends, observed and predicted */
+    size_t cap_scratch;
+};
+
+void tkp_crit_change_init(struct tkp_crit_change *ch)
+{
+    memset(ch, 0, sizeof(*ch));
+    ch->host = 1;
+    ch->launch_ns = -1;
+    ch->graph_ns = TKP_CRIT_GRAPH_NS;
+}
+
+int tkp_crit_new(const struct tkp_crit_change *ch, struct tkp_crit **out)
+{
+    struct tkp_crit *c = calloc(1, sizeof(*c));
+    if (!c) return TKP_ERR_NOMEM;
+    c->ch = *ch;
+    c->lat = c->min_gap = UINT64_MAX;
+    c->late_ns = TKP_MODEL_LATE_NS;
+    c->gpu_on = -1;
+    *out = c;
+    return 0;
+}
+
+static uint64_t lat(const struct tkp_crit *c)
+{
+    return c->lat == UINT64_MAX ? 0 : c->lat;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+static uint64_t scale_ns(uint64_t ns, double f)
+{
+    return f == 1 ? ns : (uint64_t)floor((double)ns * f + 0.5);
+}
+
+/* ---- tables ---- */
+
+static struct thread *thread_at(struct tkp_crit *c, uint32_t t)
+{
+    if (t >= TKP_THREADS_MAX) return NULL;
+    if (t >= c->nthreads &&
+        tkp_grow_zeroed((void **)&c->threads, &c->nthreads, (size_t)t + 1, sizeof(*c->threads)))
+        return NULL;
+    return &c->threads[t];
+}
+
+static struct tkp_crit_step *step_at(struct tkp_crit *c, uint32_t thread, uint64_t seg)
+{
+    uint64_t key = (uint64_t)thread << 40 ^ seg;
+    int i = map_get(&c->step_map, key);
+    if (i >= 0) return &c->steps[i];
+    if (TKP_GROW(c->steps, c->cap_steps, c->nsteps + 1) ||
+        map_put(&c->step_map, key, (uint32_t)c->nsteps))
+        return NULL;
+    struct tkp_crit_step *s = &c->steps[c->nsteps++];
+    memset(s, 0, sizeof(*s));
+    s->thread = thread, s->seg = seg;
+    s->why = TKP_CRIT_OPEN; /* until its STEP record */
+    return s;
+}
+
+/* The element of key in a table (map -> index into *arr of *n elements of sz bytes), created
+ * zeroed on first sight; NULL when out of memory. */
+static void *slot_at(struct map *m, void **arr, size_t *n, size_t *cap, size_t sz, uint64_t key)
+{
+    int i = map_get(m, key);
+    if (i >= 0) return (char *)*arr + (size_t)i * sz;
+    if (tkp_grow(arr, cap, *n + 1, sz) || map_put(m, key, (uint32_t)*n)) return NULL;
+    void *e = (char *)*arr + *n * sz;
+    memset(e, 0, sz);
+    (*n)++;
+    return e;
+}
+
+static struct stream *stream_at(struct tkp_crit *c, uint64_t pid, uint64_t handle)
+{
+    return slot_at(&c->stream_map, (void **)&c->streams, &c->nstreams, &c->cap_streams,
+                   sizeof(*c->streams), tkp_hash_pair(pid, handle));
+}
+
+static struct event *event_at(struct tkp_crit *c, uint64_t pid, uint64_t handle)
+{
+    return slot_at(&c->event_map, (void **)&c->events, &c->nevents, &c->cap_events,
+                   sizeof(*c->events), tkp_hash_pair(pid, handle));
+}
+
+static double factor_of(struct tkp_crit *c, uint64_t id, const char *name)
+{
+    if (!c->ch.scale) return 1;
+    if (id >= c->nfactor) {
+        size_t old = c->nfactor, cap = old;
+        if (id >= (1u << 24) || tkp_grow((void **)&c->factor, &cap, id + 1, sizeof(*c->factor)))
+            return c->ch.scale(c->ch.scale_arg, name ? name : "");
+        for (size_t i = old; i < cap; i++)
+            c->factor[i] = NAN;
+        c->nfactor = cap;
+    }
+    if (isnan(c->factor[id])) c->factor[id] = c->ch.scale(c->ch.scale_arg, name ? name : "");
+    return c->factor[id];
+}
+
+/* ---- GPU records by their join ---- */
+
+static uint64_t gkey(uint32_t thread, uint64_t seg, uint32_t join, uint32_t index, uint64_t node)
+{
+    return tkp_hash_pair(tkp_hash_pair((uint64_t)thread << 32 | join, seg),
+                         (uint64_t)index ^ node * 0x9e3779b97f4a7c15ull);
+}
+
+static size_t gpos(const struct tkp_crit *c, uint32_t thread, uint64_t seg, uint32_t join,
+                   uint32_t index, uint64_t node)
+{
+    size_t j = gkey(thread, seg, join, index, node) & (c->gcap - 1);
+    for (;; j = (j + 1) & (c->gcap - 1)) {
+        const struct gpu *g = &c->g[j];
+        if (!g->used || (g->thread == thread && g->seg == seg && g->join == join &&
+                         g->index == index && g->node == node))
+            return j;
+    }
+}
+
+static struct gpu *gpu_find(struct tkp_crit *c, uint32_t thread, uint64_t seg, uint32_t join,
+                            uint32_t index, uint64_t node)
+{
+    if (!c->gcap) return NULL;
+    struct gpu *g = &c->g[gpos(c, thread, seg, join, index, node)];
+    return g->used ? g : NULL;
+}
+
+static void gpu_del(struct tkp_crit *c, struct gpu *g)
+{
+    size_t i = (size_t)(g - c->g), j = i;
+    c->g[i].used = 0;
+    c->gn--;
+    for (;;) { /* backward shift: no tombstones */
+        j = (j + 1) & (c->gcap - 1);
+        if (!c->g[j].used) return;
+        size_t k = gkey(c->g[j].thread, c->g[j].seg, c->g[j].join, c->g[j].index, c->g[j].node) &
+                   (c->gcap - 1);
+        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+            c->g[i] = c->g[j];
+            c->g[j].used = 0;
+            i = j;
+        }
+    }
+}
+
+static int gpu_put(struct tkp_crit *c, const struct gpu *v)
+{
+    if ((c->gn + 1) * 2 > c->gcap) {
+        size_t cap = c->gcap ? c->gcap * 2 : 1024;
+        struct gpu *old = c->g;
+        size_t ocap = c->gcap;
+        if (!(c->g = calloc(cap, sizeof(*c->g)))) return c->g = old, TKP_ERR_NOMEM;
+        c->gcap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].used)
+                c->g[gpos(c, old[i].thread, old[i].seg, old[i].join, old[i].index, old[i].node)] =
+                    old[i];
+        free(old);
+    }
+    struct gpu *g = &c->g[gpos(c, v->thread, v->seg, v->join, v->index, v->node)];
+    if (!g->used) c->gn++;
+    *g = *v;
+    g->used = 1;
+    return 0;
+}
+
+static int add_gpu(struct tkp_crit *c, const struct tkp_record *r)
+{
+    if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) return 0;
+    struct thread *t = thread_at(c, r->thread);
+    if (!t) return r->thread >= TKP_THREADS_MAX ? 0 : TKP_ERR_NOMEM;
+    if (t->gpu_seg < r->step + 1) t->gpu_seg = r->step + 1;
+    double f = r->type == TKP_REC_GPU_KERNEL ? factor_of(c, r->gpu.name_id, r->gpu.name) : 1;
+    int graph = r->gpu.join == TKP_JOIN_GRAPH_LAUNCH;
+    struct gpu v = {r->step, graph ? r->gpu.node : NODE_NONE, r->gpu.start_ns, r->gpu.end_ns,
+                    r->thread, r->gpu.join, r->gpu.index, 1, f};
+    int err = gpu_put(c, &v);
+    if (err || !graph) return err;
+    struct gpu *n = gpu_find(c, r->thread, r->step, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, NODE_COUNT);
+    if (n) return n->start++, 0;
+    struct gpu cnt = {r->step, NODE_COUNT, 1, 0, r->thread, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, 1, 1};
+    return gpu_put(c, &cnt);
+}
+
+/* ---- graphs ---- */
+
+static void graph_clear(struct graph *g)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        free(g->nodes[i].deps);
+    free(g->nodes);
+}
+
+/* GRAPH: its nodes in a stable topological order (Kahn's, lowest index first), deps as indices. */
+static int add_graph(struct tkp_crit *c, const struct tkp_record *r)
+{
+    if (map_get(&c->graph_map, r->graph.graph) >= 0) return 0; /* repeated in every chunk */
+    uint32_t n = r->graph.nnodes;
+    const struct tkp_graph_node *in = r->graph.nodes;
+    struct graph g = {n, 0, calloc(n ? n : 1, sizeof(struct node))};
+    uint32_t *order = calloc(n ? n : 1, sizeof(*order)), *pos = calloc(n ? n : 1, sizeof(*pos));
+    char *done = calloc(n ? n : 1, 1);
+    int err = !g.nodes || !order || !pos || !done ? TKP_ERR_NOMEM : 0;
+    uint32_t k = 0;
+    while (!err && k < n) { /* O(n^2 deps) at most once per graph */
+        uint32_t before = k;
+        for (uint32_t i = 0; i < n && k < n; i++) {
+            if (done[i]) continue;
+            int ready = 1;
+            for (uint32_t d = 0; d < in[i].ndeps && ready; d++)
+                for (uint32_t j = 0; j < n; j++)
+                    if (in[j].node == in[i].deps[d] && !done[j]) ready = 0;
+            if (ready) done[i] = 1, pos[i] = k, order[k++] = i;
+        }
+        if (k == before) /* a cycle (malformed): the rest in record order */
+            for (uint32_t i = 0; i < n; i++)
+                if (!done[i]) done[i] = 1, pos[i] = k, order[k++] = i;
+    }
+    for (uint32_t p = 0; !err && p < n; p++) {
+        const struct tkp_graph_node *src = &in[order[p]];
+        struct node *d = &g.nodes[p];
+        d->id = src->node, d->type = src->type;
+        if (src->type <= 2) g.expect++;
+        if (src->ndeps && !(d->deps = calloc(src->ndeps, sizeof(*d->deps)))) {
+            err = TKP_ERR_NOMEM;
+            break;
+        }
+        for (uint32_t e = 0; e < src->ndeps; e++)
+            for (uint32_t j = 0; j < n; j++)
+                if (in[j].node == src->deps[e] && pos[j] < p) d->deps[d->ndeps++] = pos[j];
+    }
+    free(order), free(pos), free(done);
+    if (!err && TKP_GROW(c->graphs, c->cap_graphs, c->ngraphs + 1)) err = TKP_ERR_NOMEM;
+    if (!err && (err = map_put(&c->graph_map, r->graph.graph, (uint32_t)c->ngraphs)) == 0)
+        c->graphs[c->ngraphs++] = g;
+    if (err) graph_clear(&g);
+    return err;
+}
+
+/* ---- the replay ---- */
+
+static uint32_t *seg_counter(struct thread *t, uint64_t seg, uint32_t type)
+{
+    struct segslot *s = NULL, *old = &t->seg[0];
+    for (int i = 0; i < SEG_SLOTS && !s; i++) {
+        if (t->seg[i].used && t->seg[i].seg == seg) s = &t->seg[i];
+        else if (!t->seg[i].used || t->seg[i].seg < old->seg || !old->used) old = &t->seg[i];
+    }
+    if (!s) *old = (struct segslot){seg, 0, 0, 0, 1}, s = old;
+    return type == TKP_REC_LAUNCH ? &s->nl : type == TKP_REC_GRAPH_LAUNCH ? &s->ng : &s->nc;
+}
+
+static void checkpoint(struct thread *t, uint64_t obs, uint64_t pred, uint32_t taint)
+{
+    t->cp[t->cp_next] = (struct checkpoint){obs, pred, taint};
+    t->cp_next = (t->cp_next + 1) % CHECKPOINTS;
+    if (t->ncp < CHECKPOINTS) t->ncp++;
+}
+
+/* The GPU records a host record waits for: 1 all there, 0 not yet (and not settled). */
+static int ready(struct tkp_crit *c, const struct ev *e)
+{
+    if (c->final || c->gpu_on == 0 || c->flen > FIFO_MAX) return 1;
+    if (c->gpu_on < 0) return 0; /* GPU_INFO (first chunk) not read yet */
+    if (c->now_ns > e->host_ns + c->late_ns) return 1; /* past the window: it will not come */
+    switch (e->type) {
+    case TKP_REC_LAUNCH:
+        return gpu_find(c, e->thread, e->seg, TKP_JOIN_LAUNCH, e->idx, NODE_NONE) != NULL;
+    case TKP_REC_COPY:
+        return gpu_find(c, e->thread, e->seg, TKP_JOIN_COPY, e->idx, NODE_NONE) != NULL;
+    case TKP_REC_GRAPH_LAUNCH: {
+        int gi = map_get(&c->graph_map, e->a);
+        if (gi < 0) return 1;
+        struct gpu *n = gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, NODE_COUNT);
+        return n && n->start >= c->graphs[gi].expect;
+    }
+    default:
+        return 1;
+    }
+}
+
+/* An op with duration on stream st: its start against the host call (h_obs, h_pred) and the
+ * tail; g its GPU record (NULL: missing). hp: the predicted host call (graphs mode: the replay's). */
+static void op(struct tkp_crit *c, struct stream *st, struct tkp_crit_step *s, struct thread *t,
+               const struct gpu *g, uint64_t h_obs, uint64_t hp, int keep_resid)
+{
+    if (g && g->start >= h_obs && g->start - h_obs < c->lat) c->lat = g->start - h_obs;
+    uint64_t pbase = hp + lat(c);
+    if (!g) {
+        s->why |= TKP_CRIT_NO_GPU, t->taint |= TKP_CRIT_NO_GPU;
+        st->unknown = 1;
+        st->obs = umax(st->obs, h_obs + lat(c)), st->pred = umax(st->pred, pbase);
+        return;
+    }
+    uint64_t base = umax(h_obs + lat(c), st->obs);
+    uint64_t resid = keep_resid && g->start > base ? g->start - base : 0;
+    uint64_t dur = g->end - g->start, pdur = scale_ns(dur, g->f);
+    uint64_t start = umax(pbase, st->pred) + resid;
+    st->obs = umax(st->obs, g->end);
+    st->pred = start + pdur;
+    st->unknown = 0;
+    s->obs_gpu += dur, s->pred_gpu += pdur;
+}
+
+static int replay_graph(struct tkp_crit *c, const struct ev *e, struct stream *st,
+                        struct tkp_crit_step *s, struct thread *t, uint64_t h_obs, uint64_t h_pred)
+{
+    int gi = e->a == TKP_GRAPH_UNKNOWN ? -1 : map_get(&c->graph_map, e->a);
+    if (gi < 0) {
+        op(c, st, s, t, NULL, h_obs, h_pred, 1);
+        return 0;
+    }
+    const struct graph *g = &c->graphs[gi];
+    if (TKP_GROW(c->scratch, c->cap_scratch, 2 * (size_t)g->n + 2)) return TKP_ERR_NOMEM;
+    uint64_t *oend = c->scratch, *pend = c->scratch + g->n;
+    for (uint32_t i = 0; i < g->n; i++) { /* the latency from the replay's earliest node */
+        struct gpu *r = gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, g->nodes[i].id);
+        if (r && r->start >= h_obs && r->start - h_obs < c->lat) c->lat = r->start - h_obs;
+    }
+    uint64_t bobs = umax(h_obs + lat(c), st->obs), bpred = umax(h_pred + lat(c), st->pred);
+    uint64_t tobs = bobs, tpred = bpred;
+    for (uint32_t i = 0; i < g->n; i++) {
+        const struct node *nd = &g->nodes[i];
+        uint64_t ro = bobs, rp = bpred;
+        for (uint32_t d = 0; d < nd->ndeps; d++)
+            ro = umax(ro, oend[nd->deps[d]]), rp = umax(rp, pend[nd->deps[d]]);
+        struct gpu *r = gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, nd->id);
+        if (!r) {
+            if (nd->type <= 2) s->why |= TKP_CRIT_NO_GPU, t->taint |= TKP_CRIT_NO_GPU;
+            oend[i] = ro, pend[i] = rp;
+        } else {
+            uint64_t resid = r->start > ro ? r->start - ro : 0, dur = r->end - r->start;
+            uint64_t pdur = scale_ns(dur, r->f);
+            oend[i] = umax(r->end, ro), pend[i] = rp + resid + pdur;
+            s->obs_gpu += dur, s->pred_gpu += pdur;
+            gpu_del(c, r);
+        }
+        tobs = umax(tobs, oend[i]), tpred = umax(tpred, pend[i]);
+    }
+    struct gpu *n = gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, NODE_COUNT);
+    if (n) gpu_del(c, n);
+    st->obs = tobs, st->pred = tpred;
+    return 0;
+}
+
+/* The predicted time the host saw `end_ns` (a STEP's end) and the taint of that point. */
+static uint64_t pred_at(const struct tkp_crit *c, const struct thread *t, uint64_t end_ns,
+                        uint32_t *taint)
+{
+    *taint = 0;
+    for (uint32_t k = 0; k < t->ncp; k++) {
+        const struct checkpoint *p = &t->cp[(t->cp_next + CHECKPOINTS - 1 - k) % CHECKPOINTS];
+        if (p->obs <= end_ns) {
+            *taint = p->taint;
+            return p->pred + scale_ns(end_ns - p->obs, c->ch.host);
+        }
+    }
+    if (!t->started) return end_ns;
+    *taint = TKP_CRIT_NO_EVENT; /* older than every checkpoint: not knowable here */
+    return end_ns + (t->pred_ret - t->obs_ret);
+}
+
+static int replay(struct tkp_crit *c, const struct ev *e)
+{
+    struct thread *t = &c->threads[e->thread];
+    struct tkp_crit_step *s = step_at(c, e->thread, e->seg);
+    if (!s) return TKP_ERR_NOMEM;
+    if (e->type == TKP_REC_STEP) {
+        uint32_t taint = 0;
+        s->token = e->kind == TKP_STEP_TOKEN;
+        s->obs_end = e->a;
+        s->why &= ~(uint32_t)TKP_CRIT_OPEN;
+        s->pred_end = e->a ? pred_at(c, t, e->a, &taint) : 0;
+        if (!e->a) s->why |= TKP_CRIT_OPEN;
+        s->why |= taint;
+        return 0;
+    }
+    int first = !t->started; /* the thread's first record: no segment before it */
+    if (first) t->started = 1, t->obs_ret = t->pred_ret = e->host_ns;
+    uint64_t h_obs = e->host_ns, gap = h_obs > t->obs_ret ? h_obs - t->obs_ret : 0;
+    uint64_t pg = scale_ns(gap, c->ch.host), pret_extra = 0;
+    int launch = e->type == TKP_REC_LAUNCH || e->type == TKP_REC_GRAPH_LAUNCH;
+    if (launch && t->prev_launch && gap < c->min_gap) c->min_gap = gap;
+    if (launch && c->ch.launch_ns >= 0 && !first) {
+        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
+        pg = scale_ns(gap > c0 ? gap - c0 : 0, c->ch.host) + (uint64_t)c->ch.launch_ns;
+    }
+    int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH;
+    if (graphed && t->gon && t->gseg == e->seg) pg = 0; /* inside the replay */
+    uint64_t h_pred = t->pred_ret + pg;
+    if (graphed && !(t->gon && t->gseg == e->seg)) {
+        t->gon = 1, t->gseg = e->seg, t->gpred = h_pred;
+        pret_extra = c->ch.graph_ns;
+    }
+    s->obs_host += gap, s->pred_host += pg;
+    uint64_t obs_ret = h_obs, pred_ret = h_pred + pret_extra;
+    t->prev_launch = launch;
+    switch (e->type) {
+    case TKP_REC_LAUNCH: {
+        struct stream *st = stream_at(c, t->pid, e->a);
+        if (!st) return TKP_ERR_NOMEM;
+        struct gpu *g = gpu_find(c, e->thread, e->seg, TKP_JOIN_LAUNCH, e->idx, NODE_NONE);
+        op(c, st, s, t, g, h_obs, graphed ? t->gpred : h_pred, !graphed);
+        if (g) gpu_del(c, g);
+        break;
+    }
+    case TKP_REC_COPY: {
+        struct stream *st = stream_at(c, t->pid, e->a);
+        if (!st) return TKP_ERR_NOMEM;
+        struct gpu *g = gpu_find(c, e->thread, e->seg, TKP_JOIN_COPY, e->idx, NODE_NONE);
+        op(c, st, s, t, g, h_obs, h_pred, 1);
+        if (g) gpu_del(c, g);
+        break;
+    }
+    case TKP_REC_GRAPH_LAUNCH: {
+        struct stream *st = stream_at(c, t->pid, e->b);
+        if (!st) return TKP_ERR_NOMEM;
+        int err = replay_graph(c, e, st, s, t, h_obs, h_pred);
+        if (err) return err;
+        break;
+    }
+    case TKP_REC_EVENT_RECORD: {
+        struct stream *st = stream_at(c, t->pid, e->b);
+        struct event *ev = event_at(c, t->pid, e->a);
+        if (!st || !ev) return TKP_ERR_NOMEM;
+        ev->obs = umax(h_obs + lat(c), st->obs), ev->pred = umax(h_pred + lat(c), st->pred);
+        ev->unknown = st->unknown, ev->set = 1;
+        break;
+    }
+    case TKP_REC_STREAM_WAIT: {
+        struct stream *st = stream_at(c, t->pid, e->a);
+        struct event *ev = event_at(c, t->pid, e->b);
+        if (!st || !ev) return TKP_ERR_NOMEM;
+        if (ev->set)
+            st->obs = umax(st->obs, ev->obs), st->pred = umax(st->pred, ev->pred),
+            st->unknown |= ev->unknown;
+        break;
+    }
+    case TKP_REC_SYNC: {
+        uint64_t ro = 0, rp = 0;
+        int unknown = 0;
+        obs_ret = h_obs + e->b;
+        if (e->kind == TKP_SYNC_EVENT || e->kind == TKP_SYNC_EVENT_QUERY) {
+            struct event *ev = event_at(c, t->pid, e->a);
+            if (!ev) return TKP_ERR_NOMEM;
+            if (!ev->set) unknown = TKP_CRIT_NO_EVENT;
+            else ro = ev->obs, rp = ev->pred, unknown = ev->unknown ? TKP_CRIT_NO_GPU : 0;
+        } else if (e->kind == TKP_SYNC_DEVICE || e->kind == TKP_SYNC_CTX) {
+            for (size_t i = 0; i < c->nstreams; i++) {
+                ro = umax(ro, c->streams[i].obs), rp = umax(rp, c->streams[i].pred);
+                if (c->streams[i].unknown) unknown = TKP_CRIT_NO_GPU;
+            }
+        } else {
+            struct stream *st = stream_at(c, t->pid, e->a);
+            if (!st) return TKP_ERR_NOMEM;
+            ro = st->obs, rp = st->pred, unknown = st->unknown ? TKP_CRIT_NO_GPU : 0;
+        }
+        if (unknown) { /* as long as it was: not a prediction */
+            pred_ret = h_pred + e->b;
+            t->taint |= (uint32_t)unknown;
+        } else {
+            uint64_t wake = obs_ret > umax(h_obs, ro) ? obs_ret - umax(h_obs, ro) : 0;
+            pred_ret = umax(h_pred, rp) + wake;
+        }
+        s->obs_wait += obs_ret - h_obs, s->pred_wait += pred_ret - h_pred;
+        checkpoint(t, obs_ret, pred_ret, t->taint);
+        t->taint = 0;
+        t->obs_ret = obs_ret, t->pred_ret = pred_ret;
+        return 0;
+    }
+    default:
+        break;
+    }
+    t->obs_ret = umax(t->obs_ret, obs_ret), t->pred_ret = pred_ret;
+    checkpoint(t, t->obs_ret, t->pred_ret, 0);
+    return 0;
+}
+
+static int drain(struct tkp_crit *c)
+{
+    while (c->flen) {
+        const struct ev *e = &c->fifo[c->fhead];
+        if (!ready(c, e)) return 0;
+        int err = replay(c, e);
+        if (err) return err;
+        c->fhead = (c->fhead + 1) % c->fcap;
+        c->flen--;
+    }
+    return 0;
+}
+
+static int push(struct tkp_crit *c, const struct ev *e)
+{
+    if (c->flen == c->fcap) { /* grow the ring, unrolled to start at 0 */
+        size_t cap = c->fcap ? c->fcap * 2 : 4096;
+        struct ev *f = malloc(cap * sizeof(*f));
+        if (!f) return TKP_ERR_NOMEM;
+        for (size_t i = 0; i < c->flen; i++)
+            f[i] = c->fifo[(c->fhead + i) % c->fcap];
+        free(c->fifo);
+        c->fifo = f, c->fcap = cap, c->fhead = 0;
+    }
+    c->fifo[(c->fhead + c->flen) % c->fcap] = *e;
+    c->flen++;
+    return 0;
+}
+
+int tkp_crit_add(struct tkp_crit *c, const struct tkp_record *r)
+{
+    struct ev e = {r->host_ns, r->step, 0, 0, r->thread, 0, r->type, 0};
+    if (tkp_record_has_time(r->type) && r->host_ns > c->now_ns) c->now_ns = r->host_ns;
+    switch (r->type) {
+    case TKP_REC_CHUNK:
+        if (r->chunk.base_ns > c->now_ns) c->now_ns = r->chunk.base_ns;
+        if (++c->chunks == 2 && c->gpu_on < 0) c->gpu_on = 0; /* no GPU_INFO: no CUPTI support */
+        return drain(c);
+    case TKP_REC_META: {
+        uint64_t f = tkp_meta_flush_ms(r);
+        if (f && f <= 600000) c->late_ns = f * 1000000ull * TKP_MODEL_LATE_FLUSHES;
+        return 0;
+    }
+    case TKP_REC_GPU_KERNEL:
+    case TKP_REC_GPU_COPY: {
+        int err = add_gpu(c, r);
+        return err ? err : drain(c);
+    }
+    case TKP_REC_GPU_INFO:
+        c->gpu_on = r->gpu_info.status == TKP_GPU_ON;
+        return drain(c);
+    case TKP_REC_GRAPH:
+        return add_graph(c, r);
+    case TKP_REC_LAUNCH:
+        e.a = r->launch.stream;
+        break;
+    case TKP_REC_COPY:
+        e.a = r->copy.stream;
+        break;
+    case TKP_REC_GRAPH_LAUNCH:
+        e.a = r->graph_launch.graph, e.b = r->graph_launch.stream;
+        break;
+    case TKP_REC_EVENT_RECORD:
+        e.a = r->event_record.event, e.b = r->event_record.stream;
+        break;
+    case TKP_REC_STREAM_WAIT:
+        e.a = r->stream_wait.stream, e.b = r->stream_wait.event;
+        break;
+    case TKP_REC_SYNC:
+        e.a = r->sync.handle, e.b = r->sync.wait_ns, e.kind = r->sync.kind;
+        break;
+    case TKP_REC_STEP:
+        e.host_ns = r->step_rec.end_ns, e.a = r->step_rec.end_ns, e.kind = r->step_rec.kind;
+        break;
+    default:
+        return 0; /* LIB_CALL, NVTX, MARKER: host time between the calls around them */
+    }
+    struct thread *t = thread_at(c, r->thread);
+    if (!t) return r->thread >= TKP_THREADS_MAX ? 0 : TKP_ERR_NOMEM;
+    if (!t->pid) t->pid = r->pid;
+    if (r->type == TKP_REC_LAUNCH || r->type == TKP_REC_GRAPH_LAUNCH || r->type == TKP_REC_COPY)
+        e.idx = (*seg_counter(t, r->step, r->type))++;
+    int err = push(c, &e);
+    return err ? err : drain(c);
+}
+
+static int cmp_step(const void *a, const void *b)
+{
+    const struct tkp_crit_step *x = a, *y = b;
+    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
+    return x->seg < y->seg ? -1 : x->seg > y->seg;
+}
+
+int tkp_crit_finish(struct tkp_crit *c)
+{
+    c->final = 1;
+    int err = drain(c);
+    if (err) return err;
+    if (c->nsteps) qsort(c->steps, c->nsteps, sizeof(*c->steps), cmp_step);
+    return 0;
+}
+
+const struct tkp_crit_step *tkp_crit_steps(const struct tkp_crit *c, size_t *n)
+{
+    *n = c->nsteps;
+    return c->steps;
+}
+
+int tkp_crit_intervals(const struct tkp_crit *c, uint64_t **obs, uint64_t **pred, size_t *n,
+                       size_t *skipped)
+{
+    *n = *skipped = 0;
+    *obs = malloc((c->nsteps + 1) * sizeof(**obs));
+    *pred = malloc((c->nsteps + 1) * sizeof(**pred));
+    if (!*obs || !*pred) return free(*obs), free(*pred), *obs = *pred = NULL, TKP_ERR_NOMEM;
+    for (size_t i = 1; i < c->nsteps; i++) {
+        const struct tkp_crit_step *p = &c->steps[i - 1], *s = &c->steps[i];
+        if (!s->token || !p->token || p->thread != s->thread || !s->obs_end || !p->obs_end)
+            continue;
+        if (s->why | p->why) {
+            (*skipped)++;
+            continue;
+        }
+        (*obs)[*n] = s->obs_end - p->obs_end;
+        (*pred)[(*n)++] = s->pred_end > p->pred_end ? s->pred_end - p->pred_end : 0;
+    }
+    return 0;
+}
+
+uint64_t tkp_crit_latency_ns(const struct tkp_crit *c)
+{
+    return lat(c);
+}
+
+uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c)
+{
+    return c->min_gap == UINT64_MAX ? 0 : c->min_gap;
+}
+
+void tkp_crit_free(struct tkp_crit *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < c->ngraphs; i++)
+        graph_clear(&c->graphs[i]);
+    map_free(&c->stream_map), map_free(&c->event_map), map_free(&c->graph_map);
+    map_free(&c->step_map);
+    free(c->threads), free(c->fifo), free(c->g), free(c->streams), free(c->events);
+    free(c->graphs), free(c->factor), free(c->steps), free(c->scratch);
+    free(c);
+}

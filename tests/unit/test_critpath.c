@@ -1,0 +1,197 @@
+/* The step dependency model (decoder/model/critpath.c) on hand-made records whose replay is
+ * worked out by hand: unchanged it gives back the observed ends exactly; a kernel class faster
+ * moves a GPU-bound step by its saving and no more; a slower host moves the steps it bounds; a
+ * graph replay follows its nodes' dependencies; a missing GPU record is said, not guessed. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "capture/reader.h"
+#include "model/critpath.h"
+
+static struct tkp_crit *c;
+
+static void add(struct tkp_record *r)
+{
+    r->pid = 1, r->tid = 100;
+    cr_assert_eq(tkp_crit_add(c, r), 0);
+}
+
+static void launch(uint64_t seg, uint64_t ns, uint64_t name)
+{
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_LAUNCH, r.step = seg, r.host_ns = ns;
+    r.launch.stream = 7, r.launch.name_id = name;
+    add(&r);
+}
+
+static void sync_(uint64_t seg, uint64_t ns, uint64_t wait)
+{
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_SYNC, r.step = seg, r.host_ns = ns;
+    r.sync.kind = TKP_SYNC_STREAM, r.sync.handle = 7, r.sync.wait_ns = wait;
+    add(&r);
+}
+
+static void step(uint64_t seg, uint64_t end)
+{
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_STEP, r.step = seg;
+    r.step_rec.kind = TKP_STEP_TOKEN, r.step_rec.end_ns = end;
+    add(&r);
+}
+
+static void gpu(uint64_t seg, uint32_t join, uint32_t index, uint64_t node, const char *name,
+                uint64_t start, uint64_t end)
+{
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_GPU_KERNEL, r.step = seg;
+    r.gpu.join = join, r.gpu.index = index, r.gpu.node = node;
+    r.gpu.name = name, r.gpu.name_id = name[0];
+    r.gpu.start_ns = start, r.gpu.end_ns = end;
+    add(&r);
+}
+
+static double by_name(void *arg, const char *name)
+{
+    const char *want = arg;
+    return !strcmp(name, want) ? 0.5 : 1;
+}
+
+/* Two steps on one stream: attn (10 us) then gemm (4 us), launched 0.5 us apart, a stream sync
+ * 0.5 us later that wakes 0.3 us after the gemm ends; latency 2 us. */
+static const struct tkp_crit_step *two_steps(struct tkp_crit_change *ch, int drop_gemm, size_t *n)
+{
+    cr_assert_eq(tkp_crit_new(ch, &c), 0);
+    struct tkp_record info;
+    memset(&info, 0, sizeof(info));
+    info.type = TKP_REC_GPU_INFO, info.gpu_info.status = TKP_GPU_ON;
+    add(&info);
+    launch(1, 1000, 'a'), launch(1, 1500, 'g'), sync_(1, 2000, 15300), step(1, 17300);
+    launch(2, 17800, 'a'), launch(2, 18300, 'g'), sync_(2, 18800, 15300), step(2, 34100);
+    gpu(1, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "attn", 3000, 13000);
+    gpu(1, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "gemm", 13000, 17000);
+    gpu(2, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "attn", 19800, 29800);
+    if (!drop_gemm) gpu(2, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "gemm", 29800, 33800);
+    cr_assert_eq(tkp_crit_finish(c), 0);
+    const struct tkp_crit_step *s = tkp_crit_steps(c, n);
+    cr_assert_eq(*n, 2);
+    return s;
+}
+
+Test(critpath, unchanged_replay_is_the_observation)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(s[i].why, 0);
+        cr_assert_eq(s[i].pred_end, s[i].obs_end, "step %zu: %llu", i,
+                     (unsigned long long)s[i].pred_end);
+    }
+    cr_assert_eq(tkp_crit_latency_ns(c), 2000);
+    tkp_crit_free(c);
+}
+
+Test(critpath, attention_twice_as_fast)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.scale = by_name, ch.scale_arg = "attn";
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    /* step 1: attn 3000..8000, gemm ..12000, wakes 12300; step 2: launched 500 later, attn
+     * 14800..19800, gemm ..23800, wakes 24100 */
+    cr_assert_eq(s[0].pred_end, 12300);
+    cr_assert_eq(s[1].pred_end, 24100);
+    cr_assert_eq(s[1].pred_gpu, 9000);
+    cr_assert_eq(s[1].obs_gpu, 14000);
+    tkp_crit_free(c);
+}
+
+Test(critpath, slower_host)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.host = 2;
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    /* step 1 is GPU-bound: the same end; step 2's first launch 1000 after 17300, attn from
+     * 20300, gemm to 34300, wakes 34600 */
+    cr_assert_eq(s[0].pred_end, 17300);
+    cr_assert_eq(s[1].pred_end, 34600);
+    cr_assert_eq(s[1].pred_host, 2 * s[1].obs_host);
+    tkp_crit_free(c);
+}
+
+Test(critpath, cheaper_launches)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.launch_ns = 100;
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    /* the smallest gap before a launch is 500 (step 1's gemm): each launch's 500 becomes 100;
+     * step 1 is GPU-bound (same end); step 2's attn is called at 17400, starts 19400, the gemm
+     * ends 33400, the sync wakes at 33700 */
+    cr_assert_eq(tkp_crit_launch_cost_ns(c), 500);
+    cr_assert_eq(s[0].pred_end, 17300);
+    cr_assert_eq(s[1].pred_end, 33700, "%llu", (unsigned long long)s[1].pred_end);
+    tkp_crit_free(c);
+}
+
+Test(critpath, missing_gpu_record_is_said)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = two_steps(&ch, 1, &n);
+    cr_assert_eq(s[0].why, 0);
+    cr_assert(s[1].why & TKP_CRIT_NO_GPU);
+    tkp_crit_free(c);
+}
+
+/* A graph A -> {B, C} -> D: B 5 us and C 2 us in parallel; B x0.5 leaves B on the path (2.5 us),
+ * the replay ends 2.5 us sooner. */
+Test(critpath, graph_replay_follows_dependencies)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.scale = by_name, ch.scale_arg = "B";
+    cr_assert_eq(tkp_crit_new(&ch, &c), 0);
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_GPU_INFO, r.gpu_info.status = TKP_GPU_ON;
+    add(&r);
+    uint64_t da[] = {10}, dbc[] = {10}, dd[] = {11, 12};
+    struct tkp_graph_node nodes[4] = {
+        {.node = 13, .type = 0, .ndeps = 2, .deps = dd}, /* D first: the order must be topological */
+        {.node = 10, .type = 0},
+        {.node = 11, .type = 0, .ndeps = 1, .deps = da},
+        {.node = 12, .type = 0, .ndeps = 1, .deps = dbc},
+    };
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_GRAPH, r.graph.graph = 5, r.graph.nnodes = 4, r.graph.nodes = nodes;
+    add(&r);
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_GRAPH_LAUNCH, r.step = 1, r.host_ns = 1000;
+    r.graph_launch.graph = 5, r.graph_launch.stream = 7;
+    add(&r);
+    sync_(1, 1500, 9500); /* returns at 11000: D ends at 11000 */
+    step(1, 11000);
+    gpu(1, TKP_JOIN_GRAPH_LAUNCH, 0, 10, "A", 3000, 4000);
+    gpu(1, TKP_JOIN_GRAPH_LAUNCH, 0, 11, "B", 4000, 9000);
+    gpu(1, TKP_JOIN_GRAPH_LAUNCH, 0, 12, "C", 4000, 6000);
+    gpu(1, TKP_JOIN_GRAPH_LAUNCH, 0, 13, "D", 9000, 11000);
+    cr_assert_eq(tkp_crit_finish(c), 0);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(s[0].why, 0);
+    cr_assert_eq(s[0].pred_end, 11000 - 2500, "%llu", (unsigned long long)s[0].pred_end);
+    tkp_crit_free(c);
+}

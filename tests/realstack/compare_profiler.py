@@ -15,7 +15,7 @@ truth log. Checks:
      the shim's launch i; its duration is the simulator's, and its start is too once the trace's
      clock is put on the simulator's by one offset (Kineto's clock is its own: TSC or realtime);
      tolerance 2 ns + 1e-4 of the time since the first kernel (the fake CUPTI maps the simulated
-     clock onto Kineto's through a rate measured over 2 ms, tests/simgpu/README.md); and each
+     clock onto Kineto's through a rate measured over 10 ms, tests/simgpu/README.md); and each
      kernel starts after the shim saw its launch (both on CLOCK_MONOTONIC).
 --break drop-kernel|merge-steps|skew-time damages the imported side on purpose: the comparison
 must then fail (run_profiler.py checks that it does)."""

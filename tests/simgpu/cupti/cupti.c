@@ -451,7 +451,7 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
     ts_rate = 0;
     if (f) {
         /* CLOCK_MONOTONIC itself when its reading lies between two of ours; otherwise one fixed
-         * affine map, its rate measured over 2 ms (registration happens once per trace): a map
+         * affine map, its rate measured over 10 ms (registration happens once per trace): a map
          * that moved with every record would make back-to-back kernels overlap */
         long long m0 = mono_ns(), mb;
         uint64_t c0 = f();
@@ -460,7 +460,7 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
             long long m2;
             uint64_t c2;
             do calibrate(f, &m2, &c2);
-            while (m2 - ts_m0 < 2000000);
+            while (m2 - ts_m0 < 10000000);
             ts_rate = (double)(c2 - ts_c0) / (double)(m2 - ts_m0);
             if (ts_rate > 0.9999 && ts_rate < 1.0001) ts_rate = 1; /* a ns clock: realtime's */
             if (ts_rate <= 0) ts_rate = 1;

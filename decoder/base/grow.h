@@ -61,11 +61,8 @@ static inline int tkp_grow_to32(void **p, uint32_t *cap, size_t n, size_t sz, si
 #define TKP_GROW_FROM(p, cap, n, first) TKP_GROW_ANY(p, cap, n, first, 0)
 #define TKP_GROW_ZEROED_FROM(p, cap, n, first) TKP_GROW_ANY(p, cap, n, first, 1)
 
-/* Grows from 16: tkp_grow_to(p, cap, n, sz, 16, 0). */
-static inline int tkp_grow(void **p, size_t *cap, size_t n, size_t sz)
-{
-    return tkp_grow_to(p, cap, n, sz, 16, 0);
-}
+/* Grows from 16. (No function tkp_grow here: the shim's tkp_grow, shim/core/grow.h, has
+ * another signature, and one name means one thing.) */
 #define TKP_GROW(p, cap, n) TKP_GROW_FROM(p, cap, n, 16)
 
 /* The same for a table indexed by a small id (a thread index): the elements it adds are zeroed,
@@ -84,7 +81,7 @@ struct tkp_array {
 };
 static inline void *tkp_array_push(struct tkp_array *a, size_t size)
 {
-    if (tkp_grow(&a->p, &a->cap, a->n + 1, size)) return NULL;
+    if (tkp_grow_to(&a->p, &a->cap, a->n + 1, size, 16, 0)) return NULL;
     char *e = (char *)a->p + a->n++ * size;
     memset(e, 0, size);
     return e;

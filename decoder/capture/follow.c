@@ -22,6 +22,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/map.h"
 
 #define WARN_KEEP 8
 #define WARN_LEN 320
@@ -48,17 +49,13 @@ struct fproc {
 /* Interned name strings: a record's names point here rather than into its reader, whose strings
  * go when the reader closes at a rotation (consumers — the spec monitor's shape cache — key on
  * the pointers for the whole follow). Bounded by the distinct names, which rotations repeat. */
-struct istr {
-    char *s;
-    uint64_t h;
-};
-
 #define ICACHE 1024 /* reader string -> interned, direct-mapped, per reader generation */
 
 struct tkp_follow {
     struct tkp_follow_opts o;
-    struct istr *it; /* open addressing, power-of-two size */
+    char **it; /* interned name strings (owned), in order added */
     size_t itcap, itused, itbytes;
+    struct tkp_map ix; /* it by content */
     struct {
         const char *from, *to;
         uint64_t gen;
@@ -71,7 +68,7 @@ struct tkp_follow {
     int ino;    /* inotify fd, -1 */
     int dirty;  /* a directory event since the last scan */
     struct fproc *p;
-    size_t np, rr, batch;
+    size_t np, capp, rr, batch;
     uint64_t sources, source; /* processes numbered so far; the last record's */
     char **known; /* directory mode: the file names of the last scan, sorted */
     size_t nknown;
@@ -213,12 +210,9 @@ static unsigned next_index(const struct fproc *p, unsigned ahead)
 
 /* ---- interned names ---- */
 
-static uint64_t str_hash(const char *s)
+static int eq_str(const void *ctx, uint32_t id, const void *key)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
+    return !strcmp(((const struct tkp_follow *)ctx)->it[id], key);
 }
 
 /* The interned copy of s; s itself when out of memory or past the bound (degraded: that name's
@@ -228,34 +222,20 @@ static const char *intern(struct tkp_follow *f, const char *s)
     if (!s) return s;
     size_t slot = ((uintptr_t)s >> 3) % ICACHE;
     if (f->icache[slot].from == s && f->icache[slot].gen == f->gen + 1) return f->icache[slot].to;
-    uint64_t h = str_hash(s);
-    if (f->itused * 2 >= f->itcap) {
-        size_t cap = f->itcap ? f->itcap * 2 : 1024;
-        struct istr *n = calloc(cap, sizeof(*n));
-        if (!n) return s;
-        for (size_t i = 0; i < f->itcap; i++) {
-            if (!f->it[i].s) continue;
-            size_t j = f->it[i].h & (cap - 1);
-            while (n[j].s)
-                j = (j + 1) & (cap - 1);
-            n[j] = f->it[i];
-        }
-        free(f->it);
-        f->it = n;
-        f->itcap = cap;
-    }
-    size_t j = h & (f->itcap - 1);
-    while (f->it[j].s && (f->it[j].h != h || strcmp(f->it[j].s, s)))
-        j = (j + 1) & (f->itcap - 1);
-    const char *to = f->it[j].s;
+    uint64_t h = tkp_fnv64_str(TKP_FNV64_SEED, s);
+    if (tkp_map_reserve(&f->ix, f->itused + 1)) return s;
+    struct tkp_map_slot *ms = tkp_map_probe(&f->ix, h, eq_str, f, s);
+    const char *to = ms->id1 ? f->it[ms->id1 - 1] : NULL;
     if (!to) {
         size_t n = strlen(s) + 1;
         char *c = f->itbytes + n <= TKP_NAMES_MAX_BYTES ? malloc(n) : NULL;
-        if (!c) return s;
+        if (!c || TKP_GROW_FROM(f->it, f->itcap, f->itused + 1, 1024)) {
+            free(c);
+            return s;
+        }
         memcpy(c, s, n);
-        f->it[j].s = c;
-        f->it[j].h = h;
-        f->itused++;
+        f->it[f->itused] = c;
+        tkp_map_put(&f->ix, ms, h, (uint32_t)f->itused++);
         f->itbytes += n;
         to = c;
     }
@@ -285,12 +265,7 @@ static int intern_record(struct tkp_follow *f, struct tkp_record *r)
         r->gpu.name = intern(f, r->gpu.name);
         break;
     case TKP_REC_GRAPH:
-        if (r->graph.nnodes > f->nodes_cap) {
-            struct tkp_graph_node *q = realloc(f->nodes, r->graph.nnodes * sizeof(*q));
-            if (!q) return TKP_ERR_NOMEM;
-            f->nodes = q;
-            f->nodes_cap = r->graph.nnodes;
-        }
+        if (TKP_GROW(f->nodes, f->nodes_cap, r->graph.nnodes)) return TKP_ERR_NOMEM;
         for (uint32_t i = 0; i < r->graph.nnodes; i++) {
             f->nodes[i] = r->graph.nodes[i];
             f->nodes[i].name = intern(f, f->nodes[i].name);
@@ -318,9 +293,8 @@ static int add_proc(struct tkp_follow *f, const char *path)
               TKP_FOLLOW_PROCS_MAX);
         return 0;
     }
-    struct fproc *q = realloc(f->p, (f->np + 1) * sizeof(*q));
-    if (!q) return TKP_ERR_NOMEM;
-    f->p = q;
+    if (TKP_GROW_FROM(f->p, f->capp, f->np + 1, 4)) return TKP_ERR_NOMEM;
+    struct fproc *q = f->p;
     memset(&q[f->np], 0, sizeof(*q));
     if (!(q[f->np].path = strdup(path))) return TKP_ERR_NOMEM;
     q[f->np].source = ++f->sources;
@@ -521,9 +495,10 @@ void tkp_follow_close(struct tkp_follow *f)
         free(f->known[i]);
     free(f->known);
     if (f->ino >= 0) close(f->ino);
-    for (size_t i = 0; i < f->itcap; i++)
-        free(f->it[i].s);
+    for (size_t i = 0; i < f->itused; i++)
+        free(f->it[i]);
     free(f->it);
+    tkp_map_free(&f->ix);
     free(f->nodes);
     free(f->dir);
     free(f->wdir);

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "base/hash.h"
+#include "base/map.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/record.h"
@@ -26,7 +26,7 @@
  * use the names it defines itself (FORMAT.md: chunks are independent). */
 struct name_slot {
     uint64_t id;
-    uint64_t chunk; /* 0: empty slot */
+    uint64_t chunk;
     char *str;
 };
 
@@ -53,8 +53,9 @@ struct tkp_reader {
     struct tkp_mp cur;
     uint64_t prev_ns; /* dt accumulator */
 
-    struct name_slot *names; /* open addressing, power-of-two size */
+    struct name_slot *names; /* in order defined */
     size_t names_cap, names_used, names_bytes;
+    struct tkp_map names_ix; /* names by id */
     char **retired; /* strings replaced by a redefinition: callers may hold them */
     size_t nretired, retired_cap;
     struct thread_slot *threads;
@@ -169,9 +170,10 @@ void tkp_reader_close(struct tkp_reader *r)
         return;
     }
     tkp_reader_release(r);
-    for (size_t i = 0; i < r->names_cap; i++)
+    for (size_t i = 0; i < r->names_used; i++)
         free(r->names[i].str);
     free(r->names);
+    tkp_map_free(&r->names_ix);
     for (size_t i = 0; i < r->nretired; i++)
         free(r->retired[i]);
     free(r->retired);
@@ -236,28 +238,16 @@ static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
 
 /* ---- names and threads ---- */
 
-static struct name_slot *name_find(struct tkp_reader *r, uint64_t id)
+static int eq_name(const void *ctx, uint32_t id, const void *key)
 {
-    if (!r->names_cap) return NULL;
-    size_t mask = r->names_cap - 1;
-    for (size_t i = tkp_hash_u64(id) & mask;; i = (i + 1) & mask) {
-        struct name_slot *s = &r->names[i];
-        if (!s->chunk || s->id == id) return s;
-    }
+    return ((const struct tkp_reader *)ctx)->names[id].id == *(const uint64_t *)key;
 }
 
-static int names_grow(struct tkp_reader *r)
+/* The entry of id, NULL when it was never defined. */
+static struct name_slot *name_find(struct tkp_reader *r, uint64_t id)
 {
-    size_t cap = r->names_cap ? r->names_cap * 2 : 256;
-    struct name_slot *old = r->names, *n = calloc(cap, sizeof(*n));
-    if (!n) return TKP_ERR_NOMEM;
-    size_t oldcap = r->names_cap;
-    r->names = n;
-    r->names_cap = cap;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].chunk) *name_find(r, old[i].id) = old[i];
-    free(old);
-    return 0;
+    int64_t i = tkp_map_find(&r->names_ix, tkp_mix64(id), eq_name, r, &id);
+    return i < 0 ? NULL : &r->names[i];
 }
 
 /* Defines id in the current chunk; returns the string to hand the caller (never NULL). Past
@@ -268,9 +258,12 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
     size_t n = len < TKP_NAME_MAX - 1 ? len : TKP_NAME_MAX - 1;
     char *str = NULL;
     struct name_slot *slot = NULL;
-    if (r->names_used * 2 >= r->names_cap && names_grow(r)) goto unstored;
-    slot = name_find(r, id);
-    if (slot->chunk && strlen(slot->str) == n && !memcmp(slot->str, s, n) && !memchr(s, 0, n)) {
+    struct tkp_map_slot *ms;
+    uint64_t h = tkp_mix64(id);
+    if (tkp_map_reserve(&r->names_ix, r->names_used + 1)) goto unstored;
+    ms = tkp_map_probe(&r->names_ix, h, eq_name, r, &id);
+    slot = ms->id1 ? &r->names[ms->id1 - 1] : NULL;
+    if (slot && strlen(slot->str) == n && !memcmp(slot->str, s, n) && !memchr(s, 0, n)) {
         slot->chunk = r->nchunk + 1; /* the usual case: the same string again */
         return slot->str;
     }
@@ -278,7 +271,7 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
     for (size_t i = 0; i < n; i++)
         str[i] = s[i] ? s[i] : '?';
     str[n] = 0;
-    if (slot->chunk) { /* redefined differently: earlier records may still point at the old one */
+    if (slot) { /* redefined differently: earlier records may still point at the old one */
         r->changes += slot->chunk == r->nchunk + 1;
         if (TKP_GROW(r->retired, r->retired_cap, r->nretired + 1)) {
             free(str);
@@ -286,7 +279,12 @@ static const char *name_define(struct tkp_reader *r, uint64_t id, const char *s,
         }
         r->retired[r->nretired++] = slot->str;
     } else {
-        r->names_used++;
+        if (TKP_GROW_FROM(r->names, r->names_cap, r->names_used + 1, 256)) {
+            free(str);
+            goto unstored;
+        }
+        slot = &r->names[r->names_used];
+        tkp_map_put(&r->names_ix, ms, h, (uint32_t)r->names_used++);
     }
     r->names_bytes += n + 1;
     slot->id = id;
@@ -340,12 +338,7 @@ static uint32_t thread_get(struct tkp_reader *r, uint32_t t)
 
 static int grow_buf(uint8_t **p, size_t *cap, size_t need)
 {
-    if (need <= *cap) return 0;
-    uint8_t *q = realloc(*p, need);
-    if (!q) return TKP_ERR_NOMEM;
-    *p = q;
-    *cap = need;
-    return 0;
+    return tkp_grow_to((void **)p, cap, need, 1, 4096, 0);
 }
 
 /* Pass 1: every record must decode, the first must be CHUNK with the header's seq. */

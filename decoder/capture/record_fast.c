@@ -161,7 +161,7 @@ INLINE int ri64(const uint8_t **pp, int64_t *v)
         (dst) = (int32_t)e_;                                                                       \
     } while (0)
 /* dt, thread, step: the common head of the timed records */
-#define HEAD()                                                                                     \
+#define READ_HEAD()                                                                                \
     do {                                                                                           \
         I64(b->dt);                                                                                \
         THREAD(r->thread);                                                                         \
@@ -188,7 +188,7 @@ static const uint8_t fields[] = {
 
 /* The fast decode of a fixed-layout record (records.def): the same checks as the general
  * decoder, in the same order. */
-#define FAST_HEAD_HOST HEAD()
+#define FAST_HEAD_HOST READ_HEAD()
 #define FAST_HEAD_STEP                                                                             \
     do {                                                                                           \
         U64(r->step);                                                                              \
@@ -372,7 +372,7 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
         launch_from(r, b, id);
         break; /* its call and stack: after the switch */
     case TKP_REC_GRAPH_LAUNCH:
-        HEAD();
+        READ_HEAD();
         if (*p == 0xff) { /* -1: a graph instantiated before capture started */
             r->graph_launch.graph = TKP_GRAPH_UNKNOWN;
             p++;

@@ -58,7 +58,7 @@ int tkp_bound_cmp(const struct tkp_spec *sp, int n)
 int tkp_spec_grow(void **p, int *cap, int n, size_t size)
 {
     size_t c = (size_t)*cap;
-    if (tkp_grow(p, &c, (size_t)n + 1, size)) return -1;
+    if (tkp_grow_to(p, &c, (size_t)n + 1, size, 16, 0)) return -1;
     *cap = (int)c;
     return 0;
 }

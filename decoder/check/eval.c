@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+#include "base/map.h"
 #include "check/prog.h"
 #include "check/eval.h"
 
@@ -279,42 +281,16 @@ int tkp_shapes_new(struct tkp_shapes **out)
 {
     struct tkp_shapes *t = calloc(1, sizeof(*t));
     *out = t;
-    if (!t || !(t->v = calloc(256, sizeof(*t->v)))) return TKP_ERR_NOMEM;
-    t->cap = 256;
-    return 0;
+    return t ? 0 : TKP_ERR_NOMEM;
 }
 
 void tkp_shapes_free(struct tkp_shapes *t)
 {
-    if (t) free(t->v);
+    if (t) free(t->v), tkp_map_free(&t->ix);
     free(t);
 }
 
 size_t tkp_shapes_count(const struct tkp_shapes *t) { return t ? t->n : 0; }
-
-/* the free slot or the entry of (name, op, small) */
-static struct tkp_shape *shape_slot(struct tkp_shapes *t, const struct tkp_shape *k)
-{
-    size_t mask = t->cap - 1;
-    for (size_t i = tkp_shape_hash(k->name, k->op, k->small) & mask;; i = (i + 1) & mask) {
-        struct tkp_shape *s = &t->v[i];
-        if (!s->used || (s->name == k->name && s->op == k->op && s->small == k->small)) return s;
-    }
-}
-
-static int shapes_grow(struct tkp_shapes *t)
-{
-    struct tkp_shape *old = t->v;
-    size_t oldcap = t->cap;
-    struct tkp_shape *v = calloc(2 * oldcap, sizeof(*v));
-    if (!v) return -1;
-    t->v = v;
-    t->cap = 2 * oldcap;
-    for (size_t i = 0; i < oldcap; i++)
-        if (old[i].used) *shape_slot(t, &old[i]) = old[i];
-    free(old);
-    return 0;
-}
 
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p);
 
@@ -416,12 +392,17 @@ static __attribute__((noinline)) void atoms_eval(struct tkp_eval *E, struct tkp_
     shape_verdicts(&A, r);
     struct tkp_shapes *t = E->shapes;
     if (!t || t->n >= SHAPES_MAX) return;
-    if (2 * (t->n + 1) > t->cap && shapes_grow(t)) return;
-    struct tkp_shape k = {.name = r->name, .op = r->op, .small = r->small, .used = 1,
-                          .kn = r->akn, .tr = r->atr, .fast = r->fast,
-                          .marks = {r->marks[0], r->marks[1]}};
-    *shape_slot(t, &k) = k;
-    t->n++;
+    if (TKP_GROW_FROM(t->v, t->cap, t->n + 1, 256) ||
+        tkp_map_add(&t->ix, tkp_shape_hash(r->name, r->op, r->small), (uint32_t)t->n))
+        return;
+    t->v[t->n++] = (struct tkp_shape){.name = r->name,
+                                      .op = r->op,
+                                      .small = r->small,
+                                      .used = 1,
+                                      .kn = r->akn,
+                                      .tr = r->atr,
+                                      .fast = r->fast,
+                                      .marks = {r->marks[0], r->marks[1]}};
 }
 
 void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r)
@@ -563,7 +544,10 @@ static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
     }
 }
 
-struct tkp_val tkp_run(struct tkp_eval *E, int prog) { return run(E, &E->sp->code->prog[prog]); }
+struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
+{
+    return run(E, &E->sp->code->prog[prog]);
+}
 
 int tkp_truth(struct tkp_eval *E, int prog)
 {

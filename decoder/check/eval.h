@@ -5,7 +5,7 @@
 #include "check/prog.h"
 
 /* Evaluation (eval.c). */
-struct tkp_val tkp_run(struct tkp_eval *E, int prog);
+struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
 /* A record's atoms and shape verdicts (akn, atr, fast): from the table, else computed on r (a
  * whole record) and kept. */

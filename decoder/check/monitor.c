@@ -26,10 +26,9 @@
 
 static int list_add(int **v, int *n, int x)
 {
-    int *p = realloc(*v, (size_t)(*n + 1) * sizeof(int));
-    if (!p) return TKP_ERR_NOMEM;
-    *v = p;
-    p[(*n)++] = x;
+    size_t cap = (size_t)*n; /* the lists are short: grown by one each time */
+    if (tkp_grow_to((void **)v, &cap, cap + 1, sizeof(int), 1, 0)) return TKP_ERR_NOMEM;
+    (*v)[(*n)++] = x;
     return 0;
 }
 
@@ -49,7 +48,7 @@ static struct thr *thread_new(struct tkp_mon *m, uint32_t t)
         m->st.threads++;
         h->ts = calloc((size_t)m->sp->nslots_temporal + 1, sizeof(*h->ts));
         if (!h->ts) return NULL;
-        for (int i = 0; m->nstream && i < OPEN_MAX; i++)
+        for (int i = 0; m->nstream && i < TKP_MON_OPEN_MAX; i++)
             if (!(h->open[i].fold = calloc((size_t)m->sp->nslots_agg, sizeof(struct tkp_fold))))
                 return NULL;
     }
@@ -234,7 +233,7 @@ static void decode(const struct thr *h, const struct tkp_record *r, uint64_t id,
 }
 
 /* The open step's last record, decoded (it was kept raw while only its shape was needed). */
-static void last_decode(struct thr *h, struct open *o)
+static void last_decode(struct thr *h, struct open_step *o)
 {
     if (!o->last_lazy) return;
     decode_rest(h, &o->last_raw, o->last_id, &o->last);
@@ -346,7 +345,8 @@ static int pend_pop(struct tkp_mon *m, struct thr *h)
     return rc;
 }
 
-static int pend_push(struct tkp_mon *m, struct thr *h, const struct tkp_sstep *s, struct open *o)
+static int pend_push(struct tkp_mon *m, struct thr *h, const struct tkp_sstep *s,
+                     struct open_step *o)
 {
     if (h->npend == PEND_MAX && pend_pop(m, h)) return TKP_ERR_NOMEM;
     if (h->npend == h->pend_cap) {
@@ -382,7 +382,7 @@ static int gpu_absent(const struct tkp_mon *m, const struct thr *h)
     return !h->npend && tkp_gpu_off(m, (int)(h - m->t));
 }
 
-static void open_release(struct open *o)
+static void open_release(struct open_step *o)
 {
     o->used = 0;
     o->last_lazy = 0;
@@ -391,7 +391,8 @@ static void open_release(struct open *o)
 }
 
 /* Host phase: the STEP record (or a forced close) of open step o. */
-static int host_close(struct tkp_mon *m, struct thr *h, struct open *o, const struct tkp_record *st)
+static int host_close(struct tkp_mon *m, struct thr *h, struct open_step *o,
+                      const struct tkp_record *st)
 {
     int token = !st || st->step_rec.kind == TKP_STEP_TOKEN;
     if (o->host.n > m->st.buffered_peak) m->st.buffered_peak = o->host.n;
@@ -448,12 +449,12 @@ static int host_close(struct tkp_mon *m, struct thr *h, struct open *o, const st
     return 0;
 }
 
-static struct open *open_for(struct tkp_mon *m, struct thr *h, uint64_t seg, int *rc)
+static struct open_step *open_for(struct tkp_mon *m, struct thr *h, uint64_t seg, int *rc)
 {
     if (h->cur && h->cur->used && h->cur->seg == seg) return h->cur;
-    struct open *fr = NULL, *old = NULL;
-    for (int i = 0; i < OPEN_MAX; i++) {
-        struct open *o = &h->open[i];
+    struct open_step *fr = NULL, *old = NULL;
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++) {
+        struct open_step *o = &h->open[i];
         if (o->used && o->seg == seg) return h->cur = o;
         if (!o->used && !fr) fr = o;
         if (o->used && (!old || o->seg < old->seg)) old = o;
@@ -507,8 +508,8 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 }
 
 /* A record its shape e decides: record-level passes and marks, the streamed counts of atoms. */
-static void shape_record(struct tkp_mon *m, struct thr *h, struct open *o,
-                         struct tkp_shape *e, uint64_t token, uint64_t step)
+static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
+                         uint64_t token, uint64_t step)
 {
     if (e->marks[0]) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
@@ -524,16 +525,16 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open *o,
         o->fold[m->stream[__builtin_ctzll(b)]].cnt++;
 }
 
-static int host_full(struct tkp_mon *m, struct thr *h, struct open *o, const struct tkp_record *r,
-                     uint32_t pos);
+static int host_full(struct tkp_mon *m, struct thr *h, struct open_step *o,
+                     const struct tkp_record *r, uint32_t pos);
 
 /* The passes shape_record counted per shape, into the assertions' evaluated counts. */
 static void pass_counts(struct tkp_mon *m)
 {
     struct tkp_shapes *t = m->shapes;
-    for (size_t i = 0; i < t->cap; i++) {
+    for (size_t i = 0; i < t->n; i++) {
         struct tkp_shape *e = &t->v[i];
-        if (!e->used || !e->npass) continue;
+        if (!e->npass) continue;
         for (uint64_t b = e->pass; b; b &= b - 1)
             m->res[m->rec_host[__builtin_ctzll(b)]].evaluated += e->npass;
         e->npass = 0;
@@ -552,8 +553,8 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         return 0;
     }
     int rc = 0;
-    struct open *o = h->cur && h->cur->used && h->cur->seg == r->step ? h->cur
-                                                                       : open_for(m, h, r->step, &rc);
+    struct open_step *o =
+        h->cur && h->cur->used && h->cur->seg == r->step ? h->cur : open_for(m, h, r->step, &rc);
     if (!o) return rc;
     struct tkp_srec *x = &o->last;
     uint32_t pos = (uint32_t)o->len++;
@@ -578,8 +579,9 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
 }
 
 /* A host record something reads beyond its shape: decoded whole, then judged. */
-static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h, struct open *o,
-                                               const struct tkp_record *r, uint32_t pos)
+static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
+                                               struct open_step *o, const struct tkp_record *r,
+                                               uint32_t pos)
 {
     struct tkp_srec *x = &o->last;
     int rc;
@@ -625,10 +627,10 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
         struct pend *p = &h->pend[(h->pend_head + i) % h->pend_cap];
         if (p->s.idx == r->step) return tkp_vec_push(&p->gpu, x);
     }
-    for (int i = 0; i < OPEN_MAX; i++)
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
         if (h->open[i].used && h->open[i].seg == r->step) return tkp_vec_push(&h->open[i].gpu, x);
     if (r->step > h->last_closed) {
-        struct open *o = open_for(m, h, r->step, &rc);
+        struct open_step *o = open_for(m, h, r->step, &rc);
         if (!o) return rc;
         return tkp_vec_push(&o->gpu, x);
     }
@@ -644,7 +646,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
     case TKP_REC_LIB_CALL:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
         /* a kept raw launch inside the current library call decodes with it, now */
-        for (int i = 0; i < OPEN_MAX; i++)
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
         /* what a launch inside the call reads of it (decode_shape, decode_rest) */
         h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
@@ -653,7 +655,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
         h->call = r->lib_call.call;
         /* unbatched, executed GEMMs carry the token dimension (n) */
         if (r->lib_call.batch <= 1 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) && r->lib_call.n) {
-            struct open *o = open_for(m, h, r->step, &rc);
+            struct open_step *o = open_for(m, h, r->step, &rc);
             if (!o) return rc;
             if (r->lib_call.n > o->tok_max) o->tok_max = r->lib_call.n;
             o->tok_last = r->lib_call.n;
@@ -666,7 +668,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
         return 0;
     case TKP_REC_STEP: {
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
-        struct open *o = open_for(m, h, r->step, &rc);
+        struct open_step *o = open_for(m, h, r->step, &rc);
         if (!o) return rc;
         return host_close(m, h, o, r);
     }
@@ -705,7 +707,7 @@ int tkp_mon_finish(struct tkp_mon *m)
         if (!h->seen) continue;
         /* steps whose STEP record never came (a torn capture): a truncated step is not judged
          * (it would be a guess) */
-        for (int i = 0; i < OPEN_MAX; i++)
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
             if (h->open[i].used && h->open[i].len) {
                 m->st.unclosed++;
                 open_release(&h->open[i]);
@@ -763,7 +765,7 @@ void tkp_mon_free(struct tkp_mon *m)
     const struct tkp_spec *sp = m->sp;
     for (uint32_t t = 0; t < m->nt; t++) {
         struct thr *h = &m->t[t];
-        for (int i = 0; i < OPEN_MAX; i++) {
+        for (int i = 0; i < TKP_MON_OPEN_MAX; i++) {
             free(h->open[i].host.v), free(h->open[i].gpu.v);
             fold_free(h->open[i].fold, sp->nslots_agg);
         }

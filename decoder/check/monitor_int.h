@@ -8,7 +8,7 @@
 #include "check/monitor.h"
 #include "check/prog.h"
 
-#define OPEN_MAX 4        /* open steps per thread before the oldest is closed without STEP */
+#define TKP_MON_OPEN_MAX 4 /* open steps per thread before the oldest is closed without STEP */
 #define PEND_MAX 65536    /* steps awaiting GPU records per thread; beyond, the oldest closes */
 
 struct vec {
@@ -17,7 +17,7 @@ struct vec {
 };
 
 /* A step whose STEP record has not come yet. */
-struct open {
+struct open_step {
     int used;
     uint64_t seg;
     uint64_t len, launches;      /* host records; LAUNCH and GRAPH_LAUNCH among them */
@@ -42,8 +42,8 @@ struct pend {
 };
 
 struct thr {
-    struct open open[OPEN_MAX];
-    struct open *cur; /* the open step of the thread's latest record */
+    struct open_step open[TKP_MON_OPEN_MAX];
+    struct open_step *cur; /* the open step of the thread's latest record */
     struct tkp_tstate *ts;
     uint64_t tokens, outside, recs, last_closed;
     int had_decode, seen, gpu_seen;

@@ -37,7 +37,7 @@ static int perr(struct parser *P, const struct tkp_token *t, const char *fmt, ..
     return -1;
 }
 
-static void next(struct parser *P)
+static void parse_next(struct parser *P)
 {
     if (P->failed) return;
     if (tkp_lex_next(&P->lx) == TK_ERR) perr(P, &P->lx.tok, "%s", P->lx.err);
@@ -51,7 +51,7 @@ static int is(struct parser *P, const char *s)
 static int accept(struct parser *P, const char *s)
 {
     if (!is(P, s)) return 0;
-    next(P);
+    parse_next(P);
     return 1;
 }
 
@@ -126,13 +126,13 @@ static int interval(struct parser *P, int n)
 {
     if (!is(P, "[")) return 0;
     struct tkp_token at = P->lx.tok;
-    next(P);
+    parse_next(P);
     struct tkp_node *x = N(P, n);
     x->has_iv = 1;
     if (P->lx.tok.kind != TK_NUM) return perr(P, &P->lx.tok, "expected a bound like 3 steps or 10ms");
     x->num = P->lx.tok.num;
     x->unit = P->lx.tok.unit;
-    next(P);
+    parse_next(P);
     if (expect(P, ",")) return -1;
     if (accept(P, "*")) {
         x = N(P, n);
@@ -144,7 +144,7 @@ static int interval(struct parser *P, int n)
         if (x->unit == U_NONE) x->unit = P->lx.tok.unit;
         if (P->lx.tok.unit != U_NONE && P->lx.tok.unit != x->unit)
             return perr(P, &P->lx.tok, "both bounds of an interval take the same unit");
-        next(P);
+        parse_next(P);
     }
     if (expect(P, "]")) return -1;
     x = N(P, n);
@@ -157,7 +157,7 @@ static int in_step(struct parser *P, int n)
 {
     if (!is(P, "in")) return 0;
     struct tkp_token at = P->lx.tok;
-    next(P);
+    parse_next(P);
     if (!accept(P, "step")) return perr(P, &at, "expected 'in step' (the operator's scope)");
     N(P, n)->in_step = 1;
     return 0;
@@ -201,7 +201,7 @@ static int aggregate(struct parser *P, int agg, double pct)
     N(P, n)->agg = agg;
     N(P, n)->num = pct;
     N(P, n)->src = -1;
-    next(P);
+    parse_next(P);
     if (expect(P, "(")) return -1;
     if (!is(P, "in") && !is(P, "where") && !is(P, ")")) {
         int a = formula(P);
@@ -215,7 +215,7 @@ static int aggregate(struct parser *P, int agg, double pct)
                 return perr(P, &P->lx.tok, "sliding windows ('in steps last W') are not supported");
         } else if (P->lx.tok.kind == TK_ID) {
             N(P, n)->src = SRC_STEP;
-            next(P);
+            parse_next(P);
         } else {
             return perr(P, &P->lx.tok, "expected 's' or 'steps' after 'in'");
         }
@@ -231,18 +231,18 @@ static int aggregate(struct parser *P, int agg, double pct)
     return n;
 }
 
-static int path(struct parser *P)
+static int parse_path(struct parser *P)
 {
     struct tkp_token at = P->lx.tok;
     char *head = tokstr(&at, 0, 0);
     if (!head) return perr(P, &at, "out of memory");
-    next(P);
+    parse_next(P);
     /* "t.idx" is a path; "t. " ends a quantifier's domain */
     if (P->lx.tok.kind == TK_PUNCT && P->lx.tok.len == 1 && *P->lx.tok.p == '.' &&
         (P->lx.p[0] == '_' || isalpha((unsigned char)P->lx.p[0]))) {
-        next(P);
+        parse_next(P);
         struct tkp_token f = P->lx.tok;
-        next(P);
+        parse_next(P);
         int n = node(P, OP_VAR, &at);
         if (n < 0) {
             free(head);
@@ -282,24 +282,24 @@ static int atom(struct parser *P)
         N(P, n)->num = t.num;
         N(P, n)->is_time = t.unit == U_NS;
         if (t.unit == U_STEPS || t.unit == U_RECORDS) N(P, n)->unit = t.unit;
-        next(P);
+        parse_next(P);
         return n;
     }
     if (t.kind == TK_STR) {
         int n = node(P, OP_STR, &t);
         if (n < 0) return -1;
         if (!(N(P, n)->str = tokstr(&t, 1, 1))) return perr(P, &t, "out of memory");
-        next(P);
+        parse_next(P);
         return n;
     }
     if (is(P, "(")) {
-        next(P);
+        parse_next(P);
         int n = formula(P);
         if (expect(P, ")")) return -1;
         return n;
     }
     if (is(P, "-")) {
-        next(P);
+        parse_next(P);
         int a = atom(P);
         if (a < 0) return -1;
         int n = node(P, OP_NEG, &t);
@@ -315,11 +315,11 @@ static int atom(struct parser *P)
     if (is(P, "true") || is(P, "false")) {
         int n = node(P, OP_BOOL, &t);
         if (n >= 0) N(P, n)->num = is(P, "true");
-        next(P);
+        parse_next(P);
         return n;
     }
     if (is(P, "not")) {
-        next(P);
+        parse_next(P);
         int a = atom(P);
         if (a < 0) return -1;
         int n = node(P, OP_NOT, &t);
@@ -330,7 +330,7 @@ static int atom(struct parser *P)
         int op = is(P, "prev") ? OP_PREV : is(P, "once") ? OP_ONCE : OP_HIST;
         int n = node(P, op, &t);
         if (n < 0) return -1;
-        next(P);
+        parse_next(P);
         if (interval(P, n) || in_step(P, n)) return -1;
         int a = atom(P);
         if (a < 0) return -1;
@@ -338,14 +338,14 @@ static int atom(struct parser *P)
         return n;
     }
     if (is(P, "baseline")) {
-        next(P);
+        parse_next(P);
         if (expect(P, "(")) return -1;
         int n;
         if (P->lx.tok.kind == TK_STR) {
             n = node(P, OP_BASE_KEY, &t);
             if (n < 0) return -1;
             if (!(N(P, n)->str = tokstr(&P->lx.tok, 1, 1))) return perr(P, &t, "out of memory");
-            next(P);
+            parse_next(P);
         } else {
             int a = expr(P);
             if (a < 0) return -1;
@@ -359,10 +359,10 @@ static int atom(struct parser *P)
     /* busy(s), idle_frac(s), maxgap(s): the draft's call forms of s.busy, ... */
     if ((is(P, "busy") || is(P, "idle_frac") || is(P, "maxgap")) && call_follows(P)) {
         int attr = is(P, "busy") ? A_S_BUSY : is(P, "idle_frac") ? A_S_IDLE : A_S_MAXGAP;
-        next(P);
-        next(P);
+        parse_next(P);
+        parse_next(P);
         if (P->lx.tok.kind != TK_ID) return perr(P, &P->lx.tok, "expected a step variable");
-        next(P);
+        parse_next(P);
         if (expect(P, ")")) return -1;
         int n = node(P, OP_ATTR, &t);
         if (n >= 0) N(P, n)->attr = attr;
@@ -371,7 +371,7 @@ static int atom(struct parser *P)
     int agg;
     double pct = 0;
     if (agg_kind(&t, &agg, &pct) && call_follows(P)) return aggregate(P, agg, pct);
-    return path(P);
+    return parse_path(P);
 }
 
 /* A left-associative chain of `sub` operands joined by `a` (OP `op_a`) or `b` (OP `op_b`). */
@@ -382,7 +382,7 @@ static int chain(struct parser *P, int (*sub)(struct parser *), const char *a, i
     while (l >= 0 && (is(P, a) || is(P, b))) {
         struct tkp_token t = P->lx.tok;
         int op = is(P, a) ? op_a : op_b;
-        next(P);
+        parse_next(P);
         int r = sub(P);
         if (r < 0) return -1;
         int n = node(P, op, &t);
@@ -415,7 +415,7 @@ static int cmp(struct parser *P)
     for (size_t i = 0; i < sizeof(rel) / sizeof(*rel); i++) {
         if (!is(P, rel[i].w)) continue;
         struct tkp_token t = P->lx.tok;
-        next(P);
+        parse_next(P);
         int r;
         if (rel[i].op == OP_MATCH) {
             if (!is(P, "/") && P->lx.tok.kind != TK_STR)
@@ -425,7 +425,7 @@ static int cmp(struct parser *P)
             r = node(P, OP_STR, &rt);
             if (r < 0) return -1;
             if (!(N(P, r)->str = tokstr(&rt, 1, 1))) return perr(P, &rt, "out of memory");
-            next(P);
+            parse_next(P);
         } else {
             r = expr(P);
         }
@@ -442,7 +442,7 @@ static int notf(struct parser *P)
 {
     if (is(P, "not")) {
         struct tkp_token t = P->lx.tok;
-        next(P);
+        parse_next(P);
         int a = notf(P);
         if (a < 0) return -1;
         int n = node(P, OP_NOT, &t);
@@ -459,7 +459,7 @@ static int sincef(struct parser *P)
         struct tkp_token t = P->lx.tok;
         int n = node(P, OP_SINCE, &t);
         if (n < 0) return -1;
-        next(P);
+        parse_next(P);
         if (interval(P, n) || in_step(P, n)) return -1;
         int r = notf(P);
         if (r < 0) return -1;
@@ -476,7 +476,7 @@ static int binary(struct parser *P, const char *w, int op, int (*sub)(struct par
     int l = sub(P);
     while (l >= 0 && is(P, w)) {
         struct tkp_token t = P->lx.tok;
-        next(P);
+        parse_next(P);
         int r = sub(P);
         if (r < 0) return -1;
         int n = node(P, op, &t);
@@ -502,7 +502,7 @@ static int formula(struct parser *P)
     int l = orf(P);
     if (l >= 0 && is(P, "->")) {
         struct tkp_token t = P->lx.tok;
-        next(P);
+        parse_next(P);
         int r = formula(P);
         if (r < 0) return -1;
         int n = node(P, OP_IMPLIES, &t);
@@ -521,10 +521,10 @@ static int stmt(struct parser *P)
     struct tkp_token t = P->lx.tok;
     int n = node(P, is(P, "forall") ? OP_FORALL : OP_EXISTS, &t);
     if (n < 0) return -1;
-    next(P);
+    parse_next(P);
     if (P->lx.tok.kind != TK_ID) return perr(P, &P->lx.tok, "expected a variable name");
     if (!(N(P, n)->str = tokstr(&P->lx.tok, 0, 0))) return perr(P, &t, "out of memory");
-    next(P);
+    parse_next(P);
     if (expect(P, ":")) return -1;
     if (accept(P, "step")) {
         N(P, n)->src = 0; /* every step */
@@ -532,7 +532,7 @@ static int stmt(struct parser *P)
         if (expect(P, "before")) return -1;
         if (P->lx.tok.kind != TK_ID) return perr(P, &P->lx.tok, "expected a step variable");
         N(P, n)->src = 1; /* steps before the outer variable */
-        next(P);
+        parse_next(P);
     } else {
         return perr(P, &P->lx.tok,
                     "quantifiers range over 'step' or 'steps before VAR' (a finite, past domain)");
@@ -566,7 +566,7 @@ static int option(struct parser *P, struct tkp_assert *a)
                                             : "expected a count (witness 5)");
         if (skip) a->skip = (uint64_t)P->lx.tok.num;
         else a->witness = (int)(P->lx.tok.num > 1000 ? 1000 : P->lx.tok.num);
-        next(P);
+        parse_next(P);
     } else if (accept(P, "when")) {
         if ((a->when = formula(P)) < 0) return -1;
     } else {
@@ -597,12 +597,12 @@ static int decl(struct parser *P)
         tokdesc(&t, d, sizeof(d));
         return perr(P, &t, "expected 'const', 'class' or 'assert', found %s", d);
     }
-    next(P);
+    parse_next(P);
     struct tkp_token id = P->lx.tok;
     if (id.kind != TK_ID) return perr(P, &id, "expected a name");
     char *name = tokstr(&id, 0, 0);
     if (!name) return perr(P, &id, "out of memory");
-    next(P);
+    parse_next(P);
     if (kind < 2) {
         if (expect(P, "=")) goto bad;
         int e = kind == 0 ? expr(P) : formula(P);
@@ -673,7 +673,7 @@ int tkp_spec_parse(char *text, const char *path, struct tkp_spec **out, struct t
     sp->path = path;
     struct parser P = {.sp = sp, .e = e};
     tkp_lex_init(&P.lx, text);
-    next(&P);
+    parse_next(&P);
     while (!P.failed && P.lx.tok.kind != TK_EOF)
         if (decl(&P)) break;
     if (P.failed) return TKP_ERR_SPEC;

@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "base/map.h"
 #include "check/trace.h"
 
 #define TKP_ATOMS_MAX 64   /* atoms are bits of a word; tests past this run inline */
@@ -157,8 +158,9 @@ struct tkp_shape {
 };
 
 struct tkp_shapes {
-    struct tkp_shape *v;
+    struct tkp_shape *v; /* in order added */
     size_t cap, n;
+    struct tkp_map ix; /* v by (name, op, small) */
 };
 
 /* Everything an atom may read besides the name and op strings (lower.c's disc()), packed. The
@@ -170,22 +172,25 @@ static inline uint32_t tkp_shape_small(const struct tkp_srec *r)
            dir << 9 | (uint32_t)r->sync << 12 | (uint32_t)r->async << 13;
 }
 
-static inline size_t tkp_shape_hash(const char *name, const char *op, uint32_t small)
+static inline uint64_t tkp_shape_hash(const char *name, const char *op, uint32_t small)
 {
-    uint64_t x = ((uint64_t)(uintptr_t)name ^ (uint64_t)(uintptr_t)op << 7 ^ small) *
-                 0x9e3779b97f4a7c15ull;
-    return (size_t)(x >> 32 ^ x);
+    return tkp_hash_pair((uint64_t)(uintptr_t)name ^ (uint64_t)(uintptr_t)op << 7, small);
+}
+
+static inline int tkp_shape_eq(const void *ctx, uint32_t id, const void *key)
+{
+    const struct tkp_shape *s = &((const struct tkp_shapes *)ctx)->v[id];
+    const struct tkp_shape *k = key;
+    return s->name == k->name && s->op == k->op && s->small == k->small;
 }
 
 /* The entry of r's shape (its name, op, small), NULL when not in the table yet. */
 static inline struct tkp_shape *tkp_shape_find(struct tkp_shapes *t, const struct tkp_srec *r)
 {
-    size_t mask = t->cap - 1;
-    for (size_t i = tkp_shape_hash(r->name, r->op, r->small) & mask;; i = (i + 1) & mask) {
-        struct tkp_shape *s = &t->v[i];
-        if (!s->used) return NULL;
-        if (s->name == r->name && s->op == r->op && s->small == r->small) return s;
-    }
+    struct tkp_shape k = {.name = r->name, .op = r->op, .small = r->small};
+    uint64_t h = tkp_shape_hash(r->name, r->op, r->small);
+    int64_t id = tkp_map_find(&t->ix, h, tkp_shape_eq, t, &k);
+    return id < 0 ? NULL : &t->v[id];
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include "cmd/cmd_live.h"
 #include "cmd/cmd_check_follow.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "capture/reader.h"
 #include "check/ast.h"
 #include "check/monitor.h"
@@ -22,16 +23,14 @@ static int read_file(struct tkp_ctx *ctx, const char *path, char **out, size_t *
 {
     FILE *f = fopen(path, "rb");
     if (!f) return tkp_cmd_fail(ctx, TKP_ERR_IO, "%s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    for (size_t got; b && (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
-        n += got;
-        if (n + 1 == cap) {
-            char *q = realloc(b, cap *= 2);
-            if (!q) free(b);
-            b = q;
+    size_t cap = 0, n = 0;
+    char *b = NULL;
+    for (size_t got = 1; got && cap <= (64u << 20); n += got) {
+        if (TKP_GROW_FROM(b, cap, n + 2, 4096)) {
+            free(b), b = NULL;
+            break;
         }
-        if (cap > (64u << 20)) break;
+        got = fread(b + n, 1, cap - n - 1, f);
     }
     fclose(f);
     if (!b) return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");

@@ -1,4 +1,4 @@
-/* tokprof check --follow SPEC DIR|CAPTURE: the streaming monitor (spec/monitor.h) on captures
+/* tokprof check --follow SPEC DIR|CAPTURE: the streaming monitor (check/monitor.h) on captures
  * still being written — each violation printed as soon as its step closes, one monitor per
  * process; ends when every process followed has ended (or at Ctrl-C). */
 #include <stdio.h>

@@ -1,5 +1,6 @@
-/* tokprof decoder: spec monitors per followed process, for the live commands (cmd_live.h). Apart
- * from cmd_live.c because the spec's headers and classes.h both name a `tkp_class`. */
+/* tokprof decoder: spec monitors per followed process (one check/monitor.h monitor each), for
+ * `tokprof check --follow` and `tokprof serve --spec`. Apart from cmd_live.c, whose follow loop
+ * (cmd_live.h) is handed them as an opaque struct tkp_live_mons and so knows nothing of specs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "cmd/cmd_live.h"
 #include "cmd/cmd_live_spec.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "capture/reader.h"
 #include "check/ast.h"
 #include "check/compile.h"
@@ -29,7 +31,7 @@ struct tkp_live_mons {
     tkp_live_viol_fn *on_viol;
     void *arg;
     struct lmon *v;
-    size_t n;
+    size_t n, cap;
     struct lmon *last;
 };
 
@@ -65,9 +67,7 @@ static struct lmon *mon_of(struct tkp_live_mons *ms, uint64_t pid, int make)
     for (size_t i = 0; i < ms->n; i++)
         if (ms->v[i].pid == pid) return ms->last = &ms->v[i];
     if (!make) return NULL;
-    struct lmon *q = realloc(ms->v, (ms->n + 1) * sizeof(*q));
-    if (!q) return NULL;
-    ms->v = q;
+    if (TKP_GROW_FROM(ms->v, ms->cap, ms->n + 1, 4)) return NULL;
     ms->last = NULL;
     struct lmon *x = &ms->v[ms->n];
     memset(x, 0, sizeof(*x));

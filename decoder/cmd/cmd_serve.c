@@ -13,6 +13,7 @@
 #include "cmd/cmd_live.h"
 #include "cmd/cmd_live_spec.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/http.h"
 #include "capture/follow.h"
 #include "model/live.h"
@@ -131,7 +132,7 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_live_mons *ms = NULL;
     struct ended *ended = NULL;
     struct tkp_httpd *httpd = NULL;
-    size_t nended = 0;
+    size_t nended = 0, capended = 0;
     int s = -1;
     if ((rc = tkp_cmd_classes(ctx, classes, &cl))) goto out;
     if (specpath && (rc = tkp_live_load_spec(ctx, specpath, &sp))) goto out;
@@ -188,9 +189,7 @@ static int serve_run(int argc, char **argv, struct tkp_ctx *ctx)
             while (k < nended && ended[k].pid != c->pid)
                 k++;
             if (k == nended) {
-                struct ended *q = realloc(ended, (nended + 1) * sizeof(*q));
-                if (!q) continue;
-                ended = q;
+                if (TKP_GROW_FROM(ended, capended, nended + 1, 4)) continue;
                 ended[nended++] = (struct ended){c->pid, now};
             } else if (now - ended[k].at_ms >= keep_s * 1000) {
                 uint64_t pid = c->pid;

@@ -18,6 +18,7 @@
 #include "base/grow.h"
 #include "views/flame.h"
 #include "base/json.h"
+#include "base/map.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 #include "model/symbolize.h"
@@ -30,54 +31,53 @@
 struct map {
     uint64_t *k1, *k2;
     uint32_t *v;
-    size_t cap, n;
+    size_t cap, n;     /* entries in order added */
+    struct tkp_map ix; /* by (k1, k2) */
 };
 
-static size_t slot_of(const struct map *m, uint64_t a, uint64_t b)
+struct key2 {
+    uint64_t a, b;
+};
+
+static int eq_key2(const void *ctx, uint32_t id, const void *key)
 {
-    size_t i = (size_t)tkp_hash_pair(a, b) & (m->cap - 1);
-    while (m->v[i] && (m->k1[i] != a || m->k2[i] != b)) i = (i + 1) & (m->cap - 1);
-    return i;
+    const struct map *m = ctx;
+    const struct key2 *k = key;
+    return m->k1[id] == k->a && m->k2[id] == k->b;
 }
 
-/* Values are stored +1 so that 0 marks a free slot. */
 static int map_get(const struct map *m, uint64_t a, uint64_t b, uint32_t *v)
 {
-    if (!m->cap) return 0;
-    size_t i = slot_of(m, a, b);
-    if (!m->v[i]) return 0;
-    *v = m->v[i] - 1;
+    struct key2 k = {a, b};
+    int64_t id = tkp_map_find(&m->ix, tkp_hash_pair(a, b), eq_key2, m, &k);
+    if (id < 0) return 0;
+    *v = m->v[id];
     return 1;
 }
 
 static int map_put(struct map *m, uint64_t a, uint64_t b, uint32_t v)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        struct map g = {0};
-        g.cap = m->cap ? m->cap * 2 : 1024;
-        g.k1 = malloc(g.cap * sizeof *g.k1);
-        g.k2 = malloc(g.cap * sizeof *g.k2);
-        g.v = calloc(g.cap, sizeof *g.v);
-        if (!g.k1 || !g.k2 || !g.v) return free(g.k1), free(g.k2), free(g.v), TKP_ERR_NOMEM;
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->v[i]) {
-                size_t j = slot_of(&g, m->k1[i], m->k2[i]);
-                g.k1[j] = m->k1[i], g.k2[j] = m->k2[i], g.v[j] = m->v[i];
-            }
-        g.n = m->n;
-        free(m->k1), free(m->k2), free(m->v);
-        *m = g;
+    struct key2 k = {a, b};
+    uint64_t h = tkp_hash_pair(a, b);
+    if (tkp_map_reserve(&m->ix, m->n + 1)) return TKP_ERR_NOMEM;
+    struct tkp_map_slot *ms = tkp_map_probe(&m->ix, h, eq_key2, m, &k);
+    if (ms->id1) {
+        m->v[ms->id1 - 1] = v;
+        return 0;
     }
-    size_t i = slot_of(m, a, b);
-    if (!m->v[i]) m->n++;
-    m->k1[i] = a, m->k2[i] = b, m->v[i] = v + 1;
+    size_t c1 = m->cap, c2 = m->cap;
+    if (TKP_GROW_FROM(m->k1, c1, m->n + 1, 1024) || TKP_GROW_FROM(m->k2, c2, m->n + 1, 1024))
+        return TKP_ERR_NOMEM;
+    if (TKP_GROW_FROM(m->v, m->cap, m->n + 1, 1024)) return TKP_ERR_NOMEM;
+    m->k1[m->n] = a, m->k2[m->n] = b, m->v[m->n] = v;
+    tkp_map_put(&m->ix, ms, h, (uint32_t)m->n++);
     return 0;
 }
 
 static void map_free(struct map *m)
 {
     free(m->k1), free(m->k2), free(m->v);
-    memset(m, 0, sizeof *m);
+    tkp_map_free(&m->ix);
 }
 
 /* ---- state ------------------------------------------------------------------------------------ */
@@ -127,8 +127,7 @@ static int group_of(struct st *s, uint64_t name_id, const char *name, uint32_t *
 {
     uint64_t key = s->by_class ? (uint64_t)tkp_classes_match(s->classes, name) : name_id;
     if (map_get(&s->group_ids, key, 0, g)) return 0;
-    if (tkp_grow((void **)&s->groups, &s->groups_cap, s->ngroups + 1, sizeof *s->groups))
-        return TKP_ERR_NOMEM;
+    if (TKP_GROW(s->groups, s->groups_cap, s->ngroups + 1)) return TKP_ERR_NOMEM;
     struct group *gr = &s->groups[s->ngroups];
     memset(gr, 0, sizeof *gr);
     if (s->by_class) {
@@ -154,8 +153,7 @@ static int on_stack(struct st *s, const struct tkp_record *r)
         free(k->pcs);
     } else {
         if (s->nstacks >= MAX_STACKS) return 0;
-        if (tkp_grow((void **)&s->stacks, &s->stacks_cap, s->nstacks + 1, sizeof *s->stacks))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW(s->stacks, s->stacks_cap, s->nstacks + 1)) return TKP_ERR_NOMEM;
         idx = (uint32_t)s->nstacks++;
         if (map_put(&s->stack_ids, r->stack.id, 0, idx)) return TKP_ERR_NOMEM;
     }
@@ -181,8 +179,7 @@ static int on_launch(struct st *s, const struct tkp_record *r)
     s->sampled++;
     s->groups[g].sampled++;
     if (!map_get(&s->agg_ids, g, stk, &a)) {
-        if (tkp_grow((void **)&s->aggs, &s->aggs_cap, s->naggs + 1, sizeof *s->aggs))
-            return TKP_ERR_NOMEM;
+        if (TKP_GROW(s->aggs, s->aggs_cap, s->naggs + 1)) return TKP_ERR_NOMEM;
         a = (uint32_t)s->naggs++;
         s->aggs[a] = (struct agg){g, stk, 0, 0};
         if (map_put(&s->agg_ids, g, stk, a)) return TKP_ERR_NOMEM;
@@ -234,9 +231,21 @@ static void label(const struct tkp_frame *f, char *b, size_t n)
         if (*p == ';') *p = ':'; /* the folded format's separator */
 }
 
+struct pkey {
+    uint32_t group;
+    const char *folded;
+};
+
+static int eq_path(const void *ctx, uint32_t id, const void *key)
+{
+    const struct path *p = &((const struct st *)ctx)->paths[id];
+    const struct pkey *k = key;
+    return p->group == k->group && !strcmp(p->folded, k->folded);
+}
+
 static int build_paths(struct st *s)
 {
-    struct map ids = {0};
+    struct tkp_map ids = {0}; /* paths by (group, folded) */
     s->paths = calloc(s->naggs ? s->naggs : 1, sizeof *s->paths);
     if (!s->paths) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < s->naggs; i++) {
@@ -246,18 +255,15 @@ static int build_paths(struct st *s)
         size_t cap = 256, len = 0;
         char *fold = malloc(cap), b[1024];
         const char *site = NULL;
-        if (!fold) return map_free(&ids), TKP_ERR_NOMEM;
+        if (!fold) return tkp_map_free(&ids), TKP_ERR_NOMEM;
         fold[0] = 0;
         for (uint32_t j = k->n; j-- > 0;) { /* root first */
             struct tkp_frame f;
             tkp_symbolize(s->sym, k->pcs[j], &f);
             label(&f, b, sizeof b);
             size_t bl = strlen(b);
-            if (len + bl + 2 > cap) {
-                char *q = realloc(fold, cap = 2 * (len + bl + 2));
-                if (!q) return free(fold), map_free(&ids), TKP_ERR_NOMEM;
-                fold = q;
-            }
+            if (TKP_GROW_FROM(fold, cap, len + bl + 2, 256))
+                return free(fold), tkp_map_free(&ids), TKP_ERR_NOMEM;
             if (len) fold[len++] = ';';
             memcpy(fold + len, b, bl + 1);
             len += bl;
@@ -270,29 +276,24 @@ static int build_paths(struct st *s)
         }
         /* merge equal paths of a group: inlining and different return addresses in one
          * function give distinct stacks that read the same */
-        uint64_t h = 1469598103934665603ull;
-        for (const char *p = fold; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-        uint32_t pi;
-        int found = 0;
-        for (uint64_t probe = h; map_get(&ids, a->group, probe, &pi); probe++)
-            if (!strcmp(s->paths[pi].folded, fold)) {
-                found = 1;
-                break;
-            }
-        if (found) {
-            s->paths[pi].count += a->count;
-            s->paths[pi].gpu_ns += a->gpu_ns;
+        struct pkey key = {a->group, fold};
+        uint64_t h = tkp_hash_pair(a->group, tkp_fnv64_str(TKP_FNV64_SEED, fold));
+        if (tkp_map_reserve(&ids, s->npaths + 1))
+            return free(fold), tkp_map_free(&ids), TKP_ERR_NOMEM;
+        struct tkp_map_slot *ms = tkp_map_probe(&ids, h, eq_path, s, &key);
+        if (ms->id1) {
+            s->paths[ms->id1 - 1].count += a->count;
+            s->paths[ms->id1 - 1].gpu_ns += a->gpu_ns;
             free(fold);
             continue;
         }
-        uint64_t probe = h;
-        while (map_get(&ids, a->group, probe, &pi)) probe++;
+        uint32_t pi;
+        tkp_map_put(&ids, ms, h, (uint32_t)s->npaths);
         pi = (uint32_t)s->npaths++;
-        s->paths[pi] = (struct path){a->group, fold, site ? site : "?", a->stack, a->count,
-                                     a->gpu_ns};
-        if (map_put(&ids, a->group, probe, pi)) return map_free(&ids), TKP_ERR_NOMEM;
+        s->paths[pi] =
+            (struct path){a->group, fold, site ? site : "?", a->stack, a->count, a->gpu_ns};
     }
-    map_free(&ids);
+    tkp_map_free(&ids);
     return 0;
 }
 

@@ -5,13 +5,14 @@
  * on-call engineer — tokens, latency, where the GPU time goes, the verdict, the worst steps —
  * then the counts.
  *
- * Definitions (token steps only; set-up work outside any step is left out):
+ * Definitions (token steps only; set-up work outside any step is left out), derived in the model
+ * (ITL: model.h, tkp_itl_ns; verdict and worst steps: model/figures.c), this file only shows them:
  *   - inter-token latency (ITL): end_ns of a token step minus end_ns of the previous token step
  *     of the same thread (when the host saw consecutive tokens), pooled over threads;
  *   - GPU time by class: kernel durations summed per class (model.h: classes.h);
  *   - verdict: idle share = sum of idle / sum of GPU span over token steps (idle = span - busy,
- *     the GPU waiting inside a step); above TKP_IDLE_BOUND the GPU is waiting on the host:
- *     "host/launch-bound", else "gpu-bound"; "unknown" without GPU records;
+ *     the GPU waiting inside a step); above TKP_IDLE_BOUND (figures.h) the GPU is waiting on the
+ * host: "host/launch-bound", else "gpu-bound"; "unknown" without GPU records;
  *   - worst steps: the 3 token steps with the longest host duration; the cause is the figure
  *     that grew most over its median across token steps: a kernel class's GPU time, "GPU idle"
  *     (idle inside the span) or "host" (host duration not covered by the GPU span); "none" when
@@ -63,25 +64,15 @@
 #include "base/json.h"
 #include "base/sort.h"
 #include "model/analysis.h"
+#include "model/figures.h"
 #include "model/model.h"
 #include "model/norms.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 
-#define TKP_IDLE_BOUND 0.30 /* idle share of the step span above which the host is the limit */
-#define WORST 3
-
 /* What the model says, computed once for both views. */
 struct insight {
-    int gpu;
-    char why[256];
-    size_t nitl;
-    uint64_t itl[4]; /* p50, p90, p99, max */
-    double idle_share;
-    const char *verdict;
-    size_t worst[WORST], nworst;
-    const char *cause[WORST];
-    int64_t cause_ns[WORST];
+    struct tkp_run_figs rf;     /* ITL, verdict, worst steps: figures.h */
     int order[TKP_CLASSES_MAX]; /* classes by GPU time, most first */
     int nclasses_used;
     uint64_t class_total;
@@ -225,59 +216,12 @@ static void totals(const struct summary *s, uint64_t *threads, uint64_t *dropped
     *dropped += s->ringless;
 }
 
-static int insight_itl(const struct tkp_model *m, struct insight *in)
-{
-    uint64_t *v = malloc((m->nsteps ? m->nsteps : 1) * sizeof(*v));
-    if (!v) return TKP_ERR_NOMEM;
-    size_t n = 0;
-    const struct tkp_mstep *prev = NULL;
-    for (size_t i = 0; i < m->nsteps; i++) { /* sorted by (thread, seg) */
-        const struct tkp_mstep *s = &m->steps[i];
-        if (s->kind != TKP_STEP_TOKEN) continue;
-        if (prev && prev->thread == s->thread && s->end_ns > prev->end_ns)
-            v[n++] = s->end_ns - prev->end_ns;
-        prev = s;
-    }
-    tkp_sort_u64(v, n);
-    in->nitl = n;
-    in->itl[0] = tkp_pct_sorted(v, n, 0.5);
-    in->itl[1] = tkp_pct_sorted(v, n, 0.9);
-    in->itl[2] = tkp_pct_sorted(v, n, 0.99);
-    in->itl[3] = tkp_pct_sorted(v, n, 1.0);
-    free(v);
-    return 0;
-}
-
 static int insight_make(const struct tkp_model *m, struct insight *in)
 {
     struct tkp_acc *acc = in->acc;
     memset(in, 0, sizeof(*in));
     in->acc = acc;
-    in->gpu = tkp_model_gpu(m, in->why, sizeof(in->why));
-    if (tkp_model_norms(m, &in->nr) || insight_itl(m, in)) return TKP_ERR_NOMEM;
-    uint64_t span = 0, idle = 0;
-    for (size_t i = 0; i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        if (s->kind != TKP_STEP_TOKEN) continue;
-        span += tkp_mstep_span_ns(s);
-        idle += tkp_mstep_span_ns(s) - s->busy_ns;
-        /* insertion into the WORST slowest */
-        uint64_t h = tkp_mstep_host_ns(s);
-        size_t k;
-        if (in->nworst < WORST) k = in->nworst++;
-        else if (tkp_mstep_host_ns(&m->steps[in->worst[WORST - 1]]) >= h) continue;
-        else k = WORST - 1;
-        in->worst[k] = i;
-        for (; k > 0 && tkp_mstep_host_ns(&m->steps[in->worst[k - 1]]) < h; k--) {
-            size_t t = in->worst[k - 1];
-            in->worst[k - 1] = in->worst[k];
-            in->worst[k] = t;
-        }
-    }
-    for (size_t w = 0; w < in->nworst; w++)
-        in->cause[w] =
-            tkp_mstep_cause(m, &in->nr, in->gpu, &m->steps[in->worst[w]], &in->cause_ns[w]);
-    in->idle_share = span ? (double)idle / (double)span : 0;
+    if (tkp_model_norms(m, &in->nr) || tkp_run_figs_make(m, &in->nr, &in->rf)) return TKP_ERR_NOMEM;
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
         if (m->steps[i].kind == TKP_STEP_TOKEN &&
@@ -285,8 +229,6 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
             in->tokens += as.tokens, in->tsteps++;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
-    in->verdict = !in->gpu || !span ? "unknown"
-                  : in->idle_share > TKP_IDLE_BOUND ? "host/launch-bound" : "gpu-bound";
     for (int c = 0; c < m->nclasses; c++) {
         in->class_total += m->cls[c].total_ns;
         if (!m->cls[c].total_ns) continue;
@@ -314,16 +256,17 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
     static const char *const k[] = {"p50", "p90", "p99", "max"};
     for (int i = 0; i < 4; i++) {
         if (i) putc(',', f);
-        json_pct(f, k[i], in->nitl > 0, in->itl[i]);
+        json_pct(f, k[i], in->rf.nitl > 0, in->rf.itl[i]);
     }
-    fprintf(f, "},\"gpu\":{\"available\":%s,\"reason\":", in->gpu ? "true" : "false");
-    tkp_json_str(f, in->gpu ? NULL : in->why);
-    int g = in->gpu && in->nr.gpu_steps;
+    fprintf(f, "},\"gpu\":{\"available\":%s,\"reason\":", in->rf.gpu ? "true" : "false");
+    tkp_json_str(f, in->rf.gpu ? NULL : in->rf.why);
+    int g = in->rf.gpu && in->nr.gpu_steps;
     putc(',', f);
     json_pct(f, "busy_p50_ns", g, in->nr.busy_p50);
     putc(',', f);
     json_pct(f, "span_p50_ns", g, in->nr.span_p50);
-    if (g) fprintf(f, ",\"idle_share\":%.6f}", in->idle_share);
+    if (g)
+        fprintf(f, ",\"idle_share\":%.6f}", in->rf.idle_share);
     else fputs(",\"idle_share\":null}", f);
     fputs(",\"classes\":[", f);
     for (int i = 0; i < in->nclasses_used; i++) {
@@ -333,12 +276,12 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
         fprintf(f, ",\"ns\":%" PRIu64 ",\"share\":%.6f}", m->cls[c].total_ns,
                 (double)m->cls[c].total_ns / (double)in->class_total);
     }
-    fprintf(f, "],\"verdict\":\"%s\",\"worst_steps\":[", in->verdict);
-    for (size_t w = 0; w < in->nworst; w++) {
-        const struct tkp_mstep *s = &m->steps[in->worst[w]];
+    fprintf(f, "],\"verdict\":\"%s\",\"worst_steps\":[", in->rf.verdict);
+    for (size_t w = 0; w < in->rf.nworst; w++) {
+        const struct tkp_mstep *s = &m->steps[in->rf.worst[w]];
         fprintf(f, "%s{\"step\":%" PRId64 ",\"tid\":%u,\"host_ns\":%" PRIu64 ",\"cause\":",
                 w ? "," : "", s->index, s->tid, tkp_mstep_host_ns(s));
-        tkp_json_str(f, in->cause[w]);
+        tkp_json_str(f, in->rf.cause[w]);
         putc('}', f);
     }
     fputs("],\"analysis\":{", f);
@@ -364,17 +307,17 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
                 (double)in->tokens / (double)in->tsteps);
     else
         fputs(" (tokens per step: not known)\n", f);
-    if (in->nitl)
-        fprintf(f, "latency   inter-token p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f", ms(in->itl[0]),
-                ms(in->itl[1]), ms(in->itl[2]), ms(in->itl[3]));
+    if (in->rf.nitl)
+        fprintf(f, "latency   inter-token p50 %.3f ms, p90 %.3f, p99 %.3f, max %.3f",
+                ms(in->rf.itl[0]), ms(in->rf.itl[1]), ms(in->rf.itl[2]), ms(in->rf.itl[3]));
     else
         fputs("latency   inter-token: fewer than 2 token steps", f);
-    if (in->gpu && in->nr.gpu_steps)
+    if (in->rf.gpu && in->nr.gpu_steps)
         fprintf(f, "; GPU busy per step p50 %.3f ms\n", ms(in->nr.busy_p50));
     else
         fputs("; GPU busy: not recorded\n", f);
-    if (!in->gpu) {
-        fprintf(f, "gpu time  not recorded: %s\n", in->why);
+    if (!in->rf.gpu) {
+        fprintf(f, "gpu time  not recorded: %s\n", in->rf.why);
         fputs("verdict   unknown: GPU-bound or host-bound needs GPU records\n", f);
     } else {
         fputs("gpu time ", f);
@@ -382,17 +325,17 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
             fprintf(f, "%s %s %.1f%%", i ? "," : "", tkp_classes_name(m->opts.classes, in->order[i]),
                     100.0 * (double)m->cls[in->order[i]].total_ns / (double)in->class_total);
         fputs(in->nclasses_used ? "\n" : " no kernels in token steps\n", f);
-        fprintf(f, "verdict   %s: GPU idle %.1f%% of the token steps' GPU span\n", in->verdict,
-                100.0 * in->idle_share);
+        fprintf(f, "verdict   %s: GPU idle %.1f%% of the token steps' GPU span\n", in->rf.verdict,
+                100.0 * in->rf.idle_share);
     }
     fputs("worst    ", f);
-    for (size_t w = 0; w < in->nworst; w++) {
-        const struct tkp_mstep *st = &m->steps[in->worst[w]];
+    for (size_t w = 0; w < in->rf.nworst; w++) {
+        const struct tkp_mstep *st = &m->steps[in->rf.worst[w]];
         fprintf(f, "%s step %" PRId64 " (tid %u) %.3f ms: %s", w ? ";" : "", st->index, st->tid,
-                ms(tkp_mstep_host_ns(st)), in->cause[w]);
-        if (in->cause_ns[w] > 0) fprintf(f, " +%.3f ms", ms((uint64_t)in->cause_ns[w]));
+                ms(tkp_mstep_host_ns(st)), in->rf.cause[w]);
+        if (in->rf.cause_ns[w] > 0) fprintf(f, " +%.3f ms", ms((uint64_t)in->rf.cause_ns[w]));
     }
-    fputs(in->nworst ? "\n" : " no token steps\n", f);
+    fputs(in->rf.nworst ? "\n" : " no token steps\n", f);
     tkp_analysis_print_lines(f, m, &in->an);
 }
 

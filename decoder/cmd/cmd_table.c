@@ -16,7 +16,7 @@ struct opts {
     struct tkp_tab_ident id;
 };
 
-static int format(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
+static int table_format(struct tkp_ctx *ctx, const char *name, const char *v, void *dst)
 {
     if ((*(int *)dst = tkp_tab_fmt_parse(v)) < 0)
         return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: '%s' is not tsv, json or native", name, v);
@@ -43,7 +43,7 @@ static int parse(int argc, char **argv, struct tkp_ctx *ctx, struct opts *o)
     uint64_t level = (uint64_t)o->level, window = UINT64_MAX; /* UINT64_MAX: not given */
     size_t n;
     const struct tkp_opt opts[] = {
-        {"--format", 'c', &o->fmt, 0, NULL, format},
+        {"--format", 'c', &o->fmt, 0, NULL, table_format},
         {"--compress", 'c', &o->z, 0, NULL, compress},
         {"--level", 'u', &level, 19, NULL, NULL},
         {"--label", 'c', &o->id, 0, NULL, label},

@@ -1,6 +1,7 @@
 /* tokprof decoder: continuous ingest into ClickHouse (see ingest.h). */
 #include "fleet/ingest.h"
 #include "fleet/table_rows.h"
+#include "fleet/tail.h"
 
 #include <errno.h>
 #include <fcntl.h>

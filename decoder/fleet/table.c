@@ -12,6 +12,7 @@
 #include "base/grow.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
+#include "model/columns.def"
 
 /* clang-format off */
 #define IDENT                                                                                     \
@@ -20,36 +21,22 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-static const struct tkp_tab_col steps[] = {
-    IDENT,
-    {"thread", TKP_COL_U64},
-    {"seg", TKP_COL_U64},
-    {"step", TKP_COL_I64},
-    {"kind", TKP_COL_STR},
-    {"phase", TKP_COL_STR},
-    {"tokens", TKP_COL_U64},
-    {"start_ns", TKP_COL_U64},
-    {"end_ns", TKP_COL_U64},
-    {"host_ns", TKP_COL_U64},
-    {"gap_before_ns", TKP_COL_I64},
-    {"itl_ns", TKP_COL_U64},
-    {"launches", TKP_COL_U64},
-    {"graph_launches", TKP_COL_U64},
-    {"copies", TKP_COL_U64},
-    {"gpu_kernels", TKP_COL_U64},
-    {"gpu_span_ns", TKP_COL_U64},
-    {"busy_ns", TKP_COL_U64},
-    {"idle_ns", TKP_COL_U64},
-    {"top_class", TKP_COL_STR},
-    {"anomaly", TKP_COL_STR},
-    {"cause", TKP_COL_STR},
-};
+/* steps: the identity, then the columns of model/columns.def that are not LOCAL */
+#define FLEET_ALL(...) __VA_ARGS__,
+#define FLEET_GPU(...) __VA_ARGS__,
+#define FLEET_TIME(...) __VA_ARGS__,
+#define FLEET_LOCAL(...)
+#define COL_NUM(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
+#define COL_STR(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
+static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
+#undef COL_NUM
+#undef COL_STR
 static const struct tkp_tab_col step_classes[] = {
     IDENT,
     {"thread", TKP_COL_U64},
     {"seg", TKP_COL_U64},
     {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64},
+    {"begin_ns", TKP_COL_U64},
     {"class", TKP_COL_STR},
     {"kernels", TKP_COL_U64},
     {"gpu_ns", TKP_COL_U64},
@@ -91,7 +78,7 @@ static const struct tkp_tab_col moe[] = {
     {"thread", TKP_COL_U64},
     {"seg", TKP_COL_U64},
     {"step", TKP_COL_I64},
-    {"start_ns", TKP_COL_U64},
+    {"begin_ns", TKP_COL_U64},
     {"layer", TKP_COL_U64},
     {"expert", TKP_COL_U64},
     {"tokens", TKP_COL_U64},
@@ -105,16 +92,16 @@ static const struct {
     const char *time_col; /* epoch ns the day partition is taken from */
     const char *order;    /* the MergeTree sorting key: for the queries of docs/FLEET.md */
 } tabs[TKP_TAB_COUNT] = {
-#define T(n, t, o)                                                                                 \
+#define TAB(n, t, o)                                                                               \
     {                                                                                              \
 #n, n, (int)(sizeof(n) / sizeof(*n)), t, o                                                 \
     }
-    T(steps, "start_ns", "host, model, capture_id, thread, seg"),
-    T(step_classes, "start_ns", "host, class, capture_id, thread, seg"),
-    T(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
-    T(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
-    T(moe, "start_ns", "host, capture_id, thread, seg, layer, expert"),
-#undef T
+    TAB(steps, "begin_ns", "host, model, capture_id, thread, seg"),
+    TAB(step_classes, "begin_ns", "host, class, capture_id, thread, seg"),
+    TAB(kernels, "hour_ns", "host, class, name, capture_id, hour_ns"),
+    TAB(calls, "hour_ns", "host, lib, op, capture_id, hour_ns"),
+    TAB(moe, "begin_ns", "host, capture_id, thread, seg, layer, expert"),
+#undef TAB
 };
 
 const char *tkp_tab_name(int table)
@@ -205,10 +192,8 @@ static int add_file(struct tkp_tab_groups *g, size_t *cap, const char *path)
     tkp_reader_close(r);
     if (err) { /* not fatal: named in g->bad */
         size_t old = g->bad ? strlen(g->bad) : 0, n = strlen(path) + strlen(w) + 4;
-        char *b = realloc(g->bad, old + n);
-        if (!b) return TKP_ERR_NOMEM;
-        snprintf(b + old, n, "%s: %s\n", path, w);
-        g->bad = b;
+        if (TKP_GROW_FROM(g->bad, g->badcap, old + n, 256)) return TKP_ERR_NOMEM;
+        snprintf(g->bad + old, n, "%s: %s\n", path, w);
         return 0;
     }
     if (g->nfiles == TKP_INPUTS_MAX) return TKP_ERR_USAGE;

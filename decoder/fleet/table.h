@@ -48,9 +48,6 @@ enum tkp_tab_id {
 };
 
 #define TKP_TAB_LABELS_MAX 16
-/* steps.cause is given for the slow token steps: flagged (over 3x the median: model.h) or at or
- * above this percentile of the capture's token step host durations */
-#define TKP_TAB_SLOW_PCT 0.99
 #define TKP_TAB_IDENT_COLS 9 /* host .. ingest_batch */
 /* moe's second pass: a capture whose library-call model would hold more records than half this
  * is read by windows of a thread's steps of at most this many records (table_rows.c) */
@@ -104,6 +101,7 @@ struct tkp_tab_groups {
     size_t *first; /* ngroups + 1 */
     size_t ngroups;
     char *bad;
+    size_t badcap;
 };
 int tkp_tab_groups(const char *const *inputs, size_t n, struct tkp_tab_groups *g, char *why,
                    size_t whylen);

@@ -6,6 +6,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/map.h"
 #include "capture/reader.h"
 #include "tokprof/format.h"
 
@@ -28,8 +29,7 @@ struct wthread {
 struct tkp_tcalls {
     struct tkp_tcall *rows;
     size_t nrows, caprows;
-    size_t *hash; /* row + 1, open addressing */
-    size_t hcap;
+    struct tkp_map ix; /* rows by their key */
     struct wthread *th;
     size_t nth;
     uint64_t late;
@@ -51,7 +51,8 @@ void tkp_tcalls_free(struct tkp_tcalls *c)
             free(c->th[t].steps[s].call);
         free(c->th[t].steps), free(c->th[t].calls);
     }
-    free(c->rows), free(c->hash), free(c->th), free(c);
+    tkp_map_free(&c->ix);
+    free(c->rows), free(c->th), free(c);
 }
 
 static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
@@ -64,7 +65,6 @@ static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
 
 static uint64_t hash(const struct tkp_tcall *a)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
     const uint64_t v[] = {a->hour_ns,
                           a->lib,
                           a->m,
@@ -74,41 +74,27 @@ static uint64_t hash(const struct tkp_tcall *a)
                           (uint64_t)(uint32_t)a->atype << 32 | (uint32_t)a->btype,
                           (uint64_t)(uint32_t)a->ctype << 32 | (uint32_t)a->compute,
                           (uint64_t)(uint32_t)a->transa << 32 | (uint32_t)a->transb};
-    for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
-        h = (h ^ v[i]) * 0x100000001b3ull;
-    for (const char *s = a->op; *s; s++)
-        h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-    return h ^ h >> 29;
+    return tkp_fnv64_str(tkp_fnv64(TKP_FNV64_SEED, v, sizeof(v)), a->op);
 }
 
-static size_t *slot(struct tkp_tcalls *c, const struct tkp_tcall *key)
+static int eq_row(const void *ctx, uint32_t id, const void *key)
 {
-    size_t i = hash(key) & (c->hcap - 1);
-    while (c->hash[i] && !same(&c->rows[c->hash[i] - 1], key))
-        i = (i + 1) & (c->hcap - 1);
-    return &c->hash[i];
+    return same(&((const struct tkp_tcalls *)ctx)->rows[id], key);
 }
 
 /* The row of key (created when new): its index, or -1 when out of memory. */
 static long row_of(struct tkp_tcalls *c, const struct tkp_tcall *key)
 {
-    if ((c->nrows + 1) * 2 > c->hcap) {
-        size_t cap = c->hcap ? c->hcap * 2 : 256;
-        size_t *h = calloc(cap, sizeof(*h));
-        if (!h) return -1;
-        free(c->hash);
-        c->hash = h, c->hcap = cap;
-        for (size_t i = 0; i < c->nrows; i++)
-            *slot(c, &c->rows[i]) = i + 1;
-    }
-    size_t *s = slot(c, key);
-    if (*s) return (long)(*s - 1);
+    uint64_t h = hash(key);
+    if (tkp_map_reserve(&c->ix, c->nrows + 1)) return -1;
+    struct tkp_map_slot *s = tkp_map_probe(&c->ix, h, eq_row, c, key);
+    if (s->id1) return (long)s->id1 - 1;
     if (TKP_GROW(c->rows, c->caprows, c->nrows + 1)) return -1;
     struct tkp_tcall *r = &c->rows[c->nrows];
     *r = *key;
     if (!(r->op = strdup(key->op))) return -1;
-    *s = ++c->nrows;
-    return (long)(*s - 1);
+    tkp_map_put(&c->ix, s, h, (uint32_t)c->nrows);
+    return (long)c->nrows++;
 }
 
 static struct wthread *thread_at(struct tkp_tcalls *c, uint32_t t)

@@ -3,8 +3,9 @@
  * Pass 1 feeds the step model (model.h: it counts each step's kernels per class too,
  * opts.class_counts) and its per-step extras (analysis.h), launches in bulk when no table looks at
  * them one by one (reader.h, tkp_reader_peek_launches), and in the same pass collects, from
- * GPU_KERNEL records, durations per (hour, kernel name); steps, step_classes and kernels come
- * from it. The calls table is streamed in the same pass; moe, when the capture may hold experts,
+ * GPU_KERNEL records, durations per (hour, kernel name); steps (its columns and values:
+ * model/columns.h), step_classes and kernels come from it. The calls table is streamed in the
+ * same pass; moe, when the capture may hold experts,
  * loads the library-call model (libcalls.h) in a second pass (by windows when it is large) and
  * finds the experts (tkp_moe_find). */
 #include <stdlib.h>
@@ -12,8 +13,10 @@
 
 #include "model/analysis.h"
 #include "model/classes.h"
+#include "model/columns.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/map.h"
 #include "base/sort.h"
 #include "model/libcalls.h"
 #include "model/model.h"
@@ -28,94 +31,7 @@
 
 #define HOUR_NS 3600000000000ull
 
-/* u64 -> index + 1, open addressing (0 is free): the few maps of this file. */
-struct map {
-    uint64_t *k;
-    size_t *v;
-    size_t cap, n;
-};
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return x;
-}
-
-static size_t *map_slot(struct map *m, uint64_t key)
-{
-    size_t i = mix(key) & (m->cap - 1);
-    while (m->v[i] && m->k[i] != key)
-        i = (i + 1) & (m->cap - 1);
-    return &m->v[i];
-}
-
-/* The value of key (index + 1), 0 when absent; with add, a slot to set (the map grows). */
-static size_t *map_at(struct map *m, uint64_t key, int add, int *err)
-{
-    if (add && (m->n + 1) * 2 > m->cap) {
-        struct map b = {0};
-        b.cap = m->cap ? m->cap * 2 : 1024;
-        b.k = malloc(b.cap * sizeof(*b.k)), b.v = calloc(b.cap, sizeof(*b.v));
-        if (!b.k || !b.v) {
-            free(b.k), free(b.v);
-            *err = TKP_ERR_NOMEM;
-            return NULL;
-        }
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->v[i]) {
-                size_t *s = map_slot(&b, m->k[i]);
-                *s = m->v[i];
-                b.k[s - b.v] = m->k[i];
-            }
-        free(m->k), free(m->v);
-        b.n = m->n;
-        *m = b;
-    }
-    if (!m->cap) return NULL;
-    size_t *s = map_slot(m, key);
-    if (add && !*s) m->k[s - m->v] = key, m->n++;
-    return s;
-}
-
-static void map_free(struct map *m)
-{
-    free(m->k), free(m->v);
-}
-
-struct hname { /* durations of one kernel name in one hour */
-    uint64_t hour_ns;
-    char *name;
-    int cls;
-    struct tkp_dist d;
-};
-
-struct pass {
-    const struct tkp_classes *cl;
-    int ncls, want_steps, want_sc, want_k, want_moe; /* want_moe: the moe hint is looked for */
-    uint64_t rt0, mono0; /* META clock pair */
-    int has_meta, is_snap;
-    uint64_t snap;    /* a snapshot's first recorder chunk seq (capture_id) */
-    const char *host; /* META hostname, copied */
-    char hostbuf[256];
-    uint64_t pid;
-    struct map cls_of;  /* name id -> class + 1 */
-    uint8_t *cd;        /* the same, direct, for ids below DIRECT_IDS (0: not yet) */
-    size_t ncd;
-    struct map hn_at; /* hash(hour, name id) -> hn index + 1 */
-    struct hname *hn;
-    size_t nhn, caphn;
-    struct tkp_tcalls *calls; /* NULL: the calls table is not wanted */
-    struct gstep *gs;         /* per thread: its current step's GEMMs (moe_hint) */
-    size_t ngs;
-    struct map weights; /* the GEMMs' distinct A operands (weights) */
-    uint64_t max_count; /* the most GEMMs a step called */
-    int moe_hint;
-    uint64_t types; /* the record types on_record() looks at (pass_types) */
-};
-
-static uint64_t epoch(const struct pass *p, uint64_t mono)
+static uint64_t epoch(const struct tkp_rows_pass *p, uint64_t mono)
 {
     return mono ? mono - p->mono0 + p->rt0 : 0;
 }
@@ -124,49 +40,42 @@ static uint64_t epoch(const struct pass *p, uint64_t mono)
  * map above (classified once per name either way). */
 #define DIRECT_IDS (1u << 16)
 
-static int kernel_class(struct pass *p, const struct tkp_record *r, int *cls)
+static int kernel_class(struct tkp_rows_pass *p, const struct tkp_record *r, int *cls)
 {
-    int err = 0;
     uint64_t id = r->gpu.name_id;
     if (id < p->ncd && p->cd[id]) {
         *cls = p->cd[id] - 1;
         return 0;
     }
-    size_t *s = map_at(&p->cls_of, id, 1, &err);
-    if (err) return err;
-    if (!*s) *s = (size_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
+    uint64_t *s = tkp_map64_at(&p->cls_of, id, 1);
+    if (!s) return TKP_ERR_NOMEM;
+    if (!*s) *s = (uint64_t)tkp_classes_match(p->cl, r->gpu.name) + 1;
     *cls = (int)*s - 1;
     if (id < DIRECT_IDS && *s <= UINT8_MAX) {
         if (id >= p->ncd) {
-            size_t n = p->ncd ? p->ncd : 256;
-            while (n <= id)
-                n *= 2;
-            uint8_t *q = realloc(p->cd, n);
-            if (!q) return TKP_ERR_NOMEM;
-            memset(q + p->ncd, 0, n - p->ncd);
-            p->cd = q, p->ncd = n;
+            if (TKP_GROW_ZEROED_FROM(p->cd, p->ncd, id + 1, 256)) return TKP_ERR_NOMEM;
         }
         p->cd[id] = (uint8_t)*s;
     }
     return 0;
 }
 
-static int on_kernel(struct pass *p, const struct tkp_record *r)
+static int on_kernel(struct tkp_rows_pass *p, const struct tkp_record *r)
 {
     int cls, err;
     if ((err = kernel_class(p, r, &cls))) return err;
     if (r->gpu.end_ns < r->gpu.start_ns) return 0;
     uint64_t hour = epoch(p, r->gpu.start_ns) / HOUR_NS * HOUR_NS,
              ns = r->gpu.end_ns - r->gpu.start_ns;
-    size_t *s = map_at(&p->hn_at, mix(hour) ^ r->gpu.name_id, 1, &err);
-    if (err) return err;
+    uint64_t *s = tkp_map64_at(&p->hn_at, tkp_mix64(hour) ^ r->gpu.name_id, 1);
+    if (!s) return TKP_ERR_NOMEM;
     size_t i = *s ? *s - 1 : p->nhn;
     if (i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name)))
         for (i = 0; i < p->nhn && (p->hn[i].hour_ns != hour || strcmp(p->hn[i].name, r->gpu.name));)
             i++; /* two (hour, name) pairs on one key: rare, searched */
     if (i == p->nhn) {
         if (TKP_GROW(p->hn, p->caphn, p->nhn + 1)) return TKP_ERR_NOMEM;
-        struct hname *h = &p->hn[p->nhn];
+        struct tkp_rows_hname *h = &p->hn[p->nhn];
         memset(h, 0, sizeof(*h));
         h->hour_ns = hour, h->cls = cls;
         if (!(h->name = strdup(r->gpu.name))) return TKP_ERR_NOMEM;
@@ -182,20 +91,7 @@ static int on_kernel(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
-/* Whether the capture may hold per-expert GEMMs, so that the moe table's second pass (the
- * whole library-call model, O(calls)) is worth running: some step of a thread calls a number of
- * executed unbatched GEMMs (more than one) other than its previous step did (experts absent in
- * one step, present in another), or one of its GEMMs but the last (lm_head) sees fewer tokens
- * (n) than another (an expert's share of the batch), or the capture has more distinct weights
- * (operand A) than any step called GEMMs (experts that are not called in every step). A dense
- * model's steps call each weight once with the same n: no second pass; a false hint only costs
- * that pass. */
-struct gstep {
-    uint64_t seg, count, prev_count, max_n, min_n, last_n;
-    int used;
-};
-
-static void gstep_close(struct pass *p, struct gstep *g)
+void tkp_rows_gstep_close(struct tkp_rows_pass *p, struct tkp_rows_gstep *g)
 {
     if (g->count > 1 && g->prev_count > 1 && g->count != g->prev_count) p->moe_hint = 1;
     if (g->count > 1 && g->min_n < g->max_n) p->moe_hint = 1;
@@ -203,21 +99,18 @@ static void gstep_close(struct pass *p, struct gstep *g)
     if (g->count > p->max_count) p->max_count = g->count;
 }
 
-static int on_gemm(struct pass *p, const struct tkp_record *r)
+static int on_gemm(struct tkp_rows_pass *p, const struct tkp_record *r)
 {
     const typeof(r->lib_call) *l = &r->lib_call;
     if (p->moe_hint || l->status || (l->flags & TKP_LIBF_CAPTURED) || !l->n || l->batch > 1 ||
         r->thread >= TKP_THREADS_MAX)
         return 0;
     if (TKP_GROW_ZEROED_FROM(p->gs, p->ngs, (size_t)r->thread + 1, 4)) return TKP_ERR_NOMEM;
-    int err = 0;
-    size_t *w = l->a_ptr ? map_at(&p->weights, l->a_ptr, 1, &err) : NULL;
-    if (err) return err;
-    if (w) *w = 1;
-    struct gstep *g = &p->gs[r->thread];
+    if (l->a_ptr && !tkp_map64_at(&p->weights, l->a_ptr, 1)) return TKP_ERR_NOMEM;
+    struct tkp_rows_gstep *g = &p->gs[r->thread];
     if (!g->used || g->seg != r->step) {
-        if (g->used) gstep_close(p, g);
-        *g = (struct gstep){r->step, 0, g->prev_count, 0, UINT64_MAX, 0, 1};
+        if (g->used) tkp_rows_gstep_close(p, g);
+        *g = (struct tkp_rows_gstep){r->step, 0, g->prev_count, 0, UINT64_MAX, 0, 1};
     }
     if (g->count && g->last_n < g->min_n) g->min_n = g->last_n; /* that one was not the last */
     if (l->n > g->max_n) g->max_n = l->n;
@@ -226,7 +119,7 @@ static int on_gemm(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
-static int on_record_slow(struct pass *p, const struct tkp_record *r)
+int tkp_rows_on_record_slow(struct tkp_rows_pass *p, const struct tkp_record *r)
 {
     if (r->type == TKP_REC_CHUNK && p->is_snap && !p->snap && r->chunk.seq > 0)
         p->snap = r->chunk.seq;
@@ -248,52 +141,29 @@ static int on_record_slow(struct pass *p, const struct tkp_record *r)
     return 0;
 }
 
-#define TYPE_BIT(t) (1ull << (t))
-
 /* The record types the tables look at (a bit per type, all below 64): most records (launches,
  * copies, syncs) concern none of them and leave on one test, without a call (the table costs no
  * more than `tokprof summary`: docs/BENCH.md). */
-static void pass_types(struct pass *p)
+void tkp_rows_pass_types(struct tkp_rows_pass *p)
 {
-    p->types = TYPE_BIT(TKP_REC_CHUNK) | TYPE_BIT(TKP_REC_META);
-    if (p->want_k || p->calls) p->types |= TYPE_BIT(TKP_REC_GPU_KERNEL);
-    if (p->calls) p->types |= TYPE_BIT(TKP_REC_LAUNCH) | TYPE_BIT(TKP_REC_LIB_CALL);
-    if (p->want_moe) p->types |= TYPE_BIT(TKP_REC_LIB_CALL);
-}
-
-static inline int on_record(struct pass *p, uint64_t types, const struct tkp_record *r)
-{
-    return (unsigned)r->type < 64 && (types & TYPE_BIT(r->type)) ? on_record_slow(p, r) : 0;
+    p->types = TKP_ROWS_TYPE_BIT(TKP_REC_CHUNK) | TKP_ROWS_TYPE_BIT(TKP_REC_META);
+    if (p->want_k || p->calls) p->types |= TKP_ROWS_TYPE_BIT(TKP_REC_GPU_KERNEL);
+    if (p->calls)
+        p->types |= TKP_ROWS_TYPE_BIT(TKP_REC_LAUNCH) | TKP_ROWS_TYPE_BIT(TKP_REC_LIB_CALL);
+    if (p->want_moe) p->types |= TKP_ROWS_TYPE_BIT(TKP_REC_LIB_CALL);
 }
 
 /* ---- rows ---- */
 
-/* The text of a table's identity columns for one tid (text formats), written again for every row
- * of that tid rather than encoded again. */
-struct idcache {
-    const struct tkp_tab_out *o;
-    uint64_t tid;
-    char *text;
-    size_t len, cap;
-    int ncols, valid;
-};
-
-struct emit {
-    const struct tkp_tab_ident *id;
-    const struct pass *p;
-    uint64_t capture_id;
-    struct idcache *ic; /* [TKP_TAB_COUNT + 1]: by out, then a scratch for a step's columns */
-};
-
-static void idcache_free(struct idcache *ic)
+void tkp_rows_idcache_free(struct tkp_rows_idcache *ic)
 {
     for (int i = 0; i <= TKP_TAB_COUNT; i++)
         free(ic[i].text);
 }
 
-static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
+static void ident(struct tkp_tab_out *o, const struct tkp_rows_emit *e, uint64_t tid)
 {
-    struct idcache *c = NULL;
+    struct tkp_rows_idcache *c = NULL;
     for (int i = 0; !c && i < TKP_TAB_COUNT; i++)
         if (e->ic[i].o == o || !e->ic[i].o) c = &e->ic[i], c->o = o;
     if (c && c->valid && c->tid == tid) {
@@ -319,103 +189,47 @@ static void ident(struct tkp_tab_out *o, const struct emit *e, uint64_t tid)
     c->len = len, c->ncols = ncols, c->tid = tid, c->valid = 1;
 }
 
-static const char *phase(int kind)
+/* One row of steps: the columns of model/columns.def that are not LOCAL, nulls as fleet_null
+ * (words as ''), host times as epoch ns. */
+int tkp_rows_step(struct tkp_tab_out *o, const struct tkp_rows_emit *e, const struct tkp_steprow *r)
 {
-    return kind == TKP_KIND_UNKNOWN ? "" : tkp_step_class_str(kind);
-}
-
-/* What judges a step slow: the norms of the token steps, GPU records or not, and the host duration
- * from which a token step counts as slow (TKP_TAB_SLOW_PCT). */
-struct judge {
-    struct tkp_norms nr;
-    int gpu;
-    uint64_t slow;
-};
-
-static int judge_init(struct judge *j, const struct tkp_model *m)
-{
-    char why[256];
-    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h));
-    size_t nh = 0;
-    j->gpu = tkp_model_gpu(m, why, sizeof(why));
-    if (!h || tkp_model_norms(m, &j->nr)) {
-        free(h);
-        return TKP_ERR_NOMEM;
+    ident(o, e, r->s->tid);
+    for (int k = 0; k < TKP_SC_COUNT; k++) {
+        const struct tkp_colspec *c = &tkp_step_cols[k];
+        int64_t v = 0;
+        const char *str = NULL;
+        if (c->where == TKP_CW_LOCAL) continue;
+        int has = tkp_steprow_cell(r, k, &v, &str);
+        if (c->type == TKP_CT_STR) tkp_tab_str(o, has ? str : "");
+        else if (!has) v = c->fleet_null;
+        else if (c->where == TKP_CW_TIME) v = (int64_t)epoch(e->p, (uint64_t)v);
+        if (c->type == TKP_CT_U64) tkp_tab_u64(o, (uint64_t)v);
+        else if (c->type == TKP_CT_I64) tkp_tab_i64(o, v);
     }
-    for (size_t i = 0; i < m->nsteps; i++)
-        if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
-    tkp_sort_u64(h, nh);
-    j->slow = nh ? tkp_pct_sorted(h, nh, TKP_TAB_SLOW_PCT) : UINT64_MAX;
-    free(h);
-    return 0;
-}
-
-/* One row of steps: step s, its extras, tokens, gap before it and inter-token latency. */
-static int row_step(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
-                    const struct judge *j, const struct tkp_mstep *s, const struct tkp_astep *as,
-                    uint64_t tok, int64_t gap, uint64_t itl)
-{
-    int64_t by;
-    int tokstep = s->kind == TKP_STEP_TOKEN;
-    int top = tkp_mstep_top_class(m, s);
-    const char *anom = tkp_mstep_anomaly(&j->nr, s);
-    uint64_t span = tkp_mstep_span_ns(s);
-    ident(o, e, s->tid);
-    tkp_tab_u64(o, s->thread);
-    tkp_tab_u64(o, s->seg);
-    tkp_tab_i64(o, tokstep ? s->index : -1);
-    tkp_tab_str(o, tkp_mstep_kind_str(s->kind));
-    tkp_tab_str(o, tokstep ? phase(as->kind) : "");
-    tkp_tab_u64(o, tok);
-    tkp_tab_u64(o, epoch(e->p, s->begin_ns));
-    tkp_tab_u64(o, epoch(e->p, s->end_ns));
-    tkp_tab_u64(o, tkp_mstep_host_ns(s));
-    tkp_tab_i64(o, gap);
-    tkp_tab_u64(o, itl);
-    tkp_tab_u64(o, s->launches);
-    tkp_tab_u64(o, s->graph_launches);
-    tkp_tab_u64(o, s->copies);
-    tkp_tab_u64(o, s->gpu_kernels);
-    tkp_tab_u64(o, span);
-    tkp_tab_u64(o, s->busy_ns);
-    tkp_tab_u64(o, span - s->busy_ns);
-    tkp_tab_str(o, top < 0 ? "" : tkp_classes_name(m->opts.classes, top));
-    tkp_tab_str(o, anom);
-    int is_slow = tokstep && (anom || tkp_mstep_host_ns(s) >= j->slow);
-    tkp_tab_str(o, is_slow ? tkp_mstep_cause(m, &j->nr, j->gpu, s, &by) : "");
     return tkp_tab_row_end(o);
 }
 
-static int rows_steps(struct tkp_tab_out *o, const struct emit *e, const struct tkp_model *m,
-                      const struct tkp_acc *a, const uint64_t *tok)
+static int rows_steps(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                      const struct tkp_steprows *x)
 {
-    struct judge j;
     int err = 0;
-    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
-    const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
-    for (size_t i = 0; !err && i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
-        struct tkp_astep as;
-        tkp_acc_step_of(a, m, i, &as);
-        if (prev && prev->thread != s->thread) prev = NULL;
-        int tokstep = s->kind == TKP_STEP_TOKEN;
-        /* ITL as summary's: the end of a token step minus that of the thread's previous one */
-        uint64_t itl = tokstep && prev && s->end_ns > prev->end_ns ? s->end_ns - prev->end_ns : 0;
-        if (tokstep) prev = s;
-        err = row_step(o, e, m, &j, s, &as, tok[i],
-                       b && b->thread == s->thread && b->has_gap ? b->gap_ns : 0, itl);
+    for (size_t i = 0; !err && i < x->m->nsteps; i++) {
+        struct tkp_steprow r;
+        tkp_steprows_at(x, i, &r);
+        err = tkp_rows_step(o, e, &r);
     }
-    tkp_norms_free(&j.nr);
     return err;
 }
 
 /* The rows of step_classes of step s. */
-static int row_step_classes(struct tkp_tab_out *o, const struct emit *e, struct pass *p,
-                            const struct tkp_model *m, const struct tkp_mstep *s, uint64_t tok)
+int tkp_rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                          struct tkp_rows_pass *p, const struct tkp_model *m,
+                          const struct tkp_mstep *s, uint64_t tok)
 {
     int err = 0, again = 0;
     const uint64_t *k = s->class_n; /* the model counts them (opts.class_counts) */
-    struct idcache *pre = &e->ic[TKP_TAB_COUNT]; /* the step's columns, the same on its rows */
+    struct tkp_rows_idcache *pre =
+        &e->ic[TKP_TAB_COUNT]; /* the step's columns, the same on its rows */
     for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
         if (!s->class_ns[c] && !(k && k[c])) continue;
         if (again) {
@@ -442,28 +256,29 @@ static int row_step_classes(struct tkp_tab_out *o, const struct emit *e, struct 
     return err;
 }
 
-static int rows_step_classes(struct tkp_tab_out *o, const struct emit *e, struct pass *p,
-                             const struct tkp_model *m, const uint64_t *tok)
+static int rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                             struct tkp_rows_pass *p, const struct tkp_model *m,
+                             const uint64_t *tok)
 {
     int err = 0;
     for (size_t i = 0; !err && i < m->nsteps; i++)
-        err = row_step_classes(o, e, p, m, &m->steps[i], tok[i]);
+        err = tkp_rows_step_classes(o, e, p, m, &m->steps[i], tok[i]);
     return err;
 }
 
 static int by_hour_name(const void *a, const void *b)
 {
-    const struct hname *x = a, *y = b;
+    const struct tkp_rows_hname *x = a, *y = b;
     if (x->hour_ns != y->hour_ns) return x->hour_ns < y->hour_ns ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
-static int rows_kernels(struct tkp_tab_out *o, const struct emit *e, struct pass *p)
+int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struct tkp_rows_pass *p)
 {
     int err = 0;
     qsort(p->hn, p->nhn, sizeof(*p->hn), by_hour_name);
     for (size_t i = 0; !err && i < p->nhn; i++) {
-        const struct hname *h = &p->hn[i];
+        const struct tkp_rows_hname *h = &p->hn[i];
         ident(o, e, 0);
         tkp_tab_u64(o, h->hour_ns);
         tkp_tab_str(o, h->name);
@@ -480,7 +295,7 @@ static int rows_kernels(struct tkp_tab_out *o, const struct emit *e, struct pass
 
 /* ---- pass 2: library calls ---- */
 
-static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tcalls *tc)
+int tkp_rows_calls(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struct tkp_tcalls *tc)
 {
     size_t n;
     const struct tkp_tcall *v = tkp_tcalls_rows(tc, &n);
@@ -512,8 +327,9 @@ static int rows_calls(struct tkp_tab_out *o, const struct emit *e, struct tkp_tc
 }
 
 /* The rows of x, the experts of steps [s0, s0 + ...) of lm. */
-static int rows_moe_of(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
-                       const struct tkp_model *m, const struct tkp_moe *x)
+static int rows_moe_of(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                       const struct tkp_libmodel *lm, const struct tkp_model *m,
+                       const struct tkp_moe *x)
 {
     int err = 0;
     for (uint32_t r = 0; !err && r < x->s1 - x->s0 && x->layers; r++) {
@@ -536,8 +352,8 @@ static int rows_moe_of(struct tkp_tab_out *o, const struct emit *e, const struct
     return err;
 }
 
-static int rows_moe(struct tkp_tab_out *o, const struct emit *e, const struct tkp_libmodel *lm,
-                    const struct tkp_model *m)
+static int rows_moe(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                    const struct tkp_libmodel *lm, const struct tkp_model *m)
 {
     int err = 0;
     for (uint32_t s0 = 0, s1; !err && s0 < lm->nsteps; s0 = s1) {
@@ -563,7 +379,7 @@ static int load_window(const char *const *files, size_t n, const struct tkp_lwin
 /* moe of a capture too large for its whole library-call model: per thread, windows of its steps
  * of about `window` records each, read three times (tkp_moe_scan): memory bounded by
  * one window and the distinct weights, for one more read of the capture per window and phase. */
-static int rows_moe_windows(struct tkp_tab_out *o, const struct emit *e,
+static int rows_moe_windows(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                             const char *const *files, size_t n, const struct tkp_model *m,
                             uint64_t window, char *why, size_t wl)
 {
@@ -602,22 +418,14 @@ static int rows_moe_windows(struct tkp_tab_out *o, const struct emit *e,
 
 /* ---- the capture ---- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* A snapshot (snap: the seq of its first recorder chunk, the process's chunk count then) is a
  * capture of its own; a streamed capture and its rotated files have snap 0. */
-static uint64_t capture_id(const char *host, uint64_t pid, uint64_t rt0, uint64_t snap)
+uint64_t tkp_rows_capture_id(const char *host, uint64_t pid, uint64_t rt0, uint64_t snap)
 {
-    uint64_t h = fnv(0xcbf29ce484222325ull, host, strlen(host) + 1);
-    h = fnv(h, &pid, sizeof(pid));
-    h = fnv(h, &rt0, sizeof(rt0));
-    return snap ? fnv(h, &snap, sizeof(snap)) : h;
+    uint64_t h = tkp_fnv64(TKP_FNV64_SEED, host, strlen(host) + 1);
+    h = tkp_fnv64(h, &pid, sizeof(pid));
+    h = tkp_fnv64(h, &rt0, sizeof(rt0));
+    return snap ? tkp_fnv64(h, &snap, sizeof(snap)) : h;
 }
 
 int tkp_tab_capture_id(const char *path, uint64_t *id)
@@ -639,7 +447,7 @@ int tkp_tab_capture_id(const char *path, uint64_t *id)
             break;
         }
     }
-    if (!err) *id = capture_id(host, pid, rt0, snap);
+    if (!err) *id = tkp_rows_capture_id(host, pid, rt0, snap);
     tkp_reader_close(r);
     return err;
 }
@@ -658,13 +466,13 @@ static void note_torn(const struct tkp_reader *r, const char *const *files,
     }
 }
 
-static void pass_free(struct pass *p)
+void tkp_rows_pass_free(struct tkp_rows_pass *p)
 {
-    map_free(&p->cls_of), map_free(&p->hn_at);
+    tkp_map64_free(&p->cls_of), tkp_map64_free(&p->hn_at);
     free(p->cd);
     tkp_tcalls_free(p->calls);
     free(p->gs);
-    map_free(&p->weights);
+    tkp_map64_free(&p->weights);
     for (size_t i = 0; i < p->nhn; i++)
         free(p->hn[i].name), free(p->hn[i].d.hist);
     free(p->hn);
@@ -674,16 +482,16 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
                     const struct tkp_tab_ident *id, struct tkp_tab_out *const *outs,
                     struct tkp_tab_info *info, char *why, size_t whylen)
 {
-    struct pass p = {.cl = cl, .ncls = tkp_classes_count(cl)};
+    struct tkp_rows_pass p = {.cl = cl, .ncls = tkp_classes_count(cl)};
     struct tkp_model m;
     /* the tables use the steps' figures, never the model's per-name distributions */
     struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1};
-    struct idcache ic[TKP_TAB_COUNT + 1] = {0};
+    struct tkp_rows_idcache ic[TKP_TAB_COUNT + 1] = {0};
     struct tkp_acc *a = NULL;
     struct tkp_reader *r;
     struct tkp_record rec;
-    uint64_t *tok = NULL;
-    int *src = NULL, err, k;
+    struct tkp_steprows x = {0};
+    int err, k;
     uint64_t rows0[TKP_TAB_COUNT];
     memset(info, 0, sizeof(*info));
     info->nfiles = n;
@@ -696,7 +504,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     p.want_moe = outs[TKP_TAB_MOE] != NULL;
     if (outs[TKP_TAB_CALLS] && tkp_tcalls_new(&p.calls))
         return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
-    pass_types(&p);
+    tkp_rows_pass_types(&p);
     if ((err = tkp_reader_open_many(files, n, &r, why, whylen))) {
         tkp_tcalls_free(p.calls);
         return err;
@@ -706,7 +514,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     if ((err = tkp_acc_bind(&m, &a))) goto nomem;
     const uint64_t types = p.types; /* in a register: p's address escapes */
     /* launches concern the model alone unless the calls table is wanted: in bulk, then */
-    const int bulk = !(types & TYPE_BIT(TKP_REC_LAUNCH));
+    const int bulk = !(types & TKP_ROWS_TYPE_BIT(TKP_REC_LAUNCH));
     struct tkp_launch_bulk lb;
     rec.type = TKP_REC_CHUNK;
     for (;;) {
@@ -720,7 +528,8 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
             continue;
         }
         if ((k = tkp_reader_next(r, &rec)) != 1) break;
-        if ((err = tkp_model_add(&m, &rec)) || (err = on_record(&p, types, &rec))) goto nomem;
+        if ((err = tkp_model_add(&m, &rec)) || (err = tkp_rows_on_record(&p, types, &rec)))
+            goto nomem;
     }
     note_torn(r, files, info);
     tkp_reader_close(r);
@@ -728,19 +537,16 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     if ((err = tkp_model_finish(&m))) goto nomem;
     snprintf(info->host, sizeof(info->host), "%s", id->host ? id->host : p.hostbuf);
     info->pid = p.pid;
-    info->capture_id = capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
-    struct emit e = {id, &p, info->capture_id, ic};
-    if (!(tok = malloc((m.nsteps + 1) * sizeof(*tok))) ||
-        !(src = malloc((m.nsteps + 1) * sizeof(*src))))
-        goto nomem;
-    tkp_step_tokens(&m, a, tok, src);
-    if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &m, a, tok);
+    info->capture_id = tkp_rows_capture_id(p.hostbuf, p.pid, p.rt0, p.snap);
+    struct tkp_rows_emit e = {id, &p, info->capture_id, ic};
+    if (tkp_steprows_init(&x, &m, a)) goto nomem;
+    if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &x);
     if (!err && outs[TKP_TAB_STEP_CLASSES])
-        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, tok);
-    if (!err && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
-    if (!err && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
+        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, x.tok);
+    if (!err && outs[TKP_TAB_KERNELS]) err = tkp_rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
+    if (!err && outs[TKP_TAB_CALLS]) err = tkp_rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
     for (size_t t = 0; t < p.ngs; t++)
-        if (p.gs[t].used) gstep_close(&p, &p.gs[t]);
+        if (p.gs[t].used) tkp_rows_gstep_close(&p, &p.gs[t]);
     if (p.max_count > 1 && p.weights.n > p.max_count) p.moe_hint = 1;
     uint64_t nrec = 0; /* what the library-call model of the capture would hold, about */
     for (size_t i = 0; i < m.nsteps; i++)
@@ -767,185 +573,10 @@ nomem:
     err = tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
 out:
     tkp_reader_close(r);
-    free(tok), free(src);
+    tkp_steprows_free(&x);
     tkp_acc_free(a);
     tkp_model_free(&m);
-    pass_free(&p);
-    idcache_free(ic);
-    return err;
-}
-
-/* ---- a live capture (table_rows.h: tkp_tab_tail) ---- */
-
-/* Per thread: the segments below `next` have had their rows; what the next row needs of them. */
-struct tmark {
-    uint64_t next;
-    uint64_t prev_end;     /* end of the thread's previous step (gap_before), has_prev */
-    uint64_t prev_tok_end; /* end of its previous token step (itl), has_tok */
-    uint64_t prev_seqs;    /* tokens: the previous step's sequences (analysis.h's rule) */
-    int has_prev, has_tok, first_done;
-};
-
-struct tkp_tab_tail {
-    struct pass p;
-    struct tkp_model m;
-    struct tkp_acc *a;
-    struct tmark *th;
-    size_t nth;
-    size_t lo; /* steps below lo have had their rows (or never will: closed, library calls only) */
-    int finished;
-};
-
-int tkp_tab_tail_new(const struct tkp_classes *cl, struct tkp_tab_tail **out)
-{
-    struct tkp_tab_tail *t = calloc(1, sizeof(*t));
-    struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1, .no_dists = 1,
-                                .class_counts = 1};
-    *out = NULL;
-    if (!t) return TKP_ERR_NOMEM;
-    t->p = (struct pass){.cl = cl, .ncls = tkp_classes_count(cl)};
-    t->p.want_steps = t->p.want_sc = t->p.want_k = t->p.want_moe = 1;
-    tkp_model_init(&t->m, &mo);
-    if (tkp_tcalls_new(&t->p.calls) || tkp_acc_bind(&t->m, &t->a)) {
-        tkp_tab_tail_free(t);
-        return TKP_ERR_NOMEM;
-    }
-    pass_types(&t->p);
-    *out = t;
-    return 0;
-}
-
-void tkp_tab_tail_free(struct tkp_tab_tail *t)
-{
-    if (!t) return;
-    tkp_acc_free(t->a);
-    tkp_model_free(&t->m);
-    pass_free(&t->p);
-    free(t->th);
-    free(t);
-}
-
-int tkp_tab_tail_add(struct tkp_tab_tail *t, const struct tkp_record *r)
-{
-    int err = tkp_model_add(&t->m, r);
-    return err ? err : on_record(&t->p, t->p.types, r);
-}
-
-int tkp_tab_tail_id(const struct tkp_tab_tail *t, uint64_t *id)
-{
-    if (!t->p.has_meta) return 0;
-    *id = capture_id(t->p.hostbuf, t->p.pid, t->p.rt0, 0);
-    return 1;
-}
-
-int tkp_tab_tail_moe_hint(struct tkp_tab_tail *t)
-{
-    for (size_t i = 0; i < t->p.ngs; i++)
-        if (t->p.gs[i].used) gstep_close(&t->p, &t->p.gs[i]), t->p.gs[i].used = 0;
-    if (t->p.max_count > 1 && t->p.weights.n > t->p.max_count) t->p.moe_hint = 1;
-    return t->p.moe_hint;
-}
-
-struct cand {
-    uint32_t thread;
-    uint64_t seg;
-    size_t i;
-};
-
-static int by_thread_seg(const void *a, const void *b)
-{
-    const struct cand *x = a, *y = b;
-    if (x->thread != y->thread) return x->thread < y->thread ? -1 : 1;
-    return x->seg < y->seg ? -1 : x->seg > y->seg;
-}
-
-/* The rows of step s (its thread's mark says what came before it on the thread). */
-static int tail_step(struct tkp_tab_tail *t, const struct emit *e, const struct judge *j,
-                     struct tkp_tab_out *const *outs, const struct tkp_mstep *s, struct tmark *k)
-{
-    struct tkp_astep as;
-    uint64_t tok = 0, itl = 0;
-    int tokstep = s->kind == TKP_STEP_TOKEN, err = 0;
-    int found = tkp_acc_step(t->a, s->thread, s->seg, &as);
-    if (tokstep) { /* tkp_step_tokens' rule, carried over the thread's earlier rows */
-        int shapes = tkp_acc_has_tokens(t->a);
-        if (found && as.tokens)
-            tok = as.tokens, k->prev_seqs = as.seqs;
-        else if (shapes && k->prev_seqs)
-            tok = k->prev_seqs;
-        else if (!shapes && k->first_done)
-            tok = 1;
-        k->first_done = 1;
-        if (k->has_tok && s->end_ns > k->prev_tok_end) itl = s->end_ns - k->prev_tok_end;
-        k->has_tok = 1, k->prev_tok_end = s->end_ns;
-    }
-    int64_t gap = k->has_prev && k->prev_end && s->begin_ns ? (int64_t)(s->begin_ns - k->prev_end)
-                                                            : 0;
-    k->has_prev = 1, k->prev_end = s->end_ns, k->next = s->seg + 1;
-    if (outs[TKP_TAB_STEPS]) err = row_step(outs[TKP_TAB_STEPS], e, &t->m, j, s, &as, tok, gap, itl);
-    if (!err && outs[TKP_TAB_STEP_CLASSES])
-        err = row_step_classes(outs[TKP_TAB_STEP_CLASSES], e, &t->p, &t->m, s, tok);
-    return err;
-}
-
-int tkp_tab_tail_rows(struct tkp_tab_tail *t, const struct tkp_tab_ident *id,
-                      struct tkp_tab_out *const *outs, int final)
-{
-    struct tkp_model *m = &t->m;
-    struct judge j;
-    struct cand *c = NULL;
-    size_t nc = 0;
-    int err = 0;
-    if (final && !t->finished) {
-        if ((err = tkp_model_finish(m))) return err;
-        t->finished = 1, t->lo = 0; /* the steps moved: sorted by (thread, seg) */
-    } else if (!t->finished) {
-        tkp_model_vote(m); /* tokens by the weights seen so far */
-    }
-    if (judge_init(&j, m)) return TKP_ERR_NOMEM;
-    if (m->nsteps > t->lo && !(c = malloc((m->nsteps - t->lo) * sizeof(*c)))) err = TKP_ERR_NOMEM;
-    for (size_t i = t->lo; !err && i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        if (s->thread >= t->nth) {
-            size_t n = t->nth ? t->nth : 4;
-            while (n <= s->thread)
-                n *= 2;
-            struct tmark *q = realloc(t->th, n * sizeof(*q));
-            if (!q) {
-                err = TKP_ERR_NOMEM;
-                break;
-            }
-            memset(q + t->nth, 0, (n - t->nth) * sizeof(*q));
-            t->th = q, t->nth = n;
-        }
-        if (!s->lib_only && s->seg >= t->th[s->thread].next)
-            c[nc++] = (struct cand){s->thread, s->seg, i};
-    }
-    if (!err && nc > 1) qsort(c, nc, sizeof(*c), by_thread_seg);
-    struct idcache ic[TKP_TAB_COUNT + 1] = {0};
-    struct emit e = {id, &t->p, 0, ic};
-    tkp_tab_tail_id(t, &e.capture_id);
-    /* per thread, its steps in order while they are closed: a step the watermark has not closed
-     * yet (GPU records may still come for it) holds back the later ones */
-    uint32_t held = UINT32_MAX;
-    for (size_t x = 0; !err && x < nc; x++) {
-        const struct tkp_mstep *s = &m->steps[c[x].i];
-        if (s->thread == held) continue;
-        if (!t->finished && s->open) {
-            held = s->thread;
-            continue;
-        }
-        err = tail_step(t, &e, &j, outs, s, &t->th[s->thread]);
-    }
-    while (!t->finished && t->lo < m->nsteps) {
-        const struct tkp_mstep *s = &m->steps[t->lo];
-        if (s->lib_only ? s->open != NULL : s->seg >= t->th[s->thread].next) break;
-        t->lo++;
-    }
-    if (!err && final && outs[TKP_TAB_KERNELS]) err = rows_kernels(outs[TKP_TAB_KERNELS], &e, &t->p);
-    if (!err && final && outs[TKP_TAB_CALLS]) err = rows_calls(outs[TKP_TAB_CALLS], &e, t->p.calls);
-    free(c);
-    idcache_free(ic);
-    tkp_norms_free(&j.nr);
+    tkp_rows_pass_free(&p);
+    tkp_rows_idcache_free(ic);
     return err;
 }

@@ -73,11 +73,7 @@ static int chunk_end(struct tkp_capout *w)
     if (!w->open) return w->err;
     w->open = 0;
     size_t raw = w->payload.size, bound = ZSTD_compressBound(raw) + TKP_CHUNK_HEADER_LEN;
-    if (bound > w->zcap) {
-        void *z = realloc(w->z, bound);
-        if (!z) return w->err = TKP_ERR_NOMEM;
-        w->z = z, w->zcap = bound;
-    }
+    if (tkp_grow_to(&w->z, &w->zcap, bound, 1, 4096, 0)) return w->err = TKP_ERR_NOMEM;
     uint8_t *z = w->z;
     size_t zn = ZSTD_compress2(w->cc, z + TKP_CHUNK_HEADER_LEN, bound - TKP_CHUNK_HEADER_LEN,
                                w->payload.data, raw);

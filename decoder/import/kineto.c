@@ -10,7 +10,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
-#include "base/hash.h"
+#include "base/map.h"
 #include "import/capout.h"
 #include "import/kineto_read.h"
 #include "tokprof/format.h"
@@ -27,35 +27,30 @@ struct item {
 
 static int join(struct tkp_kineto_imp *im)
 {
-    size_t cap = 1024;
-    while (cap < im->nh * 2 + 2)
-        cap *= 2;
-    int64_t *tab = malloc(cap * sizeof(*tab));
-    if (!tab) return TKP_ERR_NOMEM;
-    memset(tab, 0xff, cap * sizeof(*tab));
+    struct tkp_map64 tab = {0}; /* correlation id -> host call + 1 */
     for (size_t i = 0; i < im->nh; i++) {
         if (!im->h[i].has_corr || im->h[i].cls > TKP_KH_COPY) continue;
-        size_t k = tkp_hash_u64(im->h[i].corr) & (cap - 1);
-        while (tab[k] >= 0 && im->h[tab[k]].corr != im->h[i].corr)
-            k = (k + 1) & (cap - 1);
-        if (tab[k] < 0) tab[k] = (int64_t)i; /* a repeated id keeps its first call */
+        uint64_t *v = tkp_map64_at(&tab, im->h[i].corr, 1);
+        if (!v) {
+            tkp_map64_free(&tab);
+            return TKP_ERR_NOMEM;
+        }
+        if (!*v) *v = i + 1; /* a repeated id keeps its first call */
     }
     for (size_t i = 0; i < im->ng; i++) {
         struct tkp_kgpu *g = &im->g[i];
         if (!g->has_corr) continue;
-        size_t k = tkp_hash_u64(g->corr) & (cap - 1);
-        while (tab[k] >= 0 && im->h[tab[k]].corr != g->corr)
-            k = (k + 1) & (cap - 1);
-        if (tab[k] < 0) continue;
-        struct tkp_khost *h = &im->h[tab[k]];
-        g->host = tab[k];
+        const uint64_t *v = tkp_map64_at(&tab, g->corr, 0);
+        if (!v || !*v) continue;
+        struct tkp_khost *h = &im->h[*v - 1];
+        g->host = (int64_t)(*v - 1);
         if (h->gpu < 0) h->gpu = (int64_t)i;
         if (g->copy)
             im->st->copies_linked++;
         else
             im->st->kernels_linked++;
     }
-    free(tab);
+    tkp_map64_free(&tab);
     return 0;
 }
 

@@ -41,7 +41,7 @@ struct tkp_import_stats {
     uint64_t launches, graph_launches;      /* host records written */
     uint64_t host_copies, syncs, events_rw; /* COPY, SYNC, EVENT_RECORD + STREAM_WAIT */
     uint64_t other_calls, annotations, threads, steps;
-    uint64_t bad_times; /* X events of a kept kind with a negative or absurd ts or dur: skipped */
+    uint64_t bad_times;   /* X events of a kept kind with a negative or absurd ts or dur: skipped */
     char step_source[64]; /* what made the steps: "ProfilerStep", ... */
 };
 

@@ -9,41 +9,32 @@
 
 #include "base/err.h"
 #include "base/grow.h"
-#include "base/hash.h"
+#include "base/map.h"
 #include "tokprof/format.h"
 
 /* ---- names ---- */
 
+struct nkey {
+    const char *s;
+    size_t len;
+};
+
+static int eq_name(const void *ctx, uint32_t id, const void *key)
+{
+    const char *o = ((const struct tkp_kineto_names *)ctx)->s[id];
+    const struct nkey *k = key;
+    return !strncmp(o, k->s, k->len) && !o[k->len];
+}
+
 int tkp_kineto_intern(struct tkp_kineto_names *t, const char *s, size_t len, uint32_t *id)
 {
-    uint64_t hv = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        hv = (hv ^ (uint8_t)s[i]) * 1099511628211ull;
-    if (t->n * 2 >= t->hcap) {
-        size_t nc = t->hcap ? t->hcap * 2 : 1024;
-        uint32_t *nh = calloc(nc, sizeof(*nh));
-        if (!nh) return TKP_ERR_NOMEM;
-        for (size_t i = 0; i < t->hcap; i++) {
-            if (!t->h[i]) continue;
-            const char *o = t->s[t->h[i] - 1];
-            uint64_t ov = 1469598103934665603ull;
-            for (; *o; o++)
-                ov = (ov ^ (uint8_t)*o) * 1099511628211ull;
-            size_t k = tkp_hash_u64(ov) & (nc - 1);
-            while (nh[k])
-                k = (k + 1) & (nc - 1);
-            nh[k] = t->h[i];
-        }
-        free(t->h);
-        t->h = nh, t->hcap = nc;
-    }
-    size_t k = tkp_hash_u64(hv) & (t->hcap - 1);
-    for (; t->h[k]; k = (k + 1) & (t->hcap - 1)) {
-        const char *o = t->s[t->h[k] - 1];
-        if (!strncmp(o, s, len) && !o[len]) {
-            *id = t->h[k] - 1;
-            return 0;
-        }
+    struct nkey key = {s, len};
+    uint64_t hv = tkp_fnv64(TKP_FNV64_SEED, s, len);
+    if (tkp_map_reserve(&t->ix, t->n + 1)) return TKP_ERR_NOMEM;
+    struct tkp_map_slot *ms = tkp_map_probe(&t->ix, hv, eq_name, t, &key);
+    if (ms->id1) {
+        *id = ms->id1 - 1;
+        return 0;
     }
     if (TKP_GROW(t->s, t->cap, t->n + 1)) return TKP_ERR_NOMEM;
     char *c = malloc(len + 1);
@@ -51,8 +42,8 @@ int tkp_kineto_intern(struct tkp_kineto_names *t, const char *s, size_t len, uin
     memcpy(c, s, len);
     c[len] = 0;
     t->s[t->n] = c;
-    t->h[k] = (uint32_t)++t->n;
-    *id = (uint32_t)(t->n - 1);
+    tkp_map_put(&t->ix, ms, hv, (uint32_t)t->n);
+    *id = (uint32_t)t->n++;
     return 0;
 }
 
@@ -515,7 +506,7 @@ void tkp_kineto_free(struct tkp_kineto_imp *im)
     for (size_t i = 0; i < im->nm.n; i++)
         free(im->nm.s[i]);
     free(im->nm.s);
-    free(im->nm.h);
+    tkp_map_free(&im->nm.ix);
     free(im->h);
     free(im->g);
     free(im->segs);

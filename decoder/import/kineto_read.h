@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "base/jsonr.h"
+#include "base/map.h"
 #include "import/kineto.h"
 
 #define TKP_KINETO_NONE UINT64_MAX /* a handle or stream the trace does not give */
@@ -57,8 +58,7 @@ struct tkp_kseg {
 struct tkp_kineto_names {
     char **s;
     size_t n, cap;
-    uint32_t *h; /* index + 1 */
-    size_t hcap;
+    struct tkp_map ix; /* s by content */
 };
 
 struct tkp_kineto_imp {

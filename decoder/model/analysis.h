@@ -65,6 +65,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "model/figures.h"
 #include "model/model.h"
 
 struct tkp_record;
@@ -75,7 +76,7 @@ struct tkp_acc;
 #define TKP_CP_MIN_T 8.0     /* smallest Welch t of the shift (smoothed values) */
 #define TKP_CP_MAX 16        /* change points reported per series */
 #define TKP_CP_NEAR 5        /* a host change this close (steps) to a GPU busy one is the same */
-#define TKP_CP_IDLE_BOUND 0.30
+#define TKP_CP_IDLE_BOUND TKP_IDLE_BOUND /* figures.h */
 
 /* Per-step extras. */
 struct tkp_astep {

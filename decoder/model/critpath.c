@@ -7,62 +7,38 @@
 
 #include "base/err.h"
 #include "base/grow.h"
-#include "base/hash.h"
+#include "base/map.h"
 #include "capture/reader.h"
 #include "model/model.h"
 
 #define NODE_NONE UINT64_MAX        /* a GPU record that is not a graph node */
 #define NODE_COUNT (UINT64_MAX - 1) /* the entry counting a replay's node records */
-#define FIFO_MAX (1u << 22)  /* host records waiting for GPU records: past it, the oldest goes */
-#define SEG_SLOTS 8          /* segments of a thread whose record ordinals are counted at once */
-#define CHECKPOINTS 256      /* a thread's last call returns, where a STEP's end_ns is looked up */
+#define FIFO_MAX (1u << 22) /* host records waiting for GPU records: past it, the oldest goes */
+#define SEG_SLOTS 8         /* segments of a thread whose record ordinals are counted at once */
+#define CHECKPOINTS 256     /* a thread's last call returns, where a STEP's end_ns is looked up */
 
-/* A u64 -> index table (open addressing; val is index + 1, 0 empty). */
+/* A u64 -> index table (base/map.h; its value is index + 1). */
 struct map {
-    uint64_t *keys;
-    uint32_t *vals;
-    size_t cap, n;
+    struct tkp_map64 m;
 };
 
 static int map_get(const struct map *m, uint64_t key)
 {
-    if (!m->cap) return -1;
-    size_t j = tkp_hash_u64(key) & (m->cap - 1);
-    while (m->vals[j]) {
-        if (m->keys[j] == key) return (int)(m->vals[j] - 1);
-        j = (j + 1) & (m->cap - 1);
-    }
-    return -1;
+    const uint64_t *v = tkp_map64_get(&m->m, key);
+    return v ? (int)(*v - 1) : -1;
 }
 
 static int map_put(struct map *m, uint64_t key, uint32_t idx)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        uint64_t *k = calloc(cap, sizeof(*k));
-        uint32_t *v = calloc(cap, sizeof(*v));
-        if (!k || !v) return free(k), free(v), TKP_ERR_NOMEM;
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->vals[i]) continue;
-            size_t j = tkp_hash_u64(m->keys[i]) & (cap - 1);
-            while (v[j])
-                j = (j + 1) & (cap - 1);
-            k[j] = m->keys[i], v[j] = m->vals[i];
-        }
-        free(m->keys), free(m->vals);
-        m->keys = k, m->vals = v, m->cap = cap;
-    }
-    size_t j = tkp_hash_u64(key) & (m->cap - 1);
-    while (m->vals[j] && m->keys[j] != key)
-        j = (j + 1) & (m->cap - 1);
-    if (!m->vals[j]) m->n++;
-    m->keys[j] = key, m->vals[j] = idx + 1;
+    uint64_t *v = tkp_map64_at(&m->m, key, 1);
+    if (!v) return TKP_ERR_NOMEM;
+    *v = (uint64_t)idx + 1;
     return 0;
 }
 
 static void map_free(struct map *m)
 {
-    free(m->keys), free(m->vals);
+    tkp_map64_free(&m->m);
 }
 
 /* A GPU record waiting for its host record: the join's key, its times and factor. */
@@ -127,7 +103,7 @@ struct thread {
 struct tkp_crit {
     struct tkp_crit_change ch;
     uint64_t lat, min_gap; /* UINT64_MAX until seen */
-    int gpu_on, final; /* gpu_on: -1 until GPU_INFO or the second chunk says */
+    int gpu_on, final;     /* gpu_on: -1 until GPU_INFO or the second chunk says */
     uint64_t chunks;
     uint64_t now_ns, late_ns; /* the capture's host clock so far; how late a GPU record may be */
     struct thread *threads;
@@ -221,7 +197,7 @@ static void *slot_at(struct map *m, void **arr, size_t *n, size_t *cap, size_t s
 {
     int i = map_get(m, key);
     if (i >= 0) return (char *)*arr + (size_t)i * sz;
-    if (tkp_grow(arr, cap, *n + 1, sz) || map_put(m, key, (uint32_t)*n)) return NULL;
+    if (tkp_grow_to(arr, cap, *n + 1, sz, 16, 0) || map_put(m, key, (uint32_t)*n)) return NULL;
     void *e = (char *)*arr + *n * sz;
     memset(e, 0, sz);
     (*n)++;
@@ -245,7 +221,8 @@ static double factor_of(struct tkp_crit *c, uint64_t id, const char *name)
     if (!c->ch.scale) return 1;
     if (id >= c->nfactor) {
         size_t old = c->nfactor, cap = old;
-        if (id >= (1u << 24) || tkp_grow((void **)&c->factor, &cap, id + 1, sizeof(*c->factor)))
+        if (id >= (1u << 24) ||
+            tkp_grow_to((void **)&c->factor, &cap, id + 1, sizeof(*c->factor), 16, 0))
             return c->ch.scale(c->ch.scale_arg, name ? name : "");
         for (size_t i = old; i < cap; i++)
             c->factor[i] = NAN;
@@ -260,7 +237,7 @@ static double factor_of(struct tkp_crit *c, uint64_t id, const char *name)
 static uint64_t gkey(uint32_t thread, uint64_t seg, uint32_t join, uint32_t index, uint64_t node)
 {
     return tkp_hash_pair(tkp_hash_pair((uint64_t)thread << 32 | join, seg),
-                         (uint64_t)index ^ node * 0x9e3779b97f4a7c15ull);
+                         (uint64_t)index ^ tkp_mix64(node));
 }
 
 static size_t gpos(const struct tkp_crit *c, uint32_t thread, uint64_t seg, uint32_t join,
@@ -330,13 +307,22 @@ static int add_gpu(struct tkp_crit *c, const struct tkp_record *r)
     if (t->gpu_seg < r->step + 1) t->gpu_seg = r->step + 1;
     double f = r->type == TKP_REC_GPU_KERNEL ? factor_of(c, r->gpu.name_id, r->gpu.name) : 1;
     int graph = r->gpu.join == TKP_JOIN_GRAPH_LAUNCH;
-    struct gpu v = {r->step, graph ? r->gpu.node : NODE_NONE, r->gpu.start_ns, r->gpu.end_ns,
-                    r->thread, r->gpu.join, r->gpu.index, 1, f};
+    struct gpu v = {r->step,
+                    graph ? r->gpu.node : NODE_NONE,
+                    r->gpu.start_ns,
+                    r->gpu.end_ns,
+                    r->thread,
+                    r->gpu.join,
+                    r->gpu.index,
+                    1,
+                    f};
     int err = gpu_put(c, &v);
     if (err || !graph) return err;
-    struct gpu *n = gpu_find(c, r->thread, r->step, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, NODE_COUNT);
+    struct gpu *n =
+        gpu_find(c, r->thread, r->step, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, NODE_COUNT);
     if (n) return n->start++, 0;
-    struct gpu cnt = {r->step, NODE_COUNT, 1, 0, r->thread, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, 1, 1};
+    struct gpu cnt = {r->step,      NODE_COUNT, 1, 0, r->thread, TKP_JOIN_GRAPH_LAUNCH,
+                      r->gpu.index, 1,          1};
     return gpu_put(c, &cnt);
 }
 
@@ -401,8 +387,10 @@ static uint32_t *seg_counter(struct thread *t, uint64_t seg, uint32_t type)
 {
     struct segslot *s = NULL, *old = &t->seg[0];
     for (int i = 0; i < SEG_SLOTS && !s; i++) {
-        if (t->seg[i].used && t->seg[i].seg == seg) s = &t->seg[i];
-        else if (!t->seg[i].used || t->seg[i].seg < old->seg || !old->used) old = &t->seg[i];
+        if (t->seg[i].used && t->seg[i].seg == seg)
+            s = &t->seg[i];
+        else if (!t->seg[i].used || t->seg[i].seg < old->seg || !old->used)
+            old = &t->seg[i];
     }
     if (!s) *old = (struct segslot){seg, 0, 0, 0, 1}, s = old;
     return type == TKP_REC_LAUNCH ? &s->nl : type == TKP_REC_GRAPH_LAUNCH ? &s->ng : &s->nc;
@@ -419,7 +407,7 @@ static void checkpoint(struct thread *t, uint64_t obs, uint64_t pred, uint32_t t
 static int ready(struct tkp_crit *c, const struct ev *e)
 {
     if (c->final || c->gpu_on == 0 || c->flen > FIFO_MAX) return 1;
-    if (c->gpu_on < 0) return 0; /* GPU_INFO (first chunk) not read yet */
+    if (c->gpu_on < 0) return 0;                       /* GPU_INFO (first chunk) not read yet */
     if (c->now_ns > e->host_ns + c->late_ns) return 1; /* past the window: it will not come */
     switch (e->type) {
     case TKP_REC_LAUNCH:
@@ -438,7 +426,8 @@ static int ready(struct tkp_crit *c, const struct ev *e)
 }
 
 /* An op with duration on stream st: its start against the host call (h_obs, h_pred) and the
- * tail; g its GPU record (NULL: missing). hp: the predicted host call (graphs mode: the replay's). */
+ * tail; g its GPU record (NULL: missing). hp: the predicted host call (graphs mode: the replay's).
+ */
 static void op(struct tkp_crit *c, struct stream *st, struct tkp_crit_step *s, struct thread *t,
                const struct gpu *g, uint64_t h_obs, uint64_t hp, int keep_resid)
 {
@@ -472,7 +461,8 @@ static int replay_graph(struct tkp_crit *c, const struct ev *e, struct stream *s
     if (TKP_GROW(c->scratch, c->cap_scratch, 2 * (size_t)g->n + 2)) return TKP_ERR_NOMEM;
     uint64_t *oend = c->scratch, *pend = c->scratch + g->n;
     for (uint32_t i = 0; i < g->n; i++) { /* the latency from the replay's earliest node */
-        struct gpu *r = gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, g->nodes[i].id);
+        struct gpu *r =
+            gpu_find(c, e->thread, e->seg, TKP_JOIN_GRAPH_LAUNCH, e->idx, g->nodes[i].id);
         if (r && r->start >= h_obs && r->start - h_obs < c->lat) c->lat = r->start - h_obs;
     }
     uint64_t bobs = umax(h_obs + lat(c), st->obs), bpred = umax(h_pred + lat(c), st->pred);
@@ -601,8 +591,10 @@ static int replay(struct tkp_crit *c, const struct ev *e)
         if (e->kind == TKP_SYNC_EVENT || e->kind == TKP_SYNC_EVENT_QUERY) {
             struct event *ev = event_at(c, t->pid, e->a);
             if (!ev) return TKP_ERR_NOMEM;
-            if (!ev->set) unknown = TKP_CRIT_NO_EVENT;
-            else ro = ev->obs, rp = ev->pred, unknown = ev->unknown ? TKP_CRIT_NO_GPU : 0;
+            if (!ev->set)
+                unknown = TKP_CRIT_NO_EVENT;
+            else
+                ro = ev->obs, rp = ev->pred, unknown = ev->unknown ? TKP_CRIT_NO_GPU : 0;
         } else if (e->kind == TKP_SYNC_DEVICE || e->kind == TKP_SYNC_CTX) {
             for (size_t i = 0; i < c->nstreams; i++) {
                 ro = umax(ro, c->streams[i].obs), rp = umax(rp, c->streams[i].pred);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
+#include "base/map.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
@@ -214,41 +214,44 @@ struct pgpu { /* a GPU kernel read before its launch */
 };
 
 struct gpujoin {
-    struct sordinal *so;
+    struct sordinal *so; /* in order added */
     size_t nso, capso;
+    struct tkp_map ix;      /* so by (thread, step) */
     struct sordinal *last;  /* the entry of the previous launch: runs of one step are the rule */
     struct sordinal *glast; /* and of the previous GPU kernel (both reset by a rehash) */
     struct tkp_array pend;
 };
 
-static size_t so_slot(const struct sordinal *t, size_t cap, uint32_t thread, uint64_t step)
+struct sokey {
+    uint32_t thread;
+    uint64_t step;
+};
+
+static int eq_so(const void *ctx, uint32_t id, const void *key)
 {
-    size_t j = tkp_hash_pair(thread, step) & (cap - 1);
-    while (t[j].used && (t[j].thread != thread || t[j].step != step))
-        j = (j + 1) & (cap - 1);
-    return j;
+    const struct sordinal *e = &((const struct gpujoin *)ctx)->so[id];
+    const struct sokey *k = key;
+    return e->thread == k->thread && e->step == k->step;
 }
 
 /* The entry of (thread, step), created when `add`; NULL when absent (or NOMEM with add). */
 static struct sordinal *gj_step(struct gpujoin *g, uint32_t thread, uint64_t step, int add)
 {
-    if (add && (g->nso + 1) * 2 > g->capso) {
-        size_t cap = g->capso ? g->capso * 2 : 1024;
-        struct sordinal *t = calloc(cap, sizeof(*t));
-        if (!t) return NULL;
-        for (size_t i = 0; i < g->capso; i++)
-            if (g->so[i].used) t[so_slot(t, cap, g->so[i].thread, g->so[i].step)] = g->so[i];
-        free(g->so);
-        g->so = t, g->capso = cap, g->last = g->glast = NULL;
+    struct sokey k = {thread, step};
+    uint64_t h = tkp_hash_pair(thread, step);
+    if (!add) {
+        int64_t id = tkp_map_find(&g->ix, h, eq_so, g, &k);
+        return id < 0 ? NULL : &g->so[id];
     }
-    if (!g->capso) return NULL;
-    struct sordinal *e = &g->so[so_slot(g->so, g->capso, thread, step)];
-    if (!e->used) {
-        if (!add) return NULL;
-        *e = (struct sordinal){.step = step, .thread = thread, .used = 1};
-        g->nso++;
-    }
-    return e;
+    if (tkp_map_reserve(&g->ix, g->nso + 1)) return NULL;
+    struct tkp_map_slot *ms = tkp_map_probe(&g->ix, h, eq_so, g, &k);
+    if (ms->id1) return &g->so[ms->id1 - 1];
+    struct sordinal *old = g->so;
+    if (TKP_GROW_FROM(g->so, g->capso, g->nso + 1, 1024)) return NULL;
+    if (g->so != old) g->last = g->glast = NULL; /* they pointed into the old array */
+    tkp_map_put(&g->ix, ms, h, (uint32_t)g->nso);
+    g->so[g->nso] = (struct sordinal){.step = step, .thread = thread, .used = 1};
+    return &g->so[g->nso++];
 }
 
 /* Counts a LAUNCH of (thread, step); `call` its library call or 0. 0 or NOMEM. */
@@ -306,7 +309,7 @@ static void gj_finish(struct gpujoin *g, struct tkp_call *calls, uint32_t ncalls
         struct sordinal *e = gj_step(g, p[i].thread, p[i].step, 0);
         if (e && p[i].ord < e->n) gj_add(e, p[i].ord, p[i].ns);
     }
-    for (size_t i = 0; i < g->capso; i++)
+    for (size_t i = 0; i < g->nso; i++)
         for (uint32_t k = 0; k < g->so[i].nlr; k++) {
             const struct sordinal *e = &g->so[i];
             if (!e->lr[k].ns) continue;
@@ -324,9 +327,10 @@ static void gj_finish(struct gpujoin *g, struct tkp_call *calls, uint32_t ncalls
 
 static void gj_free(struct gpujoin *g)
 {
-    for (size_t i = 0; i < g->capso; i++)
+    for (size_t i = 0; i < g->nso; i++)
         free(g->so[i].lib), free(g->so[i].lr);
     free(g->so);
+    tkp_map_free(&g->ix);
     free(g->pend.p);
 }
 
@@ -462,35 +466,36 @@ uint32_t tkp_libmodel_thread_end(const struct tkp_libmodel *m, uint32_t s0)
 
 /* ---- a scan for windowed loads ---- */
 
-static int vkey_add(struct vkey **t, size_t *cap, size_t *n, struct vkey k)
+/* The distinct (a, m, n), in order seen. */
+struct vset {
+    struct vkey *v;
+    size_t n, cap;
+    struct tkp_map ix;
+};
+
+static int eq_vkey(const void *ctx, uint32_t id, const void *key)
 {
-    if ((*n + 1) * 2 > *cap) {
-        size_t c = *cap ? *cap * 2 : 1024;
-        struct vkey *q = calloc(c, sizeof(*q));
-        if (!q) return TKP_ERR_NOMEM;
-        for (size_t i = 0; i < *cap; i++) {
-            if (!(*t)[i].a) continue;
-            size_t j = tkp_hash_u64((*t)[i].a ^ tkp_hash_pair((uint32_t)(*t)[i].m, (*t)[i].n)) & (c - 1);
-            while (q[j].a)
-                j = (j + 1) & (c - 1);
-            q[j] = (*t)[i];
-        }
-        free(*t);
-        *t = q, *cap = c;
-    }
-    size_t j = tkp_hash_u64(k.a ^ tkp_hash_pair((uint32_t)k.m, k.n)) & (*cap - 1);
-    for (; (*t)[j].a; j = (j + 1) & (*cap - 1))
-        if ((*t)[j].a == k.a && (*t)[j].m == k.m && (*t)[j].n == k.n) return 0;
-    (*t)[j] = k;
-    (*n)++;
+    const struct vkey *x = &((const struct vset *)ctx)->v[id], *k = key;
+    return x->a == k->a && x->m == k->m && x->n == k->n;
+}
+
+static int vkey_add(struct vset *t, struct vkey k)
+{
+    uint64_t h = tkp_mix64(k.a ^ tkp_hash_pair((uint32_t)k.m, k.n));
+    if (tkp_map_reserve(&t->ix, t->n + 1)) return TKP_ERR_NOMEM;
+    struct tkp_map_slot *ms = tkp_map_probe(&t->ix, h, eq_vkey, t, &k);
+    if (ms->id1) return 0;
+    if (TKP_GROW_FROM(t->v, t->cap, t->n + 1, 1024)) return TKP_ERR_NOMEM;
+    tkp_map_put(&t->ix, ms, h, (uint32_t)t->n);
+    t->v[t->n++] = k;
     return 0;
 }
 
 int tkp_libmodel_scan(struct tkp_reader *r, struct tkp_lscan *sc)
 {
     struct tkp_record rec;
-    struct vkey *t = NULL;
-    size_t cap = 0, n = 0;
+    struct vset t = {0};
+    size_t capt = 0;
     int err = 0;
     memset(sc, 0, sizeof(*sc));
     while (!err && tkp_reader_next(r, &rec) == 1) {
@@ -502,12 +507,10 @@ int tkp_libmodel_scan(struct tkp_reader *r, struct tkp_lscan *sc)
         for (uint32_t i = sc->nt; i-- > 0 && !th;)
             if (sc->t[i].thread == rec.thread) th = &sc->t[i];
         if (!th) {
-            struct tkp_lthread *q = realloc(sc->t, (sc->nt + 1) * sizeof(*q));
-            if (!q) {
+            if (TKP_GROW_FROM(sc->t, capt, sc->nt + 1, 4)) {
                 err = TKP_ERR_NOMEM;
                 break;
             }
-            sc->t = q;
             th = &sc->t[sc->nt++];
             *th = (struct tkp_lthread){rec.thread, 0, 0};
         }
@@ -519,18 +522,18 @@ int tkp_libmodel_scan(struct tkp_reader *r, struct tkp_lscan *sc)
         struct tkp_call c = {.status = rec.lib_call.status, .flags = rec.lib_call.flags,
                              .m = rec.lib_call.m, .n = rec.lib_call.n, .k = rec.lib_call.k};
         if (tkp_call_executed(&c) && rec.lib_call.batch <= 1 && rec.lib_call.a_ptr)
-            err = vkey_add(&t, &cap, &n, (struct vkey){rec.lib_call.a_ptr, c.m, c.n});
+            err = vkey_add(&t, (struct vkey){rec.lib_call.a_ptr, c.m, c.n});
     }
     if (!err) {
-        struct tkp_call *c = calloc(n ? n : 1, sizeof(*c));
+        struct tkp_call *c = calloc(t.n ? t.n : 1, sizeof(*c));
         if (!c) err = TKP_ERR_NOMEM;
-        for (size_t i = 0, k = 0; c && i < cap; i++)
-            if (t[i].a)
-                c[k++] = (struct tkp_call){.m = t[i].m, .n = t[i].n, .k = 1, .a_ptr = t[i].a};
-        if (c) sc->token_dim_m = vote_token_dim(c, (uint32_t)n);
+        for (size_t i = 0; c && i < t.n; i++)
+            c[i] = (struct tkp_call){.m = t.v[i].m, .n = t.v[i].n, .k = 1, .a_ptr = t.v[i].a};
+        if (c) sc->token_dim_m = vote_token_dim(c, (uint32_t)t.n);
         free(c);
     }
-    free(t);
+    free(t.v);
+    tkp_map_free(&t.ix);
     for (uint32_t i = 1; i < sc->nt; i++) /* by thread, as the model's steps */
         for (uint32_t j = i; j > 0 && sc->t[j - 1].thread > sc->t[j].thread; j--) {
             struct tkp_lthread x = sc->t[j];

@@ -7,6 +7,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/sort.h"
+#include "model/figures.h"
 #include "model/model.h"
 #include "capture/reader.h"
 
@@ -58,7 +59,7 @@ struct tkp_live_proc {
 struct tkp_live {
     const struct tkp_classes *cl;
     struct tkp_live_proc **p;
-    size_t np;
+    size_t np, capp;
     struct tkp_live_proc *last;
 };
 
@@ -94,9 +95,7 @@ static struct tkp_live_proc *proc_of(struct tkp_live *l, uint64_t pid)
     if (l->last && l->last->c.pid == pid) return l->last;
     for (size_t i = 0; i < l->np; i++)
         if (l->p[i]->c.pid == pid) return l->last = l->p[i];
-    struct tkp_live_proc **q = realloc(l->p, (l->np + 1) * sizeof(*q));
-    if (!q) return NULL;
-    l->p = q;
+    if (TKP_GROW_FROM(l->p, l->capp, l->np + 1, 4)) return NULL;
     struct tkp_live_proc *p = calloc(1, sizeof(*p));
     if (!p) return NULL;
     p->c.pid = pid;
@@ -261,7 +260,7 @@ static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
         s->begin = b;
         s->end = e;
         s->tokens = tok;
-        s->itl = t->last_token_end && e > t->last_token_end ? e - t->last_token_end : 0;
+        s->itl = tkp_itl_ns(t->last_token_end, e);
     }
     t->last_token_end = e;
     size_t slot;
@@ -435,15 +434,20 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     }
     free(itls);
     w->has_gpu = p->c.has_gpu;
+    if (w->has_worst)
+        w->worst_cause = !w->has_gpu || w->worst_cls < 0 ? "no GPU time"
+                         : w->worst_busy_ns * 2 < w->worst_ns
+                             ? "host (GPU mostly idle)"
+                             : tkp_classes_name(l->cl, w->worst_cls);
     if (p->c.has_gpu && dur) {
         w->busy_share = (double)busy / (double)dur;
         if (w->busy_share > 1) w->busy_share = 1;
         uint64_t idle = dur > busy ? dur - busy : 0, out_idle = idle > in_idle ? idle - in_idle : 0;
         w->launch_idle_share = (double)in_idle / (double)dur;
         w->host_idle_share = (double)out_idle / (double)dur;
-        w->verdict = (double)idle <= 0.30 * (double)dur ? "gpu-bound"
-                     : in_idle >= out_idle              ? "launch-bound"
-                                                        : "host-bound";
+        w->verdict = (double)idle <= TKP_IDLE_BOUND * (double)dur ? "gpu-bound"
+                     : in_idle >= out_idle                        ? "launch-bound"
+                                                                  : "host-bound";
     }
     /* classes and kernels over the window's buckets; the history over the last seconds */
     uint64_t nowsec = now / 1000000000ull + 1;

@@ -95,6 +95,8 @@ struct tkp_lwin {
     uint32_t worst_tid;
     uint64_t worst_seg, worst_ns, worst_busy_ns;
     int worst_cls;                /* its top class, -1 none */
+    const char *worst_cause;      /* why it was slow: "no GPU time", "host (GPU mostly idle)"
+                                     (busy under half its duration) or its top class's name */
     double spark[TKP_LIVE_SPARK]; /* tokens/s per second, oldest first (all threads) */
 };
 

@@ -75,20 +75,9 @@ void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
 
 /* ---- names ---- */
 
-static int rehash(struct tkp_model *m, size_t cap)
+static int eq_name(const void *ctx, uint32_t id, const void *key)
 {
-    size_t *h = calloc(cap, sizeof(*h));
-    if (!h) return TKP_ERR_NOMEM;
-    for (size_t i = 0; i < m->nnames; i++) {
-        size_t j = tkp_hash_u64(m->names[i].name_id) & (cap - 1);
-        while (h[j])
-            j = (j + 1) & (cap - 1);
-        h[j] = i + 1;
-    }
-    free(m->name_hash);
-    m->name_hash = h;
-    m->hash_cap = cap;
-    return 0;
+    return ((const struct tkp_model *)ctx)->names[id].name_id == *(const uint64_t *)key;
 }
 
 /* Name ids below this (a writer numbers them from 0) are looked up in a direct table. */
@@ -107,7 +96,7 @@ static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, 
     if (!err && id < TKP_MODEL_DIRECT_IDS) {
         if (id >= m->id2slot_cap) {
             size_t cap = m->id2slot_cap;
-            if (tkp_grow((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot)))
+            if (tkp_grow_to((void **)&m->id2slot, &cap, id + 1, sizeof(*m->id2slot), 16, 0))
                 return 0; /* the hash still answers */
             memset(m->id2slot + m->id2slot_cap, 0, (cap - m->id2slot_cap) * sizeof(*m->id2slot));
             m->id2slot_cap = cap;
@@ -119,15 +108,11 @@ static inline int name_slot(struct tkp_model *m, uint64_t id, const char *name, 
 
 static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, uint32_t *slot)
 {
-    if ((m->nnames + 1) * 2 > m->hash_cap && rehash(m, m->hash_cap ? m->hash_cap * 2 : 256))
-        return TKP_ERR_NOMEM;
-    size_t j = tkp_hash_u64(id) & (m->hash_cap - 1);
-    while (m->name_hash[j]) {
-        if (m->names[m->name_hash[j] - 1].name_id == id) {
-            *slot = (uint32_t)(m->name_hash[j] - 1);
-            return 0;
-        }
-        j = (j + 1) & (m->hash_cap - 1);
+    if (tkp_map_reserve(&m->name_ix, m->nnames + 1)) return TKP_ERR_NOMEM;
+    struct tkp_map_slot *ms = tkp_map_probe(&m->name_ix, tkp_mix64(id), eq_name, m, &id);
+    if (ms->id1) {
+        *slot = ms->id1 - 1;
+        return 0;
     }
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     if (TKP_GROW(m->names, m->cap_names, m->nnames + 1)) return TKP_ERR_NOMEM;
@@ -136,7 +121,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
     n->name_id = id;
     if (!(n->name = strdup(name ? name : TKP_NAME_MISSING))) return TKP_ERR_NOMEM;
     n->cls = tkp_classes_match(m->opts.classes, n->name);
-    m->name_hash[j] = m->nnames + 1;
+    tkp_map_put(&m->name_ix, ms, tkp_mix64(id), (uint32_t)m->nnames);
     *slot = (uint32_t)m->nnames++;
     return 0;
 }
@@ -215,7 +200,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if (seg > t->max_seg + SEG_JUMP_MAX) return 1;
     if (seg >= t->cap) {
         size_t cap = t->cap;
-        if (tkp_grow((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step)))
+        if (tkp_grow_to((void **)&t->seg2step, &cap, seg + 1, sizeof(*t->seg2step), 16, 0))
             return TKP_ERR_NOMEM;
         memset(t->seg2step + t->cap, 0, (cap - t->cap) * sizeof(*t->seg2step));
         t->cap = cap;
@@ -277,20 +262,15 @@ static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
     return 0;
 }
 
-/* The graph's slot in m->graph_hash (open addressing: index + 1, 0 empty). */
-static size_t graph_pos(const struct tkp_model *m, uint64_t graph)
+static int eq_graph(const void *ctx, uint32_t id, const void *key)
 {
-    size_t j = tkp_hash_u64(graph) & (m->graph_hash_cap - 1);
-    while (m->graph_hash[j] && m->graphs[m->graph_hash[j] - 1].graph != graph)
-        j = (j + 1) & (m->graph_hash_cap - 1);
-    return j;
+    return ((const struct tkp_model *)ctx)->graphs[id].graph == *(const uint64_t *)key;
 }
 
 static const struct tkp_mgraph *graph_find(const struct tkp_model *m, uint64_t graph)
 {
-    if (!m->graph_hash_cap) return NULL;
-    size_t j = graph_pos(m, graph);
-    return m->graph_hash[j] ? &m->graphs[m->graph_hash[j] - 1] : NULL;
+    int64_t id = tkp_map_find(&m->graph_ix, tkp_mix64(graph), eq_graph, m, &graph);
+    return id < 0 ? NULL : &m->graphs[id];
 }
 
 static int cmp_kernel(const void *a, const void *b)
@@ -448,22 +428,13 @@ static int add_graph(struct tkp_model *m, const struct tkp_record *r)
     if (m->ngraphs >= TKP_MODEL_GRAPHS_MAX ||
         m->graph_nodes + r->graph.nnodes > TKP_MODEL_GRAPH_NODES_MAX)
         return 0;
-    if ((m->ngraphs + 1) * 2 > m->graph_hash_cap) {
-        size_t cap = m->graph_hash_cap ? m->graph_hash_cap * 2 : 64;
-        size_t *h = calloc(cap, sizeof(*h));
-        if (!h) return TKP_ERR_NOMEM;
-        free(m->graph_hash);
-        m->graph_hash = h;
-        m->graph_hash_cap = cap;
-        for (size_t i = 0; i < m->ngraphs; i++)
-            h[graph_pos(m, m->graphs[i].graph)] = i + 1;
-    }
     if (TKP_GROW(m->graphs, m->cap_graphs, m->ngraphs + 1)) return TKP_ERR_NOMEM;
     struct tkp_mgraph *g = &m->graphs[m->ngraphs];
     g->graph = r->graph.graph;
     g->n = 0;
     if (!(g->slots = malloc((r->graph.nnodes + 1) * sizeof(*g->slots)))) return TKP_ERR_NOMEM;
-    m->graph_hash[graph_pos(m, r->graph.graph)] = ++m->ngraphs;
+    if (tkp_map_add(&m->graph_ix, tkp_mix64(g->graph), (uint32_t)m->ngraphs)) return TKP_ERR_NOMEM;
+    m->ngraphs++;
     m->graph_nodes += r->graph.nnodes;
     for (uint32_t i = 0; i < r->graph.nnodes; i++) {
         const struct tkp_graph_node *n = &r->graph.nodes[i];
@@ -563,38 +534,36 @@ static int add_step_record(struct tkp_model *m, const struct tkp_record *r)
     }
 }
 
-/* Room for one more GEMM weight: the table kept at most half full. 0 or NOMEM. */
+/* Room for one more GEMM weight. 0 or NOMEM. */
 static __attribute__((noinline)) int weights_grow(struct tkp_model *m)
 {
-    size_t cap = m->wcap ? m->wcap * 2 : 256;
-    struct tkp_mweight *w = calloc(cap, sizeof(*w));
-    if (!w) return TKP_ERR_NOMEM;
-    for (size_t i = 0; i < m->wcap; i++) {
-        if (!m->w[i].a) continue;
-        size_t j = tkp_hash_u64(m->w[i].a) & (cap - 1);
-        while (w[j].a)
-            j = (j + 1) & (cap - 1);
-        w[j] = m->w[i];
-    }
-    free(m->w);
-    m->w = w;
-    m->wcap = cap;
-    return 0;
+    if (TKP_GROW_FROM(m->w, m->wcap, m->nw + 1, 256)) return TKP_ERR_NOMEM;
+    return tkp_map_reserve(&m->w_ix, m->nw + 1);
+}
+
+/* Whether one more weight needs weights_grow(). */
+static inline int weights_full(const struct tkp_model *m)
+{
+    return m->nw + 1 > m->wcap || (m->nw + 1) * 2 > m->w_ix.cap;
+}
+
+static int eq_weight(const void *ctx, uint32_t id, const void *key)
+{
+    return ((const struct tkp_model *)ctx)->w[id].a == *(const uint64_t *)key;
 }
 
 /* The vote of one executed GEMM (weights_grow() made room): whether its weight a_ptr (not 0) was
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    size_t j = tkp_hash_u64(ptr) & (m->wcap - 1);
-    while (m->w[j].a && m->w[j].a != ptr)
-        j = (j + 1) & (m->wcap - 1);
-    struct tkp_mweight *w = &m->w[j];
-    if (!w->a) {
-        *w = (struct tkp_mweight){ptr, mm, n, 0, 0};
-        m->nw++;
+    uint64_t h = tkp_mix64(ptr);
+    struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
+    if (!ms->id1) {
+        m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};
+        tkp_map_put(&m->w_ix, ms, h, (uint32_t)m->nw++);
         return;
     }
+    struct tkp_mweight *w = &m->w[ms->id1 - 1];
     if (w->m != mm) w->mvar = 1;
     if (w->n != n) w->nvar = 1;
 }
@@ -616,7 +585,7 @@ static __attribute__((noinline)) int add_lib_call_slow(struct tkp_model *m,
     if (!err) gemm_add(s, r->host_ns, r->lib_call.m, r->lib_call.n);
     m->has_tokens = 1;
     if (!r->lib_call.a_ptr) return 0;
-    if ((m->nw + 1) * 2 > m->wcap && weights_grow(m)) return TKP_ERR_NOMEM;
+    if (weights_full(m) && weights_grow(m)) return TKP_ERR_NOMEM;
     weight_vote(m, r->lib_call.a_ptr, r->lib_call.m, r->lib_call.n);
     return 0;
 }
@@ -633,7 +602,7 @@ static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const str
         !r->lib_call.k)
         return 0;
     if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
-    if (!s || s->thread != r->thread || s->seg != r->step || (ptr && (m->nw + 1) * 2 > m->wcap))
+    if (!s || s->thread != r->thread || s->seg != r->step || (ptr && weights_full(m)))
         return add_lib_call_slow(m, r);
     gemm_add(s, r->host_ns, gm, gn);
     m->has_tokens = 1;
@@ -742,8 +711,8 @@ static int cmp_step(const void *a, const void *b)
 void tkp_model_vote(struct tkp_model *m)
 {
     size_t vm = 0, vn = 0;
-    for (size_t j = 0; j < m->wcap; j++)
-        if (m->w[j].a) vm += m->w[j].mvar, vn += m->w[j].nvar;
+    for (size_t j = 0; j < m->nw; j++)
+        vm += m->w[j].mvar, vn += m->w[j].nvar;
     m->token_dim_m = vm > vn;
 }
 
@@ -769,6 +738,14 @@ int tkp_model_finish(struct tkp_model *m)
         if (s->thread != n->thread || !s->end_ns || !n->begin_ns) continue;
         s->has_gap = 1;
         s->gap_ns = (int64_t)(n->begin_ns - s->end_ns);
+    }
+    const struct tkp_mstep *prev = NULL; /* the thread's previous token step */
+    for (size_t i = 0; i < m->nsteps; i++) {
+        struct tkp_mstep *s = &m->steps[i];
+        if (prev && prev->thread != s->thread) prev = NULL;
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        s->itl_ns = tkp_itl_ns(prev ? prev->end_ns : 0, s->end_ns);
+        prev = s;
     }
     for (uint32_t t = 0; t < m->nthreads; t++) /* segment lookups end with the stream */
         free(m->threads[t].seg2step), m->threads[t].seg2step = NULL;
@@ -801,14 +778,15 @@ void tkp_model_free(struct tkp_model *m)
     }
     free(m->id2slot);
     free(m->w);
+    tkp_map_free(&m->w_ix);
     free(m->steps);
     free(m->names);
     free(m->cls);
     free(m->threads);
     free(m->openlist);
-    free(m->name_hash);
+    tkp_map_free(&m->name_ix);
     free(m->graphs);
-    free(m->graph_hash);
+    tkp_map_free(&m->graph_ix);
     memset(m, 0, sizeof(*m));
 }
 

@@ -48,6 +48,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/map.h"
 #include "model/classes.h"
 #include "model/hist.h"
 
@@ -89,6 +90,8 @@ struct tkp_mstep {
     uint64_t launches, graph_launches, copies;
     int has_gap;
     int64_t gap_ns;   /* next step's begin_ns - this end_ns on the same thread (< 0: overlap) */
+    uint64_t itl_ns;  /* a token step's inter-token latency (tkp_itl_ns), 0 none; set by
+                         tkp_model_finish */
     /* GPU (meaningful when gpu_kernels > 0) */
     uint64_t gpu_kernels, gpu_copies;
     uint64_t gpu_first_ns, gpu_last_ns; /* span: first kernel start .. last kernel end */
@@ -134,8 +137,7 @@ struct tkp_model {
     uint32_t nthreads;
     size_t *openlist;
     size_t nopen, cap_open;
-    size_t *name_hash;
-    size_t hash_cap;
+    struct tkp_map name_ix; /* names by name id */
     uint32_t *id2slot; /* slot + 1 by name id, for ids below TKP_MODEL_DIRECT_IDS */
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
@@ -145,16 +147,16 @@ struct tkp_model {
     uint64_t fast_seg;
     struct tkp_mgraph *graphs;
     size_t ngraphs, cap_graphs, graph_nodes;
-    size_t *graph_hash; /* index + 1 by graph id */
-    size_t graph_hash_cap;
+    struct tkp_map graph_ix; /* graphs by graph id */
     uint64_t chunks;
     uint64_t pid; /* of the record being added */
     size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
     struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
     uint64_t *cls_next;
     size_t cls_left;
-    struct tkp_mweight *w; /* GEMM weights by a_ptr (open addressing): the token dimension vote */
+    struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
+    struct tkp_map w_ix;         /* w by a_ptr */
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
     int finished;
 };
@@ -189,6 +191,14 @@ int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n);
 /* Step figures helpers: host duration (end - begin, 0 when open), GPU span, idle. */
 uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s);
 uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
+/* Inter-token latency, the one rule (summary, steps, the fleet tables, live): the end of a token
+ * step less the end of its thread's previous token step (prev_end, 0 when none); 0 when none or
+ * not after it. */
+static inline uint64_t tkp_itl_ns(uint64_t prev_end, uint64_t end)
+{
+    return prev_end && end > prev_end ? end - prev_end : 0;
+}
+
 /* The class with the most GPU time in the step, -1 when it has none. */
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
 /* "token", "outside" or "open". */

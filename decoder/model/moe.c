@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/hash.h"
+#include "base/map.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
@@ -34,8 +34,9 @@ struct wclass {
 
 struct moectx {
     const struct tkp_libmodel *m;
-    struct wt *w; /* open addressing by ptr */
+    struct wt *w; /* the distinct weights, in order seen */
     size_t nw, wcap;
+    struct tkp_map ix; /* w by ptr */
     struct wclass *cl;
     uint32_t ncl, capcl;
     /* per layer: the expert class, its lowest address and stride, experts; distinct weights */
@@ -54,33 +55,22 @@ static uint64_t gcd(uint64_t a, uint64_t b)
     return a;
 }
 
+static int eq_w(const void *ctx, uint32_t id, const void *key)
+{
+    return ((const struct moectx *)ctx)->w[id].ptr == *(const uint64_t *)key;
+}
+
 static struct wt *w_find(const struct moectx *e, uint64_t ptr)
 {
-    if (!e->wcap) return NULL;
-    for (size_t j = tkp_hash_u64(ptr) & (e->wcap - 1);; j = (j + 1) & (e->wcap - 1)) {
-        if (e->w[j].ptr == ptr) return &e->w[j];
-        if (!e->w[j].ptr) return NULL;
-    }
+    int64_t id = tkp_map_find(&e->ix, tkp_mix64(ptr), eq_w, e, &ptr);
+    return id < 0 ? NULL : &e->w[id];
 }
 
 static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
 {
     struct wt *w = w_find(e, c->a_ptr);
     if (w) return w;
-    if ((e->nw + 1) * 2 > e->wcap) {
-        size_t cap = e->wcap ? e->wcap * 2 : 256;
-        struct wt *t = calloc(cap, sizeof(*t));
-        if (!t) return NULL;
-        for (size_t i = 0; i < e->wcap; i++) {
-            if (!e->w[i].ptr) continue;
-            size_t j = tkp_hash_u64(e->w[i].ptr) & (cap - 1);
-            while (t[j].ptr)
-                j = (j + 1) & (cap - 1);
-            t[j] = e->w[i];
-        }
-        free(e->w);
-        e->w = t, e->wcap = cap;
-    }
+    if (TKP_GROW_FROM(e->w, e->wcap, e->nw + 1, 256)) return NULL;
     uint32_t k;
     for (k = 0; k < e->ncl; k++)
         if (e->cl[k].m == c->m && e->cl[k].k == c->k && e->cl[k].at == c->atype) break;
@@ -88,12 +78,9 @@ static struct wt *w_add(struct moectx *e, const struct tkp_call *c)
         if (TKP_GROW_FROM(e->cl, e->capcl, e->ncl + 1, 16)) return NULL;
         e->cl[e->ncl++] = (struct wclass){c->m, c->k, c->atype, 0, 0};
     }
-    size_t j = tkp_hash_u64(c->a_ptr) & (e->wcap - 1);
-    while (e->w[j].ptr)
-        j = (j + 1) & (e->wcap - 1);
-    e->w[j] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, k, 0, 0};
-    e->nw++;
-    return &e->w[j];
+    if (tkp_map_add(&e->ix, tkp_mix64(c->a_ptr), (uint32_t)e->nw)) return NULL;
+    e->w[e->nw] = (struct wt){c->a_ptr, c->m, c->k, c->atype, 0, k, 0, 0};
+    return &e->w[e->nw++];
 }
 
 /* A call that can be an expert GEMM: executed, unbatched, not the step's last (lm_head). */
@@ -126,7 +113,7 @@ static int moe_experts(struct moectx *e, uint32_t s0, uint32_t s1)
 /* Step 1's end: absent from a step where its class was called. */
 static void moe_experts_end(struct moectx *e)
 {
-    for (size_t a = 0; a < e->wcap; a++)
+    for (size_t a = 0; a < e->nw; a++)
         if (e->w[a].ptr && e->w[a].steps < e->cl[e->w[a].cls].steps) e->w[a].expert = 1;
 }
 
@@ -269,6 +256,7 @@ void tkp_moe_scan_free(struct tkp_moe_scan *sc)
     for (uint32_t l = 0; l < MOE_MAX_LAYERS; l++)
         free(sc->e.lw[l].p);
     free(sc->e.w);
+    tkp_map_free(&sc->e.ix);
     free(sc->e.cl);
     free(sc);
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model/classes.h"
-#include "base/hash.h"
+#include "base/map.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
@@ -18,29 +18,29 @@ struct tkp_fgraph {
     uint32_t fused; /* its kernel nodes that are fused expert kernels */
 };
 
+struct fkey {
+    uint32_t thread;
+    uint64_t step;
+};
+
+static int eq_step(const void *ctx, uint32_t id, const void *key)
+{
+    const struct tkp_fused_step *s = &((const struct tkp_fused *)ctx)->steps[id];
+    const struct fkey *k = key;
+    return s->thread == k->thread && s->step == k->step;
+}
+
 /* The step's row, created on first use. NULL: out of memory. */
 static struct tkp_fused_step *step_row(struct tkp_fused *f, uint32_t thread, uint64_t step)
 {
-    if ((f->nsteps + 1) * 2 > f->hcap) {
-        size_t cap = f->hcap ? f->hcap * 2 : 256;
-        size_t *h = calloc(cap, sizeof(*h));
-        if (!h) return NULL;
-        for (size_t i = 0; i < f->nsteps; i++) {
-            size_t j = tkp_hash_pair(f->steps[i].thread, f->steps[i].step) & (cap - 1);
-            while (h[j]) j = (j + 1) & (cap - 1);
-            h[j] = i + 1;
-        }
-        free(f->hash);
-        f->hash = h, f->hcap = cap;
-    }
-    size_t j = tkp_hash_pair(thread, step) & (f->hcap - 1);
-    for (; f->hash[j]; j = (j + 1) & (f->hcap - 1)) {
-        struct tkp_fused_step *s = &f->steps[f->hash[j] - 1];
-        if (s->thread == thread && s->step == step) return s;
-    }
+    struct fkey k = {thread, step};
+    uint64_t h = tkp_hash_pair(thread, step);
+    if (tkp_map_reserve(&f->ix, f->nsteps + 1)) return NULL;
+    struct tkp_map_slot *ms = tkp_map_probe(&f->ix, h, eq_step, f, &k);
+    if (ms->id1) return &f->steps[ms->id1 - 1];
     if (TKP_GROW(f->steps, f->cap, f->nsteps + 1)) return NULL;
-    f->hash[j] = ++f->nsteps;
-    struct tkp_fused_step *s = &f->steps[f->nsteps - 1];
+    tkp_map_put(&f->ix, ms, h, (uint32_t)f->nsteps);
+    struct tkp_fused_step *s = &f->steps[f->nsteps++];
     memset(s, 0, sizeof(*s));
     s->thread = thread, s->step = step;
     return s;
@@ -153,7 +153,7 @@ int tkp_fused_load(struct tkp_reader *r, struct tkp_fused *f)
 void tkp_fused_free(struct tkp_fused *f)
 {
     free(f->steps);
-    free(f->hash);
+    tkp_map_free(&f->ix);
     free(f->seen);
     free(f->seen_ok);
     free(f->graphs);

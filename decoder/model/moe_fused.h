@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/map.h"
+
 struct tkp_reader;
 
 #define TKP_MOE_FUSED_RE                                                                          \
@@ -38,8 +40,7 @@ struct tkp_fused {
     size_t nnames;
     uint64_t launches, kernels, gpu_ns; /* over the capture */
     /* internal */
-    size_t *hash;
-    size_t hcap;
+    struct tkp_map ix;      /* steps by (thread, step) */
     const void **seen;      /* name strings classified, and their verdicts */
     unsigned char *seen_ok;
     size_t nseen, seen_cap;

@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/hash.h"
 #include "base/sort.h"
 
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -313,7 +314,7 @@ static void sym_names(struct sym *y)
 
 /* ---- lookup ---------------------------------------------------------------------------------- */
 
-static void resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
+static void sym_resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
 {
     memset(out, 0, sizeof *out);
     out->pc = pc;
@@ -349,12 +350,12 @@ static void resolve(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out
 
 void tkp_symbolize(struct tkp_symbolizer *s, uint64_t pc, struct tkp_frame *out)
 {
-    size_t slot = (size_t)((pc * 0x9E3779B97F4A7C15ull) >> 52) & (CACHE_SLOTS - 1);
+    size_t slot = (size_t)tkp_mix64(pc) & (CACHE_SLOTS - 1);
     if (s->cache[slot].pc == pc && pc) {
         *out = s->cache[slot].f;
         return;
     }
-    resolve(s, pc, out);
+    sym_resolve(s, pc, out);
     s->cache[slot].pc = pc;
     s->cache[slot].f = *out;
 }

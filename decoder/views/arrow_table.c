@@ -5,39 +5,16 @@
 #include <string.h>
 
 #include "model/analysis.h"
+#include "model/columns.h"
 #include "capture/enums.h"
 #include "base/err.h"
+#include "base/grow.h"
+#include "base/map.h"
 #include "model/model.h"
 #include "model/norms.h"
 #include "capture/reader.h"
 
 /* ---- steps ---- */
-
-/* The steps --json keys, in its order: the GPU ones are left out without GPU records. */
-enum {
-    S_THREAD, S_TID, S_SEG, S_STEP, S_KIND, S_TOKENS, S_TOKSRC, S_BEGIN, S_MARK, S_END, S_HOST,
-    S_GAP, S_LAUNCHES, S_GRAPHS, S_COPIES, S_ANOMALY, S_GKERN, S_GCOPY, S_SPAN, S_BUSY, S_IDLE,
-    S_COPYNS, S_LATMEAN, S_LATMAX, S_TOP, S_PID, S_N
-};
-static const struct {
-    const char *name;
-    int kind, nullable, gpu;
-} step_cols[S_N] = {
-    [S_THREAD] = {"thread", TKP_A_I64, 0, 0},       [S_TID] = {"tid", TKP_A_I64, 0, 0},
-    [S_SEG] = {"seg", TKP_A_I64, 0, 0},             [S_STEP] = {"step", TKP_A_I64, 1, 0},
-    [S_KIND] = {"kind", TKP_A_STR, 0, 0},           [S_TOKENS] = {"tokens", TKP_A_I64, 1, 0},
-    [S_TOKSRC] = {"tokens_source", TKP_A_STR, 1, 0}, [S_BEGIN] = {"begin_ns", TKP_A_I64, 1, 0},
-    [S_MARK] = {"mark_ns", TKP_A_I64, 1, 0},        [S_END] = {"end_ns", TKP_A_I64, 1, 0},
-    [S_HOST] = {"host_ns", TKP_A_I64, 1, 0},        [S_GAP] = {"gap_ns", TKP_A_I64, 1, 0},
-    [S_LAUNCHES] = {"launches", TKP_A_I64, 0, 0},   [S_GRAPHS] = {"graph_launches", TKP_A_I64, 0, 0},
-    [S_COPIES] = {"copies", TKP_A_I64, 0, 0},       [S_ANOMALY] = {"anomaly", TKP_A_STR, 1, 0},
-    [S_GKERN] = {"gpu_kernels", TKP_A_I64, 0, 1},   [S_GCOPY] = {"gpu_copies", TKP_A_I64, 0, 1},
-    [S_SPAN] = {"span_ns", TKP_A_I64, 0, 1},        [S_BUSY] = {"busy_ns", TKP_A_I64, 0, 1},
-    [S_IDLE] = {"idle_ns", TKP_A_I64, 0, 1},        [S_COPYNS] = {"copy_ns", TKP_A_I64, 0, 1},
-    [S_LATMEAN] = {"latency_mean_ns", TKP_A_I64, 1, 1},
-    [S_LATMAX] = {"latency_max_ns", TKP_A_I64, 1, 1},
-    [S_TOP] = {"top_class", TKP_A_STR, 1, 1},       [S_PID] = {"pid", TKP_A_I64, 0, 0},
-};
 
 static void opt_i64(struct tkp_acol *c, int has, int64_t v)
 {
@@ -45,67 +22,41 @@ static void opt_i64(struct tkp_acol *c, int has, int64_t v)
     else tkp_acol_null(c);
 }
 
+/* Every number an int64 (as steps --json's). */
 int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t)
 {
-    char why[256];
-    int gpu = tkp_model_gpu(m, why, sizeof(why));
-    struct tkp_norms nr;
-    struct tkp_acol *c[S_N] = {0};
+    struct tkp_steprows x;
+    struct tkp_acol *c[TKP_SC_COUNT] = {0};
     size_t ncols = 0;
-    uint64_t *tok = malloc((m->nsteps + 1) * sizeof(*tok));
-    int *src = malloc((m->nsteps + 1) * sizeof(*src));
-    int err = tok && src ? tkp_model_norms(m, &nr) : TKP_ERR_NOMEM;
-    if (!err) err = tkp_atab_init(t, gpu ? S_N : S_N - (S_TOP - S_GKERN + 1));
-    if (err) {
-        if (tok && src) tkp_norms_free(&nr);
-        free(tok);
-        free(src);
+    int err = tkp_steprows_init(&x, m, acc);
+    if (err) return err;
+    for (int k = 0; k < TKP_SC_COUNT; k++) ncols += x.gpu || tkp_step_cols[k].where != TKP_CW_GPU;
+    if ((err = tkp_atab_init(t, ncols))) {
+        tkp_steprows_free(&x);
         return err;
     }
-    for (int k = 0; k < S_N; k++) {
-        if (step_cols[k].gpu && !gpu) continue;
-        tkp_atab_col(t, ncols, step_cols[k].name, step_cols[k].kind, step_cols[k].nullable);
+    ncols = 0;
+    for (int k = 0; k < TKP_SC_COUNT; k++) {
+        if (!x.gpu && tkp_step_cols[k].where == TKP_CW_GPU) continue;
+        tkp_atab_col(t, ncols, tkp_step_cols[k].name,
+                     tkp_step_cols[k].type == TKP_CT_STR ? TKP_A_STR : TKP_A_I64,
+                     tkp_step_cols[k].nullable);
         c[k] = &t->cols[ncols++];
     }
-    tkp_step_tokens(m, acc, tok, src);
     for (size_t i = 0; i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        int token = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
-        tkp_acol_i64(c[S_THREAD], s->thread);
-        tkp_acol_i64(c[S_TID], s->tid);
-        tkp_acol_i64(c[S_SEG], (int64_t)s->seg);
-        opt_i64(c[S_STEP], token, s->index);
-        tkp_acol_str(c[S_KIND], tkp_mstep_kind_str(s->kind));
-        opt_i64(c[S_TOKENS], src[i] != TKP_TOK_NONE, (int64_t)tok[i]);
-        tkp_acol_str(c[S_TOKSRC], tkp_tok_src_str(src[i]));
-        opt_i64(c[S_BEGIN], closed, (int64_t)s->begin_ns);
-        opt_i64(c[S_MARK], closed, (int64_t)s->mark_ns);
-        opt_i64(c[S_END], closed, (int64_t)s->end_ns);
-        opt_i64(c[S_HOST], closed, (int64_t)tkp_mstep_host_ns(s));
-        opt_i64(c[S_GAP], s->has_gap, s->gap_ns);
-        tkp_acol_i64(c[S_LAUNCHES], (int64_t)s->launches);
-        tkp_acol_i64(c[S_GRAPHS], (int64_t)s->graph_launches);
-        tkp_acol_i64(c[S_COPIES], (int64_t)s->copies);
-        tkp_acol_str(c[S_ANOMALY], tkp_mstep_anomaly(&nr, s));
-        if (gpu) {
-            uint64_t span = tkp_mstep_span_ns(s);
-            int top = tkp_mstep_top_class(m, s);
-            tkp_acol_i64(c[S_GKERN], (int64_t)s->gpu_kernels);
-            tkp_acol_i64(c[S_GCOPY], (int64_t)s->gpu_copies);
-            tkp_acol_i64(c[S_SPAN], (int64_t)span);
-            tkp_acol_i64(c[S_BUSY], (int64_t)s->busy_ns);
-            tkp_acol_i64(c[S_IDLE], (int64_t)(span - s->busy_ns));
-            tkp_acol_i64(c[S_COPYNS], (int64_t)s->copy_ns);
-            opt_i64(c[S_LATMEAN], s->lat_n > 0, s->lat_n ? (int64_t)(s->lat_sum_ns / s->lat_n) : 0);
-            opt_i64(c[S_LATMAX], s->lat_n > 0, (int64_t)s->lat_max_ns);
-            tkp_acol_str(c[S_TOP], top < 0 ? NULL : tkp_classes_name(m->opts.classes, top));
+        struct tkp_steprow r;
+        tkp_steprows_at(&x, i, &r);
+        for (int k = 0; k < TKP_SC_COUNT; k++) {
+            int64_t v = 0;
+            const char *s = NULL;
+            if (!c[k]) continue;
+            int has = tkp_steprow_cell(&r, k, &v, &s);
+            if (tkp_step_cols[k].type == TKP_CT_STR) tkp_acol_str(c[k], has ? s : NULL);
+            else opt_i64(c[k], has, v);
         }
-        tkp_acol_i64(c[S_PID], (int64_t)s->pid);
         t->nrows++;
     }
-    tkp_norms_free(&nr);
-    free(tok);
-    free(src);
+    tkp_steprows_free(&x);
     return t->oom ? TKP_ERR_NOMEM : 0;
 }
 
@@ -152,100 +103,53 @@ const char *tkp_table_col_name(int col)
  * by the string's address first (name strings live as long as the reader, so an address is one
  * name), then by content (several files of a merged reader define the same names). */
 struct names {
-    const char **key;    /* addresses */
-    int32_t *key_idx;
-    char **str;          /* contents (copies) */
+    struct tkp_map64 by_ptr; /* address -> index + 1 */
+    char **str;              /* contents (copies), in order added */
     int32_t *str_idx;
-    size_t cap, n, scap, sn;
+    size_t sn, scap;
+    struct tkp_map by_str; /* str by content */
 };
 
-static uint64_t hash_str(const char *s)
+static int eq_str(const void *ctx, uint32_t id, const void *key)
 {
-    uint64_t h = 1469598103934665603ull;
-    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-    return h;
-}
-
-static int names_grow(struct names *nm)
-{
-    size_t cap = nm->cap ? nm->cap * 2 : 1024;
-    const char **key = calloc(cap, sizeof(*key));
-    int32_t *idx = malloc(cap * sizeof(*idx));
-    if (!key || !idx) {
-        free(key);
-        free(idx);
-        return TKP_ERR_NOMEM;
-    }
-    for (size_t i = 0; i < nm->cap; i++) {
-        if (!nm->key[i]) continue;
-        size_t j = ((uintptr_t)nm->key[i] >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (cap - 1);
-        while (key[j]) j = (j + 1) & (cap - 1);
-        key[j] = nm->key[i];
-        idx[j] = nm->key_idx[i];
-    }
-    free(nm->key);
-    free(nm->key_idx);
-    nm->key = key;
-    nm->key_idx = idx;
-    nm->cap = cap;
-    return 0;
+    return !strcmp(((const struct names *)ctx)->str[id], key);
 }
 
 /* The dictionary index of the string content s, added when new; -1 when out of memory. */
 static int32_t names_content(struct names *nm, struct tkp_acol *col, const char *s)
 {
-    if (2 * (nm->sn + 1) > nm->scap) {
-        size_t cap = nm->scap ? nm->scap * 2 : 1024;
-        char **str = calloc(cap, sizeof(*str));
-        int32_t *idx = malloc(cap * sizeof(*idx));
-        if (!str || !idx) {
-            free(str);
-            free(idx);
-            return -1;
-        }
-        for (size_t i = 0; i < nm->scap; i++) {
-            if (!nm->str[i]) continue;
-            size_t j = hash_str(nm->str[i]) & (cap - 1);
-            while (str[j]) j = (j + 1) & (cap - 1);
-            str[j] = nm->str[i];
-            idx[j] = nm->str_idx[i];
-        }
-        free(nm->str);
-        free(nm->str_idx);
-        nm->str = str;
-        nm->str_idx = idx;
-        nm->scap = cap;
-    }
-    size_t j = hash_str(s) & (nm->scap - 1);
-    for (; nm->str[j]; j = (j + 1) & (nm->scap - 1))
-        if (!strcmp(nm->str[j], s)) return nm->str_idx[j];
-    if (!(nm->str[j] = strdup(s))) return -1;
-    nm->sn++;
-    return nm->str_idx[j] = tkp_acol_dict_add(col, s);
+    uint64_t h = tkp_fnv64_str(TKP_FNV64_SEED, s);
+    if (tkp_map_reserve(&nm->by_str, nm->sn + 1)) return -1;
+    struct tkp_map_slot *ms = tkp_map_probe(&nm->by_str, h, eq_str, nm, s);
+    if (ms->id1) return nm->str_idx[ms->id1 - 1];
+    size_t cap = nm->scap;
+    if (TKP_GROW_FROM(nm->str, nm->scap, nm->sn + 1, 1024)) return -1;
+    if (TKP_GROW_FROM(nm->str_idx, cap, nm->sn + 1, 1024)) return -1;
+    if (!(nm->str[nm->sn] = strdup(s))) return -1;
+    tkp_map_put(&nm->by_str, ms, h, (uint32_t)nm->sn);
+    return nm->str_idx[nm->sn++] = tkp_acol_dict_add(col, s);
 }
 
 /* The index of a name string that lives as long as the reader. */
 static int32_t names_ptr(struct names *nm, struct tkp_acol *col, const char *s)
 {
-    if (2 * (nm->n + 1) > nm->cap && names_grow(nm)) return -1;
-    size_t j = ((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (nm->cap - 1);
-    for (; nm->key[j]; j = (j + 1) & (nm->cap - 1))
-        if (nm->key[j] == s) return nm->key_idx[j];
+    uint64_t *v = tkp_map64_at(&nm->by_ptr, (uintptr_t)s, 1);
+    if (!v) return -1;
+    if (*v) return (int32_t)(*v - 1);
     int32_t idx = names_content(nm, col, s);
     if (idx < 0) return -1;
-    nm->key[j] = s;
-    nm->key_idx[j] = idx;
-    nm->n++;
+    *v = (uint64_t)idx + 1;
     return idx;
 }
 
 static void names_free(struct names *nm)
 {
-    for (size_t i = 0; i < nm->scap; i++) free(nm->str[i]);
+    for (size_t i = 0; i < nm->sn; i++)
+        free(nm->str[i]);
     free(nm->str);
     free(nm->str_idx);
-    free(nm->key);
-    free(nm->key_idx);
+    tkp_map_free(&nm->by_str);
+    tkp_map64_free(&nm->by_ptr);
 }
 
 /* One record's values by column; `have` says which are not null. */

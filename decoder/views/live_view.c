@@ -98,12 +98,8 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
             char d[16], b[16];
             dur(d, sizeof(d), w.worst_ns);
             dur(b, sizeof(b), w.worst_busy_ns);
-            const char *cause = !w.has_gpu || w.worst_cls < 0 ? "no GPU time"
-                                : w.worst_busy_ns * 2 < w.worst_ns
-                                    ? "host (GPU mostly idle)"
-                                    : tkp_classes_name(cl, w.worst_cls);
             fprintf(f, "  worst step: tid %u step %llu  %s (GPU busy %s), cause: %s\n", w.worst_tid,
-                    (unsigned long long)w.worst_seg, d, b, cause);
+                    (unsigned long long)w.worst_seg, d, b, w.worst_cause);
         }
     }
 }

@@ -3,7 +3,8 @@
 
 Captures are made here: minillm on the simulated GPU under the shim (one with GPU records and
 CUDA graphs, two processes into one directory), a torn copy, and a Python loop with step
-markers. Then: .steps() row for row equal to `tokprof steps --json`, .kernels() to `kernels
+markers. Then: .steps() row for row equal to `tokprof steps --json` and to `tokprof table
+steps` (the fleet's encoding; docs/FLEET.md's column list too), .kernels() to `kernels
 --json`, .summary() to `summary --json`, .records() counts to the summary's, a merged
 directory, a torn capture (its whole chunks and a warning), every fuzz-corpus file (an
 exception or a table, never a crash), bad input (TokprofError naming the file), check() on a
@@ -100,6 +101,74 @@ if have_runs:
         assert want["gpu"]["available"], want["gpu"]
         assert "busy_ns" in t.column_names
         same_rows(t, want["steps"])
+
+    # the fleet tables' identity columns (docs/FLEET.md), first in every table
+    IDENT = ["host", "model", "label_keys", "label_values", "capture_id", "pid", "tid",
+             "version", "ingest_batch"]
+
+    def fleet_value(col, v, shift):
+        """A steps --json value as the fleet table writes it (docs/FLEET.md: no NULLs, epoch
+        ns): the rule of model/columns.def, written again here from the docs."""
+        if v is None:
+            return {"step": -1}.get(col, "" if col in WORDS else 0)
+        return v + shift if col in ("begin_ns", "mark_ns", "end_ns") and v else v
+
+    WORDS = {"kind", "tokens_source", "anomaly", "top_class", "phase", "cause"}
+
+    @test
+    def steps_one_table():
+        """One description, three views: `steps --json`, the Python API and `table steps` give
+        the same columns (the fleet's: less tid, pid and gap_ns, which it has elsewhere or
+        cannot know live) in the same order, and the same values row for row."""
+        want = cli_json("steps", "--json", gpu)["steps"]
+        keys = list(want[0].keys())
+        t = tokprof.open(gpu).steps()
+        assert t.column_names == keys, (t.column_names, keys)
+        same_rows(t, want)
+        rows = [json.loads(x) for x in
+                cli("table", "steps", "--format", "json", "--compress", "none", gpu).splitlines()]
+        fleet_keys = [k for k in keys if k not in ("tid", "pid", "gap_ns")]
+        assert list(rows[0].keys()) == IDENT + fleet_keys, (list(rows[0].keys()), fleet_keys)
+        assert len(rows) == len(want), (len(rows), len(want))
+        meta = json.loads(cli("dump", "--type", "meta", gpu).splitlines()[0])
+        shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
+        for i, (w, g) in enumerate(zip(want, rows)):
+            assert g["tid"] == w["tid"] and g["pid"] == w["pid"], (i, g, w)
+            for k in fleet_keys:
+                assert g[k] == fleet_value(k, w[k], shift), f"row {i} {k}: {g[k]} vs {w[k]}"
+
+    @test
+    def run_figures_from_the_steps():
+        """ITL and the worst steps are derived once (model.h, model/figures.c): summary's ITL
+        percentiles (nearest rank) are those of the steps' itl_ns, its worst steps the token
+        steps of longest host_ns, with the steps' cause where the steps give one."""
+        import math
+        for cap in (gpu, merged):
+            steps = cli_json("steps", "--json", cap)["steps"]
+            summ = cli_json("summary", "--json", cap)
+            v = sorted(s["itl_ns"] for s in steps if s["itl_ns"] is not None)
+            assert v, cap
+            pct = lambda p: v[min(len(v), max(1, math.ceil(p * len(v)))) - 1]
+            want = {"p50": pct(0.5), "p90": pct(0.9), "p99": pct(0.99), "max": v[-1]}
+            assert summ["itl_ns"] == want, (summ["itl_ns"], want)
+            tok = sorted((s for s in steps if s["kind"] == "token"), key=lambda s: -s["host_ns"])
+            worst = summ["worst_steps"]
+            assert [w["host_ns"] for w in worst] == [s["host_ns"] for s in tok[:len(worst)]]
+            for w in worst:
+                s = next(s for s in tok if s["step"] == w["step"] and s["tid"] == w["tid"])
+                assert s["cause"] in (None, w["cause"]), (s, w)
+
+    @test
+    def steps_columns_documented():
+        """docs/FLEET.md's steps table names the columns of `table steps --columns`, in order."""
+        doc = open(os.path.join(A.src, "docs", "FLEET.md")).read()
+        part = doc[doc.index("### steps"):doc.index("### step_classes")]
+        names = []
+        for line in part.splitlines():
+            if line.startswith("| ") and not line.startswith("| column") and "---" not in line:
+                names += [n.strip() for n in line.split("|")[1].split(",")]
+        cols = cli("table", "steps", "--columns").strip().split(", ")
+        assert cols == IDENT + names, (cols, names)
 
     @test
     def kernels_equal_cli():

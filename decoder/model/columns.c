@@ -1,0 +1,102 @@
+/* tokprof decoder: the columns of the output tables and the derived values of a steps row
+ * (columns.h). */
+#include "model/columns.h"
+
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "base/sort.h"
+#include "tokprof/format.h"
+#include "model/analysis.h"
+#include "model/classes.h"
+#include "model/libcalls.h"
+#include "model/model.h"
+
+const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {
+#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
+    {#name, TKP_CT_##type, TKP_CW_##where, nul, fnull, doc},
+#define COL_STR(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
+    TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+};
+
+int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
+{
+    const struct tkp_mstep *s = r->s;
+    int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
+    (void)tok, (void)closed;
+    switch (col) {
+#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
+    case TKP_SC_##name:                                                                            \
+        *v = (int64_t)(value);                                                                     \
+        return (has) != 0;
+#define COL_STR(name, where, nul, value, doc)                                                      \
+    case TKP_SC_##name:                                                                            \
+        return (*str = (value)) != NULL;
+        TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+    }
+    return 0;
+}
+
+int tkp_steprows_init(struct tkp_steprows *x, const struct tkp_model *m, const struct tkp_acc *acc)
+{
+    char why[256];
+    uint64_t *h = malloc((m->nsteps + 1) * sizeof(*h));
+    size_t nh = 0;
+    *x = (struct tkp_steprows){.m = m, .acc = acc};
+    x->gpu = tkp_model_gpu(m, why, sizeof(why));
+    if (acc) {
+        x->tok = malloc((m->nsteps + 1) * sizeof(*x->tok));
+        x->src = malloc((m->nsteps + 1) * sizeof(*x->src));
+    }
+    if (!h || (acc && (!x->tok || !x->src)) || tkp_model_norms(m, &x->nr)) {
+        free(h), free(x->tok), free(x->src);
+        *x = (struct tkp_steprows){0};
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < m->nsteps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN) h[nh++] = tkp_mstep_host_ns(&m->steps[i]);
+    tkp_sort_u64(h, nh);
+    x->slow = nh ? tkp_pct_sorted(h, nh, TKP_SLOW_PCT) : UINT64_MAX;
+    free(h);
+    if (acc) tkp_step_tokens(m, acc, x->tok, x->src);
+    return 0;
+}
+
+void tkp_steprows_free(struct tkp_steprows *x)
+{
+    if (x->m) tkp_norms_free(&x->nr);
+    free(x->tok), free(x->src);
+    *x = (struct tkp_steprows){0};
+}
+
+void tkp_steprow_fill(const struct tkp_steprows *x, const struct tkp_mstep *s,
+                      const struct tkp_astep *as, uint64_t tok, int src, int has_gap_before,
+                      int64_t gap_before, uint64_t itl, struct tkp_steprow *r)
+{
+    const struct tkp_model *m = x->m;
+    int tokstep = s->kind == TKP_STEP_TOKEN, top = tkp_mstep_top_class(m, s);
+    int64_t by;
+    *r = (struct tkp_steprow){.m = m, .s = s, .tokens = tok, .tok_src = src};
+    r->anomaly = tkp_mstep_anomaly(&x->nr, s);
+    r->top_class = top < 0 ? NULL : tkp_classes_name(m->opts.classes, top);
+    r->phase = tokstep && as->kind != TKP_KIND_UNKNOWN ? tkp_step_class_str(as->kind) : NULL;
+    /* the cause of a slow token step: flagged, or at or above the slow percentile */
+    if (tokstep && (r->anomaly || tkp_mstep_host_ns(s) >= x->slow))
+        r->cause = tkp_mstep_cause(m, &x->nr, x->gpu, s, &by);
+    r->has_gap_before = has_gap_before, r->gap_before_ns = gap_before;
+    r->itl_ns = itl;
+}
+
+void tkp_steprows_at(const struct tkp_steprows *x, size_t i, struct tkp_steprow *r)
+{
+    const struct tkp_model *m = x->m;
+    const struct tkp_mstep *s = &m->steps[i], *b = i ? &m->steps[i - 1] : NULL;
+    struct tkp_astep as;
+    tkp_acc_step_of(x->acc, m, i, &as);
+    int gb = b && b->thread == s->thread && b->has_gap;
+    tkp_steprow_fill(x, s, &as, x->tok[i], x->src[i], gb, gb ? b->gap_ns : 0, s->itl_ns, r);
+}

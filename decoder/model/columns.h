@@ -1,0 +1,84 @@
+/* tokprof decoder: the columns of the output tables (columns.def) and the values of a steps row,
+ * derived once here for every view (columns.c). */
+#ifndef TKP_COLUMNS_H
+#define TKP_COLUMNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/columns.def"
+#include "model/norms.h"
+
+struct tkp_model;
+struct tkp_mstep;
+struct tkp_acc;
+struct tkp_astep;
+
+enum tkp_ctype { TKP_CT_U64, TKP_CT_I64, TKP_CT_STR };
+/* columns.def's `where` */
+enum tkp_cwhere { TKP_CW_ALL, TKP_CW_LOCAL, TKP_CW_GPU, TKP_CW_TIME };
+
+struct tkp_colspec {
+    const char *name;
+    int type;           /* enum tkp_ctype */
+    int where;          /* enum tkp_cwhere */
+    int nullable;       /* some row may leave it null */
+    int64_t fleet_null; /* a null number in the fleet tables */
+    const char *doc;
+};
+
+enum tkp_step_col {
+#define COL_NUM(name, ...) TKP_SC_##name,
+#define COL_STR(name, ...) TKP_SC_##name,
+    TKP_COLS_STEPS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_SC_COUNT
+};
+
+/* The steps columns, by enum tkp_step_col. */
+extern const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT];
+
+/* What every view shows of one step, derived once (the rules: columns.def's docs). */
+struct tkp_steprow {
+    const struct tkp_model *m;
+    const struct tkp_mstep *s;
+    uint64_t tokens;
+    int tok_src;                                     /* enum tkp_tok_src */
+    const char *phase, *anomaly, *cause, *top_class; /* NULL: none */
+    int has_gap_before;
+    int64_t gap_before_ns;
+    uint64_t itl_ns; /* 0: none */
+};
+
+/* One cell of a steps row: a number in *v or a word in *str; returns 0 when null. */
+int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str);
+
+/* What judges the steps of a model m: its norms, whether it has GPU records, the host duration
+ * from which a token step counts as slow (its cause is given: TKP_SLOW_PCT), and (with an acc)
+ * tokens, gap before and ITL of every step. m must be finished when acc is given. */
+/* steps.cause is given for the slow token steps: flagged (over 3x the median: norms.h) or at or
+ * above this percentile of the capture's token step host durations */
+#define TKP_SLOW_PCT 0.99
+struct tkp_steprows {
+    const struct tkp_model *m;
+    const struct tkp_acc *acc;
+    struct tkp_norms nr;
+    int gpu;
+    uint64_t slow;
+    uint64_t *tok; /* with acc: by step index */
+    int *src;
+};
+int tkp_steprows_init(struct tkp_steprows *x, const struct tkp_model *m,
+                      const struct tkp_acc *acc); /* 0 or NOMEM */
+void tkp_steprows_free(struct tkp_steprows *x);
+/* The row of m->steps[i] (x made with an acc). */
+void tkp_steprows_at(const struct tkp_steprows *x, size_t i, struct tkp_steprow *r);
+/* The row of step s given what came before it on its thread (a caller that writes rows while
+ * the model is still fed: table_rows.c's tail): its extras as, tokens and their source, the gap
+ * before it (has 0: none) and its ITL (0: none). */
+void tkp_steprow_fill(const struct tkp_steprows *x, const struct tkp_mstep *s,
+                      const struct tkp_astep *as, uint64_t tok, int src, int has_gap_before,
+                      int64_t gap_before, uint64_t itl, struct tkp_steprow *r);
+
+#endif

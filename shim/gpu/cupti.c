@@ -71,6 +71,7 @@ enum gpu_mode {
 /* ---- CUPTI entry points (dlsym'ed) ---- */
 static struct {
     CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
     CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain,
                                    CUpti_CallbackId);
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
@@ -93,6 +94,9 @@ static struct {
     char reason[160];
     char mode_text[48]; /* mode as GPU_INFO says it (config) */
     int loaded; /* CUPTI loaded and subscribed in this process */
+    void *lib;  /* its handle */
+    CUpti_SubscriberHandle sub;
+    _Atomic int yielded; /* handed over to another tool (tkp_cupti_yield) */
     _Atomic int active; /* records are being collected */
     _Atomic int kinds_on;
     _Atomic uint32_t main_thread; /* capture-local index of the stepping thread, or none */
@@ -352,6 +356,10 @@ static void off(int status, const char *why)
 void tkp_cupti_start(void)
 {
     if (gpu.mode == MODE_OFF || gpu.loaded) return; /* the mode: tkp_cupti_config() */
+    if (atomic_load(&gpu.yielded)) { /* the program's own client came first: never take it back */
+        off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
+        return;
+    }
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
     /* A secure-execution process never dlopens a path from its environment (it never starts
      * capture at all: init.c; and the settings are read with secure_getenv, a second lock). */
@@ -362,6 +370,7 @@ void tkp_cupti_start(void)
     }
 #define SYM(f, n) *(void **)&api.f = tkp_real_dlsym(h, n)
     SYM(subscribe, "cuptiSubscribe");
+    SYM(unsubscribe, "cuptiUnsubscribe");
     SYM(enable_callback, "cuptiEnableCallback");
     SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
     SYM(register_ts, "cuptiActivityRegisterTimestampCallback");
@@ -392,6 +401,8 @@ void tkp_cupti_start(void)
         goto out;
     }
     gpu.loaded = 1;
+    gpu.lib = h;
+    gpu.sub = sub;
     /* The timestamp callback first: it must be in place before any kind is enabled. */
     if ((rc = api.register_ts(clock_ns)) != CUPTI_SUCCESS ||
         (rc = api.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
@@ -427,11 +438,33 @@ out:
 
 void tkp_cupti_stop(void)
 {
-    if (!gpu.loaded) return;
+    if (!gpu.loaded || atomic_load(&gpu.yielded)) return;
     tkp_tls.depth++;
     /* Forced: records still in CUPTI's incomplete buffers are delivered too. */
     api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     tkp_tls.depth--;
+}
+
+/* Another tool in the process registers its own CUPTI clients (torch.profiler's Kineto calls
+ * cuptiActivityRegisterCallbacks at each profile's start, without subscribing; nsys subscribes):
+ * CUPTI has one set of buffer callbacks and one subscriber per process, so the shim gives its
+ * up, once, at the first such call: its kinds off, its records flushed to itself (forced: a buffer
+ * still held would go to the new owner), its subscription ended, one warning; tier 1 goes on.
+ * Returns the real function, from the library the shim loaded or from the one the caller did. */
+void *tkp_cupti_yield(const char *fn)
+{
+    if (!atomic_exchange(&gpu.yielded, 1) && gpu.loaded) {
+        tkp_tls.depth++;
+        atomic_store(&gpu.active, 0);
+        set_kinds(0);
+        api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        if (api.unsubscribe) api.unsubscribe(gpu.sub);
+        off(TKP_GPU_BUSY, "CUPTI handed over to another tool (torch.profiler, nsys, ...) that "
+                          "asked for it mid-run");
+        tkp_tls.depth--;
+    }
+    void *h = gpu.lib ? gpu.lib : dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    return h ? tkp_real_dlsym(h, fn) : NULL;
 }
 
 void tkp_cupti_after_fork(void)

@@ -24,6 +24,9 @@ void tkp_cupti_config(void);
 void tkp_cupti_start(void);
 void tkp_cupti_stop(void);
 void tkp_cupti_after_fork(void);
+/* hooks_cupti.c, when the program (torch.profiler, nsys) registers CUPTI clients of its own: the
+ * shim hands CUPTI over (tier 1 from then on, one warning) and returns the real `fn`, or NULL. */
+void *tkp_cupti_yield(const char *fn);
 void tkp_cupti_on_segment(uint32_t new_seg);
 /* graph.c: CUPTI's id of a node (0 when CUPTI is off), and its capture-local graph/node ids from
  * `since` (a tkp_stamp()) on: an updated exec maps the same CUPTI node to a new graph version. */

@@ -25,12 +25,15 @@
  * must not care). */
 #include <cupti.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "simgpu_ext.h"
 
@@ -46,14 +49,25 @@ static unsigned char cb_enabled[CUPTI_CB_DOMAIN_SIZE][1024];
 static CUpti_BuffersCallbackRequestFunc req_fn;
 static CUpti_BuffersCallbackCompleteFunc done_fn;
 static CUpti_TimestampCallbackFunc ts_fn;
-static _Atomic unsigned kinds; /* bit per enabled kind (values below 32) */
+static _Atomic uint64_t kinds; /* bit per enabled kind (values below 64) */
+static unsigned char api_off[1024]; /* cuptiActivityEnableDriverApi(cbid, 0): no DRIVER record */
 static _Atomic size_t dropped;
 static _Atomic uint32_t next_corr;
 static uint8_t *buf;
 static size_t buf_size, buf_used;
 static __thread uint32_t cur_corr; /* correlation id of the calling thread's API call */
 static __thread int api_depth;
+static __thread long long api_start_ns; /* CLOCK_MONOTONIC at the outermost API entry */
+#define EXT_KINDS 8                      /* CUpti_ExternalCorrelationKind values kept */
+#define EXT_DEPTH 64
+static __thread uint64_t ext_stack[EXT_KINDS][EXT_DEPTH];
+static __thread int ext_depth[EXT_KINDS];
 static int64_t realtime_offset;
+/* A timestamp callback on another clock than CLOCK_MONOTONIC (Kineto's TSC): its rate per ns,
+ * measured at registration; 0 when the callback is CLOCK_MONOTONIC itself (exact). */
+static double ts_rate;
+static long long ts_m0; /* the map's anchor: CLOCK_MONOTONIC ... */
+static uint64_t ts_c0;  /* ... and the callback's clock at the same instant */
 
 static void init_once(void)
 {
@@ -108,22 +122,44 @@ static void callback(int site, const char *func)
     cb_fn(cb_user, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cbid, &d);
 }
 
+static long long mono_ns(void);
+static void ext_records(uint32_t corr);
+static void api_record(const char *func, uint32_t corr);
+
 static void on_api(int site, const char *func)
 {
     if (site == 0) {
-        if (api_depth++ == 0) cur_corr = atomic_fetch_add(&next_corr, 1) + 1;
+        if (api_depth++ == 0) {
+            cur_corr = atomic_fetch_add(&next_corr, 1) + 1;
+            api_start_ns = mono_ns();
+            ext_records(cur_corr);
+        }
         callback(0, func);
     } else {
         callback(1, func);
-        if (--api_depth == 0) cur_corr = 0;
+        if (--api_depth == 0) {
+            api_record(func, cur_corr);
+            cur_corr = 0;
+        }
     }
+}
+
+static long long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
 }
 
 static uint64_t stamp(long long sim_ns)
 {
-    /* With a timestamp callback, CUPTI puts GPU times on the callback's clock: the simulated
-     * clock is CLOCK_MONOTONIC, which is what a tracer registers. Without one, realtime. */
-    return ts_fn ? (uint64_t)sim_ns : (uint64_t)(sim_ns + realtime_offset);
+    /* With a timestamp callback, CUPTI puts GPU times on the callback's clock. A CLOCK_MONOTONIC
+     * callback (a tracer's) gets the simulated times exactly; another clock (Kineto's TSC) gets
+     * them mapped through "now" on both clocks at the measured rate. Without one, realtime. */
+    if (!ts_fn) return (uint64_t)(sim_ns + realtime_offset);
+    if (ts_rate == 0) return (uint64_t)sim_ns;
+    if (ts_rate == 1) return ts_c0 + (uint64_t)(sim_ns - ts_m0);
+    return ts_c0 + (uint64_t)llround((double)(sim_ns - ts_m0) * ts_rate);
 }
 
 /* Takes the filled buffer out (caller completes it after unlocking). */
@@ -142,13 +178,83 @@ static void complete(uint8_t *b, size_t size, size_t valid)
     if (b && done_fn) done_fn(NULL, 0, b, size, valid);
 }
 
+/* Appends one record to the current buffer (requesting one, completing a full one). */
+static void append(const void *r, size_t sz)
+{
+    uint8_t *full = NULL;
+    size_t full_size = 0, full_valid = 0;
+    pthread_mutex_lock(&lock);
+    if (buf && buf_used + ALIGN8(sz) > buf_size) full = take_buffer(&full_size, &full_valid);
+    if (!buf) {
+        uint8_t *nb = NULL;
+        size_t size = 0, maxrec = 0;
+        req_fn(&nb, &size, &maxrec);
+        if (nb && size >= ALIGN8(sz)) {
+            buf = nb;
+            buf_size = size;
+        } else if (nb) {
+            /* too small to hold a record: handed back empty, the record is lost */
+            pthread_mutex_unlock(&lock);
+            complete(full, full_size, full_valid);
+            complete(nb, size, 0);
+            atomic_fetch_add(&dropped, 1);
+            return;
+        }
+    }
+    if (buf) {
+        memcpy(buf + buf_used, r, sz);
+        buf_used += ALIGN8(sz);
+    } else {
+        atomic_fetch_add(&dropped, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    complete(full, full_size, full_valid);
+}
+
+#define KIND_ON(k) ((atomic_load(&kinds) >> (k)) & 1u)
+
+/* EXTERNAL_CORRELATION records at the outermost API entry: one per kind with a pushed id, the
+ * top of the calling thread's stack, before the records of the work the call enqueues. */
+static void ext_records(uint32_t corr)
+{
+    if (!req_fn || !KIND_ON(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return;
+    for (int k = 0; k < EXT_KINDS; k++) {
+        if (!ext_depth[k]) continue;
+        CUpti_ActivityExternalCorrelation e;
+        memset(&e, 0, sizeof e);
+        e.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+        e.externalKind = (CUpti_ExternalCorrelationKind)k;
+        e.externalId = ext_stack[k][(ext_depth[k] > EXT_DEPTH ? EXT_DEPTH : ext_depth[k]) - 1];
+        e.correlationId = corr;
+        append(&e, sizeof e);
+    }
+}
+
+/* A DRIVER record at the outermost API exit (the simulator sees driver calls only: the fake
+ * runtime is a thin layer over them, so there are no RUNTIME records). */
+static void api_record(const char *func, uint32_t corr)
+{
+    int cbid = cbid_of(func);
+    if (!req_fn || cbid < 0 || api_off[cbid] || !KIND_ON(CUPTI_ACTIVITY_KIND_DRIVER)) return;
+    CUpti_ActivityAPI a;
+    memset(&a, 0, sizeof a);
+    a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+    a.cbid = (CUpti_CallbackId)cbid;
+    a.start = stamp(api_start_ns);
+    a.end = stamp(mono_ns());
+    a.processId = (uint32_t)getpid();
+    a.threadId = (uint32_t)syscall(SYS_gettid);
+    a.correlationId = corr;
+    append(&a, sizeof a);
+}
+
 static void on_op(const struct simgpu_op_view *op)
 {
-    unsigned k = atomic_load(&kinds);
-    int want = op->kind == 0 ? (k & (1u << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL |
-                                     1u << CUPTI_ACTIVITY_KIND_KERNEL)) != 0
-               : op->kind == 1 ? (k & 1u << CUPTI_ACTIVITY_KIND_MEMCPY) != 0
-                               : (k & 1u << CUPTI_ACTIVITY_KIND_MEMSET) != 0;
+    uint64_t k = atomic_load(&kinds);
+    int want = op->kind == 0 ? (k & (1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL |
+                                     1ull << CUPTI_ACTIVITY_KIND_KERNEL)) != 0
+               : op->kind == 1 ? (k & 1ull << CUPTI_ACTIVITY_KIND_MEMCPY) != 0
+                               : (k & 1ull << CUPTI_ACTIVITY_KIND_MEMSET) != 0;
     if (!want || !req_fn) return;
     union {
         CUpti_ActivityKernel10 k;
@@ -158,7 +264,7 @@ static void on_op(const struct simgpu_op_view *op)
     size_t sz;
     memset(&r, 0, sizeof r);
     if (op->kind == 0) {
-        r.k.kind = (k & 1u << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+        r.k.kind = (k & 1ull << CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                        ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
                        : CUPTI_ACTIVITY_KIND_KERNEL;
         r.k.start = stamp(op->start_ns);
@@ -200,51 +306,32 @@ static void on_op(const struct simgpu_op_view *op)
         r.s.graphId = (uint32_t)op->graph_exec;
         sz = sizeof r.s;
     }
-    uint8_t *full = NULL;
-    size_t full_size = 0, full_valid = 0;
-    pthread_mutex_lock(&lock);
-    if (buf && buf_used + ALIGN8(sz) > buf_size) full = take_buffer(&full_size, &full_valid);
-    if (!buf) {
-        uint8_t *nb = NULL;
-        size_t size = 0, maxrec = 0;
-        req_fn(&nb, &size, &maxrec);
-        if (nb && size >= ALIGN8(sz)) {
-            buf = nb;
-            buf_size = size;
-        } else if (nb) {
-            /* too small to hold a record: handed back empty, the record is lost */
-            pthread_mutex_unlock(&lock);
-            complete(full, full_size, full_valid);
-            complete(nb, size, 0);
-            atomic_fetch_add(&dropped, 1);
-            return;
-        }
-    }
-    if (buf) {
-        memcpy(buf + buf_used, &r, sz);
-        buf_used += ALIGN8(sz);
-    } else {
-        atomic_fetch_add(&dropped, 1);
-    }
-    pthread_mutex_unlock(&lock);
-    complete(full, full_size, full_valid);
+    append(&r, sz);
 }
 
 static const struct simgpu_observer observer = {on_api, on_op};
 
-/* Hooks into the simulated driver: the same dlopen + cuGetProcAddress path the fakes use. */
-static int attach_driver(void)
+/* Hooks into the simulated driver: the same dlopen + cuGetProcAddress path the fakes use. Once
+ * per process, by the first cuptiSubscribe or activity call (Kineto traces activity without a
+ * subscription when another tool holds it). */
+static CUresult attached = CUDA_ERROR_NOT_INITIALIZED;
+static void attach_once(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!h) return -1;
+    if (!h) return;
     CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
         (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))
             dlsym(h, "cuGetProcAddress_v2");
     void *fn = NULL;
     if (!gpa || gpa(SIMGPU_SET_OBSERVER_NAME, &fn, 13000, 0, NULL) != CUDA_SUCCESS || !fn)
-        return -1;
-    ((simgpu_set_observer_fn)fn)(&observer);
-    return 0;
+        return;
+    attached = ((simgpu_set_observer_fn)fn)(&observer);
+}
+static pthread_once_t attach_ctl = PTHREAD_ONCE_INIT;
+static CUresult attach_driver(void)
+{
+    pthread_once(&attach_ctl, attach_once);
+    return attached;
 }
 
 /* ---- the CUPTI API subset ------------------------------------------------------------------ */
@@ -294,7 +381,7 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *sub, CUpti_CallbackFun
     cb_fn = fn;
     cb_user = user;
     pthread_mutex_unlock(&lock);
-    if (attach_driver()) {
+    if (attach_driver() != CUDA_SUCCESS) {
         subscribed = 0;
         return CUPTI_ERROR_UNKNOWN;
     }
@@ -335,14 +422,50 @@ EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFu
 {
     if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
     if (!req || !done) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (attach_driver() != CUDA_SUCCESS) return CUPTI_ERROR_UNKNOWN;
     req_fn = req;
     done_fn = done;
     return CUPTI_SUCCESS;
 }
 
+/* One (CLOCK_MONOTONIC, f()) pair: the best of 5 tries, the one whose two monotonic readings
+ * around f() are closest (a preempted try is thrown away), at their midpoint. */
+static void calibrate(CUpti_TimestampCallbackFunc f, long long *m, uint64_t *c)
+{
+    long long best = -1;
+    for (int i = 0; i < 5; i++) {
+        long long a = mono_ns();
+        uint64_t v = f();
+        long long b = mono_ns();
+        if (best < 0 || b - a < best) {
+            best = b - a;
+            *m = a + (b - a) / 2;
+            *c = v;
+        }
+    }
+}
+
 EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc f)
 {
     if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    ts_rate = 0;
+    if (f) {
+        /* CLOCK_MONOTONIC itself when its reading lies between two of ours; otherwise one fixed
+         * affine map, its rate measured over 10 ms (registration happens once per trace): a map
+         * that moved with every record would make back-to-back kernels overlap */
+        long long m0 = mono_ns(), mb;
+        uint64_t c0 = f();
+        if (c0 < (uint64_t)m0 || c0 > (uint64_t)(mb = mono_ns())) {
+            calibrate(f, &ts_m0, &ts_c0);
+            long long m2;
+            uint64_t c2;
+            do calibrate(f, &m2, &c2);
+            while (m2 - ts_m0 < 10000000);
+            ts_rate = (double)(c2 - ts_c0) / (double)(m2 - ts_m0);
+            if (ts_rate > 0.9999 && ts_rate < 1.0001) ts_rate = 1; /* a ns clock: realtime's */
+            if (ts_rate <= 0) ts_rate = 1;
+        }
+    }
     ts_fn = f;
     return CUPTI_SUCCESS;
 }
@@ -350,9 +473,9 @@ EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbac
 static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
 {
     if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
-    if ((unsigned)kind >= 32) return CUPTI_ERROR_NOT_COMPATIBLE;
-    if (on) atomic_fetch_or(&kinds, 1u << kind);
-    else atomic_fetch_and(&kinds, ~(1u << kind));
+    if ((unsigned)kind >= 64) return CUPTI_ERROR_NOT_COMPATIBLE;
+    if (on) atomic_fetch_or(&kinds, 1ull << kind);
+    else atomic_fetch_and(&kinds, ~(1ull << kind));
     return CUPTI_SUCCESS;
 }
 
@@ -368,7 +491,10 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUp
         CUpti_ActivityKind k = (*rec)->kind;
         size_t sz = k == CUPTI_ACTIVITY_KIND_MEMCPY   ? sizeof(CUpti_ActivityMemcpy6)
                     : k == CUPTI_ACTIVITY_KIND_MEMSET ? sizeof(CUpti_ActivityMemset4)
-                                                      : sizeof(CUpti_ActivityKernel10);
+                    : k == CUPTI_ACTIVITY_KIND_DRIVER ? sizeof(CUpti_ActivityAPI)
+                    : k == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION
+                        ? sizeof(CUpti_ActivityExternalCorrelation)
+                        : sizeof(CUpti_ActivityKernel10);
         off = (size_t)(p - buffer) + ALIGN8(sz);
     }
     if (off + sizeof(CUpti_Activity) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
@@ -463,6 +589,71 @@ EXPORT CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *id)
     if (!node_id || node_id(node, &v) != CUDA_SUCCESS) return CUPTI_ERROR_INVALID_PARAMETER;
     *id = v;
     return CUPTI_SUCCESS;
+}
+
+/* ---- what Kineto (torch.profiler) calls besides ------------------------------------------- */
+
+EXPORT CUptiResult cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                          uint64_t id)
+{
+    if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    if ((unsigned)kind >= EXT_KINDS || kind == CUPTI_EXTERNAL_CORRELATION_KIND_INVALID)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    if (ext_depth[kind] < EXT_DEPTH) ext_stack[kind][ext_depth[kind]] = id;
+    ext_depth[kind]++;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind,
+                                                         uint64_t *last)
+{
+    if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    if ((unsigned)kind >= EXT_KINDS || !ext_depth[kind]) return CUPTI_ERROR_QUEUE_EMPTY;
+    int d = --ext_depth[kind];
+    if (last) *last = d < EXT_DEPTH ? ext_stack[kind][d] : 0;
+    return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+    if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    if (cbid >= 1024) return CUPTI_ERROR_INVALID_PARAMETER;
+    api_off[cbid] = !enable;
+    return CUPTI_SUCCESS;
+}
+
+/* No RUNTIME records are made (api_record), so there is nothing to filter. */
+EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable)
+{
+    (void)cbid, (void)enable;
+    return NO_GPU() ? CUPTI_ERROR_UNKNOWN : CUPTI_SUCCESS;
+}
+
+/* Event records are zero-length ops whose times the simulator knows: nothing to switch on. */
+EXPORT CUptiResult cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable)
+{
+    (void)enable;
+    return NO_GPU() ? CUPTI_ERROR_UNKNOWN : CUPTI_SUCCESS;
+}
+
+/* Buffer sizes, pool limits, per-thread buffers: accepted and ignored (one global buffer). */
+EXPORT CUptiResult cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t *size, void *value)
+{
+    (void)attr;
+    if (NO_GPU()) return CUPTI_ERROR_UNKNOWN;
+    return size && value ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char **name)
+{
+    if (!name) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+        for (size_t i = 0; i < sizeof cbids / sizeof cbids[0]; i++)
+            if ((uint32_t)cbids[i].cbid == cbid) {
+                *name = cbids[i].name;
+                return CUPTI_SUCCESS;
+            }
+    return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 EXPORT CUptiResult cuptiFinalize(void)

@@ -1,7 +1,8 @@
 /* tokprof whatif: the inter-token latency a change would give, from one capture — the step
  * dependency model (model/critpath.h) replayed with changed costs, against what was observed.
  *
- * JSON keys (`--json`): change {scale [{match, factor}], host, launch_ns, graphs, graph_ns},
+ * JSON keys (`--json`): change {scale [{match, factor}], host, launch_ns, graphs, graph_ns (the
+ * replay cost used), graph_ns_from ("given", "capture": measured, "default"), graphs_end},
  * token_steps (ITL intervals compared), unpredicted (intervals left out) and why {no_gpu,
  * no_event, open}, tokens_known, latency_ns (the launch latency the model used),
  * observed {itl_ns {p50, p90, p99, mean}, tokens_per_s}, predicted {the same} (null when no
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "base/sort.h"
 #include "capture/reader.h"
 #include "cmd/cmd.h"
@@ -43,7 +45,20 @@ struct opts {
     int nsc;
     const struct tkp_classes *cl;
     const char *opt; /* the option's name in messages (NULL: --scale) */
+    const char *gend; /* --graphs-end: where a step's graph ends ("" none: the whole step) */
+    int gend_cls;     /* its class id, -1: a regex, -2: none */
+    regex_t gend_re;
+    uint64_t graph_used; /* the per-replay cost the replay used, and whether it was measured */
+    int graph_measured;
 };
+
+/* --graphs-end: whether a kernel name ends a step's captured part. */
+static int graph_end_of(void *arg, const char *name)
+{
+    const struct opts *o = arg;
+    if (o->gend_cls >= 0) return tkp_classes_match(o->cl, name) == o->gend_cls;
+    return !regexec(&o->gend_re, name, 0, NULL, 0);
+}
 
 static int parse_factor(struct tkp_ctx *ctx, const char *name, const char *v, double *f)
 {
@@ -268,7 +283,10 @@ static void print_text(FILE *f, const struct opts *o, const struct result *r, ui
         fprintf(f, "%s x%g  ", o->sc[i].match, o->sc[i].f);
     if (o->ch.host != 1) fprintf(f, "host x%g  ", o->ch.host);
     if (o->ch.launch_ns >= 0) fprintf(f, "launch %" PRId64 " ns  ", o->ch.launch_ns);
-    if (o->ch.graphs) fprintf(f, "graphs (%" PRIu64 " ns a replay)  ", o->ch.graph_ns);
+    if (o->ch.graphs)
+        fprintf(f, "graphs (%" PRIu64 " ns a replay, %s; eager after the step's last %s)  ",
+                o->graph_used, o->ch.graph_ns ? "given" : o->graph_measured ? "measured" : "default",
+                o->ch.graph_end ? o->gend : "launch: none");
     if (!o->nsc && o->ch.host == 1 && o->ch.launch_ns < 0 && !o->ch.graphs) fprintf(f, "none");
     fprintf(f, "\nsteps     %zu token intervals compared", r->n);
     if (r->skipped)
@@ -308,7 +326,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct opts o;
     memset(&o, 0, sizeof(o));
     tkp_crit_change_init(&o.ch);
-    uint64_t launch_ns = UINT64_MAX, graph_ns = TKP_CRIT_GRAPH_NS;
+    uint64_t launch_ns = UINT64_MAX, graph_ns = 0;
+    o.gend = "norm";
     const struct tkp_opt opts[] = {
         {"--json", 'f', &o.json, 0, NULL, NULL},
         {"--per-step", 'f', &o.per_step, 0, NULL, NULL},
@@ -318,6 +337,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         {"--launch-ns", 'u', &launch_ns, 1000000000, NULL, NULL},
         {"--graphs", 'f', &o.ch.graphs, 0, NULL, NULL},
         {"--graph-ns", 'u', &graph_ns, 1000000000, NULL, NULL},
+        {"--graphs-end", 's', &o.gend, 0, NULL, NULL},
     };
     int err = tkp_cmd_parse(ctx, argc, argv, opts, sizeof(opts) / sizeof(*opts), &o.path);
     if (err) return err;
@@ -331,7 +351,22 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         tkp_classes_free(cl);
         return err;
     }
-    if (o.nsc) o.ch.scale = scale_of, o.ch.scale_arg = &o;
+    if (o.nsc) o.ch.scale = scale_of;
+    o.ch.scale_arg = &o;
+    o.gend_cls = -2;
+    if (o.ch.graphs && *o.gend && strcmp(o.gend, "none")) {
+        o.gend_cls = tkp_classes_find(cl, o.gend);
+        if (o.gend_cls < 0 && regcomp(&o.gend_re, o.gend, REG_EXTENDED | REG_NOSUB | REG_ICASE)) {
+            o.gend_cls = -2;
+            err = tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--graphs-end: '%s' is neither a kernel class nor a regex",
+                               o.gend);
+            free_scales(&o);
+            tkp_classes_free(cl);
+            return err;
+        }
+        if (o.gend_cls < 0) o.gend_cls = -1;
+        o.ch.graph_end = graph_end_of;
+    }
 
     struct tkp_reader *r;
     struct tkp_record rec;
@@ -365,6 +400,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         goto out;
     }
     uint64_t lat = tkp_crit_latency_ns(c);
+    o.graph_used = tkp_crit_graph_ns(c, &o.graph_measured);
     if (o.json) {
         if (o.per_step) fprintf(f, "],");
         fprintf(f, "\"change\":{\"scale\":[");
@@ -373,8 +409,12 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         fprintf(f, "],\"host\":%g,\"launch_ns\":", o.ch.host);
         if (o.ch.launch_ns >= 0) fprintf(f, "%" PRId64, o.ch.launch_ns);
         else fprintf(f, "null");
-        fprintf(f, ",\"graphs\":%s,\"graph_ns\":%" PRIu64 "},", o.ch.graphs ? "true" : "false",
-                o.ch.graph_ns);
+        fprintf(f, ",\"graphs\":%s,\"graph_ns\":%" PRIu64 ",\"graph_ns_from\":\"%s\",\"graphs_end\":",
+                o.ch.graphs ? "true" : "false", o.graph_used,
+                o.ch.graph_ns ? "given" : o.graph_measured ? "capture" : "default");
+        if (o.ch.graph_end) tkp_json_str(f, o.gend);
+        else fprintf(f, "null");
+        fprintf(f, "},");
         fprintf(f,
                 "\"token_steps\":%zu,\"unpredicted\":%zu,\"why\":{\"no_gpu\":%zu,\"no_event\":%zu,"
                 "\"open\":%zu},\"tokens_known\":%s,\"latency_ns\":%" PRIu64 ",",
@@ -403,6 +443,7 @@ out:
     tkp_model_free(&m);
     tkp_reader_close(r);
 out_scales:
+    if (o.gend_cls == -1) regfree(&o.gend_re);
     free_scales(&o);
     tkp_classes_free(cl);
     return err;
@@ -413,7 +454,8 @@ const struct tkp_cmd tkp_cmd_whatif = {
     .brief = "predict inter-token latency under a change (a kernel class faster, the host faster, graphs)",
     .usage =
         "usage: tokprof whatif [--scale CLASS_OR_REGEX=F]... [--host F] [--launch-ns N]\n"
-        "                      [--graphs [--graph-ns N]] [--per-step] [--json] [--classes FILE]\n"
+        "                      [--graphs [--graph-ns N] [--graphs-end CLASS_OR_REGEX]]\n"
+        "                      [--per-step] [--json] [--classes FILE]\n"
         "                      CAPTURE...\n"
         "\n"
         "Replays every step of the capture through its dependencies with changed costs and\n"
@@ -434,9 +476,15 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "  --host F         host segments x F (the scheduler, Python, the launch calls)\n"
         "  --launch-ns N    each launch's host cost (the smallest gap between two launches seen)\n"
         "                   replaced by N ns\n"
-        "  --graphs         each step's eager launches as one CUDA graph replay: one host cost\n"
-        "                   (--graph-ns, default 10000) at its first launch, the rest free and\n"
-        "                   its kernels back to back on the GPU\n"
+        "  --graphs         each step's eager launches, up to its last --graphs-end launch, as\n"
+        "                   one CUDA graph replay: one host cost at its first launch, the rest\n"
+        "                   free and its kernels back to back on the GPU; later launches (lm_head,\n"
+        "                   sampling) stay eager, as vLLM and minillm --graphs keep them\n"
+        "  --graph-ns N     the replay's host cost; default: measured (the median gap after a\n"
+        "                   cudaGraphLaunch in the capture), 10000 when the capture has none\n"
+        "  --graphs-end CLASS_OR_REGEX  where a step's graph ends: its last launch of that class\n"
+        "                   or name regex (default norm: the forward's final norm; none: the\n"
+        "                   whole step)\n"
         "  --per-step       with --json: every token interval, observed and predicted (or why not)\n"
         "  --json           one JSON object: observed / predicted {itl_ns {p50, p90, p99, mean},\n"
         "                   tokens_per_s}, per_step means, bound\n"

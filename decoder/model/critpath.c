@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/map.h"
+#include "base/sort.h"
 #include "capture/reader.h"
 #include "model/model.h"
 
@@ -93,6 +94,8 @@ struct thread {
     uint64_t gpu_seg;           /* 1 + the highest segment a GPU record named */
     uint32_t taint;             /* TKP_CRIT_ bits of missing inputs since the last sync */
     int prev_launch;            /* the last record was a launch */
+    int prev_graph;             /* the last record was a graph launch */
+    uint64_t closed;            /* segments below it have all their records pushed */
     uint64_t gseg, gpred;       /* graphs: the segment replayed as a graph and its start */
     int gon;
     struct segslot seg[SEG_SLOTS];
@@ -103,6 +106,9 @@ struct thread {
 struct tkp_crit {
     struct tkp_crit_change ch;
     uint64_t lat, min_gap; /* UINT64_MAX until seen */
+    uint64_t *ggaps;       /* the gaps after each GRAPH_LAUNCH (its host cost and what follows) */
+    size_t nggaps, cap_ggaps, ggaps_at; /* ggaps_at: how many the cached median is of */
+    uint64_t graph_gap;    /* their median (UINT64_MAX until one is seen) */
     int gpu_on, final;     /* gpu_on: -1 until GPU_INFO or the second chunk says */
     uint64_t chunks;
     uint64_t now_ns, late_ns; /* the capture's host clock so far; how late a GPU record may be */
@@ -126,6 +132,9 @@ struct tkp_crit {
     struct tkp_crit_step *steps;
     size_t nsteps, cap_steps;
     struct map step_map;
+    struct map end_map;  /* graphs: (thread, seg) -> the last launch ordinal ending the graph */
+    signed char *ends;   /* graph_end by name id (-1: not asked yet) */
+    size_t nends;
     uint64_t *scratch; /* a replay's node ends, observed and predicted */
     size_t cap_scratch;
 };
@@ -135,7 +144,7 @@ void tkp_crit_change_init(struct tkp_crit_change *ch)
     memset(ch, 0, sizeof(*ch));
     ch->host = 1;
     ch->launch_ns = -1;
-    ch->graph_ns = TKP_CRIT_GRAPH_NS;
+    ch->graph_ns = 0; /* measured */
 }
 
 int tkp_crit_new(const struct tkp_crit_change *ch, struct tkp_crit **out)
@@ -143,7 +152,7 @@ int tkp_crit_new(const struct tkp_crit_change *ch, struct tkp_crit **out)
     struct tkp_crit *c = calloc(1, sizeof(*c));
     if (!c) return TKP_ERR_NOMEM;
     c->ch = *ch;
-    c->lat = c->min_gap = UINT64_MAX;
+    c->lat = c->min_gap = c->graph_gap = UINT64_MAX;
     c->late_ns = TKP_MODEL_LATE_NS;
     c->gpu_on = -1;
     *out = c;
@@ -411,6 +420,8 @@ static int ready(struct tkp_crit *c, const struct ev *e)
     if (c->now_ns > e->host_ns + c->late_ns) return 1; /* past the window: it will not come */
     switch (e->type) {
     case TKP_REC_LAUNCH:
+        if (c->ch.graphs && c->ch.graph_end && e->seg >= c->threads[e->thread].closed)
+            return 0; /* where its step's graph ends is not known yet */
         return gpu_find(c, e->thread, e->seg, TKP_JOIN_LAUNCH, e->idx, NODE_NONE) != NULL;
     case TKP_REC_COPY:
         return gpu_find(c, e->thread, e->seg, TKP_JOIN_COPY, e->idx, NODE_NONE) != NULL;
@@ -508,6 +519,44 @@ static uint64_t pred_at(const struct tkp_crit *c, const struct thread *t, uint64
     return end_ns + (t->pred_ret - t->obs_ret);
 }
 
+/* graphs: a replay's host cost, given or measured (the smallest gap after a graph launch). */
+static uint64_t graph_cost(struct tkp_crit *c)
+{
+    if (c->ch.graph_ns) return c->ch.graph_ns;
+    size_t n = c->nggaps;
+    if (n != c->ggaps_at && (!(n & (n - 1)) || !(n % 4096) || c->final) && /* O(n log n) */
+        !TKP_GROW(c->scratch, c->cap_scratch, n)) { /* out of memory: the last median */
+        memcpy(c->scratch, c->ggaps, n * sizeof(*c->ggaps));
+        tkp_sort_u64(c->scratch, n);
+        c->graph_gap = tkp_pct_sorted(c->scratch, n, 0.5), c->ggaps_at = n;
+    }
+    return c->graph_gap != UINT64_MAX ? c->graph_gap : TKP_CRIT_GRAPH_NS;
+}
+
+/* graphs: whether launch e is in its step's graph (at or before the step's last graph_end
+ * launch; every launch when the step has none). */
+static int in_graph(const struct tkp_crit *c, const struct ev *e)
+{
+    if (!c->ch.graph_end) return 1;
+    int last = map_get(&c->end_map, (uint64_t)e->thread << 40 ^ e->seg);
+    return last < 0 || e->idx <= (uint32_t)last;
+}
+
+/* graphs: whether a launched name ends the captured part (graph_end, asked once per name id). */
+static int ends_graph(struct tkp_crit *c, uint64_t id, const char *name)
+{
+    if (id >= c->nends) {
+        size_t old = c->nends, cap = old;
+        if (id >= (1u << 24) ||
+            tkp_grow_to((void **)&c->ends, &cap, id + 1, sizeof(*c->ends), 16, 0))
+            return c->ch.graph_end(c->ch.scale_arg, name ? name : "");
+        memset(c->ends + old, -1, cap - old);
+        c->nends = cap;
+    }
+    if (c->ends[id] < 0) c->ends[id] = (signed char)c->ch.graph_end(c->ch.scale_arg, name ? name : "");
+    return c->ends[id];
+}
+
 static int replay(struct tkp_crit *c, const struct ev *e)
 {
     struct thread *t = &c->threads[e->thread];
@@ -529,20 +578,24 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     uint64_t pg = scale_ns(gap, c->ch.host), pret_extra = 0;
     int launch = e->type == TKP_REC_LAUNCH || e->type == TKP_REC_GRAPH_LAUNCH;
     if (launch && t->prev_launch && gap < c->min_gap) c->min_gap = gap;
+    if (t->prev_graph && e->type != TKP_REC_SYNC) {
+        if (TKP_GROW(c->ggaps, c->cap_ggaps, c->nggaps + 1)) return TKP_ERR_NOMEM;
+        c->ggaps[c->nggaps++] = gap;
+    }
     if (launch && c->ch.launch_ns >= 0 && !first) {
         uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
         pg = scale_ns(gap > c0 ? gap - c0 : 0, c->ch.host) + (uint64_t)c->ch.launch_ns;
     }
-    int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH;
+    int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH && in_graph(c, e);
     if (graphed && t->gon && t->gseg == e->seg) pg = 0; /* inside the replay */
     uint64_t h_pred = t->pred_ret + pg;
     if (graphed && !(t->gon && t->gseg == e->seg)) {
         t->gon = 1, t->gseg = e->seg, t->gpred = h_pred;
-        pret_extra = c->ch.graph_ns;
+        pret_extra = graph_cost(c);
     }
-    s->obs_host += gap, s->pred_host += pg;
+    s->obs_host += gap, s->pred_host += pg + pret_extra;
     uint64_t obs_ret = h_obs, pred_ret = h_pred + pret_extra;
-    t->prev_launch = launch;
+    t->prev_launch = launch, t->prev_graph = e->type == TKP_REC_GRAPH_LAUNCH;
     switch (e->type) {
     case TKP_REC_LAUNCH: {
         struct stream *st = stream_at(c, t->pid, e->a);
@@ -708,6 +761,12 @@ int tkp_crit_add(struct tkp_crit *c, const struct tkp_record *r)
     if (!t->pid) t->pid = r->pid;
     if (r->type == TKP_REC_LAUNCH || r->type == TKP_REC_GRAPH_LAUNCH || r->type == TKP_REC_COPY)
         e.idx = (*seg_counter(t, r->step, r->type))++;
+    if (r->step > t->closed) t->closed = r->step; /* the segments before it are complete */
+    if (r->type == TKP_REC_STEP && r->step + 1 > t->closed) t->closed = r->step + 1;
+    if (r->type == TKP_REC_LAUNCH && c->ch.graphs && c->ch.graph_end &&
+        ends_graph(c, r->launch.name_id, r->launch.name) &&
+        map_put(&c->end_map, (uint64_t)e.thread << 40 ^ e.seg, e.idx))
+        return TKP_ERR_NOMEM;
     int err = push(c, &e);
     return err ? err : drain(c);
 }
@@ -765,14 +824,20 @@ uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c)
     return c->min_gap == UINT64_MAX ? 0 : c->min_gap;
 }
 
+uint64_t tkp_crit_graph_ns(struct tkp_crit *c, int *measured)
+{
+    *measured = !c->ch.graph_ns && c->nggaps;
+    return graph_cost(c); /* after finish: the median of every gap */
+}
+
 void tkp_crit_free(struct tkp_crit *c)
 {
     if (!c) return;
     for (size_t i = 0; i < c->ngraphs; i++)
         graph_clear(&c->graphs[i]);
     map_free(&c->stream_map), map_free(&c->event_map), map_free(&c->graph_map);
-    map_free(&c->step_map);
+    map_free(&c->step_map), map_free(&c->end_map);
     free(c->threads), free(c->fifo), free(c->g), free(c->streams), free(c->events);
-    free(c->graphs), free(c->factor), free(c->steps), free(c->scratch);
+    free(c->graphs), free(c->factor), free(c->ends), free(c->ggaps), free(c->steps), free(c->scratch);
     free(c);
 }

@@ -45,16 +45,22 @@ struct tkp_crit_change {
     double host;       /* host segments x host (1: unchanged) */
     int64_t launch_ns; /* < 0: unchanged; else each launch's host cost, the smallest gap seen
                         * before a launch on its thread, is replaced by launch_ns */
-    int graphs;        /* each token step's eager launches as one graph replay: one host cost of
+    int graphs;        /* each step's eager launches as one graph replay: one host cost of
                         * graph_ns at its first launch, none at the others, kernels back to back */
-    uint64_t graph_ns; /* the host cost of a replay for graphs (TKP_CRIT_GRAPH_NS by default) */
+    uint64_t graph_ns; /* the host cost of a replay for graphs; 0: measured (the median gap
+                        * after a GRAPH_LAUNCH so far), TKP_CRIT_GRAPH_NS until one is seen */
+    /* graphs: a kernel name that ends a step's captured part (1) or not (0), asked once per
+     * distinct name id: the replay holds the step's launches up to its last matching launch,
+     * later ones stay eager (a server captures the forward, not lm_head and sampling); a step
+     * with no match is replayed whole. NULL: every launch of the step. */
+    int (*graph_end)(void *arg, const char *name);
     /* a kernel name's GPU duration factor (1 unchanged), asked once per distinct name id; NULL:
      * every factor 1 */
     double (*scale)(void *arg, const char *name);
     void *scale_arg;
 };
 
-/* cudaGraphLaunch's host cost when a capture has none to measure (a replay of a few hundred
+/* cudaGraphLaunch's host cost when a capture has no graph launch to measure (a replay of a few hundred
  * nodes on a current driver and CPU: ~10 us) */
 #define TKP_CRIT_GRAPH_NS 10000u
 
@@ -97,6 +103,9 @@ int tkp_crit_intervals(const struct tkp_crit *c, uint64_t **obs, uint64_t **pred
 /* The launch latency the model used (ns), and the smallest host gap before a launch. */
 uint64_t tkp_crit_latency_ns(const struct tkp_crit *c);
 uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c);
+/* graphs: the per-replay host cost (given, else the median gap after the capture's graph
+ * launches, else TKP_CRIT_GRAPH_NS) and whether it was measured from the capture. After finish. */
+uint64_t tkp_crit_graph_ns(struct tkp_crit *c, int *measured);
 void tkp_crit_free(struct tkp_crit *c); /* accepts NULL */
 
 #endif

@@ -22,6 +22,7 @@ static void launch(uint64_t seg, uint64_t ns, uint64_t name)
     memset(&r, 0, sizeof(r));
     r.type = TKP_REC_LAUNCH, r.step = seg, r.host_ns = ns;
     r.launch.stream = 7, r.launch.name_id = name;
+    r.launch.name = name == 'n' ? "norm" : name == 'l' ? "lm_head" : "other";
     add(&r);
 }
 
@@ -193,5 +194,92 @@ Test(critpath, graph_replay_follows_dependencies)
     cr_assert_eq(n, 1);
     cr_assert_eq(s[0].why, 0);
     cr_assert_eq(s[0].pred_end, 11000 - 2500, "%llu", (unsigned long long)s[0].pred_end);
+    tkp_crit_free(c);
+}
+
+static int is_norm(void *arg, const char *name)
+{
+    (void)arg;
+    return !strcmp(name, "norm");
+}
+
+/* Launch-bound steps: fwd, norm, lm_head launched 1 us apart (GPU 0.1 us each, latency 2 us),
+ * a sync 0.5 us after the last launch waking 0.3 us after lm_head ends; the second step 10 us
+ * after the first. Graphs ending at the norm (300 ns a replay): fwd and norm back to back from
+ * the replay, lm_head eager 1 us after norm's call. Worked by hand: step 1 fwd 3000..3100,
+ * norm ..3200, lm_head called 2300, runs 4300..4400, the sync (called 2800) wakes 4700; step 2
+ * called 5600 later at 10300: 12300..12400, ..12500, lm_head 13600..13700, wakes 14000. */
+static void launch_bound(struct tkp_crit_change *ch)
+{
+    cr_assert_eq(tkp_crit_new(ch, &c), 0);
+    struct tkp_record info;
+    memset(&info, 0, sizeof(info));
+    info.type = TKP_REC_GPU_INFO, info.gpu_info.status = TKP_GPU_ON;
+    add(&info);
+    for (uint64_t k = 0; k < 2; k++) {
+        uint64_t o = 10000 * k, seg = k + 1;
+        launch(seg, o + 1000, 'f'), launch(seg, o + 2000, 'n'), launch(seg, o + 3000, 'l');
+        sync_(seg, o + 3500, 1900), step(seg, o + 5400);
+        gpu(seg, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "fwd", o + 3000, o + 3100);
+        gpu(seg, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "norm", o + 4000, o + 4100);
+        gpu(seg, TKP_JOIN_LAUNCH, 2, UINT64_MAX, "lm_head", o + 5000, o + 5100);
+    }
+    cr_assert_eq(tkp_crit_finish(c), 0);
+}
+
+Test(critpath, graphs_end_at_the_last_norm)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1, ch.graph_ns = 300, ch.graph_end = is_norm;
+    launch_bound(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(s[0].pred_end, 4700, "%llu", (unsigned long long)s[0].pred_end);
+    cr_assert_eq(s[1].pred_end, 14000, "%llu", (unsigned long long)s[1].pred_end);
+    int measured;
+    cr_assert_eq(tkp_crit_graph_ns(c, &measured), 300);
+    cr_assert_eq(measured, 0);
+    tkp_crit_free(c);
+}
+
+/* The same with every launch graphed (no graph_end): lm_head from the replay too, 3200..3300,
+ * step 1 wakes 3600; and the replay's cost, none given and no graph launch: the default. */
+Test(critpath, graphs_whole_step_and_default_cost)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1;
+    launch_bound(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    int measured;
+    cr_assert_eq(tkp_crit_graph_ns(c, &measured), TKP_CRIT_GRAPH_NS);
+    cr_assert_eq(measured, 0);
+    /* fwd from 1000 (replay cost 10000: the host is back at 11000), norm, lm_head back to back
+     * 3000..3300; the sync, 500 after the last call's gap, at 11500, wakes 11800 */
+    cr_assert_eq(s[0].pred_end, 11800, "%llu", (unsigned long long)s[0].pred_end);
+    tkp_crit_free(c);
+}
+
+/* The replay's cost measured: a graph launch followed 700 ns later by a launch. */
+Test(critpath, graph_cost_measured_from_graph_launches)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1;
+    cr_assert_eq(tkp_crit_new(&ch, &c), 0);
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_GRAPH_LAUNCH, r.step = 1, r.host_ns = 1000;
+    r.graph_launch.graph = TKP_GRAPH_UNKNOWN, r.graph_launch.stream = 7;
+    add(&r);
+    launch(1, 1700, 'l'), launch(1, 2900, 'l'), step(1, 5000);
+    cr_assert_eq(tkp_crit_finish(c), 0);
+    int measured;
+    uint64_t g = tkp_crit_graph_ns(c, &measured);
+    cr_assert_eq(g, 700, "%llu", (unsigned long long)g);
+    cr_assert_eq(measured, 1);
     tkp_crit_free(c);
 }

@@ -4,10 +4,13 @@ sync scheduling) runs twice on simgpu under the shim -- as it is, and with the a
 twice as fast for real (SIMGPU_SLOW=NAME:0:0.5) -- and `tokprof whatif --scale NAME=0.5` on the
 first capture is run. vLLM on simgpu is host-bound (Python: ~6 ms a step, GPU ~0.1 ms), so the
 prediction must be "no gain" (p50 within 1 %), with every interval predicted and the saved GPU time
-hidden behind the host. The direct comparison with the second run's own ITL (vLLM's probe
+hidden behind the host. The direct comparison with the changed runs' own ITL (vLLM's probe
 "output" stamps, as run_vllm.py reads them) is printed, not checked: two runs of this workload on
 a loaded 2-core machine differ by up to 25 % in host speed alone (docs/VALIDATION.md), far more
-than the 0.3 % the GPU change can make. NAME is the substring of the attention class's kernel
+than the 0.3 % the GPU change can make. To take run order out of that comparison the runs are
+interleaved in both orders, base, slow, slow, base (--pairs 2, the default; 1: base, slow only):
+the measured figure is the median over the slow runs, the observed one over the base runs
+(whatif reads the first base run's capture), and each run's figures are printed. NAME is the substring of the attention class's kernel
 names in the first capture that every one of them has (attention, attn, flash, fmha, sdpa), else
 the name of the one with the most GPU time, so that the simulator and whatif change the same
 kernels.
@@ -34,24 +37,28 @@ def main():
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--pairs", type=int, default=2, choices=(1, 2))
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
     if not python:
         return 77
     wargs = ["offline", "--reqs", str(a.reqs), "--tokens", str(a.tokens), "--async-sched", "off"]
     caps, itl, name = {}, {}, None
-    for run in ("base", "slow"):
+    order = ["base", "slow", "slow2", "base2"][:2 * a.pairs]
+    for run in order:
         d, env = run_realstack.run_env(a, "shim")  # under the shim, in workdir/shim
-        if run == "slow":
+        if run.startswith("slow"):
             env["SIMGPU_SLOW"] = name + ":0:0.5"
         env.update(SIMGPU_MEM="2G", VLLM_PROBE_LOG=os.path.join(d, "probe.jsonl"), PYTHONPATH=HERE,
                    VLLM_USE_V2_MODEL_RUNNER="0", VLLM_USE_FLASHINFER_SAMPLER="0",
                    VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
                    VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"))
         rc, line = run_vllm.run(python, wargs, env, d, a.timeout)
+        if os.path.isdir(os.path.join(a.workdir, run)):
+            subprocess.run(["rm", "-rf", os.path.join(a.workdir, run)], check=True)
         os.rename(d, os.path.join(a.workdir, run))
         d = os.path.join(a.workdir, run)
-        print(f"{run}: exit {rc}, {line}" + (f", SIMGPU_SLOW={env['SIMGPU_SLOW']}" if run == "slow" else ""))
+        print(f"{run}: exit {rc}, {line}" + (f", SIMGPU_SLOW={env['SIMGPU_SLOW']}" if run.startswith("slow") else ""))
         if rc:
             print(f"FAIL: the {run} run failed (see {d}/output.txt)")
             return 1
@@ -78,14 +85,24 @@ def main():
                                    *caps["base"]], stdout=subprocess.PIPE, text=True).stdout)
     print(json.dumps(w))
     bad = 0
-    obs = {"p50": run_vllm.pct(itl["base"], 0.5) * 1e9, "tps": len(itl["base"]) / sum(itl["base"])}
-    mea = {"p50": run_vllm.pct(itl["slow"], 0.5) * 1e9, "tps": len(itl["slow"]) / sum(itl["slow"])}
+    fig = {r: {"p50": run_vllm.pct(v, 0.5) * 1e9, "tps": len(v) / sum(v)} for r, v in itl.items()}
+    for r in order:
+        print("run %-5s vLLM ITL p50 %.4g ns, %.4g outputs/s" % (r, fig[r]["p50"], fig[r]["tps"]))
+
+    def median(runs, k):
+        v = sorted(fig[r][k] for r in runs)
+        return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+    bases, slows = [r for r in order if r.startswith("base")], [r for r in order if r.startswith("slow")]
+    obs = {k: median(bases, k) for k in ("p50", "tps")}
+    mea = {k: median(slows, k) for k in ("p50", "tps")}
     # vLLM's outputs are per engine step: whatif's ITL is per token step, the same steps
     prd = {"p50": w["predicted"]["itl_ns"]["p50"],
-           "tps": obs["tps"] * w["predicted"]["tokens_per_s"] / w["observed"]["tokens_per_s"]}
+           "tps": fig["base"]["tps"] * w["predicted"]["tokens_per_s"] / w["observed"]["tokens_per_s"]}
     for k in ("p50", "tps"):  # shown, not checked: see the docstring
-        print("info vllm eager %-4s vLLM observed %.4g, whatif predicted %.4g, vLLM measured %.4g: "
-              "%+.2f%%" % (k, obs[k], prd[k], mea[k], (prd[k] - mea[k]) / mea[k] * 100))
+        print("info vllm eager %-4s vLLM observed %.4g (median of %d), whatif predicted %.4g, vLLM measured "
+              "%.4g (median of %d): %+.2f%%" % (k, obs[k], len(bases), prd[k], mea[k], len(slows),
+                                                 (prd[k] - mea[k]) / mea[k] * 100))
     checks = [
         (w["token_steps"] == len(itl["base"]) and not w["unpredicted"],
          "whatif predicted every interval: %d of vLLM's %d, %d not" % (w["token_steps"], len(itl["base"]),

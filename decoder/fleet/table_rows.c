@@ -291,15 +291,14 @@ int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struc
     qsort(p->hn, p->nhn, sizeof(*p->hn), by_hour_name);
     for (size_t i = 0; !err && i < p->nhn; i++) {
         const struct tkp_rows_hname *h = &p->hn[i];
+        struct tkp_kernrow r = {h->hour_ns, h->name, tkp_classes_name(p->cl, h->cls), &h->d};
         ident(o, e, 0);
-        tkp_tab_u64(o, h->hour_ns);
-        tkp_tab_str(o, h->name);
-        tkp_tab_str(o, tkp_classes_name(p->cl, h->cls));
-        tkp_tab_u64(o, h->d.count);
-        tkp_tab_u64(o, h->d.total_ns);
-        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.5));
-        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.99));
-        tkp_tab_u64(o, h->d.max_ns);
+        for (int k = 0; k < TKP_KC_COUNT; k++) {
+            int64_t v = 0;
+            const char *str = NULL;
+            int has = tkp_kernrow_cell(&r, k, &v, &str);
+            fleet_cell(o, e, &tkp_kern_cols[k], has, v, str);
+        }
         err = tkp_tab_row_end(o);
     }
     return err;

@@ -9,6 +9,7 @@
 #include "tokprof/format.h"
 #include "model/analysis.h"
 #include "model/classes.h"
+#include "model/hist.h"
 #include "model/libcalls.h"
 #include "model/model.h"
 
@@ -26,6 +27,7 @@
 
 const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {TKP_COLS_STEPS(SPEC_NUM, SPEC_STR)};
 const struct tkp_colspec tkp_class_cols[TKP_CC_COUNT] = {TKP_COLS_STEP_CLASSES(SPEC_NUM, SPEC_STR)};
+const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT] = {TKP_COLS_KERNELS(SPEC_NUM, SPEC_STR)};
 
 #define CELL_OF(name) TKP_SC_##name
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
@@ -54,6 +56,14 @@ int tkp_classrow_cell(const struct tkp_classrow *r, int col, int64_t *v, const c
     switch (col) {
         TKP_COLS_STEP_CLASSES(CELL_NUM, CELL_STR)
     }
+    return 0;
+}
+#undef CELL_OF
+
+#define CELL_OF(name) TKP_KC_##name
+int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const char **str)
+{
+    switch (col) { TKP_COLS_KERNELS(CELL_NUM, CELL_STR) }
     return 0;
 }
 #undef CELL_OF

@@ -51,6 +51,29 @@ enum tkp_class_col {
 /* The step_classes columns, by enum tkp_class_col. */
 extern const struct tkp_colspec tkp_class_cols[TKP_CC_COUNT];
 
+enum tkp_kern_col {
+#define COL_NUM(name, ...) TKP_KC_##name,
+#define COL_STR(name, ...) TKP_KC_##name,
+    TKP_COLS_KERNELS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_KC_COUNT
+};
+
+/* The kernels columns, by enum tkp_kern_col. */
+extern const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT];
+
+/* One row of kernels: the durations d of kernel `name` of class cls in the hour from hour_ns. */
+struct tkp_dist;
+struct tkp_kernrow {
+    uint64_t hour_ns;
+    const char *name, *cls;
+    const struct tkp_dist *d;
+};
+
+/* One cell of a kernels row, as tkp_steprow_cell. */
+int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const char **str);
+
 /* One row of step_classes: step s, class cls, the step's tokens and their source. */
 struct tkp_classrow {
     const struct tkp_model *m;

@@ -183,10 +183,11 @@ if have_runs:
 
     @test
     def table_columns_documented():
-        """docs/FLEET.md's steps and step_classes tables name the columns of `table steps
-        --columns` and `table step_classes --columns`, in order."""
+        """docs/FLEET.md's steps, step_classes and kernels tables name the columns of `table
+        TABLE --columns`, in order."""
         doc = open(os.path.join(A.src, "docs", "FLEET.md")).read()
-        for table, end in (("steps", "### step_classes"), ("step_classes", "### kernels")):
+        for table, end in (("steps", "### step_classes"), ("step_classes", "### kernels"),
+                           ("kernels", "### calls")):
             part = doc[doc.index("### " + table + " "):doc.index(end)]
             names = []
             for line in part.splitlines():
@@ -200,6 +201,21 @@ if have_runs:
         same_rows(tokprof.open(gpu).kernels(), cli_json("kernels", "--json", gpu)["rows"])
         same_rows(tokprof.open(gpu).kernels(by="class"),
                   cli_json("kernels", "--by", "class", "--json", gpu)["rows"])
+
+    @test
+    def kernels_table_sums():
+        """The fleet kernels table (per hour and mangled name) sums, per class, to the count
+        and GPU time of `kernels --by class` and the Python API's kernels(by="class")."""
+        rows = [json.loads(x) for x in
+                cli("table", "kernels", "--format", "json", "--compress", "none", gpu).splitlines()]
+        got = {}
+        for r in rows:
+            c = got.setdefault(r["class"], [0, 0])
+            c[0] += r["count"]
+            c[1] += r["total_ns"]
+        api = {r["class"]: [r["count"], r["total_ns"]]
+               for r in tokprof.open(gpu).kernels(by="class").to_pylist()}
+        assert got and got == api, (got, api)
 
     @test
     def summary_equal_cli():

@@ -128,7 +128,8 @@ if have_runs:
         for i, (w, g) in enumerate(zip(want, rows)):
             assert g["tid"] == w["tid"] and g["pid"] == w["pid"], (i, g, w)
             for k in fleet_keys:
-                assert g[k] == fleet_value(k, w[k], shift), f"row {i} {k}: {g[k]} vs {w[k]}"
+                v = fleet_value(k, w[k], shift)
+                assert g[k] == v, f"row {i} {k}: table {g[k]}, wanted {v} (API {w[k]})"
 
     @test
     def steps_one_table():

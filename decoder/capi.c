@@ -78,13 +78,16 @@ TKP_API int tkp_dec_probe(const char *const *paths, size_t n, char *why, size_t 
     return err;
 }
 
-/* The model of the captures and its acc, as `tokprof steps` loads them. */
-static int load(struct actx *a, const char *classes, struct tkp_classes **cl, struct tkp_model *m,
-                struct tkp_acc **acc)
+/* The model of the captures and its acc, as `tokprof steps` loads them; counting kernels per
+ * class when counts (step_classes' kernels column). */
+static int load(struct actx *a, const char *classes, int counts, struct tkp_classes **cl,
+                struct tkp_model *m, struct tkp_acc **acc)
 {
     int err = tkp_cmd_classes(&a->ctx, classes, cl);
     if (err) return err;
-    if ((err = tkp_cmd_load_analysis(&a->ctx, a->ctx.inputs[0], *cl, m, acc))) tkp_classes_free(*cl);
+    struct tkp_model_opts mo = {.classes = *cl, .from = 0, .to = -1, .class_counts = counts};
+    if ((err = tkp_cmd_load_analysis_opts(&a->ctx, a->ctx.inputs[0], &mo, m, acc)))
+        tkp_classes_free(*cl);
     return err;
 }
 
@@ -100,8 +103,8 @@ static int model_table(const char *const *paths, size_t n, const char *classes, 
     if (warn) *warn = NULL;
     int err = actx_init(&a, paths, n, why, whylen);
     if (err) return err;
-    if (!(err = load(&a, classes, &cl, &m, &acc))) {
-        err = which ? tkp_table_step_classes(&m, &t) : tkp_table_steps(&m, acc, &t);
+    if (!(err = load(&a, classes, which, &cl, &m, &acc))) {
+        err = which ? tkp_table_step_classes(&m, acc, &t) : tkp_table_steps(&m, acc, &t);
         if (!err) err = tkp_atab_export(&t, out, schema);
         else tkp_atab_free(&t);
         if (err) tkp_cmd_fail(&a.ctx, err, "out of memory");

@@ -226,12 +226,19 @@ int tkp_cmd_load_model(struct tkp_ctx *ctx, const char *path, struct tkp_model *
 int tkp_cmd_load_analysis(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
                           struct tkp_model *m, struct tkp_acc **a)
 {
+    struct tkp_model_opts mo = {.classes = cl, .from = 0, .to = -1};
+    return tkp_cmd_load_analysis_opts(ctx, path, &mo, m, a);
+}
+
+int tkp_cmd_load_analysis_opts(struct tkp_ctx *ctx, const char *path,
+                               const struct tkp_model_opts *mo, struct tkp_model *m,
+                               struct tkp_acc **a)
+{
     struct tkp_reader *r;
     struct tkp_record rec;
-    struct tkp_model_opts mo = {.classes = cl, .from = 0, .to = -1};
     int err = tkp_cmd_open(ctx, path, &r), tty = isatty(2);
     if (err) return err;
-    tkp_model_init(m, &mo);
+    tkp_model_init(m, mo);
     if ((err = tkp_acc_bind(m, a))) {
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, err, "out of memory");

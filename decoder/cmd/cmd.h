@@ -138,5 +138,10 @@ int tkp_cmd_load_model(struct tkp_ctx *ctx, const char *path, struct tkp_model *
 struct tkp_acc;
 int tkp_cmd_load_analysis(struct tkp_ctx *ctx, const char *path, const struct tkp_classes *cl,
                           struct tkp_model *m, struct tkp_acc **a);
+/* The same with the model's options mo (tkp_cmd_load_analysis': token steps, classes cl). */
+struct tkp_model_opts;
+int tkp_cmd_load_analysis_opts(struct tkp_ctx *ctx, const char *path,
+                               const struct tkp_model_opts *mo, struct tkp_model *m,
+                               struct tkp_acc **a);
 
 #endif

@@ -21,7 +21,7 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-/* steps: the identity, then the columns of model/columns.def that are not LOCAL */
+/* steps, step_classes, kernels: the identity, then the columns of model/columns.def that are not LOCAL */
 #define FLEET_ALL(...) __VA_ARGS__,
 #define FLEET_GPU(...) __VA_ARGS__,
 #define FLEET_TIME(...) __VA_ARGS__,
@@ -29,30 +29,10 @@
 #define COL_NUM(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
 #define COL_STR(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
 static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
+static const struct tkp_tab_col step_classes[] = {IDENT, TKP_COLS_STEP_CLASSES(COL_NUM, COL_STR)};
+static const struct tkp_tab_col kernels[] = {IDENT, TKP_COLS_KERNELS(COL_NUM, COL_STR)};
 #undef COL_NUM
 #undef COL_STR
-static const struct tkp_tab_col step_classes[] = {
-    IDENT,
-    {"thread", TKP_COL_U64},
-    {"seg", TKP_COL_U64},
-    {"step", TKP_COL_I64},
-    {"begin_ns", TKP_COL_U64},
-    {"class", TKP_COL_STR},
-    {"kernels", TKP_COL_U64},
-    {"gpu_ns", TKP_COL_U64},
-    {"tokens", TKP_COL_U64},
-};
-static const struct tkp_tab_col kernels[] = {
-    IDENT,
-    {"hour_ns", TKP_COL_U64},
-    {"name", TKP_COL_STR},
-    {"class", TKP_COL_STR},
-    {"count", TKP_COL_U64},
-    {"total_ns", TKP_COL_U64},
-    {"p50_ns", TKP_COL_U64},
-    {"p99_ns", TKP_COL_U64},
-    {"max_ns", TKP_COL_U64},
-};
 static const struct tkp_tab_col calls[] = {
     IDENT,
     {"hour_ns", TKP_COL_U64},

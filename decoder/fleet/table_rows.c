@@ -189,22 +189,28 @@ static void ident(struct tkp_tab_out *o, const struct tkp_rows_emit *e, uint64_t
     c->len = len, c->ncols = ncols, c->tid = tid, c->valid = 1;
 }
 
-/* One row of steps: the columns of model/columns.def that are not LOCAL, nulls as fleet_null
- * (words as ''), host times as epoch ns. */
+/* One cell of spec c (has, v, str: as tkp_steprow_cell's) in the fleet's encoding: nothing when
+ * LOCAL, nulls as fleet_null (words as ''), host times as epoch ns. */
+static void fleet_cell(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                       const struct tkp_colspec *c, int has, int64_t v, const char *str)
+{
+    if (c->where == TKP_CW_LOCAL) return;
+    if (c->type == TKP_CT_STR) tkp_tab_str(o, has ? str : "");
+    else if (!has) v = c->fleet_null;
+    else if (c->where == TKP_CW_TIME) v = (int64_t)epoch(e->p, (uint64_t)v);
+    if (c->type == TKP_CT_U64) tkp_tab_u64(o, (uint64_t)v);
+    else if (c->type == TKP_CT_I64) tkp_tab_i64(o, v);
+}
+
+/* One row of steps: the identity, the columns of model/columns.def that are not LOCAL. */
 int tkp_rows_step(struct tkp_tab_out *o, const struct tkp_rows_emit *e, const struct tkp_steprow *r)
 {
     ident(o, e, r->s->tid);
     for (int k = 0; k < TKP_SC_COUNT; k++) {
-        const struct tkp_colspec *c = &tkp_step_cols[k];
         int64_t v = 0;
         const char *str = NULL;
-        if (c->where == TKP_CW_LOCAL) continue;
         int has = tkp_steprow_cell(r, k, &v, &str);
-        if (c->type == TKP_CT_STR) tkp_tab_str(o, has ? str : "");
-        else if (!has) v = c->fleet_null;
-        else if (c->where == TKP_CW_TIME) v = (int64_t)epoch(e->p, (uint64_t)v);
-        if (c->type == TKP_CT_U64) tkp_tab_u64(o, (uint64_t)v);
-        else if (c->type == TKP_CT_I64) tkp_tab_i64(o, v);
+        fleet_cell(o, e, &tkp_step_cols[k], has, v, str);
     }
     return tkp_tab_row_end(o);
 }
@@ -221,25 +227,35 @@ static int rows_steps(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
     return err;
 }
 
-/* The rows of step_classes of step s. */
+/* The class row r's cells from column k0 to k1 (not included). */
+static void class_cells(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
+                        const struct tkp_classrow *r, int k0, int k1)
+{
+    for (int k = k0; k < k1; k++) {
+        int64_t v = 0;
+        const char *str = NULL;
+        int has = tkp_classrow_cell(r, k, &v, &str);
+        fleet_cell(o, e, &tkp_class_cols[k], has, v, str);
+    }
+}
+
+/* The rows of step_classes of step s: the identity and the step's columns (those before class)
+ * written once and repeated on its other rows. */
 int tkp_rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                           struct tkp_rows_pass *p, const struct tkp_model *m,
-                          const struct tkp_mstep *s, uint64_t tok)
+                          const struct tkp_mstep *s, uint64_t tok, int src)
 {
     int err = 0, again = 0;
-    const uint64_t *k = s->class_n; /* the model counts them (opts.class_counts) */
+    struct tkp_classrow r = {m, s, 0, tok, src};
     struct tkp_rows_idcache *pre =
         &e->ic[TKP_TAB_COUNT]; /* the step's columns, the same on its rows */
-    for (int c = 0; !err && c < m->nclasses && c < p->ncls; c++) {
-        if (!s->class_ns[c] && !(k && k[c])) continue;
+    for (r.cls = 0; !err && r.cls < p->ncls; r.cls++) {
+        if (!tkp_classrow_is(m, s, r.cls)) continue;
         if (again) {
             tkp_tab_row_again(o, pre->text, pre->len, pre->ncols);
         } else {
             ident(o, e, s->tid);
-            tkp_tab_u64(o, s->thread);
-            tkp_tab_u64(o, s->seg);
-            tkp_tab_i64(o, s->kind == TKP_STEP_TOKEN ? s->index : -1);
-            tkp_tab_u64(o, epoch(e->p, s->begin_ns));
+            class_cells(o, e, &r, 0, TKP_CC_class);
             size_t len;
             const void *t = tkp_tab_row_text(o, &len, &pre->ncols);
             if (t && !TKP_GROW(pre->text, pre->cap, len)) {
@@ -247,22 +263,18 @@ int tkp_rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                 pre->len = len, again = 1;
             }
         }
-        tkp_tab_str(o, tkp_classes_name(m->opts.classes, c));
-        tkp_tab_u64(o, k ? k[c] : 0);
-        tkp_tab_u64(o, s->class_ns[c]);
-        tkp_tab_u64(o, tok);
+        class_cells(o, e, &r, TKP_CC_class, TKP_CC_COUNT);
         err = tkp_tab_row_end(o);
     }
     return err;
 }
 
 static int rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
-                             struct tkp_rows_pass *p, const struct tkp_model *m,
-                             const uint64_t *tok)
+                             struct tkp_rows_pass *p, const struct tkp_steprows *x)
 {
     int err = 0;
-    for (size_t i = 0; !err && i < m->nsteps; i++)
-        err = tkp_rows_step_classes(o, e, p, m, &m->steps[i], tok[i]);
+    for (size_t i = 0; !err && i < x->m->nsteps; i++)
+        err = tkp_rows_step_classes(o, e, p, x->m, &x->m->steps[i], x->tok[i], x->src[i]);
     return err;
 }
 
@@ -279,15 +291,14 @@ int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struc
     qsort(p->hn, p->nhn, sizeof(*p->hn), by_hour_name);
     for (size_t i = 0; !err && i < p->nhn; i++) {
         const struct tkp_rows_hname *h = &p->hn[i];
+        struct tkp_kernrow r = {h->hour_ns, h->name, tkp_classes_name(p->cl, h->cls), &h->d};
         ident(o, e, 0);
-        tkp_tab_u64(o, h->hour_ns);
-        tkp_tab_str(o, h->name);
-        tkp_tab_str(o, tkp_classes_name(p->cl, h->cls));
-        tkp_tab_u64(o, h->d.count);
-        tkp_tab_u64(o, h->d.total_ns);
-        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.5));
-        tkp_tab_u64(o, tkp_dist_pct(&h->d, 0.99));
-        tkp_tab_u64(o, h->d.max_ns);
+        for (int k = 0; k < TKP_KC_COUNT; k++) {
+            int64_t v = 0;
+            const char *str = NULL;
+            int has = tkp_kernrow_cell(&r, k, &v, &str);
+            fleet_cell(o, e, &tkp_kern_cols[k], has, v, str);
+        }
         err = tkp_tab_row_end(o);
     }
     return err;
@@ -542,7 +553,7 @@ int tkp_tab_capture(const char *const *files, size_t n, const struct tkp_classes
     if (tkp_steprows_init(&x, &m, a)) goto nomem;
     if (!err && outs[TKP_TAB_STEPS]) err = rows_steps(outs[TKP_TAB_STEPS], &e, &x);
     if (!err && outs[TKP_TAB_STEP_CLASSES])
-        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &m, x.tok);
+        err = rows_step_classes(outs[TKP_TAB_STEP_CLASSES], &e, &p, &x);
     if (!err && outs[TKP_TAB_KERNELS]) err = tkp_rows_kernels(outs[TKP_TAB_KERNELS], &e, &p);
     if (!err && outs[TKP_TAB_CALLS]) err = tkp_rows_calls(outs[TKP_TAB_CALLS], &e, p.calls);
     for (size_t t = 0; t < p.ngs; t++)

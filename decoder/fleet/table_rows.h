@@ -112,13 +112,14 @@ void tkp_rows_pass_free(struct tkp_rows_pass *p);
 /* Closes the GEMM count of a thread's step g for the moe hint. */
 void tkp_rows_gstep_close(struct tkp_rows_pass *p, struct tkp_rows_gstep *g);
 void tkp_rows_idcache_free(struct tkp_rows_idcache *ic); /* [TKP_TAB_COUNT + 1] */
-/* The row of steps of r; the rows of step_classes of step s with tokens tok; the rows of kernels
+/* The row of steps of r; the rows of step_classes of step s with tokens tok (their source src:
+ * enum tkp_tok_src); the rows of kernels
  * and of calls. 0 or a sink's error. */
 int tkp_rows_step(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                   const struct tkp_steprow *r);
 int tkp_rows_step_classes(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                           struct tkp_rows_pass *p, const struct tkp_model *m,
-                          const struct tkp_mstep *s, uint64_t tok);
+                          const struct tkp_mstep *s, uint64_t tok, int src);
 int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struct tkp_rows_pass *p);
 int tkp_rows_calls(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struct tkp_tcalls *tc);
 /* FNV-1a 64 of (host, pid, rt0[, snap]): table.h's capture_id. */

@@ -124,7 +124,7 @@ static int tail_step(struct tkp_tab_tail *t, const struct tkp_rows_emit *e,
     tkp_steprow_fill(x, s, &as, tok, src, has_gap, gap, itl, &r);
     if (outs[TKP_TAB_STEPS]) err = tkp_rows_step(outs[TKP_TAB_STEPS], e, &r);
     if (!err && outs[TKP_TAB_STEP_CLASSES])
-        err = tkp_rows_step_classes(outs[TKP_TAB_STEP_CLASSES], e, &t->p, &t->m, s, tok);
+        err = tkp_rows_step_classes(outs[TKP_TAB_STEP_CLASSES], e, &t->p, &t->m, s, tok, src);
     return err;
 }
 

@@ -9,37 +9,64 @@
 #include "tokprof/format.h"
 #include "model/analysis.h"
 #include "model/classes.h"
+#include "model/hist.h"
 #include "model/libcalls.h"
 #include "model/model.h"
 
-const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {
-#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
+/* The X-macros of columns.def made into specs and cells; CELL_OF names the table's enum. */
+#define SPEC_NUM(name, type, where, nul, has, value, fnull, doc)                                   \
     {#name, TKP_CT_##type, TKP_CW_##where, nul, fnull, doc},
-#define COL_STR(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
-    TKP_COLS_STEPS(COL_NUM, COL_STR)
-#undef COL_NUM
-#undef COL_STR
-};
+#define SPEC_STR(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
+#define CELL_NUM(name, type, where, nul, has, value, fnull, doc)                                   \
+    case CELL_OF(name):                                                                            \
+        *v = (int64_t)(value);                                                                     \
+        return (has) != 0;
+#define CELL_STR(name, where, nul, value, doc)                                                     \
+    case CELL_OF(name):                                                                            \
+        return (*str = (value)) != NULL;
 
+const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {TKP_COLS_STEPS(SPEC_NUM, SPEC_STR)};
+const struct tkp_colspec tkp_class_cols[TKP_CC_COUNT] = {TKP_COLS_STEP_CLASSES(SPEC_NUM, SPEC_STR)};
+const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT] = {TKP_COLS_KERNELS(SPEC_NUM, SPEC_STR)};
+
+#define CELL_OF(name) TKP_SC_##name
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
 {
     const struct tkp_mstep *s = r->s;
     int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
     (void)tok, (void)closed;
     switch (col) {
-#define COL_NUM(name, type, where, nul, has, value, fnull, doc)                                    \
-    case TKP_SC_##name:                                                                            \
-        *v = (int64_t)(value);                                                                     \
-        return (has) != 0;
-#define COL_STR(name, where, nul, value, doc)                                                      \
-    case TKP_SC_##name:                                                                            \
-        return (*str = (value)) != NULL;
-        TKP_COLS_STEPS(COL_NUM, COL_STR)
-#undef COL_NUM
-#undef COL_STR
+        TKP_COLS_STEPS(CELL_NUM, CELL_STR)
     }
     return 0;
 }
+#undef CELL_OF
+
+int tkp_classrow_is(const struct tkp_model *m, const struct tkp_mstep *s, int c)
+{
+    return c < m->nclasses && s->class_ns && (s->class_ns[c] || (s->class_n && s->class_n[c]));
+}
+
+#define CELL_OF(name) TKP_CC_##name
+int tkp_classrow_cell(const struct tkp_classrow *r, int col, int64_t *v, const char **str)
+{
+    const struct tkp_mstep *s = r->s;
+    int tok = s->kind == TKP_STEP_TOKEN;
+    (void)tok;
+    switch (col) {
+        TKP_COLS_STEP_CLASSES(CELL_NUM, CELL_STR)
+    }
+    return 0;
+}
+#undef CELL_OF
+
+#define CELL_OF(name) TKP_KC_##name
+int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const char **str)
+{
+    switch (col) { TKP_COLS_KERNELS(CELL_NUM, CELL_STR) }
+    return 0;
+}
+#undef CELL_OF
 
 int tkp_steprows_init(struct tkp_steprows *x, const struct tkp_model *m, const struct tkp_acc *acc)
 {

@@ -39,6 +39,55 @@ enum tkp_step_col {
 /* The steps columns, by enum tkp_step_col. */
 extern const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT];
 
+enum tkp_class_col {
+#define COL_NUM(name, ...) TKP_CC_##name,
+#define COL_STR(name, ...) TKP_CC_##name,
+    TKP_COLS_STEP_CLASSES(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_CC_COUNT
+};
+
+/* The step_classes columns, by enum tkp_class_col. */
+extern const struct tkp_colspec tkp_class_cols[TKP_CC_COUNT];
+
+enum tkp_kern_col {
+#define COL_NUM(name, ...) TKP_KC_##name,
+#define COL_STR(name, ...) TKP_KC_##name,
+    TKP_COLS_KERNELS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_KC_COUNT
+};
+
+/* The kernels columns, by enum tkp_kern_col. */
+extern const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT];
+
+/* One row of kernels: the durations d of kernel `name` of class cls in the hour from hour_ns. */
+struct tkp_dist;
+struct tkp_kernrow {
+    uint64_t hour_ns;
+    const char *name, *cls;
+    const struct tkp_dist *d;
+};
+
+/* One cell of a kernels row, as tkp_steprow_cell. */
+int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const char **str);
+
+/* One row of step_classes: step s, class cls, the step's tokens and their source. */
+struct tkp_classrow {
+    const struct tkp_model *m;
+    const struct tkp_mstep *s;
+    int cls;
+    uint64_t tokens;
+    int tok_src; /* enum tkp_tok_src */
+};
+
+/* Whether step s of m has a step_classes row for class c (kernels or GPU time in it). */
+int tkp_classrow_is(const struct tkp_model *m, const struct tkp_mstep *s, int c);
+/* One cell of a step_classes row, as tkp_steprow_cell. */
+int tkp_classrow_cell(const struct tkp_classrow *r, int col, int64_t *v, const char **str);
+
 /* What every view shows of one step, derived once (the rules: columns.def's docs). */
 struct tkp_steprow {
     const struct tkp_model *m;

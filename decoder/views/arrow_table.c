@@ -22,26 +22,44 @@ static void opt_i64(struct tkp_acol *c, int has, int64_t v)
     else tkp_acol_null(c);
 }
 
+/* The columns of specs (n of them) into t, those for which skip is 0; c[k]: spec k's column. */
+static int spec_cols(struct tkp_atab *t, const struct tkp_colspec *specs, int n, const char *skip,
+                     struct tkp_acol **c)
+{
+    size_t ncols = 0;
+    for (int k = 0; k < n; k++) ncols += !skip[k];
+    int err = tkp_atab_init(t, ncols);
+    ncols = 0;
+    for (int k = 0; !err && k < n; k++) {
+        if (skip[k]) continue;
+        tkp_atab_col(t, ncols, specs[k].name, specs[k].type == TKP_CT_STR ? TKP_A_STR : TKP_A_I64,
+                     specs[k].nullable);
+        c[k] = &t->cols[ncols++];
+    }
+    return err;
+}
+
+/* One cell into column c (NULL: not shown): has, v, s as tkp_steprow_cell's. */
+static void spec_cell(struct tkp_acol *c, const struct tkp_colspec *spec, int has, int64_t v,
+                      const char *s)
+{
+    if (!c) return;
+    if (spec->type == TKP_CT_STR) tkp_acol_str(c, has ? s : NULL);
+    else opt_i64(c, has, v);
+}
+
 /* Every number an int64 (as steps --json's). */
 int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t)
 {
     struct tkp_steprows x;
     struct tkp_acol *c[TKP_SC_COUNT] = {0};
-    size_t ncols = 0;
+    char skip[TKP_SC_COUNT];
     int err = tkp_steprows_init(&x, m, acc);
     if (err) return err;
-    for (int k = 0; k < TKP_SC_COUNT; k++) ncols += x.gpu || tkp_step_cols[k].where != TKP_CW_GPU;
-    if ((err = tkp_atab_init(t, ncols))) {
+    for (int k = 0; k < TKP_SC_COUNT; k++) skip[k] = !x.gpu && tkp_step_cols[k].where == TKP_CW_GPU;
+    if ((err = spec_cols(t, tkp_step_cols, TKP_SC_COUNT, skip, c))) {
         tkp_steprows_free(&x);
         return err;
-    }
-    ncols = 0;
-    for (int k = 0; k < TKP_SC_COUNT; k++) {
-        if (!x.gpu && tkp_step_cols[k].where == TKP_CW_GPU) continue;
-        tkp_atab_col(t, ncols, tkp_step_cols[k].name,
-                     tkp_step_cols[k].type == TKP_CT_STR ? TKP_A_STR : TKP_A_I64,
-                     tkp_step_cols[k].nullable);
-        c[k] = &t->cols[ncols++];
     }
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_steprow r;
@@ -49,10 +67,8 @@ int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct
         for (int k = 0; k < TKP_SC_COUNT; k++) {
             int64_t v = 0;
             const char *s = NULL;
-            if (!c[k]) continue;
             int has = tkp_steprow_cell(&r, k, &v, &s);
-            if (tkp_step_cols[k].type == TKP_CT_STR) tkp_acol_str(c[k], has ? s : NULL);
-            else opt_i64(c[k], has, v);
+            spec_cell(c[k], &tkp_step_cols[k], has, v, s);
         }
         t->nrows++;
     }
@@ -60,29 +76,32 @@ int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct
     return t->oom ? TKP_ERR_NOMEM : 0;
 }
 
-int tkp_table_step_classes(const struct tkp_model *m, struct tkp_atab *t)
+/* m made with opts.class_counts (the kernels column) and finished; acc: the steps' tokens. */
+int tkp_table_step_classes(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t)
 {
-    static const char *const names[] = {"thread", "tid", "pid", "seg", "step", "class", "gpu_ns"};
-    int err = tkp_atab_init(t, 7);
+    struct tkp_steprows x;
+    struct tkp_acol *c[TKP_CC_COUNT] = {0};
+    char skip[TKP_CC_COUNT] = {0};
+    int err = tkp_steprows_init(&x, m, acc);
     if (err) return err;
-    for (size_t k = 0; k < 7; k++)
-        tkp_atab_col(t, k, names[k], k == 5 ? TKP_A_DICT : TKP_A_I64, k == 4);
-    struct tkp_acol *c = t->cols;
-    for (int k = 0; k < m->nclasses; k++) tkp_acol_dict_add(&c[5], tkp_classes_name(m->opts.classes, k));
+    if ((err = spec_cols(t, tkp_class_cols, TKP_CC_COUNT, skip, c))) {
+        tkp_steprows_free(&x);
+        return err;
+    }
     for (size_t i = 0; i < m->nsteps; i++) {
-        const struct tkp_mstep *s = &m->steps[i];
-        for (int k = 0; s->class_ns && k < m->nclasses; k++) {
-            if (!s->class_ns[k]) continue;
-            tkp_acol_i64(&c[0], s->thread);
-            tkp_acol_i64(&c[1], s->tid);
-            tkp_acol_i64(&c[2], (int64_t)s->pid);
-            tkp_acol_i64(&c[3], (int64_t)s->seg);
-            opt_i64(&c[4], s->kind == TKP_STEP_TOKEN, s->index);
-            tkp_acol_dict(&c[5], k);
-            tkp_acol_i64(&c[6], (int64_t)s->class_ns[k]);
+        struct tkp_classrow r = {m, &m->steps[i], 0, x.tok[i], x.src[i]};
+        for (r.cls = 0; r.cls < m->nclasses; r.cls++) {
+            if (!tkp_classrow_is(m, r.s, r.cls)) continue;
+            for (int k = 0; k < TKP_CC_COUNT; k++) {
+                int64_t v = 0;
+                const char *s = NULL;
+                int has = tkp_classrow_cell(&r, k, &v, &s);
+                spec_cell(c[k], &tkp_class_cols[k], has, v, s);
+            }
             t->nrows++;
         }
     }
+    tkp_steprows_free(&x);
     return t->oom ? TKP_ERR_NOMEM : 0;
 }
 

@@ -17,8 +17,10 @@ struct tkp_reader;
  * columns only when the model has GPU records. t is initialised here. Returns 0 or NOMEM. */
 int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t);
 
-/* One row per (step, class) with kernel time: thread, tid, pid, seg, step, class, gpu_ns. */
-int tkp_table_step_classes(const struct tkp_model *m, struct tkp_atab *t);
+/* One row per (step, class) with kernels or kernel time: the columns of model/columns.def's
+ * TKP_COLS_STEP_CLASSES. m made with opts.class_counts and finished; acc: the steps' tokens. */
+int tkp_table_step_classes(const struct tkp_model *m, const struct tkp_acc *acc,
+                           struct tkp_atab *t);
 
 /* Reads r to its end, one row per record whose type is in `types` (a mask of 1 << enum
  * tkp_rec; 0: all), with the columns of `columns` (1 << enum tkp_dec_col; 0: all). A reader

@@ -71,8 +71,9 @@ int tkp_dec_probe(const char *const *paths, size_t n, char *why, size_t whylen);
 int tkp_dec_steps(const char *const *paths, size_t n, const char *classes, struct ArrowArray *out,
                   struct ArrowSchema *schema, char **warn, char *why, size_t whylen);
 
-/* One row per (step, kernel class) with GPU time in it: thread, tid, pid, seg, step, class,
- * gpu_ns — the breakdown behind steps' top_class. */
+/* One row per (step, kernel class) with kernels or GPU time in it: thread, tid, pid, seg, step,
+ * begin_ns, class, kernels, gpu_ns, tokens (the fleet step_classes table's columns, and tid, pid)
+ * — the breakdown behind steps' top_class. */
 int tkp_dec_step_classes(const char *const *paths, size_t n, const char *classes,
                          struct ArrowArray *out, struct ArrowSchema *schema, char **warn,
                          char *why, size_t whylen);

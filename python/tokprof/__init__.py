@@ -102,8 +102,9 @@ class Capture:
         return _native.steps(self.paths, os.fspath(classes) if classes else None)
 
     def step_classes(self, classes: Optional[PathLike] = None) -> "pyarrow.Table":
-        """GPU kernel time per step and kernel class: one row per (step, class) with time in
-        it (thread, tid, pid, seg, step, class, gpu_ns)."""
+        """GPU kernel time per step and kernel class: one row per (step, class) with kernels or
+        time in it (thread, tid, pid, seg, step, begin_ns, class, kernels, gpu_ns, tokens: the
+        columns and values of ``tokprof table step_classes``, with tid and pid)."""
         return _native.steps(self.paths, os.fspath(classes) if classes else None, which=1)
 
     def kernels(self, by: str = "name") -> "pyarrow.Table":

@@ -113,7 +113,23 @@ if have_runs:
             return {"step": -1}.get(col, "" if col in WORDS else 0)
         return v + shift if col in ("begin_ns", "mark_ns", "end_ns") and v else v
 
-    WORDS = {"kind", "tokens_source", "anomaly", "top_class", "phase", "cause"}
+    WORDS = {"kind", "tokens_source", "anomaly", "top_class", "phase", "cause", "class"}
+
+    def same_fleet_rows(table, keys, want, local):
+        """`table TABLE` of the gpu capture has the identity columns, then keys less the local
+        ones in that order, and the values of want (rows with keys) row for row."""
+        rows = [json.loads(x) for x in
+                cli("table", table, "--format", "json", "--compress", "none", gpu).splitlines()]
+        fleet_keys = [k for k in keys if k not in local]
+        assert list(rows[0].keys()) == IDENT + fleet_keys, (list(rows[0].keys()), fleet_keys)
+        assert len(rows) == len(want), (len(rows), len(want))
+        meta = json.loads(cli("dump", "--type", "meta", gpu).splitlines()[0])
+        shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
+        for i, (w, g) in enumerate(zip(want, rows)):
+            assert g["tid"] == w["tid"] and g["pid"] == w["pid"], (i, g, w)
+            for k in fleet_keys:
+                v = fleet_value(k, w[k], shift)
+                assert g[k] == v, f"row {i} {k}: table {g[k]}, wanted {v} (API {w[k]})"
 
     @test
     def steps_one_table():
@@ -125,17 +141,25 @@ if have_runs:
         t = tokprof.open(gpu).steps()
         assert t.column_names == keys, (t.column_names, keys)
         same_rows(t, want)
-        rows = [json.loads(x) for x in
-                cli("table", "steps", "--format", "json", "--compress", "none", gpu).splitlines()]
-        fleet_keys = [k for k in keys if k not in ("tid", "pid", "gap_ns")]
-        assert list(rows[0].keys()) == IDENT + fleet_keys, (list(rows[0].keys()), fleet_keys)
-        assert len(rows) == len(want), (len(rows), len(want))
-        meta = json.loads(cli("dump", "--type", "meta", gpu).splitlines()[0])
-        shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
-        for i, (w, g) in enumerate(zip(want, rows)):
-            assert g["tid"] == w["tid"] and g["pid"] == w["pid"], (i, g, w)
-            for k in fleet_keys:
-                assert g[k] == fleet_value(k, w[k], shift), f"row {i} {k}: {g[k]} vs {w[k]}"
+        same_fleet_rows("steps", keys, want, ("tid", "pid", "gap_ns"))
+
+    @test
+    def step_classes_one_table():
+        """One description, two views (no CLI view but `table`): the Python API's step_classes()
+        and `table step_classes` give the same columns (the fleet's less tid and pid, identity
+        columns there) in the same order and the same values row for row; each row's step
+        columns are its step's in `steps --json`."""
+        t = tokprof.open(gpu).step_classes()
+        want = t.to_pylist()
+        keys = t.column_names
+        assert want and keys[:5] == ["thread", "tid", "pid", "seg", "step"], keys
+        same_fleet_rows("step_classes", keys, want, ("tid", "pid"))
+        steps = {(s["thread"], s["seg"]): s for s in cli_json("steps", "--json", gpu)["steps"]}
+        for w in want:
+            s = steps[(w["thread"], w["seg"])]
+            for k in ("tid", "pid", "step", "tokens") + (("begin_ns",) if s["begin_ns"] else ()):
+                assert w[k] == s[k], (k, w, s)
+        assert sum(w["kernels"] for w in want) > 0 and any(w["tokens"] for w in want), want[:3]
 
     @test
     def run_figures_from_the_steps():
@@ -159,22 +183,40 @@ if have_runs:
                 assert s["cause"] in (None, w["cause"]), (s, w)
 
     @test
-    def steps_columns_documented():
-        """docs/FLEET.md's steps table names the columns of `table steps --columns`, in order."""
+    def table_columns_documented():
+        """docs/FLEET.md's steps, step_classes and kernels tables name the columns of `table
+        TABLE --columns`, in order."""
         doc = open(os.path.join(A.src, "docs", "FLEET.md")).read()
-        part = doc[doc.index("### steps"):doc.index("### step_classes")]
-        names = []
-        for line in part.splitlines():
-            if line.startswith("| ") and not line.startswith("| column") and "---" not in line:
-                names += [n.strip() for n in line.split("|")[1].split(",")]
-        cols = cli("table", "steps", "--columns").strip().split(", ")
-        assert cols == IDENT + names, (cols, names)
+        for table, end in (("steps", "### step_classes"), ("step_classes", "### kernels"),
+                           ("kernels", "### calls")):
+            part = doc[doc.index("### " + table + " "):doc.index(end)]
+            names = []
+            for line in part.splitlines():
+                if line.startswith("| ") and not line.startswith("| column") and "---" not in line:
+                    names += [n.strip() for n in line.split("|")[1].split(",")]
+            cols = cli("table", table, "--columns").strip().split(", ")
+            assert cols == IDENT + names, (table, cols, names)
 
     @test
     def kernels_equal_cli():
         same_rows(tokprof.open(gpu).kernels(), cli_json("kernels", "--json", gpu)["rows"])
         same_rows(tokprof.open(gpu).kernels(by="class"),
                   cli_json("kernels", "--by", "class", "--json", gpu)["rows"])
+
+    @test
+    def kernels_table_sums():
+        """The fleet kernels table (per hour and mangled name) sums, per class, to the count
+        and GPU time of `kernels --by class` and the Python API's kernels(by="class")."""
+        rows = [json.loads(x) for x in
+                cli("table", "kernels", "--format", "json", "--compress", "none", gpu).splitlines()]
+        got = {}
+        for r in rows:
+            c = got.setdefault(r["class"], [0, 0])
+            c[0] += r["count"]
+            c[1] += r["total_ns"]
+        api = {r["class"]: [r["count"], r["total_ns"]]
+               for r in tokprof.open(gpu).kernels(by="class").to_pylist()}
+        assert got and got == api, (got, api)
 
     @test
     def summary_equal_cli():

@@ -156,6 +156,16 @@ Test(bombs, content_size_above_raw_len)
     free(fr);
 }
 
+/* One 64 MiB chunk buffer live at a time: 63 MiB measured in the plain build. Under ASan each
+ * buffer also touches 8 MiB of shadow memory that stays resident after it is freed, and the
+ * learned-steps prescan (capture/steplearn.c) decompresses the first chunk once before the reader
+ * does: 82 MiB measured there. Two buffers live at once would exceed either bound. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BOMB_PEAK_KIB (100 << 10)
+#else
+#define BOMB_PEAK_KIB (80 << 10)
+#endif
+
 /* The largest chunk the format allows, 64 MiB of zeros from a frame of a few KiB: decompressed
  * (the cap is the format's), then refused at its first record; memory stays at the cap. */
 Test(bombs, sixty_four_mib_of_zeros)
@@ -168,7 +178,7 @@ Test(bombs, sixty_four_mib_of_zeros)
     struct outcome o = read_all(w);
     cr_assert_eq(o.end, TKP_ERR_RECORD, "%d %s", o.end, o.e.msg);
     cr_assert_eq(o.n, 4);
-    cr_assert_lt(peak_kib() - before, 80 << 10, "peak RSS grew %ld KiB", peak_kib() - before);
+    cr_assert_lt(peak_kib() - before, BOMB_PEAK_KIB, "peak RSS grew %ld KiB", peak_kib() - before);
     capw_free(w);
     free(fr);
 }

@@ -21,6 +21,7 @@ static struct { uint32_t magic; } the_ctx = {MAGIC_CTX};
 static void do_init(void)
 {
     cost_init();
+    writes_init();
     tlog_init();
 }
 

@@ -259,11 +259,13 @@ static CUresult add_node(CUgraphNode *out, CUgraph hGraph, const CUgraphNode *de
 
 static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
                                 CUfunction func, const unsigned grid[3], const unsigned block[3],
-                                unsigned shmem)
+                                unsigned shmem, void **params)
 {
     struct sim_func *f = mod_func(func);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_write wr[SIM_MAX_WRITES];
+    int nwr = writes_resolve(f->name, params, grid, wr);
     struct sim_node *n;
     CUresult r = add_node(out, g, deps, ndeps, CU_GRAPH_NODE_TYPE_KERNEL, &n);
     if (r != CUDA_SUCCESS)
@@ -273,6 +275,8 @@ static CUresult add_kernel_node(CUgraphNode *out, CUgraph g, const CUgraphNode *
     memcpy(n->block, block, sizeof n->block);
     n->shmem = shmem;
     n->info.via = SIMGPU_VIA_DRIVER;
+    memcpy(n->writes, wr, sizeof wr);
+    n->nwrites = nwr;
     pthread_mutex_unlock(&sim_lock);
     return CUDA_SUCCESS;
 }
@@ -285,7 +289,7 @@ SIM_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode *out, CUgraph g, const C
     const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
     const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
     return add_kernel_node(out, g, deps, ndeps, p->func ? p->func : (CUfunction)p->kern, grid, block,
-                           p->sharedMemBytes);
+                           p->sharedMemBytes, p->kernelParams);
 }
 
 SIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
@@ -295,7 +299,7 @@ SIM_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgr
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
     const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
-    return add_kernel_node(out, g, deps, ndeps, p->func, grid, block, p->sharedMemBytes);
+    return add_kernel_node(out, g, deps, ndeps, p->func, grid, block, p->sharedMemBytes, p->kernelParams);
 }
 
 SIM_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps)
@@ -609,6 +613,7 @@ static CUresult graph_launch_body(CUgraphExec hExec, CUstream h, int ptsz)
             op.flops = n->info.flops;
             op.bytes = n->info.bytes;
             dur = cost_kernel(n->func, n->grid, &n->info, &stall, &op.faulted);
+            writes_apply(n->writes, n->nwrites);
             break;
         case CU_GRAPH_NODE_TYPE_MEMCPY:
             op.kind = 1;

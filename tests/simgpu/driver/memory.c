@@ -56,6 +56,15 @@ static int kind_of(const void *p)
 }
 
 int mem_is_pinned(const void *p) { return kind_of(p) == ALLOC_PINNED; }
+
+int mem_fits(const void *p, size_t bytes)
+{
+    pthread_mutex_lock(&mem_lock);
+    struct alloc *a = find_locked(p);
+    int ok = a && bytes <= a->size && (size_t)((const char *)p - a->p) <= a->size - bytes;
+    pthread_mutex_unlock(&mem_lock);
+    return ok;
+}
 int mem_is_device(const void *p) { return kind_of(p) == ALLOC_DEVICE; }
 
 static void *do_alloc(size_t size, int kind)

@@ -80,6 +80,15 @@ struct sim_event {
 
 enum sim_copy_dir { DIR_HTOD = 0, DIR_DTOH = 1, DIR_DTOD = 2, DIR_HTOH = 3 };
 
+/* One SIMGPU_WRITES effect of a kernel (writes.c): COUNT elements of VALUE at DST. */
+#define SIM_MAX_WRITES 4
+struct sim_write {
+    void *dst;
+    size_t count;
+    unsigned elemsize;
+    unsigned char value[8];
+};
+
 struct sim_node {
     uint32_t magic;
     uint64_t id;
@@ -91,6 +100,8 @@ struct sim_node {
     struct sim_func *func;
     unsigned grid[3], block[3], shmem;
     struct simgpu_launch_info info;
+    struct sim_write writes[SIM_MAX_WRITES]; /* SIMGPU_WRITES, resolved at capture */
+    int nwrites;
     /* memcpy / memset */
     void *dst;
     const void *src;
@@ -188,8 +199,16 @@ void mem_register_host(void *p, size_t size);
 int mem_unregister_host(void *p);
 CUresult mem_copy2d(const CUDA_MEMCPY2D *c, CUstream h, int ptsz, int sync);
 int mem_is_device(const void *p);
+int mem_fits(const void *p, size_t bytes); /* [p, p+bytes) lies inside one known allocation */
 void mem_do_copy(void *dst, const void *src, size_t bytes);
 void mem_do_set(void *dst, unsigned value, unsigned elemsize, size_t count);
+
+/* ---- writes.c ---- */
+void writes_init(void); /* reads SIMGPU_WRITES */
+/* The rules matching KERNEL, their destinations read from its kernelParams (NULL: none), into
+ * out[SIM_MAX_WRITES]; returns how many. Takes no simulator lock. */
+int writes_resolve(const char *kernel, void **params, const unsigned grid[3], struct sim_write *out);
+void writes_apply(const struct sim_write *w, int n);
 
 /* ---- graph.c ---- */
 /* Called with sim_lock held for a stream that is capturing: appends a node depending on the

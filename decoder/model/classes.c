@@ -23,6 +23,12 @@
  * `indexSelectSmallIndex`, Inductor's `triton_poi_fused_*` / `triton_red_*` / `triton_per_*`) are
  * "elementwise", decided after every other rule has had both the base and the full name: the
  * functor in the template arguments (silu, rsqrt, cos) names a family when there is one.
+ * vLLM's Model Runner V2 (0.33's default) prepares each step's inputs and updates its request
+ * state in Triton kernels: `_compute_slot_mappings_kernel` is kv-cache (where each token's K/V
+ * goes), the sampler's logit processors (`_temperature_kernel`, `_bias_kernel`, `_bad_words_kernel`,
+ * the logprob `_ranks_kernel`) sampling, and the gathers and scatters of ids, positions and lengths
+ * (`_prepare_prefill_inputs_kernel`, `_prepare_pos_seq_lens_kernel`, `_post_update_kernel`,
+ * `_apply_write_kernel` of staged writes) elementwise.
  * Words that name no family (`fill_random_kernel`) are "other". */
 #include "model/classes.h"
 
@@ -44,8 +50,9 @@ static const struct builtin_rule builtin[] = {
     {TKP_CLASS_COMM, "nccl|all_?reduce|cross_device_reduce|all_?gather|reduce_?scatter|"
                      "all_?to_?all|deep_?ep"},
     {TKP_CLASS_KVCACHE, "reshape_and_cache|concat_and_cache|kv_?cache_update|set_rows|"
-                        "copy_blocks|swap_blocks"},
-    {TKP_CLASS_SAMPLING, "sampl|argmax|top_?k_?top_?p|top_?p_|min_?p_|penalt"},
+                        "copy_blocks|swap_blocks|slot_mapping"},
+    {TKP_CLASS_SAMPLING, "sampl|argmax|top_?k_?top_?p|top_?p_|min_?p_|penalt|bad_words|"
+                         "temperature|logit_?bias|^_bias_kernel$|^_ranks_kernel$"},
     {TKP_CLASS_MOE, "moe|expert|topk|gating"},
     {TKP_CLASS_ATTENTION, "flash|fmha|attn|attention|splitkv|sdpa|paged|"
                           "(decode|prefill)with.*kv|diag_mask"},
@@ -67,7 +74,7 @@ static const struct builtin_rule builtin[] = {
 /* Tried last (base name, then full name), after every rule above. */
 static const char generic_elementwise[] =
     "elementwise|reduce_kernel|index_?select|indexselect|scatter|gather|arange|triton_(poi|red|per)_|"
-    "unary_op|scale_f32";
+    "unary_op|scale_f32|prepare_(prefill_inputs|pos_seq_lens)|post_update|apply_write";
 
 static const char *const builtin_names[TKP_CLASS_BUILTIN] = {
     "attention", "gemm", "moe", "norm", "activation", "rope", "kv-cache",

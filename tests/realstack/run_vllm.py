@@ -3,7 +3,7 @@
 capture against the simulator's truth and against vLLM's own step log (vllm_probe.py).
 
 usage: run_vllm.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
-                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve] [--nvtx]
+                   [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve] [--nvtx] [--v2]
 
 --serve: `vllm serve` (async scheduling, vLLM's default) with --reqs concurrent streaming
 completions over HTTP to 127.0.0.1 and a SIGTERM at the end, the run under the shim started as
@@ -12,6 +12,13 @@ completions over HTTP to 127.0.0.1 and a SIGTERM at the end, the run under the s
 --nvtx: vLLM's own NVTX ranges as the exact step source: VLLM_NVTX_SCOPES_FOR_PROFILING=1 in both
 runs and, under the shim, TOKPROF_STEP=nvtx:^gpu_model_runner: forward$ with NVTX_INJECTION64_PATH
 naming the shim (one token step per model forward; README.md, "Steps").
+
+--v2: vLLM 0.33's default Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER left unset; without --v2 the
+V1 runner, =0). V2 copies the number of tokens each request sampled back from the device; the
+Triton kernel that computes it (_get_num_sampled_and_rejected_kernel, parameter 0) is given a
+host-visible effect on simgpu: it writes 1 per request (SIMGPU_WRITES, tests/simgpu/README.md,
+"Kernel writes"), what it computes for a request that is not in a chunked prefill (the workload
+never chunks: 64 prompt tokens, max_num_batched_tokens 256).
 
 Exit 77 (ctest's skip) with one line when VENV has no vllm (scripts/setup.sh creates it).
 Checks, in the run under the shim:
@@ -40,6 +47,9 @@ import run_realstack  # noqa: E402
 
 RESULT = "requests "
 NVTX_STEP = "nvtx:^gpu_model_runner: forward$"  # one range per model forward (vllm/v1/worker/gpu_model_runner.py)
+# Model Runner V2 (vllm/v1/worker/gpu/input_batch.py): num_sampled (parameter 0, int32, one per
+# request = grid x) starts as ones and the kernel zeroes the rows still in a chunked prefill
+V2_WRITES = "_get_num_sampled_and_rejected_kernel:0:i32:1"
 
 
 def pct(v, q):
@@ -78,6 +88,8 @@ def main():
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--nvtx", action="store_true",
                     help="steps from vLLM's NVTX scope 'gpu_model_runner: forward' instead of auto")
+    ap.add_argument("--v2", action="store_true",
+                    help="vLLM's default Model Runner V2 (its sampled-token counts written by SIMGPU_WRITES)")
     ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
@@ -93,10 +105,13 @@ def main():
         env.update(SIMGPU_MEM="2G",                       # gpu_memory_utilization 0.5: 1 GiB of KV cache
                    VLLM_PROBE_LOG=os.path.join(d, "probe.jsonl"),
                    PYTHONPATH=HERE,                       # vllm_probe, in the engine-core process too
-                   VLLM_USE_V2_MODEL_RUNNER="0",          # README.md, "vLLM": V2 reads its token counts from the device
                    VLLM_USE_FLASHINFER_SAMPLER="0",       # else FlashInfer JIT-compiles its sampler (minutes)
                    VLLM_NO_USAGE_STATS="1", DO_NOT_TRACK="1",
                    VLLM_CACHE_ROOT=os.path.join(d, "vllm-cache"))
+        if a.v2:  # README.md, "vLLM": V2 reads its sampled-token counts from the device
+            env["SIMGPU_WRITES"] = V2_WRITES
+        else:
+            env["VLLM_USE_V2_MODEL_RUNNER"] = "0"
         if a.nvtx:  # vLLM's record_function_or_nullcontext scopes become NVTX ranges (the nvtx package)
             env["VLLM_NVTX_SCOPES_FOR_PROFILING"] = "1"
             if name == "shim":

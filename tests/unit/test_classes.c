@@ -86,6 +86,17 @@ static const struct {
     {"cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_bf16_knob_7_64x128x128_4x1x1_kernel0_0", "attention"},
     {"_ZN2at6native54_GLOBAL__N__d8ceb000_21_CatArrayBatchedCopy_cu_3a2d9ef627CatArrayBatchedCopyI", "copy"},
     {"pytorch_flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>", "attention"},
+    /* vLLM 0.33's Model Runner V2 (Triton kernels, tests/realstack realstack_vllm_eager_v2) */
+    {"_compute_slot_mappings_kernel", "kv-cache"},
+    {"_get_num_sampled_and_rejected_kernel", "sampling"},
+    {"_temperature_kernel", "sampling"},
+    {"_bias_kernel", "sampling"},
+    {"_bad_words_kernel", "sampling"},
+    {"_ranks_kernel", "sampling"},
+    {"_prepare_prefill_inputs_kernel", "elementwise"},
+    {"_prepare_pos_seq_lens_kernel", "elementwise"},
+    {"_post_update_kernel", "elementwise"},
+    {"_apply_write_kernel", "elementwise"},
     /* minillm (kernels/README.md) */
     {"_Z16embedding_kernelI13__nv_bfloat16EvPfPKiPKT_i", "embedding"},
     {"_Z15rms_norm_kernelILi256EEvP13__nv_bfloat16PKfS3_i", "norm"},

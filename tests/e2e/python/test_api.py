@@ -194,6 +194,11 @@ if have_runs:
         assert any(w["expert_gpu_ns"] for w in want) and any(w["step"] is not None for w in want)
         assert tokprof.open(moe_fused).moe().num_rows == 0
         assert cli("table", "moe", "--format", "json", "--compress", "none", moe_fused) == ""
+        try:  # experts are told apart by weight addresses: one process at a time, as `moe`
+            tokprof.open(merged).moe()
+            raise AssertionError("moe() of two processes")
+        except tokprof.TokprofError as e:
+            assert "one process at a time" in str(e), str(e)
 
     @test
     def calls_table_sums():

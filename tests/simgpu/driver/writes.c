@@ -59,16 +59,15 @@ static int parse_rule(char *s, struct rule *r)
 {
     char *f[5] = {0};
     int n = 0;
-    for (char *p = s; n < 5; n++) {
+    for (char *p = s; p; n++) { /* split at every ':'; a sixth field is an error */
+        if (n == 5)
+            return -1;
         f[n] = p;
         p = strchr(p, ':');
-        if (!p) {
-            n++;
-            break;
-        }
-        *p++ = 0;
+        if (p)
+            *p++ = 0;
     }
-    if (n < 4 || !*f[0] || strlen(f[0]) >= sizeof r->name || strchr(f[n - 1], ':'))
+    if (n < 4 || !*f[0] || strlen(f[0]) >= sizeof r->name)
         return -1;
     char *end;
     unsigned long param = strtoul(f[1], &end, 10);

@@ -109,13 +109,18 @@ Test(writes, bad_destination_writes_nothing)
         cr_assert_eq(host[i], 0);
 }
 
-Test(writes, bad_rule_applies_none)
+/* A malformed SIMGPU_WRITES applies none of its rules, the well-formed one before it neither. */
+static void expect_no_rule(const char *spec)
 {
-    setenv("SIMGPU_WRITES", "num_sampled:1:i32:1,num_sampled:1:u32:1", 1); /* u32 is not a type */
+    setenv("SIMGPU_WRITES", spec, 1);
     unit_setup(NULL);
     CUdeviceptr other = fresh_buffer(0), d = fresh_buffer(0);
     launch_with("num_sampled", 4, other, d, NULL);
     read_back(d);
     for (int i = 0; i < N; i++)
-        cr_assert_eq(host[i], 0);
+        cr_assert_eq(host[i], 0, "%s: element %d written", spec, i);
 }
+
+Test(writes, bad_type_applies_none) { expect_no_rule("num_sampled:1:i32:1,num_sampled:1:u32:1"); }
+
+Test(writes, sixth_field_applies_none) { expect_no_rule("num_sampled:1:i32:1,num_sampled:1:i32:1:4:9"); }

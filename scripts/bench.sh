@@ -6,7 +6,8 @@
 #   scripts/bench.sh launch     ns added per launch (simgpu zero-cost mode, with vs without shim)
 #   scripts/bench.sh launchcg   instructions per launch the shim adds (callgrind, application
 #                               thread, launchloop 120 000 minus 20 000 launches, with minus without
-#                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine
+#                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine;
+#                               also with TOKPROF_STEP=kernel:RE (a regex no kernel matches)
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
@@ -70,8 +71,8 @@ fi
 if [ "$what" = all ] || [ "$what" = launchcg ]; then
     # Instructions are the same however loaded the machine is; wall time is not. The difference of
     # two run lengths takes out start-up and exit; with minus without shim leaves the shim's.
-    cg() { # launches, preload or empty, clock -> instructions of main()
-        (cd "$work" && env ${2:+LD_PRELOAD=$2} TOKPROF_OUT=$work TOKPROF_GPU=off TOKPROF_CLOCK=$3 \
+    cg() { # launches, preload or empty, clock[, TOKPROF_STEP] -> instructions of main()
+        (cd "$work" && env ${2:+LD_PRELOAD=$2} ${4:+TOKPROF_STEP=$4} TOKPROF_OUT=$work TOKPROF_GPU=off TOKPROF_CLOCK=$3 \
             SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM valgrind --tool=callgrind --toggle-collect=main \
             --callgrind-out-file="$work/cg.out" "$B/kernels/launchloop" "$1" 5000 20000 >/dev/null 2>&1)
         callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
@@ -79,11 +80,12 @@ if [ "$what" = all ] || [ "$what" = launchcg ]; then
     }
     echo "| launch path, callgrind (launchloop 120 000 - 20 000 launches, TOKPROF_GPU=off) | instructions per launch without shim | with shim | added by the shim |"
     echo "|---|---|---|---|"
-    for clk in auto monotonic; do
+    for clk in auto monotonic auto:kernel; do
+        step=; [ "$clk" = auto:kernel ] && clk=auto step='kernel:^nomatch$'
         b=$(( ($(cg 120000 "" $clk) - $(cg 20000 "" $clk)) ))
-        w=$(( ($(cg 120000 "$SHIM" $clk) - $(cg 20000 "$SHIM" $clk)) ))
-        printf '| TOKPROF_CLOCK=%s | %.1f | %.1f | **%.1f** |\n' "$clk" "$(echo "$b / 100000" | bc -l)" \
-            "$(echo "$w / 100000" | bc -l)" "$(echo "($w - $b) / 100000" | bc -l)"
+        w=$(( ($(cg 120000 "$SHIM" $clk "$step") - $(cg 20000 "$SHIM" $clk "$step")) ))
+        printf '| TOKPROF_CLOCK=%s%s | %.1f | %.1f | **%.1f** |\n' "$clk" "${step:+, TOKPROF_STEP=$step}" \
+            "$(echo "$b / 100000" | bc -l)" "$(echo "$w / 100000" | bc -l)" "$(echo "($w - $b) / 100000" | bc -l)"
     done
     echo
 fi

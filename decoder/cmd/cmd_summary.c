@@ -48,7 +48,12 @@
  *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
  *                            steps on every thread
  *   gpu             object   {available bool, reason str|null (why no GPU records),
- *                            busy_p50_ns, span_p50_ns (int|null), idle_share (0..1|null)}
+ *                            busy_p50_ns, busy_p90_ns, busy_p99_ns, span_p50_ns (int|null),
+ *                            timed_steps, token_steps (int), idle_share (0..1|null)}; the
+ *                            busy and span percentiles and the idle share are over the
+ *                            timed_steps: token steps with GPU kernel records. A step not
+ *                            timed (TOKPROF_GPU=window:N/M, trigger) is unknown, never a 0
+ *                            among them
  *   classes         array    [{class, ns, share}] GPU kernel time of token steps by class, most
  *                            first (empty without GPU records)
  *   verdict         string   "gpu-bound", "host/launch-bound" or "unknown"
@@ -85,6 +90,7 @@ struct insight {
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
     uint64_t hidden; /* token steps of unknown tokens: analysis.h, TKP_HIDDEN_GRAPHS */
+    uint64_t busy[3]; /* GPU busy per step p50, p90, p99 over the timed token steps (nr.gpu_steps) */
 };
 
 struct thread_sum {
@@ -236,6 +242,19 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
         in->hidden += (uint64_t)as.hidden;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
+    /* busy percentiles over the token steps that have GPU records (norms.h's set): a step that
+     * was not timed (TOKPROF_GPU=window:N/M, trigger) is unknown, not a 0 among them */
+    uint64_t *v = malloc((in->nr.gpu_steps ? in->nr.gpu_steps : 1) * sizeof(*v));
+    if (!v) return TKP_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsteps && n < in->nr.gpu_steps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].gpu_kernels)
+            v[n++] = m->steps[i].busy_ns;
+    tkp_sort_u64(v, n);
+    static const double q[3] = {0.5, 0.9, 0.99};
+    for (int k = 0; k < 3; k++)
+        in->busy[k] = tkp_pct_sorted(v, n, q[k]);
+    free(v);
     for (int c = 0; c < m->nclasses; c++) {
         in->class_total += m->cls[c].total_ns;
         if (!m->cls[c].total_ns) continue;
@@ -270,8 +289,13 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
     tkp_json_str(f, in->rf.gpu ? NULL : in->rf.why);
     int g = in->rf.gpu && in->nr.gpu_steps;
     putc(',', f);
-    json_pct(f, "busy_p50_ns", g, in->nr.busy_p50);
+    json_pct(f, "busy_p50_ns", g, in->busy[0]);
     putc(',', f);
+    json_pct(f, "busy_p90_ns", g, in->busy[1]);
+    putc(',', f);
+    json_pct(f, "busy_p99_ns", g, in->busy[2]);
+    fprintf(f, ",\"timed_steps\":%zu,\"token_steps\":%zu,", in->rf.gpu ? in->nr.gpu_steps : 0,
+            in->nr.token_steps);
     json_pct(f, "span_p50_ns", g, in->nr.span_p50);
     if (g)
         fprintf(f, ",\"idle_share\":%.6f}", in->rf.idle_share);
@@ -325,9 +349,14 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
                 ms(in->rf.itl[0]), ms(in->rf.itl[1]), ms(in->rf.itl[2]), ms(in->rf.itl[3]));
     else
         fputs("latency   inter-token: fewer than 2 token steps", f);
-    if (in->rf.gpu && in->nr.gpu_steps)
-        fprintf(f, "; GPU busy per step p50 %.3f ms\n", ms(in->nr.busy_p50));
-    else
+    if (in->rf.gpu && in->nr.gpu_steps) {
+        fprintf(f, "; GPU busy per step p50 %.3f ms, p99 %.3f", ms(in->busy[0]), ms(in->busy[2]));
+        if (in->nr.gpu_steps < in->nr.token_steps)
+            fprintf(f, " over the %zu timed of %zu token steps (TOKPROF_GPU=%s; the others "
+                       "unknown)", in->nr.gpu_steps, in->nr.token_steps,
+                    m->gpu_mode[0] ? m->gpu_mode : "?");
+        putc('\n', f);
+    } else
         fputs("; GPU busy: not recorded\n", f);
     if (!in->rf.gpu) {
         fprintf(f, "gpu time  not recorded: %s\n", in->rf.why);

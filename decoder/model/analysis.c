@@ -479,7 +479,15 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
         if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].thread == an->thread) idx[n++] = i;
     an->nseries = n;
     int err = series_cps(m, an, idx, n, 0, v, w);
-    if (!err && an->gpu) err = series_cps(m, an, idx, n, 1, v, w);
+    if (!err && an->gpu) { /* GPU busy over the steps with GPU records: one not timed
+                              (TOKPROF_GPU=window:N/M) is unknown, not a drop to 0 */
+        size_t *tidx = malloc((n ? n : 1) * sizeof(*tidx)), nt = 0;
+        if (!tidx) err = TKP_ERR_NOMEM;
+        for (size_t i = 0; tidx && i < n; i++)
+            if (m->steps[idx[i]].gpu_kernels) tidx[nt++] = idx[i];
+        if (tidx) err = series_cps(m, an, tidx, nt, 1, v, w);
+        free(tidx);
+    }
     if (!err && an->gpu) host_explained(m, acc, an, idx, w);
     if (!err) slopes(m, acc, an, idx, n, v, w);
     free(idx), free(v), free(w);

@@ -379,7 +379,7 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     uint64_t itl[TKP_LIVE_RING], *itls = NULL;
     size_t nitl = 0, cap = 0;
     uint64_t first_end = UINT64_MAX, last_end = 0, tokens = 0, first_tok = 0;
-    uint64_t dur = 0, busy = 0, in_idle = 0;
+    uint64_t dur = 0, busy = 0, in_idle = 0; /* over the timed steps (GPU records came) */
     for (uint32_t ti = 0; ti < TKP_LIVE_THREADS; ti++) {
         const struct lthread *t = p->t[ti];
         if (!t || (thread != TKP_LIVE_ALL && ti != thread)) continue;
@@ -400,9 +400,10 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
                 }
             }
             uint64_t d = s->end - s->begin;
-            dur += d;
-            if (s->gfirst) {
+            if (s->gfirst) { /* a step without GPU records is unknown, not an idle GPU */
                 uint64_t span = s->glast - s->gfirst;
+                w->timed_steps++;
+                dur += d;
                 busy += s->busy;
                 in_idle += span > s->busy ? span - s->busy : 0;
             }
@@ -412,6 +413,7 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
                 w->worst_seg = s->seg;
                 w->worst_tid = t->tid;
                 w->worst_busy_ns = s->busy;
+                w->worst_timed = s->gfirst != 0;
                 w->worst_cls = -1;
                 uint32_t best = 0;
                 for (int c = 0; c < TKP_CLASSES_MAX; c++)
@@ -435,7 +437,9 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     free(itls);
     w->has_gpu = p->c.has_gpu;
     if (w->has_worst)
-        w->worst_cause = !w->has_gpu || w->worst_cls < 0 ? "no GPU time"
+        w->worst_cause = !w->has_gpu                     ? "no GPU time"
+                         : !w->worst_timed                 ? "unknown (GPU not timed)"
+                         : w->worst_cls < 0                ? "no GPU time"
                          : w->worst_busy_ns * 2 < w->worst_ns
                              ? "host (GPU mostly idle)"
                              : tkp_classes_name(l->cl, w->worst_cls);

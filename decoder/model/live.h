@@ -28,6 +28,9 @@
  *     intervals, swept in arrival order (CUPTI hands them over in completion order: exact for one
  *     stream, a slight undercount of overlap across streams otherwise); kernels not joined to a
  *     step count their duration.
+ *   - A step without GPU records (not timed: TOKPROF_GPU=window:N/M or trigger, or its records
+ *     not yet handed over) is unknown: busy share, idle split and verdict are over the window's
+ *     timed steps alone, never diluted by zeros.
  *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches:
  *     launch-bound) and outside it (the host did other work between forwards: host-bound). The
  *     verdict is gpu-bound when idle is at most 30% of the steps' time (analysis.h's bound), else
@@ -82,6 +85,8 @@ struct tkp_lwin {
     double tok_s, steps_s;
     uint64_t itl_p50, itl_p99; /* ns */
     int has_gpu;
+    uint64_t timed_steps; /* of steps, those with GPU records: the busy and idle shares and the
+                             verdict are over them alone (TOKPROF_GPU=window:N/M, trigger) */
     double busy_share, launch_idle_share, host_idle_share;
     const char *verdict; /* "gpu-bound", "launch-bound", "host-bound", "unknown" */
     int ncls;
@@ -94,9 +99,11 @@ struct tkp_lwin {
     int has_worst;
     uint32_t worst_tid;
     uint64_t worst_seg, worst_ns, worst_busy_ns;
+    int worst_timed; /* it has GPU records (else its busy time is unknown) */
     int worst_cls;                /* its top class, -1 none */
-    const char *worst_cause;      /* why it was slow: "no GPU time", "host (GPU mostly idle)"
-                                     (busy under half its duration) or its top class's name */
+    const char *worst_cause;      /* why it was slow: "no GPU time", "unknown (GPU not timed)",
+                                     "host (GPU mostly idle)" (busy under half its duration) or
+                                     its top class's name */
     double spark[TKP_LIVE_SPARK]; /* tokens/s per second, oldest first (all threads) */
 };
 

@@ -199,6 +199,17 @@ static inline uint64_t tkp_itl_ns(uint64_t prev_end, uint64_t end)
     return prev_end && end > prev_end ? end - prev_end : 0;
 }
 
+/* Whether step s's GPU figures (busy, span, idle, copy time, class times) are known: it has GPU
+ * records, or it sent nothing to the GPU (no launch, graph launch or copy: its GPU time is 0).
+ * A step that launched work and has no GPU record was not timed (TOKPROF_GPU=window:N/M outside
+ * its window, trigger before a trigger, off, CUPTI unavailable or its records lost): every view
+ * shows its GPU figures as unknown (null, '-'), never 0, and leaves it out of GPU percentiles and
+ * means. Meaningful only when the capture has GPU records (tkp_model_gpu). */
+static inline int tkp_mstep_timed(const struct tkp_mstep *s)
+{
+    return s->gpu_kernels || s->gpu_copies || !(s->launches || s->graph_launches || s->copies);
+}
+
 /* The class with the most GPU time in the step, -1 when it has none. */
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
 /* "token", "outside", "warmup" or "open". */

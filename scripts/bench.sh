@@ -170,7 +170,7 @@ if [ "$what" = all ] || [ "$what" = writer ]; then
         # (--style hf --steps 300, GPU on); a ring large enough that nothing is dropped under
         # valgrind. Per GPU record: tkp_gpuenc_encode less CUPTI's own cuptiActivityGetNextRecord.
         (cd "$work" && SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work \
-            TOKPROF_RING_KB=65536 valgrind --tool=callgrind --separate-threads=yes \
+            TOKPROF_GPU=always TOKPROF_RING_KB=65536 valgrind --tool=callgrind --separate-threads=yes \
             "$B/kernels/minillm" --style hf --steps 300 >/dev/null 2>&1)
         w=$(grep -l writer_main "$work"/callgrind.out.*-0* | head -1)
         callgrind_annotate --inclusive=yes "$w" 2>/dev/null >"$work/incl"
@@ -235,8 +235,8 @@ if [ "$what" = all ] || [ "$what" = stacks ]; then
     off_bytes=0
     for m in off first:4 sample:1000 sample:10; do
         d="$work/sbytes"; rm -rf "$d"; mkdir -p "$d"
-        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_STACKS=$m "$B/kernels/minillm" \
-            --steps 400 >/dev/null
+        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_GPU=always TOKPROF_STACKS=$m \
+            "$B/kernels/minillm" --steps 400 >/dev/null
         bytes=$(stat -c %s "$d"/minillm.*.tokprof)
         [ "$m" = off ] && off_bytes=$bytes
         printf '| `TOKPROF_STACKS=%s` | %s | %+.1f%% |\n' "$m" "$bytes" \

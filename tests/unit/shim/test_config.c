@@ -81,6 +81,7 @@ Test(shim_config, every_setting_has_a_parser_and_a_place)
 
 Test(shim_config, unset_variables_get_the_tables_defaults)
 {
+    unsetenv("TOKPROF_GPU"); /* ctest's environment sets always (tests/test_env.cmake.in) */
     setenv("TOKPROF_BUFFER_MB", "", 1); /* set but empty: unset */
     tkp_config_load();
     cr_assert_eq(tkp_cfg.disabled, 0);
@@ -91,7 +92,9 @@ Test(shim_config, unset_variables_get_the_tables_defaults)
     cr_assert_eq(tkp_cfg.flush_ms, 200);
     cr_assert_eq(tkp_cfg.step_copy_max, 4u << 20);
     cr_assert_eq(tkp_cfg.stacks_mode, TKP_STACKS_OFF);
-    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW); /* window:2/20: docs/OPERATIONS.md */
+    cr_assert_eq(tkp_cfg.gpu_win_n, 2);
+    cr_assert_eq(tkp_cfg.gpu_win_m, 20);
     cr_assert_eq(tkp_cfg.gpu_trigger_steps, 10);
     cr_assert_eq(tkp_cfg.gpu_buffer_mb, 32);
     cr_assert_str_eq(tkp_cfg.cupti_path, "libcupti.so.13");
@@ -153,7 +156,9 @@ Test(shim_config, a_bad_value_gets_the_default)
     cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_AUTO);
     cr_assert_eq(tkp_config_set("TOKPROF_STEP", "nvtx:"), -1);
     cr_assert_eq(tkp_config_set("TOKPROF_GPU", "window:5/2"), -1);
-    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW, "the default, window:2/20");
+    cr_assert_eq(tkp_cfg.gpu_win_n, 2);
+    cr_assert_eq(tkp_cfg.gpu_win_m, 20);
     cr_assert_eq(tkp_config_set("TOKPROF_TRIGGER_SIGNAL", "KILL"), -1);
     cr_assert_eq(tkp_prod.signal, SIGUSR2);
     cr_assert_eq(tkp_config_set("TOKPROF_CLOCK", "tsc"), 0);

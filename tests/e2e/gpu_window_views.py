@@ -15,6 +15,8 @@ One case per view (--only CASE; a ctest each):
   table_steps  tokprof table steps, JSONEachRow and Native read by a current ClickHouse (chdb,
                when installed): GPU columns NULL (not 0) for untimed steps
   table_classes  tokprof table step_classes: no row of an untimed step (no 0 gpu_ns row)
+  table_moe    tokprof table moe of a windowed minillm --moe 8,2 capture: expert_gpu_ns null
+               exactly on the untimed steps
   heatmap      tokprof heatmap --kind class: each untimed step column drawn "untimed" (grey),
                no timed column drawn so
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
@@ -44,13 +46,13 @@ GPU_COLS = ("gpu_kernels", "gpu_copies", "span_ns", "busy_ns", "idle_ns", "copy_
 CHDB_PY = os.environ.get("TOKPROF_CHDB_VENV", "/opt/tokprof-chdb-venv") + "/bin/python3"
 
 
-def capture(a):
-    work = os.path.join(a.work, "cap")
+def capture(a, margs=None, name="cap"):
+    work = os.path.join(a.work, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = dict(os.environ, LD_LIBRARY_PATH=a.simgpu, LD_PRELOAD=shim_preload(a.shim),
                TOKPROF_OUT=work, TOKPROF_GPU="window:2/10")
-    subprocess.run([a.minillm, "--steps", str(STEPS)], env=env, check=True,
+    subprocess.run([a.minillm] + (margs or ["--steps", str(STEPS)]), env=env, check=True,
                    stdout=subprocess.DEVNULL, timeout=120)
     caps = [f for f in os.listdir(work) if f.endswith(".tokprof")]
     assert len(caps) == 1, caps
@@ -194,6 +196,24 @@ def case_table_classes(a, cap):
     return "table step_classes: " + "; ".join(errs[:6]) if errs else None
 
 
+def case_table_moe(a, cap):
+    """tokprof table moe of a windowed MoE capture: expert_gpu_ns NULL on untimed steps."""
+    moecap = capture(a, ["--moe", "8,2", "--steps", "24"], "moecap")
+    sent_by_seg = {s["seg"]: sent(s) for s in steps_json(a, moecap)}
+    errs, n = [], 0
+    for line in tkp(a, "table", "moe", "--format", "json", "--compress", "none",
+                    moecap).splitlines():
+        r = json.loads(line)
+        n += 1
+        t = timed(r["seg"], sent_by_seg.get(r["seg"], 1))
+        if t != (r["expert_gpu_ns"] is not None):
+            errs.append(f"seg {r['seg']} {'timed' if t else 'not timed'}: expert_gpu_ns "
+                        f"{r['expert_gpu_ns']}")
+    if not n:
+        errs.append("no rows")
+    return "table moe: " + "; ".join(errs[:6]) if errs else None
+
+
 def untimed_cols(svg, fig_id):
     """The data-col of the rects marked untimed inside <svg id=fig_id>."""
     m = re.search(r'<svg[^>]*id="%s".*?</svg>' % re.escape(fig_id), svg, re.S)
@@ -285,6 +305,7 @@ def case_python(a, cap):
 
 CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": case_steps,
          "table_steps": case_table_steps, "table_classes": case_table_classes,
+         "table_moe": case_table_moe,
          "heatmap": case_heatmap, "report": case_report, "check": case_check, "top": case_top,
          "python": case_python}
 

@@ -17,6 +17,8 @@ One case per view (--only CASE; a ctest each):
   table_classes  tokprof table step_classes: no row of an untimed step (no 0 gpu_ns row)
   table_moe    tokprof table moe of a windowed minillm --moe 8,2 capture: expert_gpu_ns null
                exactly on the untimed steps
+  gemm         tokprof gemm --json: TFLOP/s per shape over the timed calls only (equal to an
+               always capture's of the same run)
   heatmap      tokprof heatmap --kind class: each untimed step column drawn "untimed" (grey),
                no timed column drawn so
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
@@ -46,12 +48,12 @@ GPU_COLS = ("gpu_kernels", "gpu_copies", "span_ns", "busy_ns", "idle_ns", "copy_
 CHDB_PY = os.environ.get("TOKPROF_CHDB_VENV", "/opt/tokprof-chdb-venv") + "/bin/python3"
 
 
-def capture(a, margs=None, name="cap"):
+def capture(a, margs=None, name="cap", gpu="window:2/10"):
     work = os.path.join(a.work, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     env = dict(os.environ, LD_LIBRARY_PATH=a.simgpu, LD_PRELOAD=shim_preload(a.shim),
-               TOKPROF_OUT=work, TOKPROF_GPU="window:2/10")
+               TOKPROF_OUT=work, TOKPROF_GPU=gpu)
     subprocess.run([a.minillm] + (margs or ["--steps", str(STEPS)]), env=env, check=True,
                    stdout=subprocess.DEVNULL, timeout=120)
     caps = [f for f in os.listdir(work) if f.endswith(".tokprof")]
@@ -214,6 +216,23 @@ def case_table_moe(a, cap):
     return "table moe: " + "; ".join(errs[:6]) if errs else None
 
 
+def case_gemm(a, cap):
+    """tokprof gemm --json: TFLOP/s per shape is the same on the windowed capture as on an
+    always capture of the same run (simgpu's cost model is deterministic): FLOPs of untimed
+    calls over the timed calls' GPU time would inflate it about fivefold."""
+    full = capture(a, None, "capalways", "always")
+
+    def tflops(c):
+        out = json.loads(tkp(a, "gemm", "--json", c))["shapes"]
+        return {(x["op"], x["m"], x["n"], x["k"]): x.get("tflops") for x in out}
+    w, f = tflops(cap), tflops(full)
+    errs = [f"{k}: {w[k]} TFLOP/s windowed, {f.get(k)} always" for k in w
+            if w[k] is not None and f.get(k) and abs(w[k] / f[k] - 1) > 0.02]
+    if not any(v is not None for v in w.values()):
+        errs.append("no shape has a TFLOP/s")
+    return "gemm: " + "; ".join(errs[:4]) if errs else None
+
+
 def untimed_cols(svg, fig_id):
     """The data-col of the rects marked untimed inside <svg id=fig_id>."""
     m = re.search(r'<svg[^>]*id="%s".*?</svg>' % re.escape(fig_id), svg, re.S)
@@ -305,7 +324,7 @@ def case_python(a, cap):
 
 CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": case_steps,
          "table_steps": case_table_steps, "table_classes": case_table_classes,
-         "table_moe": case_table_moe,
+         "table_moe": case_table_moe, "gemm": case_gemm,
          "heatmap": case_heatmap, "report": case_report, "check": case_check, "top": case_top,
          "python": case_python}
 

@@ -210,6 +210,7 @@ static void add_kernel(struct tkp_live *l, struct tkp_live_proc *p, const struct
     struct lthread *t = r->thread != TKP_GPU_THREAD_NONE ? thread_of(p, r->thread) : NULL;
     struct lstep *st = t ? step_slot(t, r->step, 1) : NULL;
     if (st) {
+        if (!st->gfirst && st->closed && st->token) p->c.timed_ns += st->end - st->begin;
         if (!st->gfirst || s < st->gfirst) st->gfirst = s;
         if (e > st->glast) st->glast = e;
         uint64_t from = s > st->cover ? s : st->cover;
@@ -259,6 +260,7 @@ static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
         s->closed = s->token = 1;
         s->begin = b;
         s->end = e;
+        if (s->gfirst) p->c.timed_ns += e - b; /* its GPU records came first */
         s->tokens = tok;
         s->itl = tkp_itl_ns(t->last_token_end, e);
     }

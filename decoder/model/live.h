@@ -73,6 +73,8 @@ struct tkp_lcount {
     int has_gpu; /* GPU records seen */
     uint64_t tokens, token_steps, steps, launches, dropped, gpu_dropped, kernels;
     uint64_t busy_ns; /* GPU busy (see above) */
+    uint64_t timed_ns; /* host duration of the token steps with GPU records: busy_ns over it is
+                          the busy share, whatever share of the steps was timed (window:N/M) */
     uint64_t cls_ns[TKP_CLASSES_MAX];
     uint64_t hist[TKP_LIVE_HIST]; /* token-step durations, per bucket (not cumulative) */
     uint64_t dur_sum_ns;

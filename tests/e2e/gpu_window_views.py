@@ -26,6 +26,9 @@ One case per view (--only CASE; a ctest each):
                judged on the timed ones (docs/SPEC.md "Unknown")
   top          tokprof top --once: GPU busy share over the timed steps (their busy over their
                host time), "N of M steps timed"; a share diluted by the untimed steps fails
+  prom         tokprof serve --prometheus: tokprof_gpu_busy_seconds_total over the new
+               tokprof_gpu_timed_step_seconds_total is the timed steps' busy share (the Grafana
+               panel's ratio), not diluted by the untimed steps
   python       tokprof.open(cap).steps(): None for untimed steps' GPU columns
 
 usage: gpu_window_views.py --cli TOKPROF --shim LIBTOKPROF --minillm MINILLM --simgpu DIR
@@ -312,6 +315,46 @@ def case_top(a, cap):
     return None
 
 
+def case_prom(a, cap):
+    """tokprof serve --prometheus: busy / timed-step seconds is the busy share of the timed
+    token steps (their busy over their host time), not of all steps."""
+    import socket
+    import time
+    import urllib.request
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    srv = subprocess.Popen([a.cli, "serve", "--prometheus", f"127.0.0.1:{port}",
+                            os.path.dirname(cap)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    tok, t, _ = token_split(steps_json(a, cap))
+    want = sum(x["busy_ns"] for x in t) / sum(x["host_ns"] for x in t if x["busy_ns"] is not None)
+    got, text = None, ""
+    try:
+        for _ in range(60):
+            time.sleep(0.5)
+            try:
+                text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+            except OSError:
+                continue
+            v = {}
+            for l in text.decode().splitlines():
+                m = re.match(r"(tokprof_gpu_busy_seconds_total|tokprof_gpu_timed_step_seconds_total"
+                             r"|tokprof_token_steps_total)\{[^}]*\} (\S+)$", l)
+                if m:
+                    v[m.group(1)] = float(m.group(2))
+            if v.get("tokprof_token_steps_total") == len(tok) and v.get(
+                    "tokprof_gpu_timed_step_seconds_total"):
+                got = v["tokprof_gpu_busy_seconds_total"] / v["tokprof_gpu_timed_step_seconds_total"]
+                break
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+    if got is None or abs(got - want) > 0.02 * want + 0.005:
+        return f"prom: busy share {got}, want {want:.4f} (timed steps only)"
+    return None
+
+
 def case_python(a, cap):
     if not a.lib:
         return "python: --lib and --src needed"
@@ -326,6 +369,7 @@ CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": ca
          "table_steps": case_table_steps, "table_classes": case_table_classes,
          "table_moe": case_table_moe, "gemm": case_gemm,
          "heatmap": case_heatmap, "report": case_report, "check": case_check, "top": case_top,
+         "prom": case_prom,
          "python": case_python}
 
 

@@ -17,6 +17,8 @@ One case per view (--only CASE; a ctest each):
   table_classes  tokprof table step_classes: no row of an untimed step (no 0 gpu_ns row)
   table_moe    tokprof table moe of a windowed minillm --moe 8,2 capture: expert_gpu_ns null
                exactly on the untimed steps
+  table_calls  tokprof table calls: timed_flops / gpu_ns per shape equals an always capture's
+               flops / gpu_ns (the TFLOP/s a fleet query computes)
   gemm         tokprof gemm --json: TFLOP/s per shape over the timed calls only (equal to an
                always capture's of the same run)
   heatmap      tokprof heatmap --kind class: each untimed step column drawn "untimed" (grey),
@@ -236,6 +238,29 @@ def case_gemm(a, cap):
     return "gemm: " + "; ".join(errs[:4]) if errs else None
 
 
+def case_table_calls(a, cap):
+    """tokprof table calls: per shape, timed_flops / gpu_ns on the windowed capture equals
+    flops / gpu_ns on an always capture of the same run (flops / gpu_ns would be ~5x)."""
+    full = capture(a, None, "capalways", "always")
+
+    def tf(c, num):
+        rows = {}
+        out = tkp(a, "table", "calls", "--format", "json", "--compress", "none", c)
+        for l in out.splitlines():
+            r = json.loads(l)
+            k = (r["op"], r["m"], r["n"], r["k"])
+            x = rows.setdefault(k, [0, 0])
+            x[0] += r[num]
+            x[1] += r["gpu_ns"]
+        return {k: f / g for k, (f, g) in rows.items() if g}
+    w, f = tf(cap, "timed_flops"), tf(full, "flops")
+    errs = [f"{k}: {w[k]:.4f} windowed, {f.get(k)} always" for k in w
+            if not f.get(k) or abs(w[k] / f[k] - 1) > 0.02]
+    if not w:
+        errs.append("no row with GPU time")
+    return "table calls: " + "; ".join(errs[:4]) if errs else None
+
+
 def untimed_cols(svg, fig_id):
     """The data-col of the rects marked untimed inside <svg id=fig_id>."""
     m = re.search(r'<svg[^>]*id="%s".*?</svg>' % re.escape(fig_id), svg, re.S)
@@ -367,7 +392,7 @@ def case_python(a, cap):
 
 CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": case_steps,
          "table_steps": case_table_steps, "table_classes": case_table_classes,
-         "table_moe": case_table_moe, "gemm": case_gemm,
+         "table_moe": case_table_moe, "table_calls": case_table_calls, "gemm": case_gemm,
          "heatmap": case_heatmap, "report": case_report, "check": case_check, "top": case_top,
          "prom": case_prom,
          "python": case_python}

@@ -6,7 +6,9 @@
  *             the layer structure shows as repeating bands; graph nodes use their node id),
  *             columns = segments (all threads; binned the same way, grown by doubling the bin
  *             as the capture goes on, so one pass and a fixed grid suffice); rows past
- *             POS_ROWS are folded into the last row.
+ *             POS_ROWS are folded into the last row. A cell is the mean over the column's
+ *             segments that have GPU records; a column whose segments launched work and have
+ *             none (TOKPROF_GPU=window:N/M) is grey, "not timed", never 0.
  *   expert    rows = segments (steps) of the MoE thread with the most expert GEMM calls, from
  *             its first to its last step with one, binned to at most TKP_SVG_MAX_ROWS rows
  *             (the mean per step of each bin); columns = experts (libcalls.h: tkp_moe_find,
@@ -18,12 +20,14 @@
  * Colour is sqrt(GPU time / max), so small classes stay visible; the legend gives the scale. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "model/libcalls.h"
 #include "model/moe.h"
 #include "model/model.h"
@@ -79,8 +83,26 @@ static int position(struct tkp_ctx *ctx, const char *path, FILE *f)
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
     }
-    while (tkp_reader_next(r, &rec) == 1) {
-        if (rec.type != TKP_REC_GPU_KERNEL || rec.thread == TKP_GPU_THREAD_NONE) continue;
+    /* segments that launched work, and those with GPU records: a column's value is the mean
+     * over its timed segments, and a column with launches but none timed (TOKPROF_GPU=window:N/M)
+     * is unknown (NaN: grey), not 0. One bit per segment each. */
+    uint8_t *sent = NULL, *timed = NULL;
+    size_t nseg = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        int gpu = rec.type == TKP_REC_GPU_KERNEL && rec.thread != TKP_GPU_THREAD_NONE;
+        if (!gpu && rec.type != TKP_REC_LAUNCH && rec.type != TKP_REC_GRAPH_LAUNCH) continue;
+        uint64_t seg = rec.step;
+        if (seg / 8 >= nseg) {
+            size_t n = nseg;
+            if (tkp_grow_zeroed((void **)&sent, &n, seg / 8 + 1, 1) ||
+                (n = nseg, tkp_grow_zeroed((void **)&timed, &n, seg / 8 + 1, 1))) {
+                err = TKP_ERR_NOMEM;
+                break;
+            }
+            nseg = n;
+        }
+        (gpu ? timed : sent)[seg / 8] |= (uint8_t)(1u << (seg % 8));
+        if (!gpu) continue;
         uint64_t row = rec.gpu.join == TKP_JOIN_GRAPH_LAUNCH && rec.gpu.node != TKP_GRAPH_UNKNOWN
                            ? rec.gpu.node
                            : rec.gpu.index;
@@ -88,23 +110,30 @@ static int position(struct tkp_ctx *ctx, const char *path, FILE *f)
     }
     tkp_cmd_warn_reader(ctx, path, r);
     tkp_reader_close(r);
-    if (!p.ncols) {
-        free(p.g);
-        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: no GPU kernel records to place", path);
+    if (err || !p.ncols) {
+        free(p.g), free(sent), free(timed);
+        return err ? tkp_cmd_fail(ctx, err, "out of memory")
+                   : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: no GPU kernel records to place", path);
     }
     double *g = malloc(p.nrows * p.ncols * sizeof(*g));
     if (!g) {
-        free(p.g);
+        free(p.g), free(sent), free(timed);
         return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
     }
-    for (size_t i = 0; i < p.nrows; i++)
-        for (size_t c = 0; c < p.ncols; c++)
-            g[i * p.ncols + c] = p.g[i * TKP_SVG_MAX_COLS + c] / (double)p.bin;
+    for (size_t c = 0; c < p.ncols; c++) {
+        size_t nt = 0, ns = 0;
+        for (size_t k = c * p.bin; k < (c + 1) * p.bin && k / 8 < nseg; k++)
+            nt += timed[k / 8] >> (k % 8) & 1, ns += sent[k / 8] >> (k % 8) & 1;
+        for (size_t i = 0; i < p.nrows; i++)
+            g[i * p.ncols + c] = nt   ? p.g[i * TKP_SVG_MAX_COLS + c] / (double)nt
+                                 : ns ? NAN
+                                      : 0;
+    }
     tkp_svg_heatmap(f, "heatmap-position", "GPU time by position of the kernel in its step", g,
                     p.nrows, p.ncols, p.bin, "segment (step)", "kernel position in step", pos_name,
                     NULL);
     free(g);
-    free(p.g);
+    free(p.g), free(sent), free(timed);
     return 0;
 }
 

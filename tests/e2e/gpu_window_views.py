@@ -23,6 +23,7 @@ One case per view (--only CASE; a ctest each):
                always capture's of the same run)
   heatmap      tokprof heatmap --kind class: each untimed step column drawn "untimed" (grey),
                no timed column drawn so
+  heatmap_position  tokprof heatmap --kind position: each untimed segment's column grey
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
   check        a GPU assertion on a step: inconclusive on each untimed token step (exit 3),
                judged on the timed ones (docs/SPEC.md "Unknown")
@@ -284,6 +285,18 @@ def case_heatmap(a, cap):
     return None
 
 
+def case_heatmap_position(a, cap):
+    """tokprof heatmap --kind position: columns are segments (bin 1 here); an untimed one grey."""
+    out = os.path.join(a.work, "position.svg")
+    tkp(a, "heatmap", "--kind", "position", "-o", out, cap)
+    want = {s["seg"] for s in steps_json(a, cap) if not timed(s["seg"], sent(s))}
+    got = untimed_cols(open(out).read(), "heatmap-position")
+    if got != want:
+        return (f"heatmap position: columns drawn untimed {sorted(got or [])[:12]}, want "
+                f"{sorted(want)[:12]}")
+    return None
+
+
 def case_report(a, cap):
     out = os.path.join(a.work, "report.html")
     tkp(a, "report", "-o", out, cap)
@@ -393,7 +406,8 @@ def case_python(a, cap):
 CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": case_steps,
          "table_steps": case_table_steps, "table_classes": case_table_classes,
          "table_moe": case_table_moe, "table_calls": case_table_calls, "gemm": case_gemm,
-         "heatmap": case_heatmap, "report": case_report, "check": case_check, "top": case_top,
+         "heatmap": case_heatmap, "heatmap_position": case_heatmap_position,
+         "report": case_report, "check": case_check, "top": case_top,
          "prom": case_prom,
          "python": case_python}
 

@@ -160,8 +160,9 @@ static const char *ex_col(void *arg, size_t col, char *buf)
 }
 
 /* The expert view of one MoE thread x: rows = its steps from the first to the last with expert
- * calls, binned to TKP_SVG_MAX_ROWS (the mean per step of each bin), columns = experts; GPU time,
- * or calls without GPU records. The totals under the columns are exact sums over all steps. */
+ * calls, binned to TKP_SVG_MAX_ROWS (the mean per step of each bin: per timed step with GPU time,
+ * a bin with none grey), columns = experts; GPU time, or calls without GPU records. The totals
+ * under the columns are exact sums over all steps (of the GPU time recorded). */
 static int expert_svg(FILE *f, const struct tkp_libmodel *m, const struct tkp_moe *x)
 {
     struct exrows a = {m, x->s0, x->s0, 1};
@@ -188,14 +189,27 @@ static int expert_svg(FILE *f, const struct tkp_libmodel *m, const struct tkp_mo
     for (size_t i = 0; i < (size_t)(x->s1 - x->s0); i++)
         for (size_t c = 0; c < W; c++)
             tot[c] += v[i * W + c];
-    for (size_t i = 0; i < n; i++)
+    /* with GPU time, a row is the mean over its timed steps (a call of the step has GPU time);
+     * a row with none is unknown (NaN: grey, TOKPROF_GPU=window:N/M), not 0 */
+    size_t *nt = calloc(rows + 1, sizeof(*nt));
+    if (!nt) {
+        free(g), free(tot);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tkp_lstep *st = &m->steps[a.first + i];
+        int t = !x->has_gpu;
+        for (uint32_t k = st->first; !t && k < st->first + st->ncalls; k++)
+            t = m->calls[k].gpu_ns > 0;
+        if (!t) continue;
+        nt[i / a.bin]++;
         for (size_t c = 0; c < W; c++)
             g[(i / a.bin) * W + c] += (double)v[(size_t)(a.first - x->s0 + i) * W + c];
-    for (size_t r = 0; r < rows; r++) {
-        size_t k = r + 1 < rows ? a.bin : n - r * a.bin;
-        for (size_t c = 0; c < W; c++)
-            g[r * W + c] /= (double)k;
     }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < W; c++)
+            g[r * W + c] = nt[r] ? g[r * W + c] / (double)nt[r] : NAN;
+    free(nt);
     char title[160], ylabel[96];
     snprintf(title, sizeof(title), "%s per step by MoE expert (thread %u, %u MoE layers)",
              x->has_gpu ? "GPU time of the expert GEMMs" : "Expert GEMM calls", x->thread,

@@ -244,6 +244,7 @@ void tkp_svg_heatmap_rows(FILE *f, const char *id, const char *title, const doub
     tkp_svg_esc(f, xlabel);
     fputs("</text>\n", f);
     legend(f, w - MR + 20, mx, ns, what);
+    untimed_legend(f, grid, nrows * ncols, w - MR + 20, mt + 200);
     fputs("</svg>\n", f);
 }
 

@@ -24,6 +24,8 @@ One case per view (--only CASE; a ctest each):
   heatmap      tokprof heatmap --kind class: each untimed step column drawn "untimed" (grey),
                no timed column drawn so
   heatmap_position  tokprof heatmap --kind position: each untimed segment's column grey
+  heatmap_expert  tokprof heatmap --kind expert of a windowed MoE capture: each untimed step's
+               row grey
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
   check        a GPU assertion on a step: inconclusive on each untimed token step (exit 3),
                judged on the timed ones (docs/SPEC.md "Unknown")
@@ -297,6 +299,23 @@ def case_heatmap_position(a, cap):
     return None
 
 
+def case_heatmap_expert(a, cap):
+    """tokprof heatmap --kind expert of a windowed MoE capture: rows are steps (bin 1); each
+    untimed step's row grey in every expert column, no timed row so."""
+    moecap = capture(a, ["--moe", "8,2", "--steps", "24"], "moecap")
+    out = os.path.join(a.work, "expert.svg")
+    tkp(a, "heatmap", "--kind", "expert", "-o", out, moecap)
+    svg = open(out).read()
+    m = re.search(r'<svg[^>]*id="heatmap-expert".*?</svg>', svg, re.S)
+    ys = sorted({int(y) for y in re.findall(r'class="untimed" data-col="\d+" x="[^"]*" y="(\d+)"',
+                                              m.group(0) if m else "")})
+    moe_steps = [x for x in steps_json(a, moecap) if x["kind"] == "token"]
+    want = sum(not timed(x["seg"], sent(x)) for x in moe_steps)
+    if len(ys) != want:
+        return f"heatmap expert: {len(ys)} rows drawn untimed, want {want}"
+    return None
+
+
 def case_report(a, cap):
     out = os.path.join(a.work, "report.html")
     tkp(a, "report", "-o", out, cap)
@@ -407,6 +426,7 @@ CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": ca
          "table_steps": case_table_steps, "table_classes": case_table_classes,
          "table_moe": case_table_moe, "table_calls": case_table_calls, "gemm": case_gemm,
          "heatmap": case_heatmap, "heatmap_position": case_heatmap_position,
+         "heatmap_expert": case_heatmap_expert,
          "report": case_report, "check": case_check, "top": case_top,
          "prom": case_prom,
          "python": case_python}

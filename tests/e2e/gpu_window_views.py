@@ -26,6 +26,8 @@ One case per view (--only CASE; a ctest each):
   heatmap_position  tokprof heatmap --kind position: each untimed segment's column grey
   heatmap_expert  tokprof heatmap --kind expert of a windowed MoE capture: each untimed step's
                row grey
+  moe_fused    tokprof moe --json, fused MoE kernels: untimed steps' gpu_ns null, per-step
+               figures over the timed steps
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
   check        a GPU assertion on a step: inconclusive on each untimed token step (exit 3),
                judged on the timed ones (docs/SPEC.md "Unknown")
@@ -316,6 +318,26 @@ def case_heatmap_expert(a, cap):
     return None
 
 
+def case_moe_fused(a, cap):
+    """tokprof moe --json on a windowed capture with fused MoE kernels: an untimed step's
+    gpu_ns null, gpu_ns_per_step over the timed steps (its p50 one of theirs, not 0)."""
+    c = capture(a, ["--moe", "8,2", "--moe-fused", "--steps", "40"], "fusedcap")
+    th = json.loads(tkp(a, "moe", "--json", c))["fused"]["threads"][0]
+    sent_by_seg = {x["seg"]: sent(x) for x in steps_json(a, c)}
+    errs, timed_ns = [], []
+    for x in th["steps"]:
+        t = timed(x["step"], sent_by_seg.get(x["step"], 1))
+        if t != (x["gpu_ns"] is not None):
+            errs.append(f"step {x['step']} {'timed' if t else 'not timed'}: gpu_ns {x['gpu_ns']}")
+        elif t:
+            timed_ns.append(x["gpu_ns"])
+    per = th["gpu_ns_per_step"] or {}
+    if not timed_ns or per.get("p50") not in timed_ns or \
+            abs(per.get("mean", 0) - sum(timed_ns) / len(timed_ns)) > 1:
+        errs.append(f"gpu_ns_per_step {per}, want over {len(timed_ns)} timed steps")
+    return "moe (fused): " + "; ".join(errs[:4]) if errs else None
+
+
 def case_report(a, cap):
     out = os.path.join(a.work, "report.html")
     tkp(a, "report", "-o", out, cap)
@@ -426,7 +448,7 @@ CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": ca
          "table_steps": case_table_steps, "table_classes": case_table_classes,
          "table_moe": case_table_moe, "table_calls": case_table_calls, "gemm": case_gemm,
          "heatmap": case_heatmap, "heatmap_position": case_heatmap_position,
-         "heatmap_expert": case_heatmap_expert,
+         "heatmap_expert": case_heatmap_expert, "moe_fused": case_moe_fused,
          "report": case_report, "check": case_check, "top": case_top,
          "prom": case_prom,
          "python": case_python}

@@ -8,7 +8,8 @@
  *
  * JSON (`--json`): {"threads": [{thread, layers, experts, steps: [{step, kind, tokens,
  * max_over_mean, cv, worst_max_over_mean, worst_cv, expert_load: [[tokens per expert] per
- * layer]}], expert_totals: [{expert, tokens, calls, gpu_ns (null without GPU records)}],
+ * layer]}], expert_totals: [{expert, tokens, calls, gpu_ns, gpu_calls (the calls gpu_ns is the
+ * time of: those of timed steps; both null without GPU records)}],
  * hottest_expert (the most tokens; the lowest index on a tie)}]}. With fused expert kernels:
  * {"threads": [], "fused": {kernels: [names], per_expert_observable: false, launches, gpu_ns
  * (null without GPU records), threads: [{thread, steps: [{step, launches, kernels, gpu_ns}],
@@ -97,8 +98,13 @@ static void print_totals(FILE *f, int json, const struct tkp_moe *x, const uint6
         for (uint32_t c = 0; c < x->width; c++) {
             fprintf(f, "%s{\"expert\":%u,\"tokens\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"gpu_ns\":",
                     c ? "," : "", c, tok[c], calls[c]);
-            if (x->has_gpu) fprintf(f, "%" PRIu64 "}", ns[c]);
-            else fputs("null}", f);
+            /* gpu_calls: the calls of the steps where the expert's GEMMs have GPU time — gpu_ns
+             * is theirs alone when only some steps are timed (TOKPROF_GPU=window:N/M) */
+            uint64_t timed = 0;
+            for (uint32_t r = 0; r < x->s1 - x->s0; r++)
+                if (x->ns[(size_t)r * x->width + c]) timed += x->calls[(size_t)r * x->width + c];
+            if (x->has_gpu) fprintf(f, "%" PRIu64 ",\"gpu_calls\":%" PRIu64 "}", ns[c], timed);
+            else fputs("null,\"gpu_calls\":null}", f);
         }
         fprintf(f, "],\"hottest_expert\":%u", hot);
         return;

@@ -28,6 +28,8 @@ One case per view (--only CASE; a ctest each):
                row grey
   moe_fused    tokprof moe --json, fused MoE kernels: untimed steps' gpu_ns null, per-step
                figures over the timed steps
+  moe_totals   tokprof moe --json expert_totals.gpu_calls: the timed steps' calls (fewer than
+               calls on the windowed capture, all of them on an always one)
   report       tokprof report: the stacked class bars and the heatmap mark the untimed steps
   check        a GPU assertion on a step: inconclusive on each untimed token step (exit 3),
                judged on the timed ones (docs/SPEC.md "Unknown")
@@ -338,6 +340,21 @@ def case_moe_fused(a, cap):
     return "moe (fused): " + "; ".join(errs[:4]) if errs else None
 
 
+def case_moe_totals(a, cap):
+    """tokprof moe --json expert_totals: gpu_calls, the calls gpu_ns is the time of, are those
+    of the timed steps on a windowed capture (fewer than calls) and all calls on an always one."""
+    errs = []
+    for name, gpu in (("moecap", "window:2/10"), ("moecap_always", "always")):
+        c = capture(a, ["--moe", "8,2", "--steps", "24"], name, gpu)
+        for e in json.loads(tkp(a, "moe", "--json", c))["threads"][0]["expert_totals"]:
+            ok = (e["gpu_calls"] == e["calls"]) if gpu == "always" else \
+                (0 < e["gpu_calls"] < e["calls"] or not e["calls"])
+            if not ok:
+                errs.append(f"{gpu} expert {e['expert']}: gpu_calls {e['gpu_calls']} of "
+                            f"{e['calls']} calls")
+    return "moe totals: " + "; ".join(errs[:4]) if errs else None
+
+
 def case_report(a, cap):
     out = os.path.join(a.work, "report.html")
     tkp(a, "report", "-o", out, cap)
@@ -449,6 +466,7 @@ CASES = {"summary": case_summary, "summary_json": case_summary_json, "steps": ca
          "table_moe": case_table_moe, "table_calls": case_table_calls, "gemm": case_gemm,
          "heatmap": case_heatmap, "heatmap_position": case_heatmap_position,
          "heatmap_expert": case_heatmap_expert, "moe_fused": case_moe_fused,
+         "moe_totals": case_moe_totals,
          "report": case_report, "check": case_check, "top": case_top,
          "prom": case_prom,
          "python": case_python}

@@ -23,10 +23,9 @@
  *             GPU time (kernels' busy time + copies): the GPU was the critical path;
  *   - idle wait: the rest of the sync waits, the GPU idle (a wake-up, another process's work);
  *   - launch: the host inside launch API calls, estimated from the gaps between consecutive
- *             launches of a step (model.h, tkp_launch_paced): a gap up to TKP_LAUNCH_PACED x the
- *             thread's smallest such gap so far is the calls' own cost (it varies with caches
- *             and the shim's recording), a longer gap counts that much as launch and the excess
- *             as own code;
+ *             launches of a step (model.h, tkp_launch_paced): a gap up to a launch call's cost
+ *             (10 us, or twice the thread's fastest gap when that is more) is the call, a longer
+ *             gap counts that much as launch and the excess as own code;
  *   - own:    the rest: the host's own code between calls (Python, the scheduler, sampling).
  * Summed over the token steps: "gpu-bound" when GPU is at least TKP_WAIT_BOUND of the time (a
  * faster host would mostly wait longer); else "launch-bound" when launch >= own (fewer or cheaper

@@ -197,13 +197,18 @@ uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s);
 uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
 
 /* The verdict's launch-call time (figures.h): of a gap between two consecutive launches of a step,
- * up to TKP_LAUNCH_PACED x the thread's smallest such gap so far (*min1, that gap + 1; 0: none
- * yet; updated) is the calls' own cost, the rest the host's own code. */
+ * up to a launch call's cost is the call, the rest the host's own code. That cost: the larger of
+ * TKP_LAUNCH_CALL_NS (a launch call on a current driver takes 2-10 us, a framework's own code
+ * between two launches more: PyTorch's dispatch ~10-50 us) and TKP_LAUNCH_PACED x the thread's
+ * smallest such gap so far (*min1, that gap + 1; 0: none yet; updated), for calls slower than
+ * that (call stacks sampled at every launch, an old driver). */
 #define TKP_LAUNCH_PACED 2
+#define TKP_LAUNCH_CALL_NS 10000u
 static inline uint64_t tkp_launch_paced(uint64_t gap, uint64_t *min1)
 {
     if (!*min1 || gap + 1 < *min1) *min1 = gap + 1;
     uint64_t cap = TKP_LAUNCH_PACED * (*min1 - 1);
+    if (cap < TKP_LAUNCH_CALL_NS) cap = TKP_LAUNCH_CALL_NS;
     return gap < cap ? gap : cap;
 }
 

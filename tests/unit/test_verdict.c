@@ -1,6 +1,6 @@
 /* The verdict's one rule (decoder/model/figures.h) on splits worked out by hand: each word at and
  * around its bounds, the caps a step's parts get (a wait longer than the step, a wait longer than
- * the GPU worked), and the launch-call estimate of model.h (tkp_launch_paced) on a gap sequence. */
+ * the GPU worked), and the launch-call estimate of model.h (tkp_launch_paced) on gap sequences. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -78,19 +78,23 @@ Test(verdict, text)
                           "calls 30.0%, waiting on the GPU 5.0% (on an idle GPU 5.0%)");
 }
 
+static void paced(const uint64_t *gaps, const uint64_t *want, int n)
+{
+    uint64_t min1 = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t got = tkp_launch_paced(gaps[i], &min1);
+        cr_assert_eq(got, want[i], "gap %d (%llu ns): %llu, expected %llu", i,
+                     (unsigned long long)gaps[i], (unsigned long long)got,
+                     (unsigned long long)want[i]);
+    }
+}
+
 Test(verdict, launch_paced)
 {
-    /* gaps 10, 4, 30, 6, 9: the smallest so far is 10, then 4 (its cap 8) */
-    uint64_t min1 = 0, gaps[] = {10, 4, 30, 6, 9}, want[] = {10, 4, 8, 6, 8}, sum = 0;
-    for (int i = 0; i < 5; i++) {
-        uint64_t got = tkp_launch_paced(gaps[i], &min1);
-        cr_assert_eq(got, want[i], "gap %d: %llu, expected %llu", i, (unsigned long long)got,
-                     (unsigned long long)want[i]);
-        sum += got;
-    }
-    cr_assert_eq(sum, 36);
-    cr_assert_eq(min1, 5); /* the smallest gap + 1 */
-    min1 = 0; /* a gap of 0 (a coarse clock): nothing of later gaps counts as launch */
-    cr_assert_eq(tkp_launch_paced(0, &min1), 0);
-    cr_assert_eq(tkp_launch_paced(50, &min1), 0);
+    /* fast calls: a call costs up to TKP_LAUNCH_CALL_NS (10 us), the rest of a gap is the host's */
+    const uint64_t fast[] = {3000, 50000, 2000, 30000, 0, 9000}, fast_w[] = {3000, 10000, 2000, 10000, 0, 9000};
+    paced(fast, fast_w, 6);
+    /* slow calls (stacks sampled at each launch): up to twice the fastest gap so far */
+    const uint64_t slow[] = {20000, 90000, 15000, 40000}, slow_w[] = {20000, 40000, 15000, 30000};
+    paced(slow, slow_w, 4);
 }

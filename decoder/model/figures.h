@@ -9,12 +9,9 @@
 
 #include "model/norms.h"
 
-/* Idle share of the token steps' GPU span that `summary` and `top` call large (shown beside the
- * verdict; the verdict itself is the rule below). */
-#define TKP_IDLE_BOUND 0.30
 #define TKP_WORST_STEPS 3
 
-/* The verdict, the one rule (summary, analyze, report, whatif, top and serve; the Python API
+/* The verdict, the one rule (summary, analyze, report, whatif's critical path, top; the Python API
  * through summary): where the token steps' time went on the host's side of the critical path.
  * A token step's time (its inter-token latency: from the previous token step's end, so that the
  * host's work between steps, a scheduler's, counts; its host duration, begin to end, when it has
@@ -48,9 +45,9 @@ struct tkp_verdict {
     double gpu_share, idle_wait_share, launch_share, own_share;
 };
 
-/* Adds one token step: its time (ITL, else host duration), sync waits, GPU time (busy + copies) and launch-call
- * time (model.h, tkp_launch_paced). The views that keep their own steps (live.c) add them here, as
- * tkp_model_split does. */
+/* Adds one token step: its time (ITL, else host duration), sync waits, GPU time (busy + copies)
+ * and launch-call time (model.h, tkp_launch_paced). The views that keep their own steps (live.c)
+ * add them here, as tkp_model_split does. */
 void tkp_split_add(struct tkp_split *sp, uint64_t time_ns, uint64_t sync_ns, uint64_t gpu_ns,
                    uint64_t launch_ns);
 void tkp_verdict_make(const struct tkp_split *s, struct tkp_verdict *v);

@@ -323,10 +323,12 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
             break;
         case VO_ONCE: case VO_HIST: {
             /* once updates on a true operand, historically on a false one; near misses see
-             * every point */
+             * every point where they score conjuncts, else only the hits (a window's hit
+             * outside it: tkp_near_note returns at once for the rest) */
             int slot = E->sp->n[i->node].slot;
+            const struct tkp_nearplan *np = &E->sp->code->near[slot];
             l = st[k - 1];
-            if (l == 2 || (i->op == VO_ONCE && E->sp->code->near[slot].on)) *noop = 0;
+            if (l == 2 || (i->op == VO_ONCE && np->on && (l == 1 || np->nconj))) *noop = 0;
             else if (l == (i->op == VO_ONCE ? 1 : 0)) {
                 if (i->x && slot < 64) *marks |= 1ull << slot;
                 else *noop = 0;

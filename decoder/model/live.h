@@ -28,10 +28,12 @@
  *     intervals, swept in arrival order (CUPTI hands them over in completion order: exact for one
  *     stream, a slight undercount of overlap across streams otherwise); kernels not joined to a
  *     step count their duration.
- *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches:
- *     launch-bound) and outside it (the host did other work between forwards: host-bound). The
- *     verdict is gpu-bound when idle is at most 30% of the steps' time (analysis.h's bound), else
- *     the larger of the two.
+ *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches)
+ *     and outside it (the host did other work between forwards).
+ *   - Verdict: figures.h's one rule over the window's token steps (their time split into the host
+ *     waiting on the GPU in syncs, in launch calls, in its own code), the launch cost the
+ *     smallest gap between two consecutive launches of one of those steps: on a whole capture
+ *     the word summary says.
  *   - Windows are on the capture's clock: they end at the newest time the process wrote.
  *
  * Memory per process: TKP_LIVE_RING recent steps per thread (at most TKP_LIVE_THREADS threads),
@@ -45,6 +47,7 @@
 #include <stdint.h>
 
 #include "model/classes.h"
+#include "model/figures.h"
 
 struct tkp_record;
 
@@ -83,7 +86,8 @@ struct tkp_lwin {
     uint64_t itl_p50, itl_p99; /* ns */
     int has_gpu;
     double busy_share, launch_idle_share, host_idle_share;
-    const char *verdict; /* "gpu-bound", "launch-bound", "host-bound", "unknown" */
+    struct tkp_verdict v; /* figures.h */
+    const char *verdict;  /* v.word: "gpu-bound", "launch-bound", "host-bound", "unknown" */
     int ncls;
     int cls[TKP_LIVE_TOP];
     uint64_t cls_ns[TKP_LIVE_TOP];

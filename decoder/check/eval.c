@@ -252,12 +252,14 @@ static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct 
 {
     struct tkp_tstate *t = &E->ts[x->slot];
     if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    /* A re-read (a witness's operands, after the point was evaluated) sees what the point saw:
+     * the value before this point's update, not the point's own */
+    if (!E->update) return t->prev_out;
     struct tkp_val out = t->prev_set ? t->prev : UNK;
     t->prev_first = !t->prev_set;
-    if (E->update) {
-        t->prev = v;
-        t->prev_set = 1;
-    }
+    t->prev = v;
+    t->prev_set = 1;
+    t->prev_out = out;
     return out;
 }
 

@@ -270,12 +270,13 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
     if (gpu && timed < tok) /* the others' GPU time is unknown: grey in the figures */
         fprintf(f, ", %zu of %zu token steps timed (TOKPROF_GPU=%s; grey: not timed)", timed, tok,
                 m->gpu_mode[0] ? m->gpu_mode : "?");
-    if (gpu)
-        fprintf(f, "; verdict: <b>%s</b> (GPU idle %.1f%% of the steps' GPU span).</p>\n",
-                an->verdict, 100.0 * an->idle_share);
-    else /* no idle share to quote */
-        fprintf(f, "; verdict: <b>%s</b> (GPU-bound or host-bound needs GPU records).</p>\n",
-                an->verdict);
+    char vt[256];
+    tkp_verdict_text(&an->v, vt, sizeof(vt));
+    const char *colon = strchr(vt, ':');
+    fprintf(f, "; verdict: <b>%s</b> (", an->verdict);
+    esc(f, colon ? colon + 2 : vt);
+    if (gpu) fprintf(f, "; GPU idle %.1f%% of the steps' GPU span", 100.0 * an->idle_share);
+    fputs(").</p>\n", f);
     if ((err = pre(f, "analysis", analysis_lines, m, an))) return err;
     if ((err = figures(f, m, gpu))) return err;
     if (crit && (err = whatif_figure(f, crit, change))) return err;

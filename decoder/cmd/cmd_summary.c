@@ -10,9 +10,10 @@
  *   - inter-token latency (ITL): end_ns of a token step minus end_ns of the previous token step
  *     of the same thread (when the host saw consecutive tokens), pooled over threads;
  *   - GPU time by class: kernel durations summed per class (model.h: classes.h);
- *   - verdict: idle share = sum of idle / sum of GPU span over token steps (idle = span - busy,
- *     the GPU waiting inside a step); above TKP_IDLE_BOUND (figures.h) the GPU is waiting on the
- * host: "host/launch-bound", else "gpu-bound"; "unknown" without GPU records;
+ *   - verdict: figures.h's one rule (the token steps' time split into the host waiting on the
+ *     GPU, in launch calls, in its own code): "gpu-bound", "launch-bound", "host-bound" or
+ *     "unknown" (no token step); GPU idle share = sum of idle / sum of GPU span over token steps
+ *     (idle = span - busy, the GPU waiting inside a step), shown beside it with GPU records;
  *   - worst steps: the 3 token steps with the longest host duration; the cause is the figure
  *     that grew most over its median across token steps: a kernel class's GPU time, "GPU idle"
  *     (idle inside the span) or "host" (host duration not covered by the GPU span); "none" when
@@ -44,7 +45,7 @@
  *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS); only when there are some
  *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
  *                            host_only_shifts, slopes, idle and
- *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
+ *                            verdict (the same as verdict below)
  *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
  *                            steps on every thread
  *   gpu             object   {available bool, reason str|null (why no GPU records),
@@ -56,7 +57,10 @@
  *                            among them
  *   classes         array    [{class, ns, share}] GPU kernel time of token steps by class, most
  *                            first (empty without GPU records)
- *   verdict         string   "gpu-bound", "host/launch-bound" or "unknown"
+ *   verdict         string   "gpu-bound", "launch-bound", "host-bound" or "unknown" (figures.h)
+ *   verdict_split   object|null {gpu_share, idle_wait_share, launch_share, own_share (0..1, they
+ *                            add up to 1)}: the token steps' time the rule split
+ *                            (figures.h); null when the verdict is unknown
  *   worst_steps     array    [{step (token index), tid, host_ns, cause}] the 3 slowest token steps
  *   processes       array    [{pid, program, threads, launches, graph_launches}] per process, in
  *                            the order first seen (one entry for one capture; several captures or
@@ -308,7 +312,16 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
         fprintf(f, ",\"ns\":%" PRIu64 ",\"share\":%.6f}", m->cls[c].total_ns,
                 (double)m->cls[c].total_ns / (double)in->class_total);
     }
-    fprintf(f, "],\"verdict\":\"%s\",\"worst_steps\":[", in->rf.verdict);
+    const struct tkp_verdict *v = &in->rf.v;
+    fprintf(f, "],\"verdict\":\"%s\",\"verdict_split\":", v->word);
+    if (strcmp(v->word, "unknown"))
+        fprintf(f,
+                "{\"gpu_share\":%.6f,\"idle_wait_share\":%.6f,\"launch_share\":%.6f,"
+                "\"own_share\":%.6f}",
+                v->gpu_share, v->idle_wait_share, v->launch_share, v->own_share);
+    else
+        fputs("null", f);
+    fputs(",\"worst_steps\":[", f);
     for (size_t w = 0; w < in->rf.nworst; w++) {
         const struct tkp_mstep *s = &m->steps[in->rf.worst[w]];
         fprintf(f, "%s{\"step\":%" PRId64 ",\"tid\":%u,\"host_ns\":%" PRIu64 ",\"cause\":",
@@ -358,17 +371,18 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
         putc('\n', f);
     } else
         fputs("; GPU busy: not recorded\n", f);
+    char vt[256];
+    tkp_verdict_text(&in->rf.v, vt, sizeof(vt));
     if (!in->rf.gpu) {
         fprintf(f, "gpu time  not recorded: %s\n", in->rf.why);
-        fputs("verdict   unknown: GPU-bound or host-bound needs GPU records\n", f);
+        fprintf(f, "verdict   %s\n", vt);
     } else {
         fputs("gpu time ", f);
         for (int i = 0; i < in->nclasses_used && i < 4; i++)
             fprintf(f, "%s %s %.1f%%", i ? "," : "", tkp_classes_name(m->opts.classes, in->order[i]),
                     100.0 * (double)m->cls[in->order[i]].total_ns / (double)in->class_total);
         fputs(in->nclasses_used ? "\n" : " no kernels in token steps\n", f);
-        fprintf(f, "verdict   %s: GPU idle %.1f%% of the token steps' GPU span\n", in->rf.verdict,
-                100.0 * in->rf.idle_share);
+        fprintf(f, "verdict   %s\n", vt);
     }
     fputs("worst    ", f);
     for (size_t w = 0; w < in->rf.nworst; w++) {
@@ -550,7 +564,8 @@ const struct tkp_cmd tkp_cmd_summary = {
         "\n"
         "The capture FILE at a glance. Five lines first: token steps, inter-token latency and\n"
         "GPU busy time per step, where the GPU time goes by kernel class, whether the run is\n"
-        "GPU-bound or host/launch-bound (GPU idle share inside the steps), and the 3 slowest\n"
+        "gpu-bound, launch-bound or host-bound (the host's time: waiting on the GPU, in launch\n"
+        "calls, in its own code; README \"Verdict\"), and the 3 slowest\n"
         "steps with what grew in them. Then the counts: token steps, kernel and graph launches,\n"
         "copies, syncs, threads, records the shim had to drop, and the span of time covered. A\n"
         "capture cut short (a killed program) is summarised up to its last whole chunk, with a\n"

@@ -495,10 +495,10 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
     an->idle_share = an->span_ns ? (double)idle / (double)an->span_ns : 0;
     uint64_t split = an->launch_gap_ns + an->wait_ns;
     an->gap_share = split ? (double)an->launch_gap_ns / (double)split : 0;
-    an->verdict = !an->gpu || !an->span_ns          ? "unknown"
-                  : an->idle_share <= TKP_CP_IDLE_BOUND ? "gpu-bound"
-                  : an->gap_share > 0.5             ? "launch-bound"
-                                                    : "host-wait-bound";
+    struct tkp_split sp;
+    tkp_model_split(m, &sp);
+    tkp_verdict_make(&sp, &an->v); /* figures.h: the one rule */
+    an->verdict = an->v.word;
     return err;
 }
 
@@ -545,8 +545,8 @@ void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct t
         fprintf(f, "scaling   gemm %+.3f us per token in the step (r2 %.2f, %zu steps)\n",
                 an->mlp.per1k_ns / 1e3, an->mlp.r2, an->mlp.n);
     if (an->gpu && an->span_ns)
-        fprintf(f, "idle      %.1f%% of GPU span: launch gaps %.3f ms, host waits %.3f ms -> %s\n",
-                100.0 * an->idle_share, an->launch_gap_ns / 1e6, an->wait_ns / 1e6, an->verdict);
+        fprintf(f, "idle      %.1f%% of GPU span: launch gaps %.3f ms, host waits %.3f ms\n",
+                100.0 * an->idle_share, an->launch_gap_ns / 1e6, an->wait_ns / 1e6);
 }
 
 static void json_slope(FILE *f, const char *k, const struct tkp_slope *s, const char *unit)

@@ -31,10 +31,12 @@
  *   - A step without GPU records (not timed: TOKPROF_GPU=window:N/M or trigger, or its records
  *     not yet handed over) is unknown: busy share, idle split and verdict are over the window's
  *     timed steps alone, never diluted by zeros.
- *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches:
- *     launch-bound) and outside it (the host did other work between forwards: host-bound). The
- *     verdict is gpu-bound when idle is at most 30% of the steps' time (analysis.h's bound), else
- *     the larger of the two.
+ *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches)
+ *     and outside it (the host did other work between forwards).
+ *   - Verdict: figures.h's one rule over the window's token steps (their time split into the host
+ *     waiting on the GPU in syncs, in launch calls, in its own code), the launch cost the
+ *     smallest gap between two consecutive launches of one of those steps: on a whole capture
+ *     the word summary says.
  *   - Windows are on the capture's clock: they end at the newest time the process wrote.
  *
  * Memory per process: TKP_LIVE_RING recent steps per thread (at most TKP_LIVE_THREADS threads),
@@ -48,6 +50,7 @@
 #include <stdint.h>
 
 #include "model/classes.h"
+#include "model/figures.h"
 
 struct tkp_record;
 
@@ -90,7 +93,8 @@ struct tkp_lwin {
     uint64_t timed_steps; /* of steps, those with GPU records: the busy and idle shares and the
                              verdict are over them alone (TOKPROF_GPU=window:N/M, trigger) */
     double busy_share, launch_idle_share, host_idle_share;
-    const char *verdict; /* "gpu-bound", "launch-bound", "host-bound", "unknown" */
+    struct tkp_verdict v; /* figures.h */
+    const char *verdict;  /* v.word: "gpu-bound", "launch-bound", "host-bound", "unknown" */
     int ncls;
     int cls[TKP_LIVE_TOP];
     uint64_t cls_ns[TKP_LIVE_TOP];

@@ -107,7 +107,7 @@ def main():
         (w["token_steps"] == len(itl["base"]) and not w["unpredicted"],
          "whatif predicted every interval: %d of vLLM's %d, %d not" % (w["token_steps"], len(itl["base"]),
                                                                        w["unpredicted"])),
-        (w["bound"] == "host", "the steps are host-bound (whatif: %s)" % w["bound"]),
+        (w["bound"] == "host-bound", "the steps are host-bound (whatif: %s)" % w["bound"]),
         (abs(prd["p50"] - w["observed"]["itl_ns"]["p50"]) <= 0.01 * w["observed"]["itl_ns"]["p50"],
          "attention x0.5 predicts no gain on a host-bound server: p50 %d -> %d ns" %
          (w["observed"]["itl_ns"]["p50"], prd["p50"])),

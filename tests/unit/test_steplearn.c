@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "capwriter.h"
 #include "capture/reader.h"
+#include "capture/steplearn.h"
 
 static const uint32_t one[3] = {1, 1, 1};
 
@@ -216,5 +218,41 @@ Test(steplearn, stream_learns_in_its_pass)
     cr_expect_eq(kinds[1], TKP_STEP_TOKEN, "in the window: as written");
     cr_expect_eq(kinds[80], TKP_STEP_WARMUP, "after it: learned");
     cr_expect_eq(warm, 1);
+    capw_free(w);
+}
+
+/* The prescan decompresses the head once, for the learner and the reader's pass: the file
+ * overwritten after the first record is read, the pass still delivers the head (the learning
+ * window's 64 steps, classified), then meets the overwritten bytes where the prescan stopped.
+ * A pass that read the head from the file again would stop at once. */
+Test(steplearn, head_decompressed_once)
+{
+    struct seg s[100];
+    for (int i = 0; i < 100; i++)
+        s[i] = (struct seg){i >= 1 && i <= 4 ? 2 : 8, 0, TKP_CLOSE_STREAM_SYNC};
+    struct capw *w = capture(s, 100, "auto");
+    char path[] = "/tmp/tkp_steplearn_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(capw_write_file(w, path), 0);
+    struct tkp_reader *r;
+    struct tkp_record rec;
+    cr_assert_eq(tkp_reader_open(path, &r, NULL, 0), 0);
+    cr_assert_eq(tkp_reader_next(r, &rec), 1);
+    off_t size = lseek(fd, 0, SEEK_END);
+    static uint8_t junk[1 << 16];
+    memset(junk, 0xff, sizeof(junk));
+    for (off_t at = TKP_FILE_HEADER_LEN; at < size; at += (off_t)sizeof(junk)) /* every chunk */
+        cr_assert_gt(pwrite(fd, junk, (size_t)(size - at) < sizeof(junk) ? (size_t)(size - at)
+                                                                         : sizeof(junk), at), 0);
+    close(fd);
+    int k, steps = 0, warm = 0;
+    while ((k = tkp_reader_next(r, &rec)) == 1)
+        if (rec.type == TKP_REC_STEP) steps++, warm += rec.step_rec.kind == TKP_STEP_WARMUP;
+    cr_expect_eq(steps, TKP_LEARN_WINDOW, "the head's steps, from memory: %d", steps);
+    cr_expect_eq(warm, 4);
+    cr_expect_eq(k, TKP_ERR_CHUNK, "then the file, where the prescan stopped: %d", k);
+    tkp_reader_close(r);
+    unlink(path);
     capw_free(w);
 }

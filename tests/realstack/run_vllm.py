@@ -65,12 +65,20 @@ def run(python, args, env, d, timeout, prefix=()):
     return p.returncode, result
 
 
-def main():
+def parser():
+    """The options every vLLM test script takes (this one's and vllm_whatif.py's): the venv and
+    the tools, the workload's size, how long it may take."""
     ap = argparse.ArgumentParser()
     for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--timeout", type=int, default=900)
+    return ap
+
+
+def main():
+    ap = parser()
     ap.add_argument("--graphs", action="store_true")
     ap.add_argument("--moe", action="store_true", help="the MoE config: vLLM's fused MoE Triton kernel")
     ap.add_argument("--serve", action="store_true",
@@ -78,7 +86,6 @@ def main():
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--nvtx", action="store_true",
                     help="steps from vLLM's NVTX scope 'gpu_model_runner: forward' instead of auto")
-    ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
     if not python:

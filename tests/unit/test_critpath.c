@@ -83,77 +83,61 @@ static const struct tkp_crit_step *two_steps(struct tkp_crit_change *ch, int dro
     return s;
 }
 
-Test(critpath, unchanged_replay_is_the_observation)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
-    for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(s[i].why, 0);
-        cr_assert_eq(s[i].pred_end, s[i].obs_end, "step %zu: %llu", i,
-                     (unsigned long long)s[i].pred_end);
-    }
-    cr_assert_eq(tkp_crit_latency_ns(c), 2000);
-    tkp_crit_free(c);
-}
-
-Test(critpath, attention_twice_as_fast)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.scale = by_name, ch.scale_arg = "attn";
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+/* two_steps() under one change each, and what the replay must give, worked out by hand. */
+static const struct two_case {
+    const char *what;
+    double host;         /* ch.host */
+    int64_t launch_ns;   /* ch.launch_ns (-1: as captured) */
+    char *faster;        /* a kernel name x0.5 (NULL: none) */
+    int drop_gemm;       /* step 2's gemm without its GPU record */
+    uint64_t end1, end2; /* predicted ends (end2 0: step 2 says TKP_CRIT_NO_GPU) */
+    uint64_t gpu2;       /* step 2's predicted GPU time */
+} two_cases[] = {
+    /* the observed ends */
+    {"unchanged", 1, -1, NULL, 0, 17300, 34100, 14000},
     /* step 1: attn 3000..8000, gemm ..12000, wakes 12300; step 2: launched 500 later, attn
      * 14800..19800, gemm ..23800, wakes 24100 */
-    cr_assert_eq(s[0].pred_end, 12300);
-    cr_assert_eq(s[1].pred_end, 24100);
-    cr_assert_eq(s[1].pred_gpu, 9000);
-    cr_assert_eq(s[1].obs_gpu, 14000);
-    tkp_crit_free(c);
-}
-
-Test(critpath, slower_host)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.host = 2;
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    {"attention twice as fast", 1, -1, "attn", 0, 12300, 24100, 9000},
     /* step 1 is GPU-bound: the same end; step 2's first launch 1000 after 17300, attn from
      * 20300, gemm to 34300, wakes 34600 */
-    cr_assert_eq(s[0].pred_end, 17300);
-    cr_assert_eq(s[1].pred_end, 34600);
-    cr_assert_eq(s[1].pred_host, 2 * s[1].obs_host);
-    tkp_crit_free(c);
-}
-
-Test(critpath, cheaper_launches)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.launch_ns = 100;
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    {"slower host", 2, -1, NULL, 0, 17300, 34600, 14000},
     /* the smallest gap before a launch is 500 (step 1's gemm): each launch's 500 becomes 100;
      * step 1 is GPU-bound (same end); step 2's attn is called at 17400, starts 19400, the gemm
      * ends 33400, the sync wakes at 33700 */
-    cr_assert_eq(tkp_crit_launch_cost_ns(c), 500);
-    cr_assert_eq(s[0].pred_end, 17300);
-    cr_assert_eq(s[1].pred_end, 33700, "%llu", (unsigned long long)s[1].pred_end);
-    tkp_crit_free(c);
-}
+    {"cheaper launches", 1, 100, NULL, 0, 17300, 33700, 14000},
+    /* a missing GPU record is said, not guessed */
+    {"step 2's gemm not recorded", 1, -1, NULL, 1, 17300, 0, 0},
+};
 
-Test(critpath, missing_gpu_record_is_said)
+Test(critpath, two_steps_under_each_change)
 {
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 1, &n);
-    cr_assert_eq(s[0].why, 0);
-    cr_assert(s[1].why & TKP_CRIT_NO_GPU);
-    tkp_crit_free(c);
+    for (size_t k = 0; k < sizeof(two_cases) / sizeof(two_cases[0]); k++) {
+        const struct two_case *t = &two_cases[k];
+        struct tkp_crit_change ch;
+        tkp_crit_change_init(&ch);
+        ch.host = t->host, ch.launch_ns = t->launch_ns;
+        if (t->faster) ch.scale = by_name, ch.scale_arg = t->faster;
+        size_t n;
+        const struct tkp_crit_step *s = two_steps(&ch, t->drop_gemm, &n);
+        cr_assert_eq(tkp_crit_latency_ns(c), 2000, "%s", t->what);
+        cr_assert_eq(tkp_crit_launch_cost_ns(c), 500, "%s", t->what);
+        cr_assert_eq(s[0].why, 0, "%s", t->what);
+        cr_assert_eq(s[0].pred_end, t->end1, "%s: step 1 ends at %llu", t->what,
+                     (unsigned long long)s[0].pred_end);
+        if (!t->end2) {
+            cr_assert(s[1].why & TKP_CRIT_NO_GPU, "%s", t->what);
+        } else {
+            cr_assert_eq(s[1].why, 0, "%s", t->what);
+            cr_assert_eq(s[1].pred_end, t->end2, "%s: step 2 ends at %llu", t->what,
+                         (unsigned long long)s[1].pred_end);
+            cr_assert_eq(s[1].pred_gpu, t->gpu2, "%s", t->what);
+            cr_assert_eq(s[1].obs_gpu, 14000, "%s", t->what);
+            if (t->launch_ns < 0)
+                cr_assert_eq(s[1].pred_host, (uint64_t)(t->host * (double)s[1].obs_host), "%s",
+                             t->what);
+        }
+        tkp_crit_free(c);
+    }
 }
 
 /* A graph A -> {B, C} -> D: B 5 us and C 2 us in parallel; B x0.5 leaves B on the path (2.5 us),

@@ -582,9 +582,12 @@ static int replay(struct tkp_crit *c, const struct ev *e)
         if (TKP_GROW(c->ggaps, c->cap_ggaps, c->nggaps + 1)) return TKP_ERR_NOMEM;
         c->ggaps[c->nggaps++] = gap;
     }
-    if (launch && c->ch.launch_ns >= 0 && !first) {
-        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
-        pg = scale_ns(gap > c0 ? gap - c0 : 0, c->ch.host) + (uint64_t)c->ch.launch_ns;
+    if (launch && !first && (c->ch.launch_ns >= 0 || c->ch.host != 1)) {
+        /* the gap before a launch holds the launch call's own cost (the smallest gap seen before
+         * a launch): --host scales the host code around it, the call stays, or is launch_ns */
+        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap, call = gap < c0 ? gap : c0;
+        pg = scale_ns(gap - call, c->ch.host) +
+             (c->ch.launch_ns >= 0 ? (uint64_t)c->ch.launch_ns : call);
     }
     int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH && in_graph(c, e);
     if (graphed && t->gon && t->gseg == e->seg) pg = 0; /* inside the replay */
@@ -592,6 +595,9 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     if (graphed && !(t->gon && t->gseg == e->seg)) {
         t->gon = 1, t->gseg = e->seg, t->gpred = h_pred;
         pret_extra = graph_cost(c);
+        s->graph = c->ch.graph_end && map_get(&c->end_map, (uint64_t)e->thread << 40 ^ e->seg) < 0
+                       ? 2 /* no launch of its graph_end: replayed whole */
+                       : 1;
     }
     s->obs_host += gap, s->pred_host += pg + pret_extra;
     uint64_t obs_ret = h_obs, pred_ret = h_pred + pret_extra;
@@ -822,6 +828,16 @@ uint64_t tkp_crit_latency_ns(const struct tkp_crit *c)
 uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c)
 {
     return c->min_gap == UINT64_MAX ? 0 : c->min_gap;
+}
+
+size_t tkp_crit_graph_whole(const struct tkp_crit *c, size_t *graphed)
+{
+    size_t whole = 0;
+    *graphed = 0;
+    for (size_t i = 0; i < c->nsteps; i++)
+        if (c->steps[i].token && c->steps[i].graph)
+            (*graphed)++, whole += c->steps[i].graph == 2;
+    return whole;
 }
 
 uint64_t tkp_crit_graph_ns(struct tkp_crit *c, int *measured)

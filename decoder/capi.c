@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "capture/enums.h"
 #include "base/err.h"
+#include "model/libcalls.h"
 #include "model/model.h"
 #include "capture/multireader.h"
 #include "views/arrow_table.h"
@@ -91,6 +92,29 @@ static int load(struct actx *a, const char *classes, int counts, struct tkp_clas
     return err;
 }
 
+/* moe: the library-call model of one process's captures (experts are told apart by weight
+ * addresses, as `tokprof moe`), its steps in the step model. */
+static int moe_table(struct actx *a, const struct tkp_model *m, struct tkp_atab *t)
+{
+    struct tkp_reader *r;
+    struct tkp_libmodel lm = {0};
+    const char *path = a->ctx.inputs[0];
+    int err = tkp_cmd_open(&a->ctx, path, &r);
+    if (err) return err;
+    if (tkp_reader_is_merged(r))
+        err = tkp_cmd_fail(&a->ctx, TKP_ERR_USAGE,
+                           "%s: one process at a time (these captures are of several)", path);
+    else if ((err = tkp_libmodel_load(r, &lm)))
+        err = tkp_cmd_fail(&a->ctx, err, "%s: out of memory", path);
+    else if ((err = tkp_table_moe(&lm, m, t)))
+        err = tkp_cmd_fail(&a->ctx, err, "out of memory");
+    else
+        tkp_cmd_warn_reader(&a->ctx, path, r);
+    tkp_libmodel_free(&lm);
+    tkp_reader_close(r);
+    return err;
+}
+
 static int model_table(const char *const *paths, size_t n, const char *classes, int which,
                        struct ArrowArray *out, struct ArrowSchema *schema, char **warn,
                        char *why, size_t whylen)
@@ -99,15 +123,17 @@ static int model_table(const char *const *paths, size_t n, const char *classes, 
     struct tkp_classes *cl;
     struct tkp_model m;
     struct tkp_acc *acc;
-    struct tkp_atab t;
+    struct tkp_atab t = {0};
     if (warn) *warn = NULL;
     int err = actx_init(&a, paths, n, why, whylen);
     if (err) return err;
-    if (!(err = load(&a, classes, which, &cl, &m, &acc))) {
-        err = which ? tkp_table_step_classes(&m, acc, &t) : tkp_table_steps(&m, acc, &t);
-        if (!err) err = tkp_atab_export(&t, out, schema);
-        else tkp_atab_free(&t);
-        if (err) tkp_cmd_fail(&a.ctx, err, "out of memory");
+    if (!(err = load(&a, classes, which == 1, &cl, &m, &acc))) {
+        if (which == 2) err = moe_table(&a, &m, &t); /* its reason given */
+        else if ((err = which ? tkp_table_step_classes(&m, acc, &t) : tkp_table_steps(&m, acc, &t)))
+            tkp_cmd_fail(&a.ctx, err, "out of memory");
+        if (!err && (err = tkp_atab_export(&t, out, schema)))
+            tkp_cmd_fail(&a.ctx, err, "out of memory");
+        if (err) tkp_atab_free(&t);
         tkp_acc_free(acc);
         tkp_model_free(&m);
         tkp_classes_free(cl);
@@ -127,6 +153,12 @@ TKP_API int tkp_dec_step_classes(const char *const *paths, size_t n, const char 
                                  char *why, size_t whylen)
 {
     return model_table(paths, n, classes, 1, out, schema, warn, why, whylen);
+}
+
+TKP_API int tkp_dec_moe(const char *const *paths, size_t n, struct ArrowArray *out,
+                        struct ArrowSchema *schema, char **warn, char *why, size_t whylen)
+{
+    return model_table(paths, n, NULL, 2, out, schema, warn, why, whylen);
 }
 
 TKP_API const char *tkp_dec_col_name(int col)

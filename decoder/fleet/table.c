@@ -21,7 +21,7 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-/* steps, step_classes, kernels: the identity, then the columns of model/columns.def that are not LOCAL */
+/* each table: the identity, then the columns of model/columns.def that are not LOCAL */
 #define FLEET_ALL(...) __VA_ARGS__,
 #define FLEET_GPU(...) __VA_ARGS__,
 #define FLEET_TIME(...) __VA_ARGS__,
@@ -31,40 +31,10 @@
 static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
 static const struct tkp_tab_col step_classes[] = {IDENT, TKP_COLS_STEP_CLASSES(COL_NUM, COL_STR)};
 static const struct tkp_tab_col kernels[] = {IDENT, TKP_COLS_KERNELS(COL_NUM, COL_STR)};
+static const struct tkp_tab_col calls[] = {IDENT, TKP_COLS_CALLS(COL_NUM, COL_STR)};
+static const struct tkp_tab_col moe[] = {IDENT, TKP_COLS_MOE(COL_NUM, COL_STR)};
 #undef COL_NUM
 #undef COL_STR
-static const struct tkp_tab_col calls[] = {
-    IDENT,
-    {"hour_ns", TKP_COL_U64},
-    {"lib", TKP_COL_STR},
-    {"op", TKP_COL_STR},
-    {"m", TKP_COL_U64},
-    {"n", TKP_COL_U64},
-    {"k", TKP_COL_U64},
-    {"batch", TKP_COL_U64},
-    {"atype", TKP_COL_STR},
-    {"btype", TKP_COL_STR},
-    {"ctype", TKP_COL_STR},
-    {"compute", TKP_COL_STR},
-    {"transa", TKP_COL_STR},
-    {"transb", TKP_COL_STR},
-    {"calls", TKP_COL_U64},
-    {"flops", TKP_COL_U64},
-    {"host_ns", TKP_COL_U64},
-    {"gpu_ns", TKP_COL_U64},
-};
-static const struct tkp_tab_col moe[] = {
-    IDENT,
-    {"thread", TKP_COL_U64},
-    {"seg", TKP_COL_U64},
-    {"step", TKP_COL_I64},
-    {"begin_ns", TKP_COL_U64},
-    {"layer", TKP_COL_U64},
-    {"expert", TKP_COL_U64},
-    {"tokens", TKP_COL_U64},
-    {"expert_gpu_ns", TKP_COL_U64},
-};
-
 static const struct {
     const char *name;
     const struct tkp_tab_col *cols;

@@ -27,7 +27,7 @@ struct wthread {
 };
 
 struct tkp_tcalls {
-    struct tkp_tcall *rows;
+    struct tkp_callrow *rows;
     size_t nrows, caprows;
     struct tkp_map ix; /* rows by their key */
     struct wthread *th;
@@ -55,7 +55,7 @@ void tkp_tcalls_free(struct tkp_tcalls *c)
     free(c->rows), free(c->th), free(c);
 }
 
-static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
+static int same(const struct tkp_callrow *a, const struct tkp_callrow *b)
 {
     return a->hour_ns == b->hour_ns && a->lib == b->lib && a->m == b->m && a->n == b->n &&
            a->k == b->k && a->batch == b->batch && a->atype == b->atype && a->btype == b->btype &&
@@ -63,7 +63,7 @@ static int same(const struct tkp_tcall *a, const struct tkp_tcall *b)
            a->transb == b->transb && !strcmp(a->op, b->op);
 }
 
-static uint64_t hash(const struct tkp_tcall *a)
+static uint64_t hash(const struct tkp_callrow *a)
 {
     const uint64_t v[] = {a->hour_ns,
                           a->lib,
@@ -83,14 +83,14 @@ static int eq_row(const void *ctx, uint32_t id, const void *key)
 }
 
 /* The row of key (created when new): its index, or -1 when out of memory. */
-static long row_of(struct tkp_tcalls *c, const struct tkp_tcall *key)
+static long row_of(struct tkp_tcalls *c, const struct tkp_callrow *key)
 {
     uint64_t h = hash(key);
     if (tkp_map_reserve(&c->ix, c->nrows + 1)) return -1;
     struct tkp_map_slot *s = tkp_map_probe(&c->ix, h, eq_row, c, key);
     if (s->id1) return (long)s->id1 - 1;
     if (TKP_GROW(c->rows, c->caprows, c->nrows + 1)) return -1;
-    struct tkp_tcall *r = &c->rows[c->nrows];
+    struct tkp_callrow *r = &c->rows[c->nrows];
     *r = *key;
     if (!(r->op = strdup(key->op))) return -1;
     tkp_map_put(&c->ix, s, h, (uint32_t)c->nrows);
@@ -117,7 +117,7 @@ static struct wthread *thread_at(struct tkp_tcalls *c, uint32_t t)
 static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour)
 {
     const typeof(r->lib_call) *l = &r->lib_call;
-    struct tkp_tcall key = {hour,      l->lib,     (char *)(l->op ? l->op : ""),
+    struct tkp_callrow key = {hour,      l->lib,     (char *)(l->op ? l->op : ""),
                             l->m,      l->n,       l->k,
                             l->batch,  l->atype,   l->btype,
                             l->ctype,  l->compute, l->transa,
@@ -126,7 +126,7 @@ static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t ho
     long i = row_of(c, &key);
     struct wthread *w = thread_at(c, r->thread);
     if (i < 0 || !w) return TKP_ERR_NOMEM;
-    struct tkp_tcall *row = &c->rows[i];
+    struct tkp_callrow *row = &c->rows[i];
     row->calls++;
     row->host_ns += l->call_ns;
     /* FLOPs of executed GEMMs only (libcalls.h: tkp_call_executed) */
@@ -185,7 +185,7 @@ int tkp_tcalls_add(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t ho
 
 static int cmp_row(const void *a, const void *b)
 {
-    const struct tkp_tcall *x = a, *y = b;
+    const struct tkp_callrow *x = a, *y = b;
     const uint64_t vx[] = {x->hour_ns, x->lib}, vy[] = {y->hour_ns, y->lib};
     for (int i = 0; i < 2; i++)
         if (vx[i] != vy[i]) return vx[i] < vy[i] ? -1 : 1;
@@ -201,7 +201,7 @@ static int cmp_row(const void *a, const void *b)
     return 0;
 }
 
-const struct tkp_tcall *tkp_tcalls_rows(struct tkp_tcalls *c, size_t *n)
+const struct tkp_callrow *tkp_tcalls_rows(struct tkp_tcalls *c, size_t *n)
 {
     if (!c->sorted) { /* the hash indices die with the order: no more adds after this */
         qsort(c->rows, c->nrows, sizeof(*c->rows), cmp_row);

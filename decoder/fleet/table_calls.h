@@ -14,19 +14,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/columns.h" /* struct tkp_callrow: a row */
+
 #define TKP_TCALLS_STEPS 256  /* steps per thread whose launches are kept */
 #define TKP_TCALLS_CALLS 4096 /* calls per thread whose rows are kept */
 
 struct tkp_record;
-
-struct tkp_tcall {
-    uint64_t hour_ns;
-    uint32_t lib;
-    char *op;
-    uint64_t m, n, k, batch;
-    int32_t atype, btype, ctype, compute, transa, transb;
-    uint64_t calls, flops, host_ns, gpu_ns;
-};
 
 struct tkp_tcalls;
 
@@ -36,7 +29,7 @@ void tkp_tcalls_free(struct tkp_tcalls *c);  /* accepts NULL */
  * others are ignored. Returns 0 or NOMEM. */
 int tkp_tcalls_add(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour_ns);
 /* The rows, sorted by (hour, lib, op, m, n, k, batch, types, transposes); valid until free. */
-const struct tkp_tcall *tkp_tcalls_rows(struct tkp_tcalls *c, size_t *n);
+const struct tkp_callrow *tkp_tcalls_rows(struct tkp_tcalls *c, size_t *n);
 /* GPU records whose launch or call had left the window. */
 uint64_t tkp_tcalls_late(const struct tkp_tcalls *c);
 

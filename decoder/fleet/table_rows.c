@@ -304,37 +304,43 @@ int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struc
     return err;
 }
 
-/* ---- pass 2: library calls ---- */
+/* ---- calls and moe ---- */
 
 int tkp_rows_calls(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struct tkp_tcalls *tc)
 {
     size_t n;
-    const struct tkp_tcall *v = tkp_tcalls_rows(tc, &n);
+    const struct tkp_callrow *v = tkp_tcalls_rows(tc, &n);
     int err = 0;
     for (size_t i = 0; !err && i < n; i++) {
-        const struct tkp_tcall *c = &v[i];
-        char b[7][24];
         ident(o, e, 0);
-        tkp_tab_u64(o, c->hour_ns);
-        tkp_tab_str(o, tkp_lib_str(c->lib, b[0]));
-        tkp_tab_str(o, c->op);
-        tkp_tab_u64(o, c->m);
-        tkp_tab_u64(o, c->n);
-        tkp_tab_u64(o, c->k);
-        tkp_tab_u64(o, c->batch);
-        tkp_tab_str(o, tkp_dtype_str(c->atype, b[1]));
-        tkp_tab_str(o, tkp_dtype_str(c->btype, b[2]));
-        tkp_tab_str(o, tkp_dtype_str(c->ctype, b[3]));
-        tkp_tab_str(o, tkp_compute_str(c->compute, b[4]));
-        tkp_tab_str(o, tkp_trans_str(c->transa, b[5]));
-        tkp_tab_str(o, tkp_trans_str(c->transb, b[6]));
-        tkp_tab_u64(o, c->calls);
-        tkp_tab_u64(o, c->flops);
-        tkp_tab_u64(o, c->host_ns);
-        tkp_tab_u64(o, c->gpu_ns);
+        for (int k = 0; k < TKP_LC_COUNT; k++) {
+            int64_t x = 0;
+            const char *str = NULL;
+            char b[24];
+            int has = tkp_callrow_cell(&v[i], k, &x, &str, b);
+            fleet_cell(o, e, &tkp_call_cols[k], has, x, str);
+        }
         err = tkp_tab_row_end(o);
     }
     return err;
+}
+
+struct moe_out {
+    struct tkp_tab_out *o;
+    const struct tkp_rows_emit *e;
+};
+
+static int moe_row(void *ctx, const struct tkp_moerow *r)
+{
+    const struct moe_out *mo = ctx;
+    ident(mo->o, mo->e, r->ms ? r->ms->tid : 0);
+    for (int k = 0; k < TKP_MC_COUNT; k++) {
+        int64_t v = 0;
+        const char *str = NULL;
+        int has = tkp_moerow_cell(r, k, &v, &str);
+        fleet_cell(mo->o, mo->e, &tkp_moe_cols[k], has, v, str);
+    }
+    return tkp_tab_row_end(mo->o);
 }
 
 /* The rows of x, the experts of steps [s0, s0 + ...) of lm. */
@@ -342,25 +348,8 @@ static int rows_moe_of(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                        const struct tkp_libmodel *lm, const struct tkp_model *m,
                        const struct tkp_moe *x)
 {
-    int err = 0;
-    for (uint32_t r = 0; !err && r < x->s1 - x->s0 && x->layers; r++) {
-        const struct tkp_lstep *ls = &lm->steps[x->s0 + r];
-        const struct tkp_mstep *ms = tkp_model_step(m, ls->thread, ls->step);
-        for (uint32_t l = 0; !err && l < x->layers; l++)
-            for (uint32_t c = 0; !err && c < x->width; c++) {
-                ident(o, e, ms ? ms->tid : 0);
-                tkp_tab_u64(o, ls->thread);
-                tkp_tab_u64(o, ls->step);
-                tkp_tab_i64(o, ms && ms->kind == TKP_STEP_TOKEN ? ms->index : -1);
-                tkp_tab_u64(o, ms ? epoch(e->p, ms->begin_ns) : 0);
-                tkp_tab_u64(o, l);
-                tkp_tab_u64(o, c);
-                tkp_tab_u64(o, x->load[((size_t)r * x->layers + l) * x->width + c]);
-                tkp_tab_u64(o, x->ns[(size_t)r * x->width + c]);
-                err = tkp_tab_row_end(o);
-            }
-    }
-    return err;
+    struct moe_out mo = {o, e};
+    return tkp_moerows_each(lm, m, x, moe_row, &mo);
 }
 
 static int rows_moe(struct tkp_tab_out *o, const struct tkp_rows_emit *e,

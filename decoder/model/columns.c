@@ -12,6 +12,7 @@
 #include "model/hist.h"
 #include "model/libcalls.h"
 #include "model/model.h"
+#include "model/moe.h"
 
 /* The X-macros of columns.def made into specs and cells; CELL_OF names the table's enum. */
 #define SPEC_NUM(name, type, where, nul, has, value, fnull, doc)                                   \
@@ -28,6 +29,8 @@
 const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT] = {TKP_COLS_STEPS(SPEC_NUM, SPEC_STR)};
 const struct tkp_colspec tkp_class_cols[TKP_CC_COUNT] = {TKP_COLS_STEP_CLASSES(SPEC_NUM, SPEC_STR)};
 const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT] = {TKP_COLS_KERNELS(SPEC_NUM, SPEC_STR)};
+const struct tkp_colspec tkp_call_cols[TKP_LC_COUNT] = {TKP_COLS_CALLS(SPEC_NUM, SPEC_STR)};
+const struct tkp_colspec tkp_moe_cols[TKP_MC_COUNT] = {TKP_COLS_MOE(SPEC_NUM, SPEC_STR)};
 
 #define CELL_OF(name) TKP_SC_##name
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
@@ -67,6 +70,50 @@ int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const cha
     return 0;
 }
 #undef CELL_OF
+
+#define CELL_OF(name) TKP_LC_##name
+int tkp_callrow_cell(const struct tkp_callrow *r, int col, int64_t *v, const char **str, char *b)
+{
+    switch (col) { TKP_COLS_CALLS(CELL_NUM, CELL_STR) }
+    return 0;
+}
+#undef CELL_OF
+
+static uint64_t moerow_tokens(const struct tkp_moerow *r)
+{
+    return r->x->load[((size_t)r->r * r->x->layers + r->layer) * r->x->width + r->expert];
+}
+
+static uint64_t moerow_gpu_ns(const struct tkp_moerow *r)
+{
+    return r->x->ns[(size_t)r->r * r->x->width + r->expert];
+}
+
+#define CELL_OF(name) TKP_MC_##name
+int tkp_moerow_cell(const struct tkp_moerow *r, int col, int64_t *v, const char **str)
+{
+    const struct tkp_mstep *s = r->ms;
+    (void)str; /* numbers only */
+    switch (col) { TKP_COLS_MOE(CELL_NUM, CELL_STR) }
+    return 0;
+}
+#undef CELL_OF
+
+int tkp_moerows_each(const struct tkp_libmodel *lm, const struct tkp_model *m,
+                     const struct tkp_moe *x, int (*fn)(void *ctx, const struct tkp_moerow *r),
+                     void *ctx)
+{
+    int err = 0;
+    struct tkp_moerow row = {.x = x};
+    for (row.r = 0; !err && row.r < x->s1 - x->s0 && x->layers; row.r++) {
+        row.ls = &lm->steps[x->s0 + row.r];
+        row.ms = tkp_model_step(m, row.ls->thread, row.ls->step);
+        for (row.layer = 0; !err && row.layer < x->layers; row.layer++)
+            for (row.expert = 0; !err && row.expert < x->width; row.expert++)
+                err = fn(ctx, &row);
+    }
+    return err;
+}
 
 int tkp_steprows_init(struct tkp_steprows *x, const struct tkp_model *m, const struct tkp_acc *acc)
 {

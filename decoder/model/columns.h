@@ -74,6 +74,64 @@ struct tkp_kernrow {
 /* One cell of a kernels row, as tkp_steprow_cell. */
 int tkp_kernrow_cell(const struct tkp_kernrow *r, int col, int64_t *v, const char **str);
 
+enum tkp_call_col {
+#define COL_NUM(name, ...) TKP_LC_##name,
+#define COL_STR(name, ...) TKP_LC_##name,
+    TKP_COLS_CALLS(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_LC_COUNT
+};
+
+/* The calls columns, by enum tkp_call_col. */
+extern const struct tkp_colspec tkp_call_cols[TKP_LC_COUNT];
+
+/* One row of calls: the library calls of one (hour, lib, op, shape, types, transposes) summed
+ * (fleet/table_calls.h streams them). */
+struct tkp_callrow {
+    uint64_t hour_ns;
+    uint32_t lib; /* TKP_LIB_* */
+    char *op;
+    uint64_t m, n, k, batch;
+    int32_t atype, btype, ctype, compute, transa, transb;
+    uint64_t calls, flops, host_ns, gpu_ns;
+};
+
+/* One cell of a calls row, as tkp_steprow_cell; a word may be written into b (24 chars). */
+int tkp_callrow_cell(const struct tkp_callrow *r, int col, int64_t *v, const char **str, char *b);
+
+enum tkp_moe_col {
+#define COL_NUM(name, ...) TKP_MC_##name,
+#define COL_STR(name, ...) TKP_MC_##name,
+    TKP_COLS_MOE(COL_NUM, COL_STR)
+#undef COL_NUM
+#undef COL_STR
+        TKP_MC_COUNT
+};
+
+/* The moe columns, by enum tkp_moe_col. */
+extern const struct tkp_colspec tkp_moe_cols[TKP_MC_COUNT];
+
+/* One row of moe: expert `expert` of layer `layer` in the library-call step ls, the r-th step of
+ * the experts x (model/moe.h: tkp_moe_find), ms its step in the step model (NULL: none). */
+struct tkp_moe;
+struct tkp_lstep;
+struct tkp_libmodel;
+struct tkp_moerow {
+    const struct tkp_moe *x;
+    const struct tkp_lstep *ls;
+    const struct tkp_mstep *ms;
+    uint32_t r, layer, expert;
+};
+
+/* One cell of a moe row, as tkp_steprow_cell. */
+int tkp_moerow_cell(const struct tkp_moerow *r, int col, int64_t *v, const char **str);
+/* Calls fn on every row of x (steps of lm, their steps in m) in order: step, layer, expert;
+ * stops at fn's first non-zero answer and returns it. */
+int tkp_moerows_each(const struct tkp_libmodel *lm, const struct tkp_model *m,
+                     const struct tkp_moe *x, int (*fn)(void *ctx, const struct tkp_moerow *r),
+                     void *ctx);
+
 /* One row of step_classes: step s, class cls, the step's tokens and their source. */
 struct tkp_classrow {
     const struct tkp_model *m;

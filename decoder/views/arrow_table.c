@@ -1,4 +1,4 @@
-/* tokprof decoder: steps, step classes and records as column tables (table.h). */
+/* tokprof decoder: steps, step classes, moe and records as column tables (arrow_table.h). */
 #include "views/arrow_table.h"
 
 #include <stdlib.h>
@@ -10,7 +10,9 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/map.h"
+#include "model/libcalls.h"
 #include "model/model.h"
+#include "model/moe.h"
 #include "model/norms.h"
 #include "capture/reader.h"
 
@@ -103,6 +105,42 @@ int tkp_table_step_classes(const struct tkp_model *m, const struct tkp_acc *acc,
     }
     tkp_steprows_free(&x);
     return t->oom ? TKP_ERR_NOMEM : 0;
+}
+
+/* ---- moe ---- */
+
+struct moe_cols {
+    struct tkp_atab *t;
+    struct tkp_acol **c;
+};
+
+static int moe_row(void *ctx, const struct tkp_moerow *r)
+{
+    const struct moe_cols *mc = ctx;
+    for (int k = 0; k < TKP_MC_COUNT; k++) {
+        int64_t v = 0;
+        const char *s = NULL;
+        int has = tkp_moerow_cell(r, k, &v, &s);
+        spec_cell(mc->c[k], &tkp_moe_cols[k], has, v, s);
+    }
+    mc->t->nrows++;
+    return mc->t->oom ? TKP_ERR_NOMEM : 0;
+}
+
+int tkp_table_moe(const struct tkp_libmodel *lm, const struct tkp_model *m, struct tkp_atab *t)
+{
+    struct tkp_acol *c[TKP_MC_COUNT] = {0};
+    char skip[TKP_MC_COUNT] = {0};
+    struct moe_cols mc = {t, c};
+    int err = spec_cols(t, tkp_moe_cols, TKP_MC_COUNT, skip, c);
+    for (uint32_t s0 = 0, s1; !err && s0 < lm->nsteps; s0 = s1) {
+        struct tkp_moe x = {0};
+        s1 = tkp_libmodel_thread_end(lm, s0);
+        if (!(err = tkp_moe_find(lm, s0, s1, 0, &x)))
+            err = tkp_moerows_each(lm, m, &x, moe_row, &mc);
+        tkp_moe_free(&x);
+    }
+    return err ? err : t->oom ? TKP_ERR_NOMEM : 0;
 }
 
 /* ---- records ---- */

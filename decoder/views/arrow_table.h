@@ -22,6 +22,12 @@ int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct
 int tkp_table_step_classes(const struct tkp_model *m, const struct tkp_acc *acc,
                            struct tkp_atab *t);
 
+/* One row per (step, MoE layer, expert) of the library-call model lm's threads (their steps in
+ * the finished model m): the columns of model/columns.def's TKP_COLS_MOE, times monotonic.
+ * 0 or NOMEM. */
+struct tkp_libmodel;
+int tkp_table_moe(const struct tkp_libmodel *lm, const struct tkp_model *m, struct tkp_atab *t);
+
 /* Reads r to its end, one row per record whose type is in `types` (a mask of 1 << enum
  * tkp_rec; 0: all), with the columns of `columns` (1 << enum tkp_dec_col; 0: all). A reader
  * that stops at a bad or torn chunk ends the table there (the caller asks the reader why).

@@ -78,6 +78,13 @@ int tkp_dec_step_classes(const char *const *paths, size_t n, const char *classes
                          struct ArrowArray *out, struct ArrowSchema *schema, char **warn,
                          char *why, size_t whylen);
 
+/* One row per (step, MoE layer, expert) of one process's captures: thread, tid, pid, seg, step,
+ * begin_ns, layer, expert, tokens (routed to the expert in that layer), expert_gpu_ns (the fleet
+ * moe table's columns, and tid, pid; times monotonic). From per-expert GEMMs, as `tokprof moe`:
+ * no rows when there are none (fused MoE kernels hide the per-expert load). */
+int tkp_dec_moe(const char *const *paths, size_t n, struct ArrowArray *out,
+                struct ArrowSchema *schema, char **warn, char *why, size_t whylen);
+
 /* The records themselves, one row each, in the merged reader's order. types: a mask of
  * 1 << enum tkp_rec (tokprof/format.h; 0: every type); columns: a mask of 1 << TKP_DEC_COL_*
  * (0: all). Memory is proportional to the rows times the columns asked for. */

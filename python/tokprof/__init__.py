@@ -114,23 +114,19 @@ class Capture:
         return _table(self._cli(*argv)["rows"])
 
     def calls(self) -> "pyarrow.Table":
-        """cuBLAS/cuBLASLt/cuDNN calls grouped by shape: the ``shapes`` of
-        ``tokprof gemm --json`` (op, m, n, k, batch, types, calls, flops, host_ns, gpu_ns...)."""
+        """cuBLAS/cuBLASLt/cuDNN calls grouped by shape over the whole capture: the ``shapes``
+        of ``tokprof gemm --json`` (op, m, n, k, batch, types, calls, flops, host_ns,
+        gpu_ns...; executed calls only). ``tokprof table calls`` has them per hour, with failed
+        and graph-captured calls counted too: its FLOPs and GPU time sum to these."""
         return _table(self._cli("gemm", "--json")["shapes"])
 
     def moe(self) -> "pyarrow.Table":
-        """Mixture-of-experts routing: one row per (thread, step, layer, expert) with the
-        tokens routed to it, from ``tokprof moe --json`` (steps of fused-expert kernels, whose
-        per-expert load is not observable, have no layer/expert rows)."""
-        rows: List[Dict[str, Any]] = []
-        for th in self._cli("moe", "--json").get("threads", []):
-            for s in th.get("steps", []):
-                base = {"thread": th.get("thread"), "step": s.get("step"),
-                        "kind": s.get("kind"), "tokens": s.get("tokens")}
-                for layer, loads in enumerate(s.get("expert_load") or []):
-                    for expert, n in enumerate(loads):
-                        rows.append({**base, "layer": layer, "expert": expert, "routed": n})
-        return _table(rows)
+        """Mixture-of-experts routing: one row per (step, MoE layer, expert) of one process's
+        capture (thread, tid, pid, seg, step, begin_ns, layer, expert, tokens routed to the
+        expert in that layer, expert_gpu_ns: the columns and values of ``tokprof table moe``,
+        with tid and pid). From per-expert GEMMs, as ``tokprof moe``: steps of fused-expert
+        kernels, whose per-expert load is not observable, have no rows."""
+        return _native.moe(self.paths)
 
     def records(self, types: Optional[Sequence[str]] = None,
                 columns: Optional[Sequence[str]] = None) -> "pyarrow.Table":

@@ -67,6 +67,7 @@ def lib() -> ctypes.CDLL:
     L.tkp_dec_probe.argtypes = [pp, S, ctypes.c_char_p, S]
     for f in (L.tkp_dec_steps, L.tkp_dec_step_classes):
         f.argtypes = [pp, S, ctypes.c_char_p, P, P, outstr, ctypes.c_char_p, S]
+    L.tkp_dec_moe.argtypes = [pp, S, P, P, outstr, ctypes.c_char_p, S]
     L.tkp_dec_records.argtypes = [pp, S, ctypes.c_uint64, ctypes.c_uint64, P, P, outstr,
                                   ctypes.c_char_p, S]
     L.tkp_dec_col_name.argtypes = [ctypes.c_int]
@@ -75,8 +76,8 @@ def lib() -> ctypes.CDLL:
     L.tkp_dec_type_name.restype = ctypes.c_char_p
     L.tkp_dec_command.argtypes = [ctypes.c_int, pp, outstr, outstr, ctypes.c_char_p, S]
     L.tkp_dec_free.argtypes = [P]
-    for f in (L.tkp_dec_probe, L.tkp_dec_steps, L.tkp_dec_step_classes, L.tkp_dec_records,
-              L.tkp_dec_command):
+    for f in (L.tkp_dec_probe, L.tkp_dec_steps, L.tkp_dec_step_classes, L.tkp_dec_moe,
+              L.tkp_dec_records, L.tkp_dec_command):
         f.restype = ctypes.c_int
     _lib = L
     return L
@@ -136,6 +137,11 @@ def steps(paths: Sequence[str], classes: Optional[str], which: int = 0):
     c = os.fsencode(classes) if classes else None
     f = lib().tkp_dec_step_classes if which else lib().tkp_dec_steps
     return _import(f, arr, n, c)
+
+
+def moe(paths: Sequence[str]):
+    arr, n = _paths(paths)
+    return _import(lib().tkp_dec_moe, arr, n)
 
 
 def col_names() -> List[str]:

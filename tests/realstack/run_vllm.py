@@ -4,6 +4,7 @@ capture against the simulator's truth and against vLLM's own step log (vllm_prob
 
 usage: run_vllm.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
                    [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--serve] [--nvtx]
+                   [--prompt-lens 9,10,11,12,13] [--capture-sizes 1,2,4,8,64]
 
 --serve: `vllm serve` (async scheduling, vLLM's default) with --reqs concurrent streaming
 completions over HTTP to 127.0.0.1 and a SIGTERM at the end, the run under the shim started as
@@ -86,6 +87,8 @@ def main():
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--nvtx", action="store_true",
                     help="steps from vLLM's NVTX scope 'gpu_model_runner: forward' instead of auto")
+    ap.add_argument("--prompt-lens", help="offline: prompt lengths (vllm_workload.py), e.g. 9,10,11,12,13")
+    ap.add_argument("--capture-sizes", help="offline --graphs: CUDA-graph capture sizes, e.g. 1,2,4,8,64")
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
     if not python:
@@ -94,6 +97,8 @@ def main():
     wargs += [] if a.serve else ["--async-sched", a.async_sched]
     wargs += ["--graphs"] if a.graphs else []
     wargs += ["--moe"] if a.moe else []
+    wargs += ["--prompt-lens", a.prompt_lens] if a.prompt_lens else []
+    wargs += ["--capture-sizes", a.capture_sizes] if a.capture_sizes else []
     runs = {}
     for name in ("plain", "shim"):
         d, env = run_realstack.run_env(a, name)

@@ -5,6 +5,7 @@ ignore_eos (device code never runs: the sampled ids are whatever the memory held
 to ./tiny-llama (the test's work directory).
 
     vllm_workload.py offline [--reqs 8] [--tokens 64] [--graphs] [--async-sched on|off] [--moe]
+                             [--prompt-lens 8] [--capture-sizes 1,2,4,8]
     vllm_workload.py serve --reqs 16 [--tokens 64] [--graphs]   (`vllm serve` + an HTTP client)
 
 Prints what vLLM returned that does not depend on the (garbage) token values: requests and
@@ -39,6 +40,11 @@ def model_dir(root, moe=False):
     return d
 
 
+def sizes(text):
+    """'1,2,4,8' -> [1, 2, 4, 8]"""
+    return [int(x) for x in text.split(",")]
+
+
 def offline(a):
     from vllm import LLM, SamplingParams
     root = os.getcwd()  # the test's work directory
@@ -51,8 +57,10 @@ def offline(a):
               # start-up work, not steps; CI time (README.md, "vLLM")
               kernel_config={"enable_flashinfer_autotune": False, "enable_jit_warmup": False},
               scheduler_cls="vllm_probe." + ("AsyncStepLogScheduler" if async_sched else "StepLogScheduler"),
-              **({"compilation_config": {"cudagraph_capture_sizes": [1, 2, 4, 8]}} if a.graphs else {}))
-    prompts = [{"prompt_token_ids": [(7 * i + j) % 500 + 3 for j in range(8)]} for i in range(a.reqs)]
+              **({"compilation_config": {"cudagraph_capture_sizes": sizes(a.capture_sizes)}} if a.graphs else {}))
+    lens = sizes(a.prompt_lens)
+    prompts = [{"prompt_token_ids": [(7 * i + j) % 500 + 3 for j in range(lens[i % len(lens)])]}
+               for i in range(a.reqs)]
     sp = SamplingParams(max_tokens=a.tokens, ignore_eos=True, temperature=0.0, detokenize=False)
     t0 = time.monotonic()
     outs = llm.generate(prompts, sp, use_tqdm=False)
@@ -135,6 +143,8 @@ def main():
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--graphs", action="store_true", help="CUDA graphs (enforce_eager=False)")
     ap.add_argument("--moe", action="store_true", help="the MoE config (8 experts, top-2)")
+    ap.add_argument("--prompt-lens", default="8", help="offline: prompt lengths, request i gets the (i %% n)-th")
+    ap.add_argument("--capture-sizes", default="1,2,4,8", help="offline --graphs: cudagraph_capture_sizes")
     ap.add_argument("--async-sched", default="off", choices=["on", "off"])
     ap.add_argument("--gpu-mem", type=float, default=0.5, help="gpu_memory_utilization of SIMGPU_MEM")
     ap.add_argument("--time", help="append {tokens_per_s} of generate() to this file")

@@ -2,11 +2,12 @@
 """The Python API (python/tokprof) against the CLI on the same captures.
 
 Captures are made here: minillm on the simulated GPU under the shim (one with GPU records and
-CUDA graphs, two processes into one directory), a torn copy, and a Python loop with step
-markers. Then: .steps() row for row equal to `tokprof steps --json` and to `tokprof table
-steps` (the fleet's encoding; docs/FLEET.md's column list too), .kernels() to `kernels
---json`, .summary() to `summary --json`, .records() counts to the summary's, a merged
-directory, a torn capture (its whole chunks and a warning), every fuzz-corpus file (an
+CUDA graphs, two processes into one directory, MoE with per-expert GEMMs and fused), a torn
+copy, and a Python loop with step markers. Then: .steps() row for row equal to `tokprof steps
+--json` and to `tokprof table steps` (the fleet's encoding; docs/FLEET.md's column lists too),
+.step_classes() and .moe() to `table step_classes|moe`, .kernels() to `kernels --json`,
+.calls() to the sums of `table calls`, .summary() to `summary --json`, .records() counts to
+the summary's, a merged directory, a torn capture (its whole chunks and a warning), every fuzz-corpus file (an
 exception or a table, never a crash), bad input (TokprofError naming the file), check() on a
 passing and a violated spec, and `with tokprof.step()` steps equal to the loop's iterations.
 
@@ -91,6 +92,8 @@ if have_runs:
     clean = only_file(capture("clean", "--steps", "12"))  # as tests/e2e/spec/check_test.py's
     merged = capture("merged", "--steps", "6")
     capture("merged", "--steps", "5", "--style", "hf")
+    moe = only_file(capture("moe", "--steps", "6", "--moe", "8,2", "--zipf", "1.1", "--batch", "4"))
+    moe_fused = only_file(capture("moe_fused", "--steps", "4", "--moe-fused", "--graphs"))
 
 
 if have_runs:
@@ -115,15 +118,17 @@ if have_runs:
 
     WORDS = {"kind", "tokens_source", "anomaly", "top_class", "phase", "cause", "class"}
 
-    def same_fleet_rows(table, keys, want, local):
-        """`table TABLE` of the gpu capture has the identity columns, then keys less the local
-        ones in that order, and the values of want (rows with keys) row for row."""
+    def same_fleet_rows(table, keys, want, local, cap=None):
+        """`table TABLE` of the capture cap (the gpu one) has the identity columns, then keys
+        less the local ones in that order, and the values of want (rows with keys) row for
+        row."""
+        cap = cap or gpu
         rows = [json.loads(x) for x in
-                cli("table", table, "--format", "json", "--compress", "none", gpu).splitlines()]
+                cli("table", table, "--format", "json", "--compress", "none", cap).splitlines()]
         fleet_keys = [k for k in keys if k not in local]
         assert list(rows[0].keys()) == IDENT + fleet_keys, (list(rows[0].keys()), fleet_keys)
         assert len(rows) == len(want), (len(rows), len(want))
-        meta = json.loads(cli("dump", "--type", "meta", gpu).splitlines()[0])
+        meta = json.loads(cli("dump", "--type", "meta", cap).splitlines()[0])
         shift = meta["start_realtime_ns"] - meta["start_monotonic_ns"]
         for i, (w, g) in enumerate(zip(want, rows)):
             assert g["tid"] == w["tid"] and g["pid"] == w["pid"], (i, g, w)
@@ -162,6 +167,64 @@ if have_runs:
         assert sum(w["kernels"] for w in want) > 0 and any(w["tokens"] for w in want), want[:3]
 
     @test
+    def moe_one_table():
+        """One description, two views: the Python API's moe() and `table moe` give the same
+        columns (the fleet's less tid and pid) in the same order and the same values row for
+        row; the tokens routed are those of `tokprof moe --json` (another view: its expert_load
+        per step and layer), and each row's step columns are its step's in `steps --json`.
+        Fused expert kernels: no rows in either."""
+        t = tokprof.open(moe).moe()
+        want = t.to_pylist()
+        keys = t.column_names
+        assert want and keys[:4] == ["thread", "tid", "pid", "seg"], keys
+        same_fleet_rows("moe", keys, want, ("tid", "pid"), cap=moe)
+        load = {}
+        for th in cli_json("moe", "--json", moe)["threads"]:
+            for s in th["steps"]:
+                for layer, loads in enumerate(s["expert_load"]):
+                    for expert, n in enumerate(loads):
+                        load[(th["thread"], s["step"], layer, expert)] = n
+        got = {(w["thread"], w["seg"], w["layer"], w["expert"]): w["tokens"] for w in want}
+        assert got == load and sum(got.values()) > 0, (len(got), len(load))
+        steps = {(s["thread"], s["seg"]): s for s in cli_json("steps", "--json", moe)["steps"]}
+        for w in want:
+            s = steps[(w["thread"], w["seg"])]
+            for k in ("tid", "pid", "step") + (("begin_ns",) if s["begin_ns"] else ()):
+                assert w[k] == s[k], (k, w, s)
+        assert any(w["expert_gpu_ns"] for w in want) and any(w["step"] is not None for w in want)
+        assert tokprof.open(moe_fused).moe().num_rows == 0
+        assert cli("table", "moe", "--format", "json", "--compress", "none", moe_fused) == ""
+        try:  # experts are told apart by weight addresses: one process at a time, as `moe`
+            tokprof.open(merged).moe()
+            raise AssertionError("moe() of two processes")
+        except tokprof.TokprofError as e:
+            assert "one process at a time" in str(e), str(e)
+
+    @test
+    def calls_table_sums():
+        """The fleet calls table (per hour and shape, every call counted) against `gemm --json`
+        and the Python API's calls() (per shape over the capture, executed calls only): summed
+        over the hours, the same FLOPs and GPU time per shape, and at least the calls and host
+        time."""
+        shape = ("lib", "op", "m", "n", "k", "batch", "atype", "btype", "ctype", "compute",
+                 "transa", "transb")
+        for cap in (gpu, moe):
+            rows = [json.loads(x) for x in cli("table", "calls", "--format", "json",
+                                               "--compress", "none", cap).splitlines()]
+            got = {}
+            for r in rows:
+                c = got.setdefault(tuple(r[k] for k in shape), [0, 0, 0, 0])
+                for i, k in enumerate(("flops", "gpu_ns", "calls", "host_ns")):
+                    c[i] += r[k]
+            api = tokprof.open(cap).calls().to_pylist()
+            assert api and len(got) >= len(api), (cap, len(got), len(api))
+            for a in api:
+                g = got[tuple(a[k] for k in shape)]
+                assert g[:2] == [a["flops"], a.get("gpu_ns") or 0], (cap, g, a)
+                assert g[2] >= a["calls"] and g[3] >= a["host_ns"], (cap, g, a)
+            assert any(a.get("gpu_ns") for a in api), cap
+
+    @test
     def run_figures_from_the_steps():
         """ITL and the worst steps are derived once (model.h, model/figures.c): summary's ITL
         percentiles (nearest rank) are those of the steps' itl_ns, its worst steps the token
@@ -184,11 +247,12 @@ if have_runs:
 
     @test
     def table_columns_documented():
-        """docs/FLEET.md's steps, step_classes and kernels tables name the columns of `table
-        TABLE --columns`, in order."""
+        """docs/FLEET.md's tables (steps, step_classes, kernels, calls, moe) name the columns
+        of `table TABLE --columns`, in order."""
         doc = open(os.path.join(A.src, "docs", "FLEET.md")).read()
         for table, end in (("steps", "### step_classes"), ("step_classes", "### kernels"),
-                           ("kernels", "### calls")):
+                           ("kernels", "### calls"), ("calls", "### moe"),
+                           ("moe", "## The schema")):
             part = doc[doc.index("### " + table + " "):doc.index(end)]
             names = []
             for line in part.splitlines():
@@ -345,6 +409,7 @@ def fuzz_corpus_never_crashes():
                 cap.records()
                 cap.steps()
                 cap.step_classes()
+                cap.moe()
                 cap.summary()
         except tokprof.TokprofError as e:
             assert str(e), name

@@ -6,7 +6,8 @@
 #   scripts/bench.sh launch     ns added per launch (simgpu zero-cost mode, with vs without shim)
 #   scripts/bench.sh launchcg   instructions per launch the shim adds (callgrind, application
 #                               thread, launchloop 120 000 minus 20 000 launches, with minus without
-#                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine
+#                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine;
+#                               also with TOKPROF_STEP=kernel:RE (a regex no kernel matches)
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
@@ -19,6 +20,13 @@
 #                               drops of launchloop launching without pause (loss onset)
 #   scripts/bench.sh decode     decoder records/s on one core over a 10M-launch capture: reader,
 #                               summary (and its peak RSS), check; Python json.load for scale
+#   scripts/bench.sh decodecpu  decoder records per second of user CPU (issue 32) on the 10M-launch
+#                               captures without and with GPU records (made once, kept in
+#                               BENCH_DIR, default /tmp/tokprof-bench): the reader (per record and
+#                               in bulk), summary, table steps, check with the project's spec and
+#                               with tests/bench/user10.spec; CG=1 adds callgrind instructions per
+#                               record on 2000-step captures; BEFORE=DIR alternates with another
+#                               build (e.g. main's) run by run
 #   scripts/bench.sh tables     tokprof table steps / step_classes against tokprof summary on the
 #                               10-million-launch captures, without and with GPU records: CPU
 #                               seconds (median of RUNS, one core), rows/s (issue 21's target)
@@ -81,8 +89,8 @@ fi
 if [ "$what" = all ] || [ "$what" = launchcg ]; then
     # Instructions are the same however loaded the machine is; wall time is not. The difference of
     # two run lengths takes out start-up and exit; with minus without shim leaves the shim's.
-    cg() { # launches, preload or empty, clock -> instructions of main()
-        (cd "$work" && env ${2:+LD_PRELOAD=$2} TOKPROF_OUT=$work TOKPROF_GPU=off TOKPROF_CLOCK=$3 \
+    cg() { # launches, preload or empty, clock[, TOKPROF_STEP] -> instructions of main()
+        (cd "$work" && env ${2:+LD_PRELOAD=$2} ${4:+TOKPROF_STEP=$4} TOKPROF_OUT=$work TOKPROF_GPU=off TOKPROF_CLOCK=$3 \
             SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM valgrind --tool=callgrind --toggle-collect=main \
             --callgrind-out-file="$work/cg.out" "$B/kernels/launchloop" "$1" 5000 20000 >/dev/null 2>&1)
         callgrind_annotate "$work/cg.out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}'
@@ -90,11 +98,12 @@ if [ "$what" = all ] || [ "$what" = launchcg ]; then
     }
     echo "| launch path, callgrind (launchloop 120 000 - 20 000 launches, TOKPROF_GPU=off) | instructions per launch without shim | with shim | added by the shim |"
     echo "|---|---|---|---|"
-    for clk in auto monotonic; do
+    for clk in auto monotonic auto:kernel; do
+        step=; [ "$clk" = auto:kernel ] && clk=auto step='kernel:^nomatch$'
         b=$(( ($(cg 120000 "" $clk) - $(cg 20000 "" $clk)) ))
-        w=$(( ($(cg 120000 "$SHIM" $clk) - $(cg 20000 "$SHIM" $clk)) ))
-        printf '| TOKPROF_CLOCK=%s | %.1f | %.1f | **%.1f** |\n' "$clk" "$(echo "$b / 100000" | bc -l)" \
-            "$(echo "$w / 100000" | bc -l)" "$(echo "($w - $b) / 100000" | bc -l)"
+        w=$(( ($(cg 120000 "$SHIM" $clk "$step") - $(cg 20000 "$SHIM" $clk "$step")) ))
+        printf '| TOKPROF_CLOCK=%s%s | %.1f | %.1f | **%.1f** |\n' "$clk" "${step:+, TOKPROF_STEP=$step}" \
+            "$(echo "$b / 100000" | bc -l)" "$(echo "$w / 100000" | bc -l)" "$(echo "($w - $b) / 100000" | bc -l)"
     done
     echo
 fi
@@ -296,6 +305,84 @@ if [ "$what" = all ] || [ "$what" = decode ]; then
             "$(du -m "$work/trace.json" | cut -f1)" "$tj" "$(echo "$recs / $tj" | bc -l)" "$((jrss / 1024))"
         printf '\njson.load / tokprof summary: %.1fx the time\n' "$(echo "$tj / $ts" | bc -l)"
         rm -f "$work/trace.json"
+    fi
+    echo
+fi
+
+if [ "$what" = all ] || [ "$what" = decodecpu ]; then
+    # Records per second of user CPU (issue 32): wall time on a shared 2-core VM waits for the core,
+    # user time does not. One core (taskset -c 0), median of RUNS, the commands alternated run by
+    # run. The captures are made once by tests/bench/gen_capture.sh and kept in BENCH_DIR (a capture
+    # is format-compatible with later decoders: delete the directory to make them again).
+    BD=${BENCH_DIR:-/tmp/tokprof-bench}
+    mkdir -p "$BD"
+    for g in "" gpu; do
+        cap=$BD/hf95k${g:+-gpu}.tokprof
+        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g
+    done
+    sed -n '/<<.SPEC.$/,/^SPEC$/p' tests/e2e/spec/bench_check.sh | sed '1d;$d' >"$work/bench.tks"
+    dc_cmd() { # what, capture, build -> the command
+        case $1 in
+        reader) echo "$3/tests/bench/bench_reader $2" ;;
+        bulk) echo "$3/tests/bench/bench_reader --bulk $2" ;;
+        summary) echo "$3/decoder/tokprof summary $2" ;;
+        steps) echo "$3/decoder/tokprof table steps -o /dev/null $2" ;;
+        check) echo "$3/decoder/tokprof check $work/bench.tks $2" ;;
+        user10) echo "$3/decoder/tokprof check tests/bench/user10.spec $2" ;;
+        esac
+    }
+    DC_WHAT=${DC_WHAT:-reader bulk summary steps check user10}
+    # BEFORE: another build (its decoder/tokprof and tests/bench/bench_reader), run alternately
+    # with this one, command by command: on a shared VM only such pairs compare
+    builds=("$B")
+    [ -n "${BEFORE:-}" ] && builds=("$BEFORE" "$B")
+    echo "| records per user-CPU second, one core, median of $RUNS (load average at start: $(cut -d' ' -f1 /proc/loadavg)) | records | $(for w in $DC_WHAT; do printf '%s | ' "$w"; done)"
+    echo "|---|---|$(for w in $DC_WHAT; do printf -- '---|'; done)"
+    for g in "" gpu; do
+        cap=$BD/hf95k${g:+-gpu}.tokprof
+        recs=$("$B/tests/bench/bench_reader" "$cap" | awk '{print $1}')
+        for b in "${!builds[@]}"; do for w in $DC_WHAT; do : >"$work/dc_${b}_$w"; done; done
+        for i in $(seq "$RUNS"); do
+            for w in $DC_WHAT; do
+                for b in "${!builds[@]}"; do
+                    # check exits 1 or 3 when the spec fails on simgpu: only the time counts
+                    # shellcheck disable=SC2046
+                    taskset -c 0 /usr/bin/time -f '%U %S' -o "$work/t" $(dc_cmd "$w" "$cap" "${builds[$b]}") \
+                        >/dev/null 2>&1 || true
+                    tail -1 "$work/t" | awk '{print $1}' >>"$work/dc_${b}_$w"
+                done
+            done
+        done
+        for b in "${!builds[@]}"; do
+            row="| $(basename "$cap") ($(du -m "$cap" | cut -f1) MB)${BEFORE:+, $([ "$b" = 0 ] && echo before || echo after)} | $recs |"
+            for w in $DC_WHAT; do
+                u=$(median <"$work/dc_${b}_$w")
+                row="$row $(awk -v r="$recs" -v u="$u" 'BEGIN { printf "%.1f M (%.3f s)", r / u / 1e6, u }') |"
+            done
+            echo "$row"
+        done
+    done
+    if [ "${CG:-0}" = 1 ]; then
+        # callgrind: instructions per record, on 2000-step captures (the whole process)
+        echo
+        echo "| callgrind instructions per record (2000 steps) | records | $(for w in $DC_WHAT; do printf '%s | ' "$w"; done)"
+        echo "|---|---|$(for w in $DC_WHAT; do printf -- '---|'; done)"
+        for g in "" gpu; do
+            cap=$BD/hf2k${g:+-gpu}.tokprof
+            [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 2000 $g
+            recs=$("$B/tests/bench/bench_reader" "$cap" | awk '{print $1}')
+            for b in "${!builds[@]}"; do
+                row="| $(basename "$cap")${BEFORE:+, $([ "$b" = 0 ] && echo before || echo after)} | $recs |"
+                for w in $DC_WHAT; do
+                    # shellcheck disable=SC2046
+                    valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
+                        $(dc_cmd "$w" "$cap" "${builds[$b]}") >/dev/null 2>"$work/cg.err" || true
+                    ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$work/cg.err")
+                    row="$row $(awk -v r="$recs" -v i="$ir" 'BEGIN { printf "%.0f", i / r }') |"
+                done
+                echo "$row"
+            done
+        done
     fi
     echo
 fi

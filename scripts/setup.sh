@@ -63,10 +63,10 @@ fi
 # The Python environments below are made concurrently (their downloads and unpacking overlap;
 # on a fresh machine the two large venvs alone took 445 s and 894 s one after the other).
 make_chdb() {
-    # chdb (a current ClickHouse engine, from PyPI, ~150 MB) for tests/system/fleet's fleet_chdb
+    # chdb (a current ClickHouse engine, from PyPI, ~150 MB) for tests/system/fleet's system_fleet_chdb
     local venv=${TOKPROF_CHDB_VENV:-/opt/tokprof-chdb-venv}
     "$venv/bin/python3" -c 'import chdb' 2>/dev/null && return 0
-    echo "setup: installing chdb 4.4.0 (~150 MB, for fleet_chdb) into $venv" >&2
+    echo "setup: installing chdb 4.4.0 (~150 MB, for system_fleet_chdb) into $venv" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q 'chdb==4.4.0'
 }

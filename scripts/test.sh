@@ -16,10 +16,10 @@ else
 fi
 if [ -n "${CI:-}" ] || [ -n "${TOKPROF_TEST_TSAN:-}" ]; then
     # ThreadSanitizer, for the tests labelled tsan only (threads racing in the shim): it builds
-    # just what they run, the shim, the CLI, simgpu's runtime and driver and their program.
+    # just what they run, the shim, the CLI, simgpu's runtime, driver and CUPTI and their programs.
     cmake -S . -B build-tsan -DTOKPROF_TSAN=ON ${CI:+-DTOKPROF_WERROR=ON} >/dev/null
     cmake --build build-tsan -j "$(nproc)" --target tokprof_shim tokprof simgpu_cuda simgpu_cudart \
-        shim_first_launch
+        simgpu_cupti shim_first_launch shim_unit_ring_publish
     (cd build-tsan && ctest --output-on-failure -j "$(nproc)" -L tsan)
 fi
 if [ -n "${CI:-}" ] || [ -n "${TOKPROF_TEST_SANITIZE:-}" ]; then

@@ -634,7 +634,7 @@ static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
     *resolved = name && mapped ? r->changes + 1 : 0;
 }
 
-static void run_next(struct tkp_reader *r, struct tkp_record *rec)
+static inline __attribute__((always_inline)) void run_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;

@@ -536,36 +536,60 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     return 0;
 }
 
-/* The usual run: one-byte template ids and a calls column of 0s and 1s (each varint one byte:
- * the columns are n bytes long). Every call id then lies within call0 + 1..n, and each template
- * used is looked up once. Returns 1 when the run is such and good, 0 to check it value by value. */
+/* A run's template and call steps in range, the usual way: call steps of one byte each (the
+ * column is n bytes long) and template ids below TKP_TMPL_OK_IDS. A call step x moves a call id
+ * by at most (x + 1) / 2 from the last library call's id + 1 (zigzag; a launch's x - 1), so every
+ * call id lies within call0 - S .. call0 + n + 1 + S, S the sum of those bounds over the run:
+ * when that range is within 1..UINT32_MAX no call id is out of range. Each template is looked up
+ * once a chunk. Returns 1 when the run is such and good, 0 to check it value by value
+ * (run_values, which says which value is out). */
 static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8_t *tm,
                      const uint8_t *tm_end, const uint8_t *ca, const uint8_t *ca_end, uint32_t n,
                      uint32_t call0)
 {
-    if (tm_end - tm != n || ca_end - ca != n || (uint64_t)call0 + n > UINT32_MAX) return 0;
-    uint64_t used[2][2] = {{0, 0}, {0, 0}}; /* by kind: the ids (< 128) used */
-    unsigned calls = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        used[kinds[i]][tm[i] >> 6] |= 1ull << (tm[i] & 63);
-        calls |= ca[i];
-    }
-    if (calls > 1) return 0;
-    /* a template defined in this chunk stays defined in it: each is looked up once a chunk */
+    if (ca_end - ca != n) return 0;
+    /* a template defined in this chunk stays defined in it */
     if (b->tmpl_ok_gen != b->gen) {
         memset(b->tmpl_ok, 0, sizeof(b->tmpl_ok));
         b->tmpl_ok_gen = b->gen;
     }
-    for (int k = 0; k < 2; k++)
-        for (int j = 0; j < 2; j++)
-            for (uint64_t w = used[k][j] & ~b->tmpl_ok[k][j]; w; w &= w - 1) {
-                unsigned id = (unsigned)(j * 64 + __builtin_ctzll(w));
-                if (k ? id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen
-                      : id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
-                    return 0;
-                b->tmpl_ok[k][j] |= 1ull << (id & 63);
-            }
-    return 1;
+    unsigned calls = 0;
+    if (tm_end - tm == n) { /* one-byte ids (< 128): the ids used, then each looked up */
+        uint64_t used[2][2] = {{0, 0}, {0, 0}}; /* by kind */
+        for (uint32_t i = 0; i < n; i++) {
+            used[kinds[i]][tm[i] >> 6] |= 1ull << (tm[i] & 63);
+            calls |= ca[i];
+        }
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 2; j++)
+                for (uint64_t w = used[k][j] & ~b->tmpl_ok[k][j]; w; w &= w - 1) {
+                    unsigned id = (unsigned)(j * 64 + __builtin_ctzll(w));
+                    if (k ? id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen
+                          : id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
+                        return 0;
+                    b->tmpl_ok[k][j] |= 1ull << (id & 63);
+                }
+    } else { /* longer ids (the column is whole: tkp_uvar_ok) */
+        for (uint32_t i = 0; i < n; i++) {
+            uint64_t id = tkp_uvar_ok(&tm);
+            unsigned k = kinds[i];
+            calls |= ca[i];
+            if (id >= TKP_TMPL_OK_IDS) return 0;
+            uint64_t bit = 1ull << (id & 63), *ok = &b->tmpl_ok[k][id >> 6];
+            if (*ok & bit) continue;
+            if (k ? id >= b->ctmpl_cap || b->ctmpl[id].gen != b->gen
+                  : id >= b->ltmpl_cap || b->ltmpl[id].gen != b->gen)
+                return 0;
+            *ok |= bit;
+        }
+    }
+    if (calls > 1) {
+        uint64_t moves = 0;
+        for (uint32_t i = 0; i < n; i++)
+            moves += (ca[i] + 1u) >> 1;
+        return call0 >= moves + 1 && (uint64_t)call0 + n + 1 + moves <= UINT32_MAX;
+    }
+    return (uint64_t)call0 + n <= UINT32_MAX; /* steps of 0 and 1: within call0 .. call0 + n */
 }
 
 /* Each template id and call id of a run against its limits, with the reason of the first that

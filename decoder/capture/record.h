@@ -212,8 +212,10 @@ struct tkp_decode_buf {
     struct tkp_run run;
     struct tkp_cols cols;
     uint32_t tmpl_id; /* the template a TKP_DECODE_DEFINED record defined */
-    uint64_t tmpl_ok[2][2]; /* launch / library-call ids below 128 checked defined in chunk... */
-    uint32_t tmpl_ok_gen;   /* ... gen (a RUN's check) */
+    /* launch / library-call ids below TKP_TMPL_OK_IDS checked defined in chunk ... */
+#define TKP_TMPL_OK_IDS 4096
+    uint64_t tmpl_ok[2][TKP_TMPL_OK_IDS / 64];
+    uint32_t tmpl_ok_gen; /* ... gen (a RUN's check) */
 };
 
 /* Decodes the object at the cursor. Name ids are left unresolved (names NULL), tid is 0 and

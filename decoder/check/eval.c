@@ -252,12 +252,14 @@ static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct 
 {
     struct tkp_tstate *t = &E->ts[x->slot];
     if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    /* A re-read (a witness's operands, after the point was evaluated) sees what the point saw:
+     * the value before this point's update, not the point's own */
+    if (!E->update) return t->prev_out;
     struct tkp_val out = t->prev_set ? t->prev : UNK;
     t->prev_first = !t->prev_set;
-    if (E->update) {
-        t->prev = v;
-        t->prev_set = 1;
-    }
+    t->prev = v;
+    t->prev_set = 1;
+    t->prev_out = out;
     return out;
 }
 
@@ -323,10 +325,12 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
             break;
         case VO_ONCE: case VO_HIST: {
             /* once updates on a true operand, historically on a false one; near misses see
-             * every point */
+             * every point where they score conjuncts, else only the hits (a window's hit
+             * outside it: tkp_near_note returns at once for the rest) */
             int slot = E->sp->n[i->node].slot;
+            const struct tkp_nearplan *np = &E->sp->code->near[slot];
             l = st[k - 1];
-            if (l == 2 || (i->op == VO_ONCE && E->sp->code->near[slot].on)) *noop = 0;
+            if (l == 2 || (i->op == VO_ONCE && np->on && (l == 1 || np->nconj))) *noop = 0;
             else if (l == (i->op == VO_ONCE ? 1 : 0)) {
                 if (i->x && slot < 64) *marks |= 1ull << slot;
                 else *noop = 0;

@@ -65,6 +65,7 @@ struct tkp_tstate {
     uint8_t ring_used;     /* ring holds values (ring_at is meaningful) */
     uint8_t nnear, has_hit; /* near misses kept in near[], the window's hit in near[TOP] */
     struct tkp_val prev;   /* prev: the operand at the previous point */
+    struct tkp_val prev_out; /* prev: what the latest updating read returned (a witness re-reads it) */
     uint8_t *ring;         /* bounded [a,b] in steps/records: the last b+1 operand values */
     uint32_t ring_len;
     int64_t ring_at;       /* point index of ring's newest slot */

@@ -197,7 +197,7 @@ static size_t setting_index(const char *name)
 {
     for (size_t i = 0; i < NSETTINGS; i++)
         if (!strcmp(settings[i].name, name)) return i;
-    return 0; /* names below are all in settings.def: tested by doctor_settings_table */
+    return 0; /* names below are all in settings.def: tested by e2e_doctor_settings_table */
 }
 
 /* The value the shim will use for a setting (the default when the given one is bad). */

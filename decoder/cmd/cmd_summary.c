@@ -464,7 +464,23 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_acc *acc = NULL;
     err = tkp_acc_bind(&m, &acc);
     uint64_t nrec = 0;
-    while (!err && tkp_reader_next(r, &rec) == 1) {
+    struct tkp_launch_bulk lb;
+    rec.type = TKP_REC_CHUNK;
+    while (!err) {
+        size_t nb;
+        /* a RUN's launches in bulk, as the fleet tables read them (table_rows.c): what
+         * summary_add and tkp_model_add do with each, a batch at a time; the first of a run
+         * comes through tkp_reader_next (the model's slow path opens the step) */
+        if (!s->merged && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
+            (nb = tkp_reader_peek_launches(r, &lb)) && (nb = tkp_model_add_launches(&m, &lb, nb))) {
+            for (size_t i = 0; i < nb; i++)
+                saw_time(s, lb.host_ns[i]);
+            s->launches += nb;
+            nrec += nb;
+            tkp_reader_take(r, &lb, nb);
+            continue;
+        }
+        if (tkp_reader_next(r, &rec) != 1) break;
         nrec++;
         if (!(err = summary_add(s, &rec))) err = tkp_model_add(&m, &rec);
     }

@@ -32,6 +32,7 @@
 struct tkp_config tkp_cfg;
 struct tkp_prod_config tkp_prod;
 static int step_re_compiled;
+static uint32_t step_re_gens; /* compiles of TOKPROF_STEP's regex so far (tkp_cfg.step_re_gen) */
 
 int tkp_secure_exec(void)
 {
@@ -185,6 +186,7 @@ static int p_step(const struct tkp_setting *s, const char *v)
         return -1;
     if (re) {
         step_re_compiled = 1;
+        tkp_cfg.step_re_gen = ++step_re_gens;
         copy_str(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, re);
     }
     tkp_cfg.step_mode = mode[i];

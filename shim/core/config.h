@@ -32,6 +32,9 @@ struct tkp_config {
     /* nvtx:RE / kernel:RE compiled (REG_EXTENDED | REG_NOSUB) when the settings are read, before
      * any hook can run: application threads only regexec() it. Valid in those two modes. */
     regex_t step_re;
+    /* which compile step_re is (1, 2, ... in this process): what record/symtab.c keeps of its
+     * answers per kernel is of this one only */
+    uint32_t step_re_gen;
     unsigned buffer_mb;     /* per-thread ring budget, all threads together */
     unsigned ring_kb;       /* one thread's ring */
     unsigned flush_ms;

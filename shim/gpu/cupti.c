@@ -90,8 +90,10 @@ static struct {
     int mode;
     unsigned win_n, win_m, trigger_steps;
     uint64_t buffer_cap;
-    int status; /* enum tkp_gpu_status */
-    char reason[160];
+    /* The status (enum tkp_gpu_status), why it is not on (enum why) and CUPTI's result code, in
+     * one word (say()): the writer thread reads them (tkp_cupti_status) while tkp_cupti_start,
+     * which runs after the writer has started, or a hand-over sets them. */
+    _Atomic uint64_t said;
     char mode_text[48]; /* mode as GPU_INFO says it (config) */
     int loaded; /* CUPTI loaded and subscribed in this process */
     void *lib;  /* its handle */
@@ -108,7 +110,50 @@ static struct {
     _Atomic uint64_t buf_bytes, buf_peak;
     struct gbuf *_Atomic done_list;
     _Atomic uint64_t cupti_dropped;
-} gpu = {.main_thread = UINT32_MAX, .status = TKP_GPU_OFF, .mode_text = "always"};
+} gpu = {.main_thread = UINT32_MAX, .said = TKP_GPU_OFF, .mode_text = "always"};
+
+/* Why GPU time is off or partial: GPU_INFO's reason (why_text). */
+enum why {
+    WHY_NONE,
+    WHY_CONFIG_OFF,
+    WHY_TAKEN,
+    WHY_NO_CUPTI,
+    WHY_NO_ACTIVITY_API,
+    WHY_SUBSCRIBE,    /* with CUPTI's result code */
+    WHY_ACTIVITY_API, /* with CUPTI's result code */
+    WHY_ENABLE,
+    WHY_HANDED_OVER,
+    WHY_FORK
+};
+
+static void why_text(char *buf, size_t n, enum why why, int rc)
+{
+    static const char *const text[] = {
+        [WHY_NONE] = "",
+        [WHY_CONFIG_OFF] = "TOKPROF_GPU=off",
+        [WHY_TAKEN] = "CUPTI is taken by another tool (nsys, torch.profiler, ...)",
+        [WHY_NO_CUPTI] = "libcupti.so.13 not found",
+        [WHY_NO_ACTIVITY_API] = "libcupti.so.13 lacks the activity API",
+        [WHY_SUBSCRIBE] = "cuptiSubscribe failed",
+        [WHY_ACTIVITY_API] = "CUPTI activity API failed",
+        [WHY_ENABLE] = "cuptiActivityEnable failed",
+        [WHY_HANDED_OVER] = "CUPTI handed over to another tool (torch.profiler, nsys, ...) that "
+                            "asked for it mid-run",
+        [WHY_FORK] = "fork child: CUPTI is not inherited",
+    };
+    if (why == WHY_SUBSCRIBE || why == WHY_ACTIVITY_API)
+        snprintf(buf, n, "%s (%d)%s", text[why], rc,
+                 rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
+    else
+        snprintf(buf, n, "%s", text[why]);
+}
+
+/* Sets the status and its reason at once (release: tkp_cupti_status acquires). */
+static void say(int status, enum why why, int rc)
+{
+    uint64_t w = (uint64_t)(uint8_t)status | (uint64_t)why << 8 | (uint64_t)(uint32_t)rc << 32;
+    atomic_store_explicit(&gpu.said, w, memory_order_release);
+}
 
 static void mode_str(char *buf, size_t n);
 
@@ -130,10 +175,7 @@ void tkp_cupti_config(void)
     gpu.trigger_steps = tkp_cfg.gpu_trigger_steps;
     gpu.buffer_cap = (uint64_t)tkp_cfg.gpu_buffer_mb << 20;
     mode_str(gpu.mode_text, sizeof gpu.mode_text);
-    if (gpu.mode == MODE_OFF) {
-        gpu.status = TKP_GPU_OFF;
-        snprintf(gpu.reason, sizeof gpu.reason, "TOKPROF_GPU=off");
-    }
+    if (gpu.mode == MODE_OFF) say(TKP_GPU_OFF, WHY_CONFIG_OFF, 0);
 }
 
 static void mode_str(char *buf, size_t n)
@@ -346,18 +388,19 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffe
 
 /* ---- start, stop ---- */
 
-static void off(int status, const char *why)
+static void off(int status, enum why why, int rc)
 {
-    gpu.status = status;
-    snprintf(gpu.reason, sizeof gpu.reason, "%s", why);
-    tkp_warn("GPU time off: %s; host capture continues", why);
+    say(status, why, rc);
+    char text[160];
+    why_text(text, sizeof text, why, rc);
+    tkp_warn("GPU time off: %s; host capture continues", text);
 }
 
 void tkp_cupti_start(void)
 {
     if (gpu.mode == MODE_OFF || gpu.loaded) return; /* the mode: tkp_cupti_config() */
     if (atomic_load(&gpu.yielded)) { /* the program's own client came first: never take it back */
-        off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
+        off(TKP_GPU_BUSY, WHY_TAKEN, 0);
         return;
     }
     tkp_tls.depth++; /* CUPTI's own CUDA calls are not the program's */
@@ -365,7 +408,7 @@ void tkp_cupti_start(void)
      * capture at all: init.c; and the settings are read with secure_getenv, a second lock). */
     void *h = dlopen(tkp_cfg.cupti_path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        off(TKP_GPU_NO_CUPTI, "libcupti.so.13 not found");
+        off(TKP_GPU_NO_CUPTI, WHY_NO_CUPTI, 0);
         goto out;
     }
 #define SYM(f, n) *(void **)&api.f = tkp_real_dlsym(h, n)
@@ -384,20 +427,17 @@ void tkp_cupti_start(void)
 #undef SYM
     if (!api.subscribe || !api.enable_callback || !api.register_callbacks || !api.register_ts ||
         !api.enable || !api.disable || !api.next || !api.flush_all) {
-        off(TKP_GPU_NO_CUPTI, "libcupti.so.13 lacks the activity API");
+        off(TKP_GPU_NO_CUPTI, WHY_NO_ACTIVITY_API, 0);
         goto out;
     }
     CUpti_SubscriberHandle sub;
     CUptiResult rc = api.subscribe(&sub, on_api, NULL);
     if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        off(TKP_GPU_BUSY, "CUPTI is taken by another tool (nsys, torch.profiler, ...)");
+        off(TKP_GPU_BUSY, WHY_TAKEN, 0);
         goto out;
     }
     if (rc != CUPTI_SUCCESS) {
-        char why[96];
-        snprintf(why, sizeof why, "cuptiSubscribe failed (%d)%s", (int)rc,
-                 rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
-        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, why);
+        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, WHY_SUBSCRIBE, (int)rc);
         goto out;
     }
     gpu.loaded = 1;
@@ -406,16 +446,13 @@ void tkp_cupti_start(void)
     /* The timestamp callback first: it must be in place before any kind is enabled. */
     if ((rc = api.register_ts(clock_ns)) != CUPTI_SUCCESS ||
         (rc = api.register_callbacks(buf_request, buf_complete)) != CUPTI_SUCCESS) {
-        char why[96];
-        snprintf(why, sizeof why, "CUPTI activity API failed (%d)%s", (int)rc,
-                 rc == CUPTI_ERROR_UNKNOWN ? ": no GPU or no driver" : "");
-        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, why);
+        off(rc == CUPTI_ERROR_UNKNOWN ? TKP_GPU_NO_DEVICE : TKP_GPU_ERROR, WHY_ACTIVITY_API,
+            (int)rc);
         goto out;
     }
     enable_callbacks(sub);
     if (api.flush_period) api.flush_period(tkp_cfg.flush_ms);
-    gpu.status = TKP_GPU_ON;
-    gpu.reason[0] = 0;
+    say(TKP_GPU_ON, WHY_NONE, 0);
     atomic_store(&gpu.active, 1);
     if (gpu.mode == MODE_TRIGGER) {
         struct sigaction sa, old;
@@ -429,7 +466,7 @@ void tkp_cupti_start(void)
     }
     if (gpu.mode == MODE_ALWAYS || (gpu.mode == MODE_WINDOW && traced(0))) set_kinds(1);
     if (atomic_load(&gpu.kinds_on) == 0 && gpu.mode == MODE_ALWAYS) {
-        off(TKP_GPU_ERROR, "cuptiActivityEnable failed");
+        off(TKP_GPU_ERROR, WHY_ENABLE, 0);
         atomic_store(&gpu.active, 0);
     }
 out:
@@ -459,8 +496,7 @@ void *tkp_cupti_yield(const char *fn)
         set_kinds(0);
         api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         if (api.unsubscribe) api.unsubscribe(gpu.sub);
-        off(TKP_GPU_BUSY, "CUPTI handed over to another tool (torch.profiler, nsys, ...) that "
-                          "asked for it mid-run");
+        off(TKP_GPU_BUSY, WHY_HANDED_OVER, 0);
         tkp_tls.depth--;
     }
     void *h = gpu.lib ? gpu.lib : dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
@@ -472,10 +508,7 @@ void tkp_cupti_after_fork(void)
     /* CUPTI does not follow a fork: the child keeps tier 1 only, and says so. */
     atomic_store(&gpu.active, 0);
     atomic_store(&gpu.done_list, NULL);
-    if (gpu.loaded) {
-        gpu.status = TKP_GPU_ERROR;
-        snprintf(gpu.reason, sizeof gpu.reason, "fork child: CUPTI is not inherited");
-    }
+    if (gpu.loaded) say(TKP_GPU_ERROR, WHY_FORK, 0);
 }
 
 /* ---- graph nodes ---- */
@@ -583,9 +616,10 @@ int tkp_cupti_untraced(uint32_t thread, uint32_t step)
 
 void tkp_cupti_status(struct tkp_cupti_status *st)
 {
-    st->status = gpu.status;
+    uint64_t w = atomic_load_explicit(&gpu.said, memory_order_acquire);
+    st->status = (int)(w & 0xff);
     st->mode = gpu.mode_text;
-    st->reason = gpu.reason;
+    why_text(st->reason, sizeof st->reason, (enum why)(w >> 8 & 0xff), (int)(uint32_t)(w >> 32));
     st->dropped = atomic_load(&gpu.cupti_dropped);
     st->buf_peak = atomic_load(&gpu.buf_peak);
 }

@@ -57,12 +57,13 @@ int tkp_cupti_untraced(uint32_t thread, uint32_t step);
  * version current at `stamp` (the launch's CUPTI callback; UINT64_MAX: the newest); 0 when
  * unknown. */
 int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node);
-/* The tier's state as GPU_INFO reports it; the strings are the tier's own (valid until the next
- * capture start or fork). */
+/* The tier's state as GPU_INFO reports it, read at once (the writer reads it while the capture's
+ * start or a hand-over sets it); mode is the tier's own string (valid until the next capture start
+ * or fork), reason a copy. */
 struct tkp_cupti_status {
     int status;        /* enum tkp_gpu_status */
     const char *mode;  /* TOKPROF_GPU as applied: always, off, trigger:N, window:N/M */
-    const char *reason; /* why GPU time is off or partial; "" when on */
+    char reason[160];  /* why GPU time is off or partial; "" when on */
     uint64_t dropped;  /* records CUPTI dropped (declined buffers) */
     uint64_t buf_peak; /* the most buffer bytes held at once */
 };

@@ -33,21 +33,13 @@
     static name##_fn real12_##name, real13_##name;                                                \
     TKP_EXPORT ret tkp12_##name PARAMS                                                            \
     {                                                                                             \
-        name##_fn f = __atomic_load_n(&real12_##name, __ATOMIC_RELAXED);                          \
-        if (TKP_UNLIKELY(!f)) {                                                                   \
-            f = (name##_fn)tkp_real_lib(#name, node "12");                                        \
-            __atomic_store_n(&real12_##name, f, __ATOMIC_RELAXED);                                \
-        }                                                                                         \
+        name##_fn f = TKP_REAL_LAZY(real12_##name, tkp_real_lib(#name, node "12"));           \
         if (TKP_UNLIKELY(!f)) return errval;                                                      \
         return hook_##name(f, 0, TKP_UNPACK ARGS);                                                \
     }                                                                                             \
     TKP_EXPORT ret tkp13_##name PARAMS                                                            \
     {                                                                                             \
-        name##_fn f = __atomic_load_n(&real13_##name, __ATOMIC_RELAXED);                          \
-        if (TKP_UNLIKELY(!f)) {                                                                   \
-            f = (name##_fn)tkp_real_lib(#name, node "13");                                        \
-            __atomic_store_n(&real13_##name, f, __ATOMIC_RELAXED);                                \
-        }                                                                                         \
+        name##_fn f = TKP_REAL_LAZY(real13_##name, tkp_real_lib(#name, node "13"));           \
         if (TKP_UNLIKELY(!f)) return errval;                                                      \
         return hook_##name(f, 1, TKP_UNPACK ARGS);                                                \
     }                                                                                             \
@@ -61,11 +53,7 @@
     static name##_fn real_##name;                                                                 \
     TKP_EXPORT ret tkp9_##name PARAMS                                                             \
     {                                                                                             \
-        name##_fn f = __atomic_load_n(&real_##name, __ATOMIC_RELAXED);                            \
-        if (TKP_UNLIKELY(!f)) {                                                                   \
-            f = (name##_fn)tkp_real_lib(#name, node);                                             \
-            __atomic_store_n(&real_##name, f, __ATOMIC_RELAXED);                                  \
-        }                                                                                         \
+        name##_fn f = TKP_REAL_LAZY(real_##name, tkp_real_lib(#name, node));                      \
         if (TKP_UNLIKELY(!f)) return errval;                                                      \
         return hook_##name(f, 1, TKP_UNPACK ARGS);                                                \
     }                                                                                             \
@@ -166,11 +154,8 @@ static get_stream_fn blas_get_stream[2];
 /* The handle's stream: asked of cuBLAS (a field read) only for calls we record. */
 static uint64_t blas_stream(int v13, cublasHandle_t h)
 {
-    get_stream_fn f = __atomic_load_n(&blas_get_stream[v13], __ATOMIC_RELAXED);
-    if (!f) {
-        f = (get_stream_fn)tkp_real_lib("cublasGetStream_v2", v13 ? BLAS "13" : BLAS "12");
-        __atomic_store_n(&blas_get_stream[v13], f, __ATOMIC_RELAXED);
-    }
+    get_stream_fn f = TKP_REAL_LAZY(
+        blas_get_stream[v13], tkp_real_lib("cublasGetStream_v2", v13 ? BLAS "13" : BLAS "12"));
     cudaStream_t s = 0;
     if (!f || f(h, &s) != CUBLAS_STATUS_SUCCESS) return 0;
     return (uint64_t)(uintptr_t)s;
@@ -572,12 +557,9 @@ static int layout_of(int v13, cublasLtMatrixLayout_t l, uint64_t v[4])
 {
     if (!l) return 0;
     if (TKP_LIKELY(tkp_desc_get(l, TKP_DESC_LAYOUT, v))) return 1;
-    layout_get_fn f = __atomic_load_n(&layout_get[v13], __ATOMIC_RELAXED);
-    if (!f) {
-        f = (layout_get_fn)tkp_real_lib("cublasLtMatrixLayoutGetAttribute",
-                                        v13 ? BLASLT "13" : BLASLT "12");
-        __atomic_store_n(&layout_get[v13], f, __ATOMIC_RELAXED);
-    }
+    layout_get_fn f = TKP_REAL_LAZY(layout_get[v13],
+                                    tkp_real_lib("cublasLtMatrixLayoutGetAttribute",
+                                                 v13 ? BLASLT "13" : BLASLT "12"));
     uint32_t type;
     uint64_t rows, cols;
     int32_t batch = 1;
@@ -596,12 +578,8 @@ static int matmul_of(int v13, cublasLtMatmulDesc_t d, uint64_t v[4])
 {
     if (!d) return 0;
     if (TKP_LIKELY(tkp_desc_get(d, TKP_DESC_MATMUL, v))) return 1;
-    desc_get_fn f = __atomic_load_n(&desc_get[v13], __ATOMIC_RELAXED);
-    if (!f) {
-        f = (desc_get_fn)tkp_real_lib("cublasLtMatmulDescGetAttribute",
-                                      v13 ? BLASLT "13" : BLASLT "12");
-        __atomic_store_n(&desc_get[v13], f, __ATOMIC_RELAXED);
-    }
+    desc_get_fn f = TKP_REAL_LAZY(desc_get[v13], tkp_real_lib("cublasLtMatmulDescGetAttribute",
+                                                              v13 ? BLASLT "13" : BLASLT "12"));
     int32_t comp, ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
     size_t w;
     if (!f || f(d, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &comp, sizeof comp, &w)) return 0;
@@ -673,11 +651,7 @@ static dnn_get_stream_fn dnn_get_stream;
 
 static uint64_t dnn_stream(cudnnHandle_t h)
 {
-    dnn_get_stream_fn f = __atomic_load_n(&dnn_get_stream, __ATOMIC_RELAXED);
-    if (!f) {
-        f = (dnn_get_stream_fn)tkp_real_lib("cudnnGetStream", DNN);
-        __atomic_store_n(&dnn_get_stream, f, __ATOMIC_RELAXED);
-    }
+    dnn_get_stream_fn f = TKP_REAL_LAZY(dnn_get_stream, tkp_real_lib("cudnnGetStream", DNN));
     cudaStream_t s = 0;
     if (!f || f(h, &s) != CUDNN_STATUS_SUCCESS) return 0;
     return (uint64_t)(uintptr_t)s;

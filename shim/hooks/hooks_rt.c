@@ -4,7 +4,7 @@
  * and a cu13 library can share a process, and each caller must reach its own runtime (an
  * unversioned wrapper forwarding through RTLD_NEXT sends a cu13 caller into the cu12 library).
  * RT_PAIR generates the two exports around one body, hook_NAME(real, args...), each export with
- * its own lazily resolved real pointer.
+ * its own lazily resolved real pointer (TKP_REAL_LAZY: relaxed atomics, as first calls race).
  *
  * nvcc 13 stubs call __cudaGetKernel + __cudaLaunchKernel(_ptsz); nvcc 12 stubs and the legacy
  * launch path call cudaLaunchKernel. Kernel names come from __cudaRegisterFunction, which runs in
@@ -28,17 +28,15 @@
     static name##_fn real12_##name, real13_##name;                                                \
     TKP_EXPORT ret tkp12_##name PARAMS                                                            \
     {                                                                                             \
-        if (TKP_UNLIKELY(!real12_##name))                                                         \
-            real12_##name = (name##_fn)tkp_real_cudart(#name, "libcudart.so.12");                 \
-        if (TKP_UNLIKELY(!real12_##name)) return errval;                                          \
-        return hook_##name(real12_##name, TKP_UNPACK ARGS);                                       \
+        name##_fn real_ = TKP_REAL_LAZY(real12_##name, tkp_real_cudart(#name, "libcudart.so.12")); \
+        if (TKP_UNLIKELY(!real_)) return errval;                                                  \
+        return hook_##name(real_, TKP_UNPACK ARGS);                                               \
     }                                                                                             \
     TKP_EXPORT ret tkp13_##name PARAMS                                                            \
     {                                                                                             \
-        if (TKP_UNLIKELY(!real13_##name))                                                         \
-            real13_##name = (name##_fn)tkp_real_cudart(#name, "libcudart.so.13");                 \
-        if (TKP_UNLIKELY(!real13_##name)) return errval;                                          \
-        return hook_##name(real13_##name, TKP_UNPACK ARGS);                                       \
+        name##_fn real_ = TKP_REAL_LAZY(real13_##name, tkp_real_cudart(#name, "libcudart.so.13")); \
+        if (TKP_UNLIKELY(!real_)) return errval;                                                  \
+        return hook_##name(real_, TKP_UNPACK ARGS);                                               \
     }                                                                                             \
     __asm__(".symver tkp12_" #name ", " #name "@libcudart.so.12");                               \
     __asm__(".symver tkp13_" #name ", " #name "@@libcudart.so.13");
@@ -74,17 +72,17 @@ TKP_EXPORT void tkp12___cudaRegisterFunction(void **h, const char *hf, char *df,
                                              int tl, uint3 *tid, uint3 *bid, dim3 *bd, dim3 *gd,
                                              int *ws)
 {
-    if (!reg12)
-        reg12 = (register_function_fn)tkp_real_cudart("__cudaRegisterFunction", "libcudart.so.12");
-    register_function(reg12, h, hf, df, dn, tl, tid, bid, bd, gd, ws);
+    register_function(TKP_REAL_LAZY(reg12, tkp_real_cudart("__cudaRegisterFunction",
+                                                           "libcudart.so.12")),
+                      h, hf, df, dn, tl, tid, bid, bd, gd, ws);
 }
 TKP_EXPORT void tkp13___cudaRegisterFunction(void **h, const char *hf, char *df, const char *dn,
                                              int tl, uint3 *tid, uint3 *bid, dim3 *bd, dim3 *gd,
                                              int *ws)
 {
-    if (!reg13)
-        reg13 = (register_function_fn)tkp_real_cudart("__cudaRegisterFunction", "libcudart.so.13");
-    register_function(reg13, h, hf, df, dn, tl, tid, bid, bd, gd, ws);
+    register_function(TKP_REAL_LAZY(reg13, tkp_real_cudart("__cudaRegisterFunction",
+                                                           "libcudart.so.13")),
+                      h, hf, df, dn, tl, tid, bid, bd, gd, ws);
 }
 __asm__(".symver tkp12___cudaRegisterFunction, __cudaRegisterFunction@libcudart.so.12");
 __asm__(".symver tkp13___cudaRegisterFunction, __cudaRegisterFunction@@libcudart.so.13");
@@ -456,13 +454,13 @@ static cudaError_t device_sync(device_sync_fn real)
 }
 TKP_EXPORT cudaError_t tkp12_cudaDeviceSynchronize(void)
 {
-    if (!dsync12) dsync12 = (device_sync_fn)tkp_real_cudart("cudaDeviceSynchronize", "libcudart.so.12");
-    return device_sync(dsync12);
+    return device_sync(TKP_REAL_LAZY(dsync12, tkp_real_cudart("cudaDeviceSynchronize",
+                                                              "libcudart.so.12")));
 }
 TKP_EXPORT cudaError_t tkp13_cudaDeviceSynchronize(void)
 {
-    if (!dsync13) dsync13 = (device_sync_fn)tkp_real_cudart("cudaDeviceSynchronize", "libcudart.so.13");
-    return device_sync(dsync13);
+    return device_sync(TKP_REAL_LAZY(dsync13, tkp_real_cudart("cudaDeviceSynchronize",
+                                                              "libcudart.so.13")));
 }
 __asm__(".symver tkp12_cudaDeviceSynchronize, cudaDeviceSynchronize@libcudart.so.12");
 __asm__(".symver tkp13_cudaDeviceSynchronize, cudaDeviceSynchronize@@libcudart.so.13");

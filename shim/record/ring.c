@@ -78,12 +78,16 @@ static void make_key(void)
     pthread_key_create(&exit_key, on_thread_exit);
 }
 
+/* Makes r the calling thread's, whole before anyone can see it: its tid, index and user bytes
+ * are set, then the state OWNED is published (release); the writer reads them after it sees that
+ * state (tkp_ring_info, acquire). Called under reg_lock, or in a fork child's only thread. */
 static void ring_claim(struct tkp_ring *r)
 {
     memset(r->user, 0, sizeof r->user);
     r->os_tid = (int)syscall(SYS_gettid);
     r->thread_idx = atomic_fetch_add(&next_thread, 1);
     if (claim_hook) claim_hook(r);
+    atomic_store_explicit(&r->state, TKP_RING_OWNED, memory_order_release);
 }
 
 static struct tkp_ring *ring_get_slow(void);
@@ -105,9 +109,11 @@ static struct tkp_ring *ring_get_slow(void)
     pthread_mutex_lock(&reg_lock);
     uint32_t n = atomic_load(&nrings);
     for (uint32_t i = 0; i < n; i++) { /* reuse a ring the writer has drained and freed */
-        int expect = TKP_RING_FREE;
-        if (atomic_compare_exchange_strong(&rings[i]->state, &expect, TKP_RING_OWNED)) {
+        /* Only a thread holding reg_lock takes a free ring (the writer only frees): it stays
+         * free until ring_claim publishes it whole. */
+        if (atomic_load_explicit(&rings[i]->state, memory_order_acquire) == TKP_RING_FREE) {
             r = rings[i];
+            ring_claim(r);
             break;
         }
     }
@@ -128,7 +134,7 @@ static struct tkp_ring *ring_get_slow(void)
             r->nudge_mask = cap >= 8 ? cap / 8 - 1 : 0;
             r->mem_idx = n;
             ring_bytes += bytes;
-            atomic_store(&r->state, TKP_RING_OWNED);
+            ring_claim(r);
             rings[n] = r;
             atomic_store_explicit(&nrings, n + 1, memory_order_release);
         }
@@ -139,7 +145,6 @@ static struct tkp_ring *ring_get_slow(void)
                   tkp_cfg.buffer_mb);
         return NULL;
     }
-    ring_claim(r);
     tkp_tls.ring = r;
     pthread_setspecific(exit_key, r);
     return r;
@@ -239,7 +244,8 @@ int tkp_ring_info(uint32_t i, int *os_tid, uint64_t *dropped)
 {
     if (i >= atomic_load_explicit(&nrings, memory_order_acquire)) return -1;
     struct tkp_ring *r = rings[i];
-    if (atomic_load(&r->state) == TKP_RING_FREE) return -1;
+    /* OWNED or EXITED: its thread's fields were set before (ring_claim) */
+    if (atomic_load_explicit(&r->state, memory_order_acquire) == TKP_RING_FREE) return -1;
     *os_tid = r->os_tid;
     *dropped = atomic_load_explicit(&r->dropped, memory_order_relaxed);
     return (int)r->thread_idx;

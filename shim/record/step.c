@@ -145,12 +145,13 @@ static int kernel_matches(const char *name)
     return name && regexec(&tkp_cfg.step_re, name, 0, NULL, 0) == 0;
 }
 
-/* kernel:RE mode, called before a launch is tagged. Names are looked up per launch here, which
- * costs a table probe: this mode is opt-in. */
+/* kernel:RE mode, called before a launch is tagged. Whether the kernel matches is asked of the
+ * regex once per kernel and kept beside its name (record/symtab.c): a table probe per launch, no
+ * regexec (which takes a lock in glibc). */
 int tkp_step_launch_boundary(struct tkp_ring *r, uint64_t key, int key_kind, uint64_t ts)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
-    if (!kernel_matches(tkp_sym_name(key, key_kind))) return 0;
+    if (!tkp_sym_matches(key, key_kind, kernel_matches)) return 0;
     /* what ran before the first matching kernel is not a step */
     if (seg_has_work(s) || s->copies)
         close_current(r, s->in_range ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE, ts, TKP_CLOSE_NEXT_STEP);

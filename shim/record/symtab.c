@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/real.h"
 #include "core/state.h"
 #include "record/symtab.h"
@@ -21,6 +22,7 @@ struct sym {
     _Atomic uintptr_t key;
     _Atomic(const char *) name;
     _Atomic uintptr_t alias;
+    _Atomic uint32_t match; /* tkp_sym_matches: regex generation << 1 | matched */
 };
 static struct sym table[SYM_CAP];
 
@@ -65,16 +67,21 @@ typedef int (*get_name_fn)(const char **, void *);
 
 static const char *driver_name(uintptr_t key, int kind)
 {
-    static get_name_fn func_get_name, kernel_get_name;
-    static int resolved;
-    if (!resolved) {
-        func_get_name = (get_name_fn)tkp_real_driver("cuFuncGetName");
-        kernel_get_name = (get_name_fn)tkp_real_driver("cuKernelGetName");
-        resolved = 1;
+    /* resolved once, by whichever threads get here first (each stores the same) */
+    static _Atomic(get_name_fn) func_get_name, kernel_get_name;
+    static _Atomic int resolved;
+    if (!atomic_load_explicit(&resolved, memory_order_acquire)) {
+        atomic_store_explicit(&func_get_name, (get_name_fn)tkp_real_driver("cuFuncGetName"),
+                              memory_order_relaxed);
+        atomic_store_explicit(&kernel_get_name, (get_name_fn)tkp_real_driver("cuKernelGetName"),
+                              memory_order_relaxed);
+        atomic_store_explicit(&resolved, 1, memory_order_release);
     }
+    get_name_fn fn = atomic_load_explicit(&func_get_name, memory_order_relaxed);
+    get_name_fn kn = atomic_load_explicit(&kernel_get_name, memory_order_relaxed);
     const char *n = NULL;
-    get_name_fn first = kind == TKP_KEY_FUNCTION ? func_get_name : kernel_get_name;
-    get_name_fn second = kind == TKP_KEY_FUNCTION ? kernel_get_name : func_get_name;
+    get_name_fn first = kind == TKP_KEY_FUNCTION ? fn : kn;
+    get_name_fn second = kind == TKP_KEY_FUNCTION ? kn : fn;
     tkp_tls.depth++; /* our own driver calls are not the program's */
     if (first && first(&n, (void *)key) != 0) n = NULL;
     if (!n && second && second(&n, (void *)key) != 0) n = NULL;
@@ -109,4 +116,22 @@ const char *tkp_sym_name(uint64_t key, int kind)
         return expect;
     }
     return copy;
+}
+
+int tkp_sym_matches(uint64_t key, int kind, int (*match)(const char *name))
+{
+    /* an answer is of one compile of TOKPROF_STEP's regex (a fork child reads it again) */
+    uint32_t gen = tkp_cfg.step_re_gen;
+    struct sym *s = find((uintptr_t)key, 0);
+    if (TKP_LIKELY(s)) {
+        uint32_t m = atomic_load_explicit(&s->match, memory_order_relaxed);
+        if (TKP_LIKELY(m >> 1 == gen)) return (int)(m & 1);
+    }
+    const char *name = tkp_sym_name(key, kind);
+    int yes = match(name);
+    /* kept once the name is known (a driver name made its entry just now); threads that race
+     * here store the same answer */
+    if (name && (s || (s = find((uintptr_t)key, 0))))
+        atomic_store_explicit(&s->match, gen << 1 | (yes ? 1u : 0u), memory_order_relaxed);
+    return yes;
 }

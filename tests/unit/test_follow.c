@@ -357,7 +357,7 @@ Test(follow, without_the_lock_flag_pid_decides, .init = setup, .fini = teardown)
     locked(0);
 }
 
-/* A writer that dies between creating its next rotated file and writing its header (live_days
+/* A writer that dies between creating its next rotated file and writing its header (system_live_days
  * under load: check --follow waited for that header forever): the file before's lock is free and
  * the header still not whole, so the process ended; with a warning. Its lock held: it lives. */
 Test(follow, rotated_file_without_header, .init = setup, .fini = teardown)

@@ -366,6 +366,10 @@ static const struct bad_case bad_cases[] = {
     {"launch template 1 in the library id space", 2,
      {B("\0\0"), B("\4\4"), B("\0\1"), B("\0\0"), B("")},
      "record 1: template 1 not defined in this chunk"},
+    /* two-byte ids: the reader's usual path checks them per chunk (record.c, run_small) */
+    {"two-byte template never defined", 2,
+     {B("\0\1"), B("\4\4"), B("\0\x80\x01"), B("\0\0"), B("\5")},
+     "record 1: template 128 not defined in this chunk"},
     {"template id 65536", 2, {B("\0\1"), B("\4\4"), B("\x80\x80\x04\0"), B("\0\0"), B("\5")},
      "record 0: template id 65536 above the limit 65535"},
     {"template id 2^64-1", 2,
@@ -406,6 +410,18 @@ static void bad_chunks(const struct bad_case *b, size_t n)
 Test(runs, every_rule_makes_the_chunk_bad)
 {
     bad_chunks(bad_cases, sizeof(bad_cases) / sizeof(bad_cases[0]));
+}
+
+/* One-byte call steps above 1 near the largest call id: the range run_small bounds them by
+ * must not accept what run_values refuses (base UINT32_MAX - 4, two library calls 2 + 1 apart:
+ * UINT32_MAX - 1, then UINT32_MAX + 2). */
+Test(runs, one_byte_call_steps_past_the_largest_call)
+{
+    static const struct col c[5] = {B("\1\1"), B("\4\4"), B("\0\0"), B("\4\4"), B("\5\5")};
+    struct capw *w = good_first_chunk();
+    pack_run_ex(w, 1, 2, UINT32_MAX - 4, c, 0, -1);
+    expect_bad_second_chunk(w, "call steps", "record 1: call id out of range");
+    capw_free(w);
 }
 
 /* The same columns are good: the cases above differ from it in one thing only. */

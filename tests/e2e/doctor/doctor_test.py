@@ -233,7 +233,7 @@ def t_settings_table():
                for n in sorted(set(table) & set(readme)) if readme[n] != table[n] and
                not (table[n] == "" and readme[n] == "")]
     # the shim's own table is built from settings.def (shim/core/config.c includes it), so its
-    # defaults and numeric bounds are these by construction; shim_unit_config tests the parses
+    # defaults and numeric bounds are these by construction; unit_shim_config tests the parses
     with open(os.path.join(src, "shim/core/config.c")) as f:
         if '#include "tokprof/settings.def"' not in f.read():
             errors.append("shim/core/config.c no longer builds its table from settings.def: "

@@ -64,6 +64,7 @@ CASES = {
     "slow_p99": ("slow", "clean"), "attn_count": ("clean", None), "lm_head": ("clean", None),
     "mid_sync": ("clean", None), "idle": ("clean", None), "check_gap": ("clean", None),
     "baseline": ("slow", "clean"), "once_dur": ("clean", None), "setup_token": ("clean", None),
+    "prev_gap": ("clean", None),
 }
 caps = {"clean": clean, "slow": slow}
 for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
@@ -116,6 +117,15 @@ for spec in sorted(glob.glob(os.path.join(src, "fail", "*.tks"))):
             if got != longest or any(w["observed"] != dur[w["token"]] or
                                      w["margin"] != dur[w["token"]] - 1e9 for w in n):
                 failures.append(f"once_dur: want near misses {longest} (s.dur {dur}), got {n}")
+    if name == "prev_gap":
+        # a violation of `X - prev X < bound` saw a gap of at least the bound: its observed value
+        # is that gap, its margin bound - gap (a re-read that sees `prev` already moved: 0)
+        for a in ("rec_gap", "step_gap"):
+            va = [v for v in vio if v["assert"] == a]
+            if not va or any(v["observed"] < v["bound"] or v["margin"] != v["bound"] - v["observed"]
+                             for v in va):
+                failures.append(f"prev_gap: {a} wants violations whose observed gap is >= the "
+                                f"bound: {va[:2]}")
     if name == "setup_token":
         # the weight fill runs in the set-up segment: no token (not 0, the first step's); the
         # argmax sampling runs in token steps, which keep their token

@@ -247,3 +247,24 @@ Test(shim_step, kernel_mode_a_matching_launch_begins_a_step)
     expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_NEXT_STEP, 3, 0);
     expect(2, 2, TKP_STEP_TOKEN, TKP_CLOSE_EXIT, 2, 0);
 }
+
+/* Whether a kernel matches is asked of the regex once per kernel and kept (record/symtab.c); a
+ * regex compiled again (a fork child reading TOKPROF_STEP anew) is asked again. */
+Test(shim_step, kernel_mode_answers_are_the_current_regex)
+{
+    static const char embed, attn;
+    const uint64_t e = (uint64_t)(uintptr_t)&embed, a = (uint64_t)(uintptr_t)&attn;
+    tkp_sym_register(&embed, "embedding_kernel");
+    tkp_sym_register(&attn, "attention_kernel");
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "kernel:^embed"), 0);
+    for (int i = 0; i < 2; i++) { /* asked, then kept */
+        cr_assert_eq(tkp_step_launch_boundary(R(), e, TKP_KEY_HOSTFUN, now += 10), 1);
+        cr_assert_eq(tkp_step_launch_boundary(R(), a, TKP_KEY_HOSTFUN, now += 10), 0);
+    }
+    cr_assert_eq(tkp_config_set("TOKPROF_STEP", "kernel:^attention"), 0);
+    cr_assert_eq(tkp_step_launch_boundary(R(), e, TKP_KEY_HOSTFUN, now += 10), 0);
+    cr_assert_eq(tkp_step_launch_boundary(R(), a, TKP_KEY_HOSTFUN, now += 10), 1);
+    static const char unknown; /* never registered: no name, never a boundary */
+    cr_assert_eq(tkp_step_launch_boundary(R(), (uint64_t)(uintptr_t)&unknown, TKP_KEY_HOSTFUN,
+                                          now += 10), 0);
+}

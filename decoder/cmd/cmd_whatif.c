@@ -405,6 +405,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     tkp_verdict_make(&sp, &res.v);
     uint64_t lat = tkp_crit_latency_ns(c);
     o.graph_used = tkp_crit_graph_ns(c, &o.graph_measured);
+    size_t graphed, whole = tkp_crit_graph_whole(c, &graphed);
+    if (whole)
+        ctx->warn(ctx, "--graphs-end '%s' matched no launch in %zu of %zu token steps: those "
+                  "replayed whole", o.gend, whole, graphed);
     if (o.json) {
         if (o.per_step) fprintf(f, "],");
         fprintf(f, "\"change\":{\"scale\":[");
@@ -418,6 +422,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                 o.ch.graph_ns ? "given" : o.graph_measured ? "capture" : "default");
         if (o.ch.graph_end) tkp_json_str(f, o.gend);
         else fprintf(f, "null");
+        if (o.ch.graph_end) fprintf(f, ",\"graphs_end_missed\":%zu", whole);
         fprintf(f, "},");
         fprintf(f,
                 "\"token_steps\":%zu,\"unpredicted\":%zu,\"why\":{\"no_gpu\":%zu,\"no_event\":%zu,"
@@ -476,7 +481,8 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "  --scale CLASS_OR_REGEX=F  GPU durations x F for a kernel class (attention, gemm, ...:\n"
         "                   tokprof kernels shows them) or kernel names matching an extended\n"
         "                   regex (case-insensitive); repeatable, the first match wins\n"
-        "  --host F         host segments x F (the scheduler, Python, the launch calls)\n"
+        "  --host F         host segments x F (the scheduler, Python); each launch call's own\n"
+        "                   cost stays (--launch-ns sets it)\n"
         "  --launch-ns N    each launch's host cost (the smallest gap between two launches seen)\n"
         "                   replaced by N ns\n"
         "  --graphs         each step's eager launches, up to its last --graphs-end launch, as\n"
@@ -487,7 +493,8 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "                   cudaGraphLaunch in the capture), 10000 when the capture has none\n"
         "  --graphs-end CLASS_OR_REGEX  where a step's graph ends: its last launch of that class\n"
         "                   or name regex (default norm: the forward's final norm; none: the\n"
-        "                   whole step)\n"
+        "                   whole step); steps with no such launch are replayed whole, counted\n"
+        "                   in a warning and in --json's change.graphs_end_missed\n"
         "  --per-step       with --json: every token interval, observed and predicted (or why not)\n"
         "  --json           one JSON object: observed / predicted {itl_ns {p50, p90, p99, mean},\n"
         "                   tokens_per_s}, per_step means, bound\n"

@@ -66,12 +66,20 @@ def run(python, args, env, d, timeout, prefix=()):
     return p.returncode, result
 
 
-def main():
+def parser():
+    """The options every vLLM test script takes (this one's and vllm_whatif.py's): the venv and
+    the tools, the workload's size, how long it may take."""
     ap = argparse.ArgumentParser()
     for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--timeout", type=int, default=900)
+    return ap
+
+
+def main():
+    ap = parser()
     ap.add_argument("--graphs", action="store_true")
     ap.add_argument("--moe", action="store_true", help="the MoE config: vLLM's fused MoE Triton kernel")
     ap.add_argument("--serve", action="store_true",
@@ -81,7 +89,6 @@ def main():
                     help="steps from vLLM's NVTX scope 'gpu_model_runner: forward' instead of auto")
     ap.add_argument("--prompt-lens", help="offline: prompt lengths (vllm_workload.py), e.g. 9,10,11,12,13")
     ap.add_argument("--capture-sizes", help="offline --graphs: CUDA-graph capture sizes, e.g. 1,2,4,8,64")
-    ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
     if not python:

@@ -52,6 +52,17 @@ what=${1:-all}
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
+# The 10-million-launch captures (minillm --style hf, 95000 steps, made once and kept in
+# build/bench/): their paths, without GPU records and with (tests/bench/gen_capture.sh).
+hf95k() {
+    local g cap
+    for g in "" gpu; do
+        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g >&2
+        echo "$cap"
+    done
+}
+
 if [ "$what" = all ] || [ "$what" = launch ]; then
     # Alternate the two so that drift of the machine hits both alike. Launches come in bursts of
     # 5000 with 20 ms pauses (untimed), as a serving loop's do, with the default ring: the writer
@@ -179,7 +190,7 @@ if [ "$what" = all ] || [ "$what" = writer ]; then
         # (--style hf --steps 300, GPU on); a ring large enough that nothing is dropped under
         # valgrind. Per GPU record: tkp_gpuenc_encode less CUPTI's own cuptiActivityGetNextRecord.
         (cd "$work" && SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$work \
-            TOKPROF_RING_KB=65536 valgrind --tool=callgrind --separate-threads=yes \
+            TOKPROF_GPU=always TOKPROF_RING_KB=65536 valgrind --tool=callgrind --separate-threads=yes \
             "$B/kernels/minillm" --style hf --steps 300 >/dev/null 2>&1)
         w=$(grep -l writer_main "$work"/callgrind.out.*-0* | head -1)
         callgrind_annotate --inclusive=yes "$w" 2>/dev/null >"$work/incl"
@@ -244,8 +255,8 @@ if [ "$what" = all ] || [ "$what" = stacks ]; then
     off_bytes=0
     for m in off first:4 sample:1000 sample:10; do
         d="$work/sbytes"; rm -rf "$d"; mkdir -p "$d"
-        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_STACKS=$m "$B/kernels/minillm" \
-            --steps 400 >/dev/null
+        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_GPU=always TOKPROF_STACKS=$m \
+            "$B/kernels/minillm" --steps 400 >/dev/null
         bytes=$(stat -c %s "$d"/minillm.*.tokprof)
         [ "$m" = off ] && off_bytes=$bytes
         printf '| `TOKPROF_STACKS=%s` | %s | %+.1f%% |\n' "$m" "$bytes" \
@@ -379,14 +390,10 @@ fi
 if [ "$what" = all ] || [ "$what" = tables ]; then
     # The fleet tables cost no more than summary (issue 21): the three commands alternated run by
     # run on one core, user+sys CPU seconds (instructions: callgrind, docs/BENCH.md).
-    for g in "" gpu; do
-        cap=$B/bench/hf95k${g:+-gpu}.tokprof
-        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g
-    done
+    caps=$(hf95k)
     echo "| fleet tables (one core, CPU s, median of $RUNS) | summary | table steps | table step_classes | steps rows/s | step_classes rows/s |"
     echo "|---|---|---|---|---|---|"
-    for g in "" gpu; do
-        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+    for cap in $caps; do
         for c in sum steps sc; do : >"$work/tb_$c"; done
         for i in $(seq "$RUNS"); do
             for c in sum steps sc; do
@@ -411,14 +418,10 @@ fi
 if [ "$what" = all ] || [ "$what" = whatif ]; then
     # tokprof whatif (issue 30) against summary on the 10-million-launch captures: one core, user+sys
     # CPU seconds, median of RUNS, alternated; steps/s = the capture's steps / whatif's seconds.
-    for g in "" gpu; do
-        cap=$B/bench/hf95k${g:+-gpu}.tokprof
-        [ -s "$cap" ] || tests/bench/gen_capture.sh "$B" "$cap" 95000 $g
-    done
+    caps=$(hf95k)
     echo "| whatif --scale attention=0.5 (one core, CPU s, median of $RUNS) | summary | whatif | x summary | steps/s | peak RSS |"
     echo "|---|---|---|---|---|---|"
-    for g in "" gpu; do
-        cap=$B/bench/hf95k${g:+-gpu}.tokprof
+    for cap in $caps; do
         : >"$work/wi_sum"; : >"$work/wi_w"
         for i in $(seq "$RUNS"); do
             taskset -c 0 /usr/bin/time -f '%U %S' -o "$work/t" "$TKP" summary "$cap" >/dev/null

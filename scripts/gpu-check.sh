@@ -62,6 +62,9 @@ if [ $DRY = 1 ]; then
     say "     graphs, under the shim and under torch.profiler: kernel counts, per-kernel GPU time,"
     say "     Triton launches seen, steps == generated tokens"
     say "  5. cost: minillm tokens/s with and without the shim (stream; CUPTI on and off)"
+    say "  6. the default of TOKPROF_GPU (docs/OPERATIONS.md, \"GPU time\"): launchloop ns/launch and"
+    say "     minillm (vllm async graphs; hf eager) tokens/s, median of 3, with TOKPROF_GPU=off,"
+    say "     window:2/20 (the default) and always, and the GPU records each wrote"
     [ $missing = 0 ] || say "  (prerequisites above are missing: a GPU run would stop at them)"
     say "gpu-check: dry mode done"
     exit 0
@@ -83,7 +86,7 @@ for m in "${MODES[@]}"; do
     name=${m%%:*}; args=${m#*:}
     d=$OUT/$name; rm -rf "$d"; mkdir -p "$d"
     chk=$(timeout 60 "$BIN/minillm" $args --check 2>&1 | grep -E "PASS|FAIL|skipped" | head -1)
-    timeout 60 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" "$BIN/minillm" $args --steps 32 \
+    timeout 60 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" TOKPROF_GPU=always "$BIN/minillm" $args --steps 32 \
         --log "$d/minillm.jsonl" >"$d/out.txt" 2>&1
     cap=$(ls "$d"/*.tokprof 2>/dev/null | head -1)
     cmp="no capture"
@@ -106,7 +109,7 @@ if pyhas torch && pyhas transformers; then
         d=$OUT/torch_$mode; rm -rf "$d"; mkdir -p "$d"
         timeout 150 python3 tests/system/gpu/torch_generate.py --mode $mode --tokens 64 --profile "$d/prof.json" \
             >"$d/prof.txt" 2>&1
-        timeout 150 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" python3 tests/system/gpu/torch_generate.py \
+        timeout 150 env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" TOKPROF_GPU=always python3 tests/system/gpu/torch_generate.py \
             --mode $mode --tokens 64 >"$d/run.txt" 2>&1
         cap=$(ls -S "$d"/*.tokprof 2>/dev/null | head -1)
         if [ -n "$cap" ]; then
@@ -122,11 +125,30 @@ say "== 5. cost (minillm --style vllm --sched async --graphs, 400 steps)"
 tps() { grep -o '[0-9.]* tokens/s' | awk '{print $1}'; }
 a=$("$BIN/minillm" --style vllm --sched async --graphs --steps 400 | tps)
 b=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" TOKPROF_GPU=off "$BIN/minillm" --style vllm --sched async --graphs --steps 400 | tps)
-c=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" "$BIN/minillm" --style vllm --sched async --graphs --steps 400 | tps)
+c=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" TOKPROF_GPU=always "$BIN/minillm" --style vllm --sched async --graphs --steps 400 | tps)
 row "tokens/s | without $a | shim, no CUPTI $b | shim + CUPTI $c"
 l0=$("$BIN/launchloop" 300000 5000 20000 | awk '{print $1}')
 l1=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" TOKPROF_GPU=off "$BIN/launchloop" 300000 5000 20000 | awk '{print $1}')
 row "ns/launch (real GPU) | without $l0 | with shim $l1"
+
+# The figures that decide TOKPROF_GPU's default (docs/OPERATIONS.md, "GPU time"): what CUPTI
+# activity tracing costs a launch-bound program, always against the default window (2 steps of
+# every 20 timed; CUPTI's API callbacks stay subscribed on every launch outside it) and off.
+say "== 6. TOKPROF_GPU: off / window:2/20 (default) / always, median of 3"
+med() { sort -n | awk '{v[NR]=$1} END {print (NR ? v[int((NR+1)/2)] : "?")}'; }
+gpurecs() { "$TKP" summary --json "$1" 2>/dev/null | python3 -c \
+    'import json,sys; g=json.load(sys.stdin)["gpu"]; print(g.get("timed_steps"), "of", g.get("token_steps"), "steps timed")' 2>/dev/null; }
+for m in off window:2/20 always; do
+    d=$OUT/gpu_${m//[:\/]/_}; rm -rf "$d"; mkdir -p "$d"
+    ll=$(for i in 1 2 3; do env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" TOKPROF_GPU=$m \
+        "$BIN/launchloop" 300000 5000 20000 | awk '{print $1}'; done | med)
+    tv=$(for i in 1 2 3; do rm -f "$d"/minillm.*.tokprof; env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d" \
+        TOKPROF_GPU=$m "$BIN/minillm" --style vllm --sched async --graphs --steps 400 | tps; done | med)
+    cap=$(ls "$d"/minillm.*.tokprof 2>/dev/null | head -1)
+    th=$(for i in 1 2 3; do env LD_PRELOAD="$SHIM" TOKPROF_OUT="$d/hf" TOKPROF_GPU=$m \
+        "$BIN/minillm" --style hf --steps 100 | tps; done | med)
+    row "TOKPROF_GPU=$m | launchloop ns/launch $ll | minillm vllm async graphs tokens/s $tv ($( [ -n "$cap" ] && gpurecs "$cap")) | minillm hf eager tokens/s $th"
+done
 
 say
 say "== gpu-check summary ($(date -u +%F), logs in $OUT)"

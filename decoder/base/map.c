@@ -39,6 +39,23 @@ int tkp_map_add(struct tkp_map *m, uint64_t hash, uint32_t id)
     return 0;
 }
 
+void tkp_map_del(struct tkp_map *m, struct tkp_map_slot *s)
+{
+    size_t mask = m->cap - 1, i = (size_t)(s - m->slots), j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->slots[j].id1) break;
+        size_t home = m->slots[j].h & mask;
+        /* j's entry may fill the hole at i unless its home lies cyclically in (i, j] */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            m->slots[i] = m->slots[j];
+            i = j;
+        }
+    }
+    m->slots[i].id1 = 0;
+    m->n--;
+}
+
 void tkp_map_free(struct tkp_map *m)
 {
     free(m->slots);

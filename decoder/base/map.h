@@ -1,7 +1,8 @@
 /* tokprof decoder: the one open-addressing map of the decoder (map.c), shaped like the shim's
- * (shim/core/map.h): an index over dense ids (0, 1, 2, ... in the order they were added) whose
- * keys live in the owner's own arrays, so no output depends on where a key lands; and on top of it
- * a map of 64-bit keys to 64-bit values. Hashes: base/hash.h. No probe loop, hash constant or
+ * (shim/core/map.h): an index over ids (0, 1, 2, ... in the order they were added, or ids the
+ * owner reuses after tkp_map_del) whose keys live in the owner's own arrays, so no output depends
+ * on where a key lands; and on top of it a map of 64-bit keys to 64-bit values. Linear probing,
+ * removal by backward shift (no tombstones). Hashes: base/hash.h. No probe loop, hash constant or
  * realloc outside base/ (tests/arch check_hashes.py). */
 #ifndef TKP_MAP_H
 #define TKP_MAP_H
@@ -58,6 +59,11 @@ static inline void tkp_map_put(struct tkp_map *m, struct tkp_map_slot *s, uint64
 }
 /* Enters `id` (its key absent so far) under `hash`. 0 or TKP_ERR_NOMEM (the map unchanged). */
 int tkp_map_add(struct tkp_map *m, uint64_t hash, uint32_t id);
+/* Removes the id in slot s (one tkp_map_probe gave, holding an id): the entries after it in its
+ * cluster that probed past it move back (backward-shift deletion), so every other key is still
+ * found and no slot is left as a tombstone. The id is the owner's to reuse. Slot pointers held
+ * across it are stale. */
+void tkp_map_del(struct tkp_map *m, struct tkp_map_slot *s);
 void tkp_map_free(struct tkp_map *m);
 
 /* 64-bit keys to 64-bit values, added in order (key[i], val[i], i < n). */

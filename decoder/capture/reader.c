@@ -78,7 +78,25 @@ struct tkp_reader {
     void *impl;
     struct tkp_steplearn *learn; /* the learned step definition (steplearn.h); NULL: none */
     int bare; /* the prescan's reader: RUNs and COLS (launches, GPU records) are skipped whole */
+    /* The chunks the prescan decompressed, in file order from the first, handed to the reader
+     * behind it, whose pass takes them instead of reading and decompressing them again. */
+    struct ahead {
+        uint8_t *raw;
+        size_t cap;
+        uint32_t rlen, seq;
+        uint64_t off, end; /* the chunk's header offset; the next chunk's */
+        int checked;       /* the prescan's pass 1 (validate) accepted it */
+    } *ahead;
+    size_t nahead, ahead_cap, ahead_i, ahead_bytes;
+    int keep;      /* the prescan's reader: keeps each chunk it decompresses (up to AHEAD_MAX) */
+    int raw_given; /* keep: raw is the last chunk kept, not this reader's to reuse or free */
+    char *prescan_path; /* the prescan is still to run, on the first read (a reader opened only
+                         * to check a file, or read for its META, never pays for it) */
 };
+
+/* What the prescan keeps for the reader behind it, decompressed: the format's largest chunk.
+ * Past it the prescan goes on learning and the reader decompresses the rest itself. */
+#define AHEAD_MAX TKP_CHUNK_MAX_RAW
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -132,69 +150,33 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     return 0;
 }
 
-/* What the prescans of this thread learned, by file (device, inode, size, modification time):
- * a command that opens one capture several times (tokprof table: three passes) reads its head
- * once. A file that grew (a followed capture) is another key. Per thread, so no lock (the Python
- * API may run commands from several threads) and no libpthread; the clones are never freed
- * (PRESCAN_CACHE of them per thread at most). */
-#define PRESCAN_CACHE 8
-static _Thread_local struct {
-    struct stat st;
-    struct tkp_steplearn *l;
-} pcache[PRESCAN_CACHE];
-static _Thread_local unsigned pcache_next;
-
-static int same_file(const struct stat *a, const struct stat *b)
-{
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
-           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
-}
-
-/* A clone of the cached learner of file st (NULL: none), or with keep, caches a clone of l. */
-static struct tkp_steplearn *pcache_use(const struct stat *st, const struct tkp_steplearn *keep)
-{
-    struct tkp_steplearn *c = NULL;
-    if (keep) {
-        unsigned i = pcache_next++ % PRESCAN_CACHE;
-        tkp_steplearn_free(pcache[i].l);
-        pcache[i].st = *st;
-        pcache[i].l = tkp_steplearn_clone(keep);
-    } else {
-        for (unsigned i = 0; i < PRESCAN_CACHE && !c; i++)
-            if (pcache[i].l && same_file(&pcache[i].st, st)) c = tkp_steplearn_clone(pcache[i].l);
-    }
-    return c;
-}
-
 /* The learner's prescan (steplearn.h): the capture's head, read by a reader of its own until the
- * learning window is full or the file ends (RUNs and COLS skipped whole). Any failure leaves r
- * learning in its own pass. */
+ * learning window is full or the file ends (RUNs and COLS skipped whole). Each chunk it
+ * decompresses is handed to r, whose pass takes it instead of decompressing it again (up to
+ * AHEAD_MAX). Any failure leaves r learning in its own pass. */
 static void prescan(const char *path, struct tkp_reader *r)
 {
-    struct stat st;
-    int known = !fstat(fileno(r->f), &st) && S_ISREG(st.st_mode);
-    struct tkp_steplearn *c = known ? pcache_use(&st, NULL) : NULL;
-    if (c) {
-        tkp_steplearn_free(r->learn);
-        r->learn = c;
-        return;
-    }
     FILE *f = fopen(path, "rb");
     struct tkp_reader *p;
     struct tkp_record rec;
     if (!f || tkp_reader_open_stream(f, &p, NULL, 0)) return;
     struct tkp_steplearn *l = p->learn;
     p->learn = NULL;
-    p->bare = 1;
-    /* its records are read again, checked, by r's own pass: the prescan skips the checksum */
-    ZSTD_DCtx_setParameter(p->dctx, ZSTD_d_forceIgnoreChecksum, ZSTD_d_ignoreChecksum);
+    p->bare = p->keep = 1;
+    uint64_t start = p->off;
     while (l && !tkp_steplearn_done(l) && tkp_reader_next(p, &rec) == 1)
         if (rec.type == TKP_REC_COPY || rec.type == TKP_REC_STEP || rec.type == TKP_REC_META)
             tkp_steplearn_feed(l, &rec);
+    if (p->raw_given) p->raw = NULL, p->rawcap = 0, p->raw_given = 0;
+    struct stat ps, rs; /* the same file (not one renamed over it between the two opens) */
+    if (!fstat(fileno(p->f), &ps) && !fstat(fileno(r->f), &rs) && ps.st_dev == rs.st_dev &&
+        ps.st_ino == rs.st_ino && S_ISREG(rs.st_mode) && p->flags == r->flags && start == r->off) {
+        r->ahead = p->ahead, r->nahead = p->nahead, r->ahead_cap = p->ahead_cap;
+        p->ahead = NULL, p->nahead = p->ahead_cap = 0;
+    }
     tkp_reader_close(p);
     if (!l) return;
     tkp_steplearn_rewind(l);
-    if (known && tkp_steplearn_done(l)) pcache_use(&st, l);
     tkp_steplearn_free(r->learn);
     r->learn = l;
 }
@@ -205,7 +187,8 @@ int tkp_reader_open(const char *path, struct tkp_reader **r, char *why, size_t w
     *r = NULL;
     if (!f) return tkp_why(why, whylen, TKP_ERR_IO, "%s", strerror(errno));
     int err = tkp_reader_open_stream(f, r, why, whylen);
-    if (!err && strcmp(path, "-")) prescan(path, *r);
+    if (!err && strcmp(path, "-"))
+        (*r)->prescan_path = strdup(path); /* NULL: learned in the pass */
     return err;
 }
 
@@ -223,6 +206,14 @@ void *tkp_reader_impl(const struct tkp_reader *r, const struct tkp_reader_ops *o
 
 void tkp_reader_release(struct tkp_reader *r)
 {
+    free(r->prescan_path);
+    r->prescan_path = NULL;
+    if (r->raw_given) r->raw = NULL, r->raw_given = 0; /* the last kept chunk's */
+    for (size_t i = r->ahead_i; i < r->nahead; i++)
+        free(r->ahead[i].raw);
+    free(r->ahead);
+    r->ahead = NULL;
+    r->nahead = r->ahead_cap = r->ahead_i = 0;
     if (r->f) fclose(r->f);
     ZSTD_freeDCtx(r->dctx);
     free(r->zbuf);
@@ -448,12 +439,51 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
     return 0;
 }
 
+static int begin_chunk(struct tkp_reader *r, uint32_t rlen, uint32_t seq, uint64_t end,
+                       int checked);
+
+/* The next chunk the prescan decompressed (load_chunk): r's buffer from now on; after the last,
+ * the file is read on from the chunk after it. */
+static int take_ahead(struct tkp_reader *r)
+{
+    struct ahead a = r->ahead[r->ahead_i++];
+    free(r->raw);
+    r->raw = a.raw, r->rawcap = a.cap;
+    r->ahead[r->ahead_i - 1].raw = NULL;
+    r->chunk_off = a.off;
+    if (r->ahead_i == r->nahead) {
+        free(r->ahead);
+        r->ahead = NULL;
+        r->nahead = r->ahead_cap = r->ahead_i = 0;
+        if (fseeko(r->f, (off_t)a.end, SEEK_SET))
+            return stop(r, TKP_ERR_IO, "seek error: %s", strerror(errno));
+    }
+    return begin_chunk(r, a.rlen, a.seq, a.end, a.checked);
+}
+
+/* keep: the chunk just decompressed goes to the reader behind the prescan, while the kept ones
+ * follow each other from the first and stay under AHEAD_MAX. */
+static void keep_chunk(struct tkp_reader *r, uint32_t rlen, uint32_t seq, uint64_t end)
+{
+    if (r->ahead_bytes + rlen > AHEAD_MAX ||
+        (r->nahead && r->ahead[r->nahead - 1].end != r->chunk_off) ||
+        TKP_GROW(r->ahead, r->ahead_cap, r->nahead + 1)) {
+        r->keep = 0; /* the rest the reader decompresses itself */
+        return;
+    }
+    r->ahead[r->nahead++] = (struct ahead){r->raw, r->rawcap, rlen, seq, r->chunk_off, end, 0};
+    r->ahead_bytes += rlen;
+    r->raw_given = 1;
+}
+
 /* Reads, checks and decompresses the chunk at r->off. Returns 1, 0 at a clean end of file, or
  * the negative code it stopped with. */
 static int load_chunk(struct tkp_reader *r)
 {
     uint8_t h[TKP_CHUNK_HEADER_LEN];
     static const uint8_t magic[4] = {'T', 'K', 'P', 'C'};
+    if (!r->bare && r->ahead_i < r->nahead) return take_ahead(r); /* the prescan's chunks */
+    if (r->raw_given) r->raw = NULL, r->rawcap = 0, r->raw_given = 0; /* a new one */
     r->chunk_off = r->off;
     size_t n = fread(h, 1, sizeof(h), r->f);
     if (ferror(r->f)) return stop(r, TKP_ERR_IO, "read error: %s", strerror(errno));
@@ -493,11 +523,21 @@ static int load_chunk(struct tkp_reader *r)
     if (ZSTD_isError(got)) return stop(r, TKP_ERR_CHUNK, "zstd: %s", ZSTD_getErrorName(got));
     if (got != rlen) return stop(r, TKP_ERR_CHUNK, "decompressed %zu bytes, raw_len %u", got, rlen);
     memset(r->raw + rlen, 0, TKP_PAYLOAD_PAD); /* runs' columns are read 8 bytes at a time */
+    if (r->keep) keep_chunk(r, rlen, seq, r->off + sizeof(h) + clen);
+    return begin_chunk(r, rlen, seq, r->off + sizeof(h) + clen, 0);
+}
+
+/* The decompressed chunk in r->raw checked (unless the prescan's pass 1 has: the same bytes,
+ * the same result) and opened; end: the next chunk's offset. */
+static int begin_chunk(struct tkp_reader *r, uint32_t rlen, uint32_t seq, uint64_t end,
+                       int checked)
+{
     r->buf.gen = (uint32_t)(r->nchunk % UINT32_MAX) + 1; /* templates: checked per chunk */
-    int err = validate(r, rlen, seq);
+    int err = checked ? 0 : validate(r, rlen, seq);
     if (err) return err;
+    if (r->raw_given) r->ahead[r->nahead - 1].checked = 1; /* keep: for the reader behind */
     r->next_seq = (uint64_t)seq + 1;
-    r->off += sizeof(h) + clen;
+    r->off = end;
     tkp_mp_init(&r->cur, r->raw, rlen);
     r->in_chunk = 1;
     r->prev_ns = 0;
@@ -703,6 +743,12 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
 {
     char why[160];
     if (r->ops) return r->ops->next(r->impl, rec);
+    if (r->prescan_path) {
+        char *path = r->prescan_path;
+        r->prescan_path = NULL;
+        prescan(path, r);
+        free(path);
+    }
     for (;;) {
         if (r->state) return r->state < 0 ? r->state : 0;
         if (!r->in_chunk) {

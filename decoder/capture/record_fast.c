@@ -329,6 +329,21 @@ static int cols_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
     return TKP_DECODE_COLS;
 }
 
+/* A record's array header: fixarray or array16 (LIB_CALL has 22 elements): its element count
+ * and header length; 0 for any other byte. */
+static inline int array_head(const uint8_t *p, uint32_t *n, uint32_t *h)
+{
+    if ((p[0] & 0xf0) == 0x90) {
+        *n = p[0] & 0x0f, *h = 1;
+        return 1;
+    }
+    if (p[0] == 0xdc) {
+        *n = be16(p + 1), *h = 3;
+        return 1;
+    }
+    return 0;
+}
+
 int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     if (tmpl_fast(&c->p, c->end, r, b)) return 1;
@@ -341,15 +356,7 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
     if (end - p < 4) return 0;
     /* the array header: fixarray, or array16 (LIB_CALL has 22 elements); then the type as a
      * positive fixint */
-    if ((p[0] & 0xf0) == 0x90) {
-        n = p[0] & 0x0f;
-        h = 1;
-    } else if (p[0] == 0xdc) {
-        n = be16(p + 1);
-        h = 3;
-    } else {
-        return 0;
-    }
+    if (!array_head(p, &n, &h)) return 0;
     if (p[h] >= sizeof(fields) || !fields[p[h]]) return 0;
     unsigned type = p[h], want = fields[type];
     /* the general decoder's checks: no more elements than bytes, not fewer than the type has */
@@ -501,15 +508,7 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
     const uint8_t *p = c->p, *end = c->end;
     uint32_t n, h;
     if (end - p < 4) return -1;
-    if ((p[0] & 0xf0) == 0x90) {
-        n = p[0] & 0x0f;
-        h = 1;
-    } else if (p[0] == 0xdc) {
-        n = be16(p + 1);
-        h = 3;
-    } else {
-        return -1;
-    }
+    if (!array_head(p, &n, &h)) return -1;
     if (p[h] >= sizeof(fields) || !fields[p[h]]) return -1;
     unsigned type = p[h], want = fields[type];
     if (n == 0 || n > (size_t)(end - p) - h || n - 1 < want) return -1;

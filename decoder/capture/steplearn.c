@@ -34,19 +34,6 @@ struct tkp_steplearn *tkp_steplearn_new(void)
     return calloc(1, sizeof(struct tkp_steplearn));
 }
 
-struct tkp_steplearn *tkp_steplearn_clone(const struct tkp_steplearn *l)
-{
-    struct tkp_steplearn *c = malloc(sizeof(*c));
-    if (!c) return NULL;
-    *c = *l;
-    if (l->nth && !(c->th = malloc(l->nth * sizeof(*c->th)))) {
-        free(c);
-        return NULL;
-    }
-    if (l->nth) memcpy(c->th, l->th, l->nth * sizeof(*c->th));
-    return c;
-}
-
 void tkp_steplearn_free(struct tkp_steplearn *l)
 {
     if (!l) return;

@@ -20,9 +20,11 @@
  *
  * Where it runs: inside the reader (reader.c), so every pass of every command — summary, steps,
  * check, table, the follower behind top/serve/check --follow, the Python API — sees the same
- * kinds. tkp_reader_open() first reads the capture's head (a bounded prefix, RUNs and COLS
- * skipped: until every thread with steps so far has its window, or TKP_LEARN_PRESCAN_MAX steps),
- * then the reader's own pass classifies. A thread whose window is not full by then (a capture
+ * kinds. A reader opened on a file (tkp_reader_open) first reads the capture's head, at its first
+ * read (a bounded prefix, RUNs and COLS skipped: until every thread with steps so far has its
+ * window, or TKP_LEARN_PRESCAN_MAX steps), then the reader's own pass classifies; the chunks the
+ * prescan decompressed are the pass's (reader.c, up to one maximal chunk's 64 MiB), so the head is
+ * decompressed once. A thread whose window is not full by then (a capture
  * still being written, followed live; a thread that starts later) goes on learning in the
  * reader's pass: its first steps are delivered as the shim wrote them, the later ones classified
  * once its window is full. */
@@ -56,10 +58,6 @@ void tkp_steplearn_feed(struct tkp_steplearn *l, struct tkp_record *rec);
 /* The end of the prescan (the capture's end or a full window): learns from what was seen when
  * there are enough candidates, and readies l for the reader's own pass over the same records. */
 void tkp_steplearn_rewind(struct tkp_steplearn *l);
-
-/* A copy of l (after tkp_steplearn_rewind: its learned state), for another reader of the same
- * file. NULL when out of memory. */
-struct tkp_steplearn *tkp_steplearn_clone(const struct tkp_steplearn *l);
 
 /* Whether the prescan has what it needs (every thread seen has its window, TKP_LEARN_PRESCAN_MAX
  * steps, or learning is off): stop reading. */

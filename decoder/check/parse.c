@@ -473,18 +473,7 @@ static int sincef(struct parser *P)
 
 static int binary(struct parser *P, const char *w, int op, int (*sub)(struct parser *))
 {
-    int l = sub(P);
-    while (l >= 0 && is(P, w)) {
-        struct tkp_token t = P->lx.tok;
-        parse_next(P);
-        int r = sub(P);
-        if (r < 0) return -1;
-        int n = node(P, op, &t);
-        if (n < 0) return -1;
-        N(P, n)->a = l, N(P, n)->b = r;
-        l = n;
-    }
-    return l;
+    return chain(P, sub, w, op, w, op);
 }
 
 static int andf(struct parser *P)

@@ -42,6 +42,9 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             fprintf(ctx->out, "gpu       not recorded (%s): host duration only\n", w);
         }
         tkp_analysis_print_lines(ctx->out, &m, &an);
+        char vt[256];
+        tkp_verdict_text(&an.v, vt, sizeof(vt));
+        fprintf(ctx->out, "verdict   %s\n", vt);
         if (!an.attn.ok) fputs("scaling   attention: not enough decode steps with GPU time\n", ctx->out);
         if (!an.mlp.ok)
             fputs("scaling   gemm per token: needs library calls with two token counts\n", ctx->out);
@@ -73,7 +76,7 @@ const struct tkp_cmd tkp_cmd_analyze = {
         "sequences) and gemm time against tokens per step (from library-call shapes). Splits\n"
         "the GPU idle time inside steps into launch gaps (the next kernel was launched after the\n"
         "GPU went idle) and host waits (it was queued but held back), and says whether the run\n"
-        "is gpu-bound, launch-bound or host-wait-bound.\n"
+        "is gpu-bound, launch-bound or host-bound (README \"Verdict\").\n"
         "CAPTURE... is one or more captures or directories (their *.tokprof files), merged on\n"
         "one timeline by host time; a process's rotated files read as one (docs/OPERATIONS.md).\n"
         "\n"

@@ -16,6 +16,8 @@ struct shape {
     const struct tkp_call *c; /* representative */
     uint64_t calls, kernels, call_ns, gpu_ns;
     double flops;
+    double flops_timed; /* of the calls whose kernels have GPU records: TFLOP/s divides these by
+                           gpu_ns, so that untimed calls (TOKPROF_GPU=window:N/M) do not inflate it */
 };
 
 static int same_shape(const struct tkp_call *a, const struct tkp_call *b)
@@ -84,6 +86,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         if (j == nsh) sh[nsh++].c = c;
         sh[j].calls++, sh[j].kernels += c->kernels, sh[j].call_ns += c->call_ns;
         sh[j].gpu_ns += c->gpu_ns, sh[j].flops += tkp_call_flops(c);
+        if (c->gpu_ns) sh[j].flops_timed += tkp_call_flops(c);
         total += tkp_call_flops(c);
     }
     tkp_sort(sh, nsh, sizeof(*sh), cmp_flops);
@@ -99,7 +102,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                     sh[j].calls, sh[j].kernels, sh[j].flops, sh[j].call_ns);
             if (sh[j].gpu_ns)
                 fprintf(f, ",\"gpu_ns\":%" PRIu64 ",\"tflops\":%.3f", sh[j].gpu_ns,
-                        sh[j].flops / (double)sh[j].gpu_ns / 1e3);
+                        sh[j].flops_timed / (double)sh[j].gpu_ns / 1e3);
             fputc('}', f);
         }
         fputs("],\"steps\":[", f);
@@ -126,7 +129,8 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                      tkp_compute_str(c->compute, b[3]));
             snprintf(tr, sizeof(tr), "%s%s", tkp_trans_str(c->transa, b[4]),
                      tkp_trans_str(c->transb, b[5]));
-            if (sh[j].gpu_ns) snprintf(tf, sizeof(tf), "%.2f", sh[j].flops / sh[j].gpu_ns / 1e3);
+            if (sh[j].gpu_ns)
+                snprintf(tf, sizeof(tf), "%.2f", sh[j].flops_timed / (double)sh[j].gpu_ns / 1e3);
             fprintf(f, "%-28s %7" PRIu64 " %7" PRIu64 " %7" PRIu64 " %5" PRIu64
                        " %-15s %3s %7" PRIu64 " %7" PRIu64 " %10.3f %9.1f %9s\n",
                     c->op, c->m, c->n, c->k, c->batch, ty, tr, sh[j].calls, sh[j].kernels,

@@ -6,7 +6,9 @@
  *             the layer structure shows as repeating bands; graph nodes use their node id),
  *             columns = segments (all threads; binned the same way, grown by doubling the bin
  *             as the capture goes on, so one pass and a fixed grid suffice); rows past
- *             POS_ROWS are folded into the last row.
+ *             POS_ROWS are folded into the last row. A cell is the mean over the column's
+ *             segments that have GPU records; a column whose segments launched work and have
+ *             none (TOKPROF_GPU=window:N/M) is grey, "not timed", never 0.
  *   expert    rows = segments (steps) of the MoE thread with the most expert GEMM calls, from
  *             its first to its last step with one, binned to at most TKP_SVG_MAX_ROWS rows
  *             (the mean per step of each bin); columns = experts (libcalls.h: tkp_moe_find,
@@ -18,12 +20,14 @@
  * Colour is sqrt(GPU time / max), so small classes stay visible; the legend gives the scale. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "model/libcalls.h"
 #include "model/moe.h"
 #include "model/model.h"
@@ -79,8 +83,26 @@ static int position(struct tkp_ctx *ctx, const char *path, FILE *f)
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
     }
-    while (tkp_reader_next(r, &rec) == 1) {
-        if (rec.type != TKP_REC_GPU_KERNEL || rec.thread == TKP_GPU_THREAD_NONE) continue;
+    /* segments that launched work, and those with GPU records: a column's value is the mean
+     * over its timed segments, and a column with launches but none timed (TOKPROF_GPU=window:N/M)
+     * is unknown (NaN: grey), not 0. One bit per segment each. */
+    uint8_t *sent = NULL, *timed = NULL;
+    size_t nseg = 0;
+    while (!err && tkp_reader_next(r, &rec) == 1) {
+        int gpu = rec.type == TKP_REC_GPU_KERNEL && rec.thread != TKP_GPU_THREAD_NONE;
+        if (!gpu && rec.type != TKP_REC_LAUNCH && rec.type != TKP_REC_GRAPH_LAUNCH) continue;
+        uint64_t seg = rec.step;
+        if (seg / 8 >= nseg) {
+            size_t n = nseg;
+            if (tkp_grow_zeroed((void **)&sent, &n, seg / 8 + 1, 1) ||
+                (n = nseg, tkp_grow_zeroed((void **)&timed, &n, seg / 8 + 1, 1))) {
+                err = TKP_ERR_NOMEM;
+                break;
+            }
+            nseg = n;
+        }
+        (gpu ? timed : sent)[seg / 8] |= (uint8_t)(1u << (seg % 8));
+        if (!gpu) continue;
         uint64_t row = rec.gpu.join == TKP_JOIN_GRAPH_LAUNCH && rec.gpu.node != TKP_GRAPH_UNKNOWN
                            ? rec.gpu.node
                            : rec.gpu.index;
@@ -88,23 +110,30 @@ static int position(struct tkp_ctx *ctx, const char *path, FILE *f)
     }
     tkp_cmd_warn_reader(ctx, path, r);
     tkp_reader_close(r);
-    if (!p.ncols) {
-        free(p.g);
-        return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: no GPU kernel records to place", path);
+    if (err || !p.ncols) {
+        free(p.g), free(sent), free(timed);
+        return err ? tkp_cmd_fail(ctx, err, "out of memory")
+                   : tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s: no GPU kernel records to place", path);
     }
     double *g = malloc(p.nrows * p.ncols * sizeof(*g));
     if (!g) {
-        free(p.g);
+        free(p.g), free(sent), free(timed);
         return tkp_cmd_fail(ctx, TKP_ERR_NOMEM, "out of memory");
     }
-    for (size_t i = 0; i < p.nrows; i++)
-        for (size_t c = 0; c < p.ncols; c++)
-            g[i * p.ncols + c] = p.g[i * TKP_SVG_MAX_COLS + c] / (double)p.bin;
+    for (size_t c = 0; c < p.ncols; c++) {
+        size_t nt = 0, ns = 0;
+        for (size_t k = c * p.bin; k < (c + 1) * p.bin && k / 8 < nseg; k++)
+            nt += timed[k / 8] >> (k % 8) & 1, ns += sent[k / 8] >> (k % 8) & 1;
+        for (size_t i = 0; i < p.nrows; i++)
+            g[i * p.ncols + c] = nt   ? p.g[i * TKP_SVG_MAX_COLS + c] / (double)nt
+                                 : ns ? NAN
+                                      : 0;
+    }
     tkp_svg_heatmap(f, "heatmap-position", "GPU time by position of the kernel in its step", g,
                     p.nrows, p.ncols, p.bin, "segment (step)", "kernel position in step", pos_name,
                     NULL);
     free(g);
-    free(p.g);
+    free(p.g), free(sent), free(timed);
     return 0;
 }
 
@@ -131,8 +160,9 @@ static const char *ex_col(void *arg, size_t col, char *buf)
 }
 
 /* The expert view of one MoE thread x: rows = its steps from the first to the last with expert
- * calls, binned to TKP_SVG_MAX_ROWS (the mean per step of each bin), columns = experts; GPU time,
- * or calls without GPU records. The totals under the columns are exact sums over all steps. */
+ * calls, binned to TKP_SVG_MAX_ROWS (the mean per step of each bin: per timed step with GPU time,
+ * a bin with none grey), columns = experts; GPU time, or calls without GPU records. The totals
+ * under the columns are exact sums over all steps (of the GPU time recorded). */
 static int expert_svg(FILE *f, const struct tkp_libmodel *m, const struct tkp_moe *x)
 {
     struct exrows a = {m, x->s0, x->s0, 1};
@@ -159,14 +189,27 @@ static int expert_svg(FILE *f, const struct tkp_libmodel *m, const struct tkp_mo
     for (size_t i = 0; i < (size_t)(x->s1 - x->s0); i++)
         for (size_t c = 0; c < W; c++)
             tot[c] += v[i * W + c];
-    for (size_t i = 0; i < n; i++)
+    /* with GPU time, a row is the mean over its timed steps (a call of the step has GPU time);
+     * a row with none is unknown (NaN: grey, TOKPROF_GPU=window:N/M), not 0 */
+    size_t *nt = calloc(rows + 1, sizeof(*nt));
+    if (!nt) {
+        free(g), free(tot);
+        return TKP_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct tkp_lstep *st = &m->steps[a.first + i];
+        int t = !x->has_gpu;
+        for (uint32_t k = st->first; !t && k < st->first + st->ncalls; k++)
+            t = m->calls[k].gpu_ns > 0;
+        if (!t) continue;
+        nt[i / a.bin]++;
         for (size_t c = 0; c < W; c++)
             g[(i / a.bin) * W + c] += (double)v[(size_t)(a.first - x->s0 + i) * W + c];
-    for (size_t r = 0; r < rows; r++) {
-        size_t k = r + 1 < rows ? a.bin : n - r * a.bin;
-        for (size_t c = 0; c < W; c++)
-            g[r * W + c] /= (double)k;
     }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < W; c++)
+            g[r * W + c] = nt[r] ? g[r * W + c] / (double)nt[r] : NAN;
+    free(nt);
     char title[160], ylabel[96];
     snprintf(title, sizeof(title), "%s per step by MoE expert (thread %u, %u MoE layers)",
              x->has_gpu ? "GPU time of the expert GEMMs" : "Expert GEMM calls", x->thread,

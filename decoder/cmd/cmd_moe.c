@@ -8,7 +8,8 @@
  *
  * JSON (`--json`): {"threads": [{thread, layers, experts, steps: [{step, kind, tokens,
  * max_over_mean, cv, worst_max_over_mean, worst_cv, expert_load: [[tokens per expert] per
- * layer]}], expert_totals: [{expert, tokens, calls, gpu_ns (null without GPU records)}],
+ * layer]}], expert_totals: [{expert, tokens, calls, gpu_ns, gpu_calls (the calls gpu_ns is the
+ * time of: those of timed steps; both null without GPU records)}],
  * hottest_expert (the most tokens; the lowest index on a tie)}]}. With fused expert kernels:
  * {"threads": [], "fused": {kernels: [names], per_expert_observable: false, launches, gpu_ns
  * (null without GPU records), threads: [{thread, steps: [{step, launches, kernels, gpu_ns}],
@@ -97,8 +98,13 @@ static void print_totals(FILE *f, int json, const struct tkp_moe *x, const uint6
         for (uint32_t c = 0; c < x->width; c++) {
             fprintf(f, "%s{\"expert\":%u,\"tokens\":%" PRIu64 ",\"calls\":%" PRIu64 ",\"gpu_ns\":",
                     c ? "," : "", c, tok[c], calls[c]);
-            if (x->has_gpu) fprintf(f, "%" PRIu64 "}", ns[c]);
-            else fputs("null}", f);
+            /* gpu_calls: the calls of the steps where the expert's GEMMs have GPU time — gpu_ns
+             * is theirs alone when only some steps are timed (TOKPROF_GPU=window:N/M) */
+            uint64_t timed = 0;
+            for (uint32_t r = 0; r < x->s1 - x->s0; r++)
+                if (x->ns[(size_t)r * x->width + c]) timed += x->calls[(size_t)r * x->width + c];
+            if (x->has_gpu) fprintf(f, "%" PRIu64 ",\"gpu_calls\":%" PRIu64 "}", ns[c], timed);
+            else fputs("null,\"gpu_calls\":null}", f);
         }
         fprintf(f, "],\"hottest_expert\":%u", hot);
         return;
@@ -124,12 +130,17 @@ static int cmp_u64(const void *a, const void *b)
 static int fused_thread(FILE *f, int json, const struct tkp_fused *x, size_t a, size_t b,
                         int first)
 {
-    size_t n = b - a, q = n / 4;
+    size_t rows = b - a, n = 0;
     int gpu = x->kernels > 0;
-    uint64_t *v = malloc((n ? n : 1) * sizeof(*v)), sum = 0, lo = 0, hi = 0;
+    uint64_t *v = malloc((rows ? rows : 1) * sizeof(*v)), sum = 0, lo = 0, hi = 0;
     if (!v) return TKP_ERR_NOMEM;
+    /* the figures are over the timed steps (GPU records joined): a step not timed
+     * (TOKPROF_GPU=window:N/M) is unknown, not a 0 in the mean, the median or the trend */
+    for (size_t i = 0; i < rows; i++)
+        if (x->steps[a + i].kernels) v[n++] = x->steps[a + i].gpu_ns;
+    size_t q = n / 4;
     for (size_t i = 0; i < n; i++) {
-        v[i] = x->steps[a + i].gpu_ns, sum += v[i];
+        sum += v[i];
         if (i < q) lo += v[i];
         if (i >= n - q) hi += v[i];
     }
@@ -146,7 +157,7 @@ static int fused_thread(FILE *f, int json, const struct tkp_fused *x, size_t a, 
             const struct tkp_fused_step *s = &x->steps[i];
             fprintf(f, "%s{\"step\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"kernels\":%" PRIu64
                        ",\"gpu_ns\":", i > a ? "," : "", s->step, s->launches, s->kernels);
-            if (gpu) fprintf(f, "%" PRIu64 "}", s->gpu_ns);
+            if (gpu && (s->kernels || !s->launches)) fprintf(f, "%" PRIu64 "}", s->gpu_ns);
             else fputs("null}", f);
         }
         fputs("],\"gpu_ns_per_step\":", f);
@@ -164,7 +175,8 @@ static int fused_thread(FILE *f, int json, const struct tkp_fused *x, size_t a, 
     for (size_t i = a; i < b; i++) {
         const struct tkp_fused_step *s = &x->steps[i];
         fprintf(f, "%6" PRIu64 " %9" PRIu64 " %8" PRIu64, s->step, s->launches, s->kernels);
-        if (gpu) fprintf(f, " %10.1f", (double)s->gpu_ns / 1e3);
+        if (gpu && (s->kernels || !s->launches)) fprintf(f, " %10.1f", (double)s->gpu_ns / 1e3);
+        else if (gpu) fprintf(f, " %10s", "-"); /* not timed */
         fputc('\n', f);
     }
     if (!gpu) {

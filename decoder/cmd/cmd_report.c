@@ -8,6 +8,7 @@
  * accumulator, and with --spec one more pass runs the spec monitor (report_spec.c). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,8 +118,9 @@ static int figures(FILE *f, const struct tkp_model *m, int gpu)
         if (!v) err = TKP_ERR_NOMEM;
         for (int c = 0; !err && c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
             double t = 0;
-            for (long i = 0; i < n; i++)
-                t += cls[(size_t)c * (size_t)n + (size_t)i];
+            for (long i = 0; i < n; i++) /* NaN: a bin not timed (svg.h) */
+                if (!isnan(cls[(size_t)c * (size_t)n + (size_t)i]))
+                    t += cls[(size_t)c * (size_t)n + (size_t)i];
             if (t <= 0) continue;
             memcpy(v + ns * (size_t)n, cls + (size_t)c * (size_t)n, (size_t)n * sizeof(*v));
             names[ns++] = tkp_classes_name(m->opts.classes, c);
@@ -260,17 +262,21 @@ static int write_report(FILE *f, const char *path, const struct tkp_model *m,
             CSS);
     esc(f, path);
     fputs("</h1>\n<h2>Summary</h2>\n<p>", f);
-    size_t tok = 0;
+    size_t tok = 0, timed = 0;
     for (size_t i = 0; i < m->nsteps; i++)
-        tok += m->steps[i].kind == 0;
+        if (m->steps[i].kind == TKP_STEP_TOKEN) tok++, timed += tkp_mstep_timed(&m->steps[i]);
     fprintf(f, "%zu token steps; GPU records: %s", tok, gpu ? "yes" : "no (");
     if (!gpu) esc(f, why), fputs(")", f);
-    if (gpu)
-        fprintf(f, "; verdict: <b>%s</b> (GPU idle %.1f%% of the steps' GPU span).</p>\n",
-                an->verdict, 100.0 * an->idle_share);
-    else /* no idle share to quote */
-        fprintf(f, "; verdict: <b>%s</b> (GPU-bound or host-bound needs GPU records).</p>\n",
-                an->verdict);
+    if (gpu && timed < tok) /* the others' GPU time is unknown: grey in the figures */
+        fprintf(f, ", %zu of %zu token steps timed (TOKPROF_GPU=%s; grey: not timed)", timed, tok,
+                m->gpu_mode[0] ? m->gpu_mode : "?");
+    char vt[256];
+    tkp_verdict_text(&an->v, vt, sizeof(vt));
+    const char *colon = strchr(vt, ':');
+    fprintf(f, "; verdict: <b>%s</b> (", an->verdict);
+    esc(f, colon ? colon + 2 : vt);
+    if (gpu) fprintf(f, "; GPU idle %.1f%% of the steps' GPU span", 100.0 * an->idle_share);
+    fputs(").</p>\n", f);
     if ((err = pre(f, "analysis", analysis_lines, m, an))) return err;
     if ((err = figures(f, m, gpu))) return err;
     if (crit && (err = whatif_figure(f, crit, change))) return err;

@@ -3,7 +3,8 @@
  *
  * JSON (`--json`): one object {"gpu": {"available", "reason"}, "steps": [...]}; each step has
  *   the columns of model/columns.def (TKP_COLS_STEPS, in its order, each with its docs line);
- *   those marked GPU only when the capture has GPU records; null when unknown.
+ *   those marked GPU only when the capture has GPU records; null when unknown (the GPU ones of a
+ *   step that was not timed: model.h, tkp_mstep_timed).
  * CSV (`--csv`): the same keys as columns, null as an empty field. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -91,7 +92,7 @@ static void print_text(FILE *f, const struct opts *o, const struct tkp_steprows 
                        const char *why)
 {
     const struct tkp_model *m = x->m;
-    int assumed = 0;
+    int assumed = 0, untimed = 0;
     if (!gpu) fprintf(f, "GPU: not recorded (%s); GPU columns omitted\n", why);
     fprintf(f, "%5s %4s %8s %-7s %6s %9s %8s %8s %6s", "step", "seg", "tid", "kind", "tokens",
             "host_us", "gap_us", "launches", "graphs");
@@ -113,7 +114,9 @@ static void print_text(FILE *f, const struct opts *o, const struct tkp_steprows 
         if (s->has_gap) fprintf(f, " %8.1f", (double)s->gap_ns / 1e3);
         else fprintf(f, " %8s", "-");
         fprintf(f, " %8" PRIu64 " %6" PRIu64, s->launches, s->graph_launches);
-        if (gpu) {
+        if (gpu && !tkp_mstep_timed(s)) {
+            fprintf(f, " %9s %9s %9s %7s %-13s", "-", "-", "-", "-", "-"), untimed = 1;
+        } else if (gpu) {
             uint64_t span = tkp_mstep_span_ns(s);
             us(f, 9, span);
             us(f, 9, s->busy_ns);
@@ -124,6 +127,9 @@ static void print_text(FILE *f, const struct opts *o, const struct tkp_steprows 
         }
         fprintf(f, " %s\n", r.anomaly ? r.anomaly : "");
     }
+    if (untimed)
+        fprintf(f, "- GPU columns of a step that launched work but has no GPU record: not timed "
+                   "(TOKPROF_GPU=%s), unknown, not 0\n", m->gpu_mode[0] ? m->gpu_mode : "?");
     if (assumed)
         fputs("~ tokens assumed: no GEMM shapes in the capture, so a batch-1 decode loop (one "
               "token per step) is assumed\n", f);
@@ -198,6 +204,8 @@ const struct tkp_cmd tkp_cmd_steps = {
         "launch-to-start latency and the kernel class with the most GPU time. A step is\n"
         "flagged when its host duration or GPU busy time is over 3x the median of token\n"
         "steps. Without GPU records the GPU columns are left out and the reason is printed.\n"
+        "A step that launched work but has no GPU record was not timed (TOKPROF_GPU=window:N/M\n"
+        "or trigger): its GPU columns are '-' (null in --json, empty in --csv), never 0.\n"
         "Tokens of a token step (tokens_source in --json/--csv), the first rule that applies:\n"
         "  unknown   a forward in two or more graph launches (vLLM's piecewise CUDA graphs):\n"
         "            its GEMMs are inside the graphs, the eager ones count sequences;\n"

@@ -10,9 +10,10 @@
  *   - inter-token latency (ITL): end_ns of a token step minus end_ns of the previous token step
  *     of the same thread (when the host saw consecutive tokens), pooled over threads;
  *   - GPU time by class: kernel durations summed per class (model.h: classes.h);
- *   - verdict: idle share = sum of idle / sum of GPU span over token steps (idle = span - busy,
- *     the GPU waiting inside a step); above TKP_IDLE_BOUND (figures.h) the GPU is waiting on the
- * host: "host/launch-bound", else "gpu-bound"; "unknown" without GPU records;
+ *   - verdict: figures.h's one rule (the token steps' time split into the host waiting on the
+ *     GPU, in launch calls, in its own code): "gpu-bound", "launch-bound", "host-bound" or
+ *     "unknown" (no token step); GPU idle share = sum of idle / sum of GPU span over token steps
+ *     (idle = span - busy, the GPU waiting inside a step), shown beside it with GPU records;
  *   - worst steps: the 3 token steps with the longest host duration; the cause is the figure
  *     that grew most over its median across token steps: a kernel class's GPU time, "GPU idle"
  *     (idle inside the span) or "host" (host duration not covered by the GPU span); "none" when
@@ -44,14 +45,22 @@
  *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS); only when there are some
  *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
  *                            host_only_shifts, slopes, idle and
- *                            verdict (analysis.h: "launch-bound" / "host-wait-bound" split)
+ *                            verdict (the same as verdict below)
  *   itl_ns          object   inter-token latency {p50, p90, p99, max}, each null with < 2 token
  *                            steps on every thread
  *   gpu             object   {available bool, reason str|null (why no GPU records),
- *                            busy_p50_ns, span_p50_ns (int|null), idle_share (0..1|null)}
+ *                            busy_p50_ns, busy_p90_ns, busy_p99_ns, span_p50_ns (int|null),
+ *                            timed_steps, token_steps (int), idle_share (0..1|null)}; the
+ *                            busy and span percentiles and the idle share are over the
+ *                            timed_steps: token steps with GPU kernel records. A step not
+ *                            timed (TOKPROF_GPU=window:N/M, trigger) is unknown, never a 0
+ *                            among them
  *   classes         array    [{class, ns, share}] GPU kernel time of token steps by class, most
  *                            first (empty without GPU records)
- *   verdict         string   "gpu-bound", "host/launch-bound" or "unknown"
+ *   verdict         string   "gpu-bound", "launch-bound", "host-bound" or "unknown" (figures.h)
+ *   verdict_split   object|null {gpu_share, idle_wait_share, launch_share, own_share (0..1, they
+ *                            add up to 1)}: the token steps' time the rule split
+ *                            (figures.h); null when the verdict is unknown
  *   worst_steps     array    [{step (token index), tid, host_ns, cause}] the 3 slowest token steps
  *   processes       array    [{pid, program, threads, launches, graph_launches}] per process, in
  *                            the order first seen (one entry for one capture; several captures or
@@ -85,6 +94,7 @@ struct insight {
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
     uint64_t hidden; /* token steps of unknown tokens: analysis.h, TKP_HIDDEN_GRAPHS */
+    uint64_t busy[3]; /* GPU busy per step p50, p90, p99 over the timed token steps (nr.gpu_steps) */
 };
 
 struct thread_sum {
@@ -236,6 +246,19 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
         in->hidden += (uint64_t)as.hidden;
     }
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
+    /* busy percentiles over the token steps that have GPU records (norms.h's set): a step that
+     * was not timed (TOKPROF_GPU=window:N/M, trigger) is unknown, not a 0 among them */
+    uint64_t *v = malloc((in->nr.gpu_steps ? in->nr.gpu_steps : 1) * sizeof(*v));
+    if (!v) return TKP_ERR_NOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < m->nsteps && n < in->nr.gpu_steps; i++)
+        if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].gpu_kernels)
+            v[n++] = m->steps[i].busy_ns;
+    tkp_sort_u64(v, n);
+    static const double q[3] = {0.5, 0.9, 0.99};
+    for (int k = 0; k < 3; k++)
+        in->busy[k] = tkp_pct_sorted(v, n, q[k]);
+    free(v);
     for (int c = 0; c < m->nclasses; c++) {
         in->class_total += m->cls[c].total_ns;
         if (!m->cls[c].total_ns) continue;
@@ -270,8 +293,13 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
     tkp_json_str(f, in->rf.gpu ? NULL : in->rf.why);
     int g = in->rf.gpu && in->nr.gpu_steps;
     putc(',', f);
-    json_pct(f, "busy_p50_ns", g, in->nr.busy_p50);
+    json_pct(f, "busy_p50_ns", g, in->busy[0]);
     putc(',', f);
+    json_pct(f, "busy_p90_ns", g, in->busy[1]);
+    putc(',', f);
+    json_pct(f, "busy_p99_ns", g, in->busy[2]);
+    fprintf(f, ",\"timed_steps\":%zu,\"token_steps\":%zu,", in->rf.gpu ? in->nr.gpu_steps : 0,
+            in->nr.token_steps);
     json_pct(f, "span_p50_ns", g, in->nr.span_p50);
     if (g)
         fprintf(f, ",\"idle_share\":%.6f}", in->rf.idle_share);
@@ -284,7 +312,16 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
         fprintf(f, ",\"ns\":%" PRIu64 ",\"share\":%.6f}", m->cls[c].total_ns,
                 (double)m->cls[c].total_ns / (double)in->class_total);
     }
-    fprintf(f, "],\"verdict\":\"%s\",\"worst_steps\":[", in->rf.verdict);
+    const struct tkp_verdict *v = &in->rf.v;
+    fprintf(f, "],\"verdict\":\"%s\",\"verdict_split\":", v->word);
+    if (strcmp(v->word, "unknown"))
+        fprintf(f,
+                "{\"gpu_share\":%.6f,\"idle_wait_share\":%.6f,\"launch_share\":%.6f,"
+                "\"own_share\":%.6f}",
+                v->gpu_share, v->idle_wait_share, v->launch_share, v->own_share);
+    else
+        fputs("null", f);
+    fputs(",\"worst_steps\":[", f);
     for (size_t w = 0; w < in->rf.nworst; w++) {
         const struct tkp_mstep *s = &m->steps[in->rf.worst[w]];
         fprintf(f, "%s{\"step\":%" PRId64 ",\"tid\":%u,\"host_ns\":%" PRIu64 ",\"cause\":",
@@ -325,21 +362,27 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
                 ms(in->rf.itl[0]), ms(in->rf.itl[1]), ms(in->rf.itl[2]), ms(in->rf.itl[3]));
     else
         fputs("latency   inter-token: fewer than 2 token steps", f);
-    if (in->rf.gpu && in->nr.gpu_steps)
-        fprintf(f, "; GPU busy per step p50 %.3f ms\n", ms(in->nr.busy_p50));
-    else
+    if (in->rf.gpu && in->nr.gpu_steps) {
+        fprintf(f, "; GPU busy per step p50 %.3f ms, p99 %.3f", ms(in->busy[0]), ms(in->busy[2]));
+        if (in->nr.gpu_steps < in->nr.token_steps)
+            fprintf(f, " over the %zu timed of %zu token steps (TOKPROF_GPU=%s; the others "
+                       "unknown)", in->nr.gpu_steps, in->nr.token_steps,
+                    m->gpu_mode[0] ? m->gpu_mode : "?");
+        putc('\n', f);
+    } else
         fputs("; GPU busy: not recorded\n", f);
+    char vt[256];
+    tkp_verdict_text(&in->rf.v, vt, sizeof(vt));
     if (!in->rf.gpu) {
         fprintf(f, "gpu time  not recorded: %s\n", in->rf.why);
-        fputs("verdict   unknown: GPU-bound or host-bound needs GPU records\n", f);
+        fprintf(f, "verdict   %s\n", vt);
     } else {
         fputs("gpu time ", f);
         for (int i = 0; i < in->nclasses_used && i < 4; i++)
             fprintf(f, "%s %s %.1f%%", i ? "," : "", tkp_classes_name(m->opts.classes, in->order[i]),
                     100.0 * (double)m->cls[in->order[i]].total_ns / (double)in->class_total);
         fputs(in->nclasses_used ? "\n" : " no kernels in token steps\n", f);
-        fprintf(f, "verdict   %s: GPU idle %.1f%% of the token steps' GPU span\n", in->rf.verdict,
-                100.0 * in->rf.idle_share);
+        fprintf(f, "verdict   %s\n", vt);
     }
     fputs("worst    ", f);
     for (size_t w = 0; w < in->rf.nworst; w++) {
@@ -521,7 +564,8 @@ const struct tkp_cmd tkp_cmd_summary = {
         "\n"
         "The capture FILE at a glance. Five lines first: token steps, inter-token latency and\n"
         "GPU busy time per step, where the GPU time goes by kernel class, whether the run is\n"
-        "GPU-bound or host/launch-bound (GPU idle share inside the steps), and the 3 slowest\n"
+        "gpu-bound, launch-bound or host-bound (the host's time: waiting on the GPU, in launch\n"
+        "calls, in its own code; README \"Verdict\"), and the 3 slowest\n"
         "steps with what grew in them. Then the counts: token steps, kernel and graph launches,\n"
         "copies, syncs, threads, records the shim had to drop, and the span of time covered. A\n"
         "capture cut short (a killed program) is summarised up to its last whole chunk, with a\n"

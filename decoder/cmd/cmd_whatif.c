@@ -7,9 +7,10 @@
  * no_event, open}, tokens_known, latency_ns (the launch latency the model used),
  * observed {itl_ns {p50, p90, p99, mean}, tokens_per_s}, predicted {the same} (null when no
  * interval could be predicted), per_step {host_ns, wait_ns, gpu_ns} each {observed, predicted}
- * (means over the compared steps: host running, host blocked in syncs, GPU time), bound
- * ("gpu" when the host waited on the GPU for more than a quarter of the observed step, else
- * "host"), and with --per-step: steps [{thread, seg, index, observed_ns, predicted_ns, why}]. */
+ * (means over the compared steps: host running, host blocked in syncs, GPU time), bound (the
+ * observed run's verdict, figures.h's one rule over the token steps: "gpu-bound",
+ * "launch-bound", "host-bound", "unknown"; the word summary says), and with --per-step: steps
+ * [{thread, seg, index, observed_ns, predicted_ns, why}]. */
 #include <inttypes.h>
 #include <math.h>
 #include <regex.h>
@@ -198,6 +199,7 @@ struct result {
     int tokens_known;
     struct figures obs, pred;
     double host_o, host_p, wait_o, wait_p, gpu_o, gpu_p; /* means per compared step */
+    struct tkp_verdict v; /* the observed run's (figures.h) */
 };
 
 static const char *why_str(uint32_t w)
@@ -310,10 +312,9 @@ static void print_text(FILE *f, const struct opts *o, const struct result *r, ui
     fprintf(f, "host running      %11.1f  %12.1f\n", r->host_o / 1e3, r->host_p / 1e3);
     fprintf(f, "host waiting GPU  %11.1f  %12.1f\n", r->wait_o / 1e3, r->wait_p / 1e3);
     fprintf(f, "GPU time          %11.1f  %12.1f\n", r->gpu_o / 1e3, r->gpu_p / 1e3);
-    double step = r->host_o + r->wait_o;
-    int gpu_bound = step > 0 && r->wait_o > step / 4;
-    fprintf(f, "\ncritical path: %s-bound (the host waited on the GPU %.0f%% of the step); ",
-            gpu_bound ? "GPU" : "host", step > 0 ? r->wait_o * 100 / step : 0);
+    char vt[256];
+    tkp_verdict_text(&r->v, vt, sizeof(vt));
+    fprintf(f, "\ncritical path: %s; ", vt);
     double dh = r->host_p - r->host_o, dw = r->wait_p - r->wait_o;
     fprintf(f, "what moved per step: host %+.1f us, waits on the GPU %+.1f us", dh / 1e3, dw / 1e3);
     if (r->gpu_p != r->gpu_o && fabs(dw) < 0.1 * fabs(r->gpu_p - r->gpu_o))
@@ -399,8 +400,15 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         tkp_cmd_fail(ctx, err, "out of memory");
         goto out;
     }
+    struct tkp_split sp; /* the verdict: the observed run's, as summary says it */
+    tkp_model_split(&m, &sp);
+    tkp_verdict_make(&sp, &res.v);
     uint64_t lat = tkp_crit_latency_ns(c);
     o.graph_used = tkp_crit_graph_ns(c, &o.graph_measured);
+    size_t graphed, whole = tkp_crit_graph_whole(c, &graphed);
+    if (whole)
+        ctx->warn(ctx, "--graphs-end '%s' matched no launch in %zu of %zu token steps: those "
+                  "replayed whole", o.gend, whole, graphed);
     if (o.json) {
         if (o.per_step) fprintf(f, "],");
         fprintf(f, "\"change\":{\"scale\":[");
@@ -414,6 +422,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
                 o.ch.graph_ns ? "given" : o.graph_measured ? "capture" : "default");
         if (o.ch.graph_end) tkp_json_str(f, o.gend);
         else fprintf(f, "null");
+        if (o.ch.graph_end) fprintf(f, ",\"graphs_end_missed\":%zu", whole);
         fprintf(f, "},");
         fprintf(f,
                 "\"token_steps\":%zu,\"unpredicted\":%zu,\"why\":{\"no_gpu\":%zu,\"no_event\":%zu,"
@@ -424,15 +433,14 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
             json_figures(f, "observed", &res.obs);
             fputc(',', f);
             json_figures(f, "predicted", &res.pred);
-            double step = res.host_o + res.wait_o;
             fprintf(f,
                     ",\"per_step\":{\"host_ns\":{\"observed\":%.0f,\"predicted\":%.0f},"
                     "\"wait_ns\":{\"observed\":%.0f,\"predicted\":%.0f},"
                     "\"gpu_ns\":{\"observed\":%.0f,\"predicted\":%.0f}},\"bound\":\"%s\"}\n",
                     res.host_o, res.host_p, res.wait_o, res.wait_p, res.gpu_o, res.gpu_p,
-                    step > 0 && res.wait_o > step / 4 ? "gpu" : "host");
+                    res.v.word);
         } else {
-            fprintf(f, "\"observed\":null,\"predicted\":null}\n");
+            fprintf(f, "\"observed\":null,\"predicted\":null,\"bound\":\"%s\"}\n", res.v.word);
         }
     } else {
         print_text(f, &o, &res, lat);
@@ -467,13 +475,14 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "blocking copy makes the host wait for its stream or event, a graph replay runs its\n"
         "recorded nodes by their dependencies. What the capture cannot explain (a kernel's jitter,\n"
         "a sync's wake-up) is kept as it was, so with no change the prediction is the observation.\n"
-        "Needs GPU records (TOKPROF_GPU on, the default): a step whose critical path lacks one\n"
-        "is counted as not predictable, never guessed.\n"
+        "Needs GPU records (TOKPROF_GPU=always; the default times 2 steps of 20): a step whose\n"
+        "critical path lacks one is counted as not predictable, never guessed.\n"
         "\n"
         "  --scale CLASS_OR_REGEX=F  GPU durations x F for a kernel class (attention, gemm, ...:\n"
         "                   tokprof kernels shows them) or kernel names matching an extended\n"
         "                   regex (case-insensitive); repeatable, the first match wins\n"
-        "  --host F         host segments x F (the scheduler, Python, the launch calls)\n"
+        "  --host F         host segments x F (the scheduler, Python); each launch call's own\n"
+        "                   cost stays (--launch-ns sets it)\n"
         "  --launch-ns N    each launch's host cost (the smallest gap between two launches seen)\n"
         "                   replaced by N ns\n"
         "  --graphs         each step's eager launches, up to its last --graphs-end launch, as\n"
@@ -484,14 +493,16 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "                   cudaGraphLaunch in the capture), 10000 when the capture has none\n"
         "  --graphs-end CLASS_OR_REGEX  where a step's graph ends: its last launch of that class\n"
         "                   or name regex (default norm: the forward's final norm; none: the\n"
-        "                   whole step)\n"
+        "                   whole step); steps with no such launch are replayed whole, counted\n"
+        "                   in a warning and in --json's change.graphs_end_missed\n"
         "  --per-step       with --json: every token interval, observed and predicted (or why not)\n"
         "  --json           one JSON object: observed / predicted {itl_ns {p50, p90, p99, mean},\n"
         "                   tokens_per_s}, per_step means, bound\n"
         "  --classes FILE   extra 'CLASS REGEX' lines, tried before the built-in classes\n"
         "\n"
-        "Reading it: if the host waited on the GPU for little of the step (host-bound), a faster\n"
-        "GPU moves nothing and --host does; the 'what moved' line says which.\n"
+        "Reading it: the critical path line is summary's verdict (README \"Verdict\"): when the\n"
+        "host waited on the GPU for little of the step (host- or launch-bound), a faster GPU\n"
+        "moves nothing and --host or --launch-ns does; the 'what moved' line says which.\n"
         "\n"
         "example: would FlashAttention twice as fast help, and would a faster scheduler?\n"
         "  tokprof whatif --scale attention=0.5 server.1234.tokprof\n"

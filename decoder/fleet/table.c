@@ -21,13 +21,14 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-/* each table: the identity, then the columns of model/columns.def that are not LOCAL */
-#define FLEET_ALL(...) __VA_ARGS__,
-#define FLEET_GPU(...) __VA_ARGS__,
-#define FLEET_TIME(...) __VA_ARGS__,
-#define FLEET_LOCAL(...)
-#define COL_NUM(name, type, where, ...) FLEET_##where({#name, TKP_COL_##type})
-#define COL_STR(name, where, ...) FLEET_##where({#name, TKP_COL_STR})
+/* each table: the identity, then the columns of model/columns.def that are not LOCAL; GPU numbers
+ * are Nullable (NULL for a step that was not timed: model.h, tkp_mstep_timed) */
+#define FLEET_ALL(name, t) {#name, t},
+#define FLEET_GPU(name, t) {#name, (t) == TKP_COL_U64 ? TKP_COL_NU64 : (t)},
+#define FLEET_TIME(name, t) {#name, t},
+#define FLEET_LOCAL(name, t)
+#define COL_NUM(name, type, where, ...) FLEET_##where(name, TKP_COL_##type)
+#define COL_STR(name, where, ...) FLEET_##where(name, TKP_COL_STR)
 static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
 static const struct tkp_tab_col step_classes[] = {IDENT, TKP_COLS_STEP_CLASSES(COL_NUM, COL_STR)};
 static const struct tkp_tab_col kernels[] = {IDENT, TKP_COLS_KERNELS(COL_NUM, COL_STR)};

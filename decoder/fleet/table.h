@@ -20,8 +20,9 @@
  *   version     tokprof's version that made the row
  *   ingest_batch   0 from `tokprof table`; the batch number from `tokprof ingest`
  * Times are epoch ns: host_ns - META start_monotonic_ns + start_realtime_ns (monotonic when the
- * capture has no META). No NULLs: unknown numbers are 0, an unknown token index -1, unknown
- * words "".
+ * capture has no META). One kind of NULL: a GPU figure of a step that was not timed (steps'
+ * GPU columns are Nullable: model.h, tkp_mstep_timed; 0 would read as an idle GPU). Other unknown
+ * numbers are 0, an unknown token index -1, unknown words "".
  *
  * Memory: the step model's (model.h: O(steps x classes) of one capture), the distinct rows of
  * kernels and calls (calls streamed: table_calls.h) and GEMM weights; for moe, when the capture

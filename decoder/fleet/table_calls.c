@@ -19,6 +19,8 @@ struct wstep { /* a step's launches: the library call of each (0: none) */
 
 struct wcall {
     uint32_t call, row; /* row + 1; 0 free */
+    uint64_t flops;     /* the call's, counted in its row's timed_flops at its first kernel */
+    int timed;          /* a GPU record of its kernels came */
 };
 
 struct wthread {
@@ -122,7 +124,8 @@ static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t ho
                             l->batch,  l->atype,   l->btype,
                             l->ctype,  l->compute, l->transa,
                             l->transb, 0,          0,
-                            0,         0};
+                            0,         0,          0,
+                            0};
     long i = row_of(c, &key);
     struct wthread *w = thread_at(c, r->thread);
     if (i < 0 || !w) return TKP_ERR_NOMEM;
@@ -130,9 +133,11 @@ static int on_call(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t ho
     row->calls++;
     row->host_ns += l->call_ns;
     /* FLOPs of executed GEMMs only (libcalls.h: tkp_call_executed) */
+    uint64_t flops = 0;
     if (!l->status && !(l->flags & TKP_LIBF_CAPTURED) && l->m && l->n && l->k)
-        row->flops += 2 * l->m * l->n * l->k * (l->batch ? l->batch : 1);
-    w->calls[l->call % TKP_TCALLS_CALLS] = (struct wcall){l->call, (uint32_t)i + 1};
+        flops = 2 * l->m * l->n * l->k * (l->batch ? l->batch : 1);
+    row->flops += flops;
+    w->calls[l->call % TKP_TCALLS_CALLS] = (struct wcall){l->call, (uint32_t)i + 1, flops, 0};
     return 0;
 }
 
@@ -160,12 +165,15 @@ static void on_kernel(struct tkp_tcalls *c, const struct tkp_record *r)
     }
     uint32_t call = s->call[r->gpu.index];
     if (!call) return; /* a launch outside any library call */
-    const struct wcall *wc = &w->calls[call % TKP_TCALLS_CALLS];
+    struct wcall *wc = &w->calls[call % TKP_TCALLS_CALLS];
     if (wc->call != call || !wc->row) {
         c->late++;
         return;
     }
-    c->rows[wc->row - 1].gpu_ns += r->gpu.end_ns - r->gpu.start_ns;
+    struct tkp_callrow *row = &c->rows[wc->row - 1];
+    row->gpu_ns += r->gpu.end_ns - r->gpu.start_ns;
+    if (!wc->timed) /* its first kernel: a timed call (TOKPROF_GPU=window:N/M times some) */
+        wc->timed = 1, row->timed_calls++, row->timed_flops += wc->flops;
 }
 
 int tkp_tcalls_add(struct tkp_tcalls *c, const struct tkp_record *r, uint64_t hour_ns)

@@ -29,7 +29,8 @@ struct tkp_tab_out {
     uint64_t rows;
     struct buf stage; /* text, or a Native block being serialised */
     struct buf *colb; /* Native: per column values */
-    struct buf *offs; /* Native: per array column, its rows' end offsets */
+    struct buf *offs; /* Native: per array column, its rows' end offsets; per Nullable, its null
+                         map */
     uint64_t *nelem;  /* Native: per array column, elements so far in the block */
     size_t block_rows;
     ZSTD_CStream *zs;
@@ -73,8 +74,9 @@ static void puts_(struct tkp_tab_out *o, struct buf *b, const char *s)
 
 const char *tkp_tab_type_name(int type)
 {
-    static const char *const n[] = {"UInt64", "Int64", "String", "Array(String)"};
-    return type >= 0 && type <= TKP_COL_STRS ? n[type] : "?";
+    static const char *const n[] = {"UInt64", "Int64", "String", "Array(String)",
+                                    "Nullable(UInt64)"};
+    return type >= 0 && type <= TKP_COL_NU64 ? n[type] : "?";
 }
 
 const char *tkp_tab_fmt_name(int fmt)
@@ -196,7 +198,9 @@ static void header(struct tkp_tab_out *o)
 static inline const struct tkp_tab_col *next_col(struct tkp_tab_out *o, int type)
 {
     if (!o->started) header(o);
-    if (o->col >= o->ncols || o->cols[o->col].type != type) {
+    if (o->col >= o->ncols ||
+        (o->cols[o->col].type != type &&
+         !(type == TKP_COL_U64 && o->cols[o->col].type == TKP_COL_NU64))) {
         if (!o->err) o->err = TKP_ERR_USAGE;
         return NULL;
     }
@@ -311,11 +315,26 @@ void tkp_tab_u64(struct tkp_tab_out *o, uint64_t v)
         num_text(o, v, 0);
         return;
     }
-    if (!next_col(o, TKP_COL_U64)) return;
-    if (o->fmt == TKP_FMT_NATIVE)
+    const struct tkp_tab_col *c = next_col(o, TKP_COL_U64);
+    if (!c) return;
+    if (o->fmt == TKP_FMT_NATIVE) {
         put(o, &o->colb[o->col - 1], &v, 8); /* x86-64: little end */
-    else
+        if (c->type == TKP_COL_NU64) putc_(o, &o->offs[o->col - 1], 0); /* not NULL */
+    } else {
         num_text(o, v, 0);
+    }
+}
+
+void tkp_tab_null(struct tkp_tab_out *o)
+{
+    static const uint64_t zero = 0;
+    if (!next_col(o, TKP_COL_NU64)) return;
+    if (o->fmt == TKP_FMT_NATIVE) {
+        put(o, &o->colb[o->col - 1], &zero, 8);
+        putc_(o, &o->offs[o->col - 1], 1);
+    } else {
+        puts_(o, &o->stage, o->fmt == TKP_FMT_JSON ? "null" : "\\N");
+    }
 }
 
 void tkp_tab_i64(struct tkp_tab_out *o, int64_t v)
@@ -444,7 +463,8 @@ static int native_block(struct tkp_tab_out *o)
     for (int c = 0; c < o->ncols; c++) {
         native_str(o, &o->stage, o->cols[c].name);
         native_str(o, &o->stage, tkp_tab_type_name(o->cols[c].type));
-        if (o->cols[c].type == TKP_COL_STRS) put(o, &o->stage, o->offs[c].p, o->offs[c].len);
+        if (o->cols[c].type == TKP_COL_STRS || o->cols[c].type == TKP_COL_NU64)
+            put(o, &o->stage, o->offs[c].p, o->offs[c].len); /* offsets; a null map */
         put(o, &o->stage, o->colb[c].p, o->colb[c].len);
         o->colb[c].len = o->offs[c].len = 0;
         o->nelem[c] = 0;

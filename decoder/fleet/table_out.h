@@ -17,7 +17,9 @@
  *     \u00XX, other bytes as they are); 64-bit integers unquoted.
  *   - Native: blocks of TKP_TAB_BLOCK_ROWS rows, each "ncols nrows" (varints), then per column
  *     its name, type name and values (little-endian integers, varint-prefixed strings, arrays
- *     as UInt64 end offsets then the elements). No block info: the HTTP/file form.
+ *     as UInt64 end offsets then the elements, Nullable as one byte per row (1: NULL) then the
+ *     values, 0 in a NULL's place). No block info: the HTTP/file form.
+ * A NULL is \N in TSV and null in JSONEachRow.
  * Memory: one block of rows (Native) or TKP_TAB_STAGE bytes (text) plus the compressor's window,
  * whatever the number of rows. */
 #ifndef TKP_TABLE_OUT_H
@@ -30,7 +32,9 @@
 #define TKP_TAB_STAGE (256u << 10) /* text bytes staged before they are compressed */
 #define TKP_TAB_COLS_MAX 48
 
-enum tkp_tab_type { TKP_COL_U64, TKP_COL_I64, TKP_COL_STR, TKP_COL_STRS };
+/* TKP_COL_NU64: Nullable(UInt64), written with tkp_tab_u64 or tkp_tab_null (a GPU figure of a step
+ * that was not timed: model.h, tkp_mstep_timed). In Native its null map precedes its values. */
+enum tkp_tab_type { TKP_COL_U64, TKP_COL_I64, TKP_COL_STR, TKP_COL_STRS, TKP_COL_NU64 };
 enum tkp_tab_fmt { TKP_FMT_TSV, TKP_FMT_JSON, TKP_FMT_NATIVE };
 enum tkp_tab_z { TKP_Z_ZSTD, TKP_Z_GZIP, TKP_Z_NONE };
 
@@ -64,6 +68,7 @@ void tkp_tab_u64(struct tkp_tab_out *o, uint64_t v);
 void tkp_tab_i64(struct tkp_tab_out *o, int64_t v);
 void tkp_tab_str(struct tkp_tab_out *o, const char *s); /* NULL reads as "" */
 void tkp_tab_strs(struct tkp_tab_out *o, const char *const *v, size_t n);
+void tkp_tab_null(struct tkp_tab_out *o); /* a NULL, in a TKP_COL_NU64 column only */
 int tkp_tab_row_end(struct tkp_tab_out *o);
 /* Text formats: the bytes of the current row's columns so far and their count (*ncols), which
  * tkp_tab_row_again() writes again as the first columns of a later row, to repeat columns that are

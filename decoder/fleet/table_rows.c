@@ -190,11 +190,16 @@ static void ident(struct tkp_tab_out *o, const struct tkp_rows_emit *e, uint64_t
 }
 
 /* One cell of spec c (has, v, str: as tkp_steprow_cell's) in the fleet's encoding: nothing when
- * LOCAL, nulls as fleet_null (words as ''), host times as epoch ns. */
+ * LOCAL, a GPU number's null as NULL, other nulls as fleet_null (words as ''), host times as
+ * epoch ns. */
 static void fleet_cell(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                        const struct tkp_colspec *c, int has, int64_t v, const char *str)
 {
     if (c->where == TKP_CW_LOCAL) return;
+    if (!has && c->where == TKP_CW_GPU && c->type != TKP_CT_STR) {
+        tkp_tab_null(o);
+        return;
+    }
     if (c->type == TKP_CT_STR) tkp_tab_str(o, has ? str : "");
     else if (!has) v = c->fleet_null;
     else if (c->where == TKP_CW_TIME) v = (int64_t)epoch(e->p, (uint64_t)v);

@@ -479,7 +479,15 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
         if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].thread == an->thread) idx[n++] = i;
     an->nseries = n;
     int err = series_cps(m, an, idx, n, 0, v, w);
-    if (!err && an->gpu) err = series_cps(m, an, idx, n, 1, v, w);
+    if (!err && an->gpu) { /* GPU busy over the steps with GPU records: one not timed
+                              (TOKPROF_GPU=window:N/M) is unknown, not a drop to 0 */
+        size_t *tidx = malloc((n ? n : 1) * sizeof(*tidx)), nt = 0;
+        if (!tidx) err = TKP_ERR_NOMEM;
+        for (size_t i = 0; tidx && i < n; i++)
+            if (m->steps[idx[i]].gpu_kernels) tidx[nt++] = idx[i];
+        if (tidx) err = series_cps(m, an, tidx, nt, 1, v, w);
+        free(tidx);
+    }
     if (!err && an->gpu) host_explained(m, acc, an, idx, w);
     if (!err) slopes(m, acc, an, idx, n, v, w);
     free(idx), free(v), free(w);
@@ -487,10 +495,10 @@ int tkp_analysis_make(const struct tkp_model *m, const struct tkp_acc *acc, stru
     an->idle_share = an->span_ns ? (double)idle / (double)an->span_ns : 0;
     uint64_t split = an->launch_gap_ns + an->wait_ns;
     an->gap_share = split ? (double)an->launch_gap_ns / (double)split : 0;
-    an->verdict = !an->gpu || !an->span_ns          ? "unknown"
-                  : an->idle_share <= TKP_CP_IDLE_BOUND ? "gpu-bound"
-                  : an->gap_share > 0.5             ? "launch-bound"
-                                                    : "host-wait-bound";
+    struct tkp_split sp;
+    tkp_model_split(m, &sp);
+    tkp_verdict_make(&sp, &an->v); /* figures.h: the one rule */
+    an->verdict = an->v.word;
     return err;
 }
 
@@ -537,8 +545,8 @@ void tkp_analysis_print_lines(FILE *f, const struct tkp_model *m, const struct t
         fprintf(f, "scaling   gemm %+.3f us per token in the step (r2 %.2f, %zu steps)\n",
                 an->mlp.per1k_ns / 1e3, an->mlp.r2, an->mlp.n);
     if (an->gpu && an->span_ns)
-        fprintf(f, "idle      %.1f%% of GPU span: launch gaps %.3f ms, host waits %.3f ms -> %s\n",
-                100.0 * an->idle_share, an->launch_gap_ns / 1e6, an->wait_ns / 1e6, an->verdict);
+        fprintf(f, "idle      %.1f%% of GPU span: launch gaps %.3f ms, host waits %.3f ms\n",
+                100.0 * an->idle_share, an->launch_gap_ns / 1e6, an->wait_ns / 1e6);
 }
 
 static void json_slope(FILE *f, const char *k, const struct tkp_slope *s, const char *unit)

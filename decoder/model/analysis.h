@@ -55,9 +55,10 @@
  *     step index alone is the context (prompt unknown: the slope is still per token).
  *   - MLP: gemm-class GPU time per step against tokens per step (needs library calls and at least
  *     two distinct token counts).
- * Verdict: with GPU records, idle share = idle / span over token steps; above 0.30 the run is
- * "launch-bound" when launch gaps are most of the idle time, "host-wait-bound" otherwise; else
- * "gpu-bound". "unknown" without GPU records. */
+ * Idle split: with GPU records, idle share = idle / span over token steps, split into launch gaps
+ * (the kernel ending the gap was launched after the GPU went idle) and host waits (the rest).
+ * Verdict: figures.h's rule (the host's time: waiting on the GPU, launch calls, its own code),
+ * the same word as summary's. */
 #ifndef TKP_ANALYSIS_H
 #define TKP_ANALYSIS_H
 
@@ -76,7 +77,6 @@ struct tkp_acc;
 #define TKP_CP_MIN_T 8.0     /* smallest Welch t of the shift (smoothed values) */
 #define TKP_CP_MAX 16        /* change points reported per series */
 #define TKP_CP_NEAR 5        /* a host change this close (steps) to a GPU busy one is the same */
-#define TKP_CP_IDLE_BOUND TKP_IDLE_BOUND /* figures.h */
 
 /* Per-step extras. */
 struct tkp_astep {
@@ -172,7 +172,8 @@ struct tkp_analysis {
     uint64_t prompt_tokens;      /* per sequence, 0 unknown */
     uint64_t span_ns, busy_ns, launch_gap_ns, wait_ns; /* token steps, all threads */
     double idle_share, gap_share;
-    const char *verdict;         /* "gpu-bound", "launch-bound", "host-wait-bound", "unknown" */
+    struct tkp_verdict v;        /* figures.h */
+    const char *verdict;         /* v.word: "gpu-bound", "launch-bound", "host-bound", "unknown" */
 };
 
 /* Runs every analysis. Returns 0 or NOMEM. */

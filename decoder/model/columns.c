@@ -36,8 +36,9 @@ const struct tkp_colspec tkp_moe_cols[TKP_MC_COUNT] = {TKP_COLS_MOE(SPEC_NUM, SP
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str)
 {
     const struct tkp_mstep *s = r->s;
-    int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN;
-    (void)tok, (void)closed;
+    int tok = s->kind == TKP_STEP_TOKEN, closed = s->kind != TKP_MSTEP_OPEN,
+        timed = tkp_mstep_timed(s);
+    (void)tok, (void)closed, (void)timed;
     switch (col) {
         TKP_COLS_STEPS(CELL_NUM, CELL_STR)
     }

@@ -95,6 +95,7 @@ struct tkp_callrow {
     uint64_t m, n, k, batch;
     int32_t atype, btype, ctype, compute, transa, transb;
     uint64_t calls, flops, host_ns, gpu_ns;
+    uint64_t timed_calls, timed_flops; /* of them, those whose kernels have GPU records */
 };
 
 /* One cell of a calls row, as tkp_steprow_cell; a word may be written into b (24 chars). */

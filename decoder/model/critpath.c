@@ -45,7 +45,7 @@ static void map_free(struct map *m)
 /* A GPU record waiting for its host record: the join's key, its times and factor. */
 struct gpu {
     uint64_t seg, node, start, end;
-    uint32_t thread, join, index, used;
+    uint32_t thread, join, index;
     double f;
 };
 
@@ -116,8 +116,11 @@ struct tkp_crit {
     size_t nthreads;
     struct ev *fifo;
     size_t fcap, fhead, flen; /* a ring */
-    struct gpu *g;            /* the GPU records (open addressing, backward-shift deletion) */
-    size_t gcap, gn;
+    struct gpu *g;            /* the GPU records waiting for their host records, by id */
+    size_t gcap, gn;          /* gn: ids handed out (live or in gfree) */
+    struct tkp_map gix;       /* their index by join key; removed once replayed */
+    uint32_t *gfree;          /* ids removed, to reuse */
+    size_t nfree;
     struct stream *streams;
     size_t nstreams, cap_streams;
     struct map stream_map;
@@ -249,62 +252,61 @@ static uint64_t gkey(uint32_t thread, uint64_t seg, uint32_t join, uint32_t inde
                          (uint64_t)index ^ tkp_mix64(node));
 }
 
-static size_t gpos(const struct tkp_crit *c, uint32_t thread, uint64_t seg, uint32_t join,
-                   uint32_t index, uint64_t node)
+/* The join's key of a GPU record. */
+struct gkey {
+    uint64_t seg, node;
+    uint32_t thread, join, index;
+};
+
+static int gpu_eq(const void *ctx, uint32_t id, const void *key)
 {
-    size_t j = gkey(thread, seg, join, index, node) & (c->gcap - 1);
-    for (;; j = (j + 1) & (c->gcap - 1)) {
-        const struct gpu *g = &c->g[j];
-        if (!g->used || (g->thread == thread && g->seg == seg && g->join == join &&
-                         g->index == index && g->node == node))
-            return j;
-    }
+    const struct gpu *g = &((const struct gpu *)ctx)[id];
+    const struct gkey *k = key;
+    return g->thread == k->thread && g->seg == k->seg && g->join == k->join &&
+           g->index == k->index && g->node == k->node;
 }
 
 static struct gpu *gpu_find(struct tkp_crit *c, uint32_t thread, uint64_t seg, uint32_t join,
                             uint32_t index, uint64_t node)
 {
-    if (!c->gcap) return NULL;
-    struct gpu *g = &c->g[gpos(c, thread, seg, join, index, node)];
-    return g->used ? g : NULL;
+    struct gkey k = {seg, node, thread, join, index};
+    int64_t id = tkp_map_find(&c->gix, gkey(thread, seg, join, index, node), gpu_eq, c->g, &k);
+    return id < 0 ? NULL : &c->g[id];
 }
 
+/* Removes a GPU record that has been replayed (its id reused by the next one). */
 static void gpu_del(struct tkp_crit *c, struct gpu *g)
 {
-    size_t i = (size_t)(g - c->g), j = i;
-    c->g[i].used = 0;
-    c->gn--;
-    for (;;) { /* backward shift: no tombstones */
-        j = (j + 1) & (c->gcap - 1);
-        if (!c->g[j].used) return;
-        size_t k = gkey(c->g[j].thread, c->g[j].seg, c->g[j].join, c->g[j].index, c->g[j].node) &
-                   (c->gcap - 1);
-        if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            c->g[i] = c->g[j];
-            c->g[j].used = 0;
-            i = j;
-        }
-    }
+    struct gkey k = {g->seg, g->node, g->thread, g->join, g->index};
+    tkp_map_del(&c->gix, tkp_map_probe(&c->gix, gkey(g->thread, g->seg, g->join, g->index, g->node),
+                                       gpu_eq, c->g, &k));
+    c->gfree[c->nfree++] = (uint32_t)(g - c->g);
 }
 
+/* Enters v, replacing the record of the same key. */
 static int gpu_put(struct tkp_crit *c, const struct gpu *v)
 {
-    if ((c->gn + 1) * 2 > c->gcap) {
-        size_t cap = c->gcap ? c->gcap * 2 : 1024;
-        struct gpu *old = c->g;
-        size_t ocap = c->gcap;
-        if (!(c->g = calloc(cap, sizeof(*c->g)))) return c->g = old, TKP_ERR_NOMEM;
-        c->gcap = cap;
-        for (size_t i = 0; i < ocap; i++)
-            if (old[i].used)
-                c->g[gpos(c, old[i].thread, old[i].seg, old[i].join, old[i].index, old[i].node)] =
-                    old[i];
-        free(old);
+    struct gkey k = {v->seg, v->node, v->thread, v->join, v->index};
+    uint64_t h = gkey(v->thread, v->seg, v->join, v->index, v->node);
+    if (tkp_map_reserve(&c->gix, c->gix.n + 1)) return TKP_ERR_NOMEM;
+    struct tkp_map_slot *s = tkp_map_probe(&c->gix, h, gpu_eq, c->g, &k);
+    if (s->id1) {
+        c->g[s->id1 - 1] = *v;
+        return 0;
     }
-    struct gpu *g = &c->g[gpos(c, v->thread, v->seg, v->join, v->index, v->node)];
-    if (!g->used) c->gn++;
-    *g = *v;
-    g->used = 1;
+    uint32_t id;
+    if (c->nfree) {
+        id = c->gfree[--c->nfree];
+    } else {
+        size_t cap = c->gcap; /* gfree holds at most every id: grown with the records */
+        if (TKP_GROW(c->g, cap, c->gn + 1)) return TKP_ERR_NOMEM;
+        cap = c->gcap;
+        if (TKP_GROW(c->gfree, cap, c->gn + 1)) return TKP_ERR_NOMEM;
+        c->gcap = cap;
+        id = (uint32_t)c->gn++;
+    }
+    c->g[id] = *v;
+    tkp_map_put(&c->gix, s, h, id);
     return 0;
 }
 
@@ -323,15 +325,13 @@ static int add_gpu(struct tkp_crit *c, const struct tkp_record *r)
                     r->thread,
                     r->gpu.join,
                     r->gpu.index,
-                    1,
                     f};
     int err = gpu_put(c, &v);
     if (err || !graph) return err;
     struct gpu *n =
         gpu_find(c, r->thread, r->step, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, NODE_COUNT);
     if (n) return n->start++, 0;
-    struct gpu cnt = {r->step,      NODE_COUNT, 1, 0, r->thread, TKP_JOIN_GRAPH_LAUNCH,
-                      r->gpu.index, 1,          1};
+    struct gpu cnt = {r->step, NODE_COUNT, 1, 0, r->thread, TKP_JOIN_GRAPH_LAUNCH, r->gpu.index, 1};
     return gpu_put(c, &cnt);
 }
 
@@ -582,9 +582,12 @@ static int replay(struct tkp_crit *c, const struct ev *e)
         if (TKP_GROW(c->ggaps, c->cap_ggaps, c->nggaps + 1)) return TKP_ERR_NOMEM;
         c->ggaps[c->nggaps++] = gap;
     }
-    if (launch && c->ch.launch_ns >= 0 && !first) {
-        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
-        pg = scale_ns(gap > c0 ? gap - c0 : 0, c->ch.host) + (uint64_t)c->ch.launch_ns;
+    if (launch && !first && (c->ch.launch_ns >= 0 || c->ch.host != 1)) {
+        /* the gap before a launch holds the launch call's own cost (the smallest gap seen before
+         * a launch): --host scales the host code around it, the call stays, or is launch_ns */
+        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap, call = gap < c0 ? gap : c0;
+        pg = scale_ns(gap - call, c->ch.host) +
+             (c->ch.launch_ns >= 0 ? (uint64_t)c->ch.launch_ns : call);
     }
     int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH && in_graph(c, e);
     if (graphed && t->gon && t->gseg == e->seg) pg = 0; /* inside the replay */
@@ -592,6 +595,9 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     if (graphed && !(t->gon && t->gseg == e->seg)) {
         t->gon = 1, t->gseg = e->seg, t->gpred = h_pred;
         pret_extra = graph_cost(c);
+        s->graph = c->ch.graph_end && map_get(&c->end_map, (uint64_t)e->thread << 40 ^ e->seg) < 0
+                       ? 2 /* no launch of its graph_end: replayed whole */
+                       : 1;
     }
     s->obs_host += gap, s->pred_host += pg + pret_extra;
     uint64_t obs_ret = h_obs, pred_ret = h_pred + pret_extra;
@@ -824,6 +830,16 @@ uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c)
     return c->min_gap == UINT64_MAX ? 0 : c->min_gap;
 }
 
+size_t tkp_crit_graph_whole(const struct tkp_crit *c, size_t *graphed)
+{
+    size_t whole = 0;
+    *graphed = 0;
+    for (size_t i = 0; i < c->nsteps; i++)
+        if (c->steps[i].token && c->steps[i].graph)
+            (*graphed)++, whole += c->steps[i].graph == 2;
+    return whole;
+}
+
 uint64_t tkp_crit_graph_ns(struct tkp_crit *c, int *measured)
 {
     *measured = !c->ch.graph_ns && c->nggaps;
@@ -837,6 +853,7 @@ void tkp_crit_free(struct tkp_crit *c)
         graph_clear(&c->graphs[i]);
     map_free(&c->stream_map), map_free(&c->event_map), map_free(&c->graph_map);
     map_free(&c->step_map), map_free(&c->end_map);
+    tkp_map_free(&c->gix), free(c->gfree);
     free(c->threads), free(c->fifo), free(c->g), free(c->streams), free(c->events);
     free(c->graphs), free(c->factor), free(c->ends), free(c->ggaps), free(c->steps), free(c->scratch);
     free(c);

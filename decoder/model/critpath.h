@@ -11,7 +11,9 @@
  *
  * The model, per host thread, in the order of its records:
  *   - host segments: the time between one API call's return and the next call (a launch
- *     returns when it is called; a SYNC when its wait_ns has passed): scaled by change.host;
+ *     returns when it is called; a SYNC when its wait_ns has passed): scaled by change.host,
+ *     but for a launch's own call cost in the gap before it (the smallest such gap seen), which
+ *     stays or becomes change.launch_ns;
  *   - launches: on their stream (the raw handle), in stream order: a kernel starts at
  *     max(host call + latency, the stream's tail) and lasts its GPU duration (its GPU_KERNEL
  *     record, joined by thread, step, join and index) x its name's factor;
@@ -42,7 +44,8 @@ struct tkp_record;
 
 /* The change to replay. tkp_crit_change_init() gives "no change". */
 struct tkp_crit_change {
-    double host;       /* host segments x host (1: unchanged) */
+    double host;       /* host segments x host (1: unchanged); a launch's own cost (below) is
+                        * not the host's code and stays */
     int64_t launch_ns; /* < 0: unchanged; else each launch's host cost, the smallest gap seen
                         * before a launch on its thread, is replaced by launch_ns */
     int graphs;        /* each step's eager launches as one graph replay: one host cost of
@@ -81,6 +84,8 @@ struct tkp_crit_step {
     uint64_t obs_host, pred_host, obs_wait, pred_wait;
     uint64_t obs_gpu, pred_gpu;   /* GPU time of its kernels and copies (sum of durations) */
     uint32_t why;                 /* 0: predicted; else TKP_CRIT_* bits */
+    int graph; /* graphs: 0 no eager launch replayed as a graph, 1 up to its last graph_end
+                * launch (or every launch: no graph_end), 2 no graph_end launch: whole */
 };
 
 struct tkp_crit;
@@ -106,6 +111,9 @@ uint64_t tkp_crit_launch_cost_ns(const struct tkp_crit *c);
 /* graphs: the per-replay host cost (given, else the median gap after the capture's graph
  * launches, else TKP_CRIT_GRAPH_NS) and whether it was measured from the capture. After finish. */
 uint64_t tkp_crit_graph_ns(struct tkp_crit *c, int *measured);
+/* graphs with graph_end: how many of the token steps replayed as a graph (*graphed) had no
+ * launch graph_end matched, and were replayed whole. After finish. */
+size_t tkp_crit_graph_whole(const struct tkp_crit *c, size_t *graphed);
 void tkp_crit_free(struct tkp_crit *c); /* accepts NULL */
 
 #endif

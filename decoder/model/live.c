@@ -18,6 +18,7 @@ struct lstep {
     uint64_t seg;
     int used, closed, token;
     uint64_t begin, end, itl, tokens;
+    uint64_t sync, launch_ns; /* the verdict's split (figures.h) */
     uint64_t gfirst, glast, busy, cover; /* kernels: span, union so far, the sweep's end */
     uint32_t cls_us[TKP_CLASSES_MAX];    /* kernel time per class, microseconds */
 };
@@ -27,6 +28,8 @@ struct lthread {
     uint64_t cur_seg, cur_tok, cur_last; /* the open step's largest and last GEMM n */
     uint64_t last_seqs;                  /* the previous step with shapes: its last GEMM n */
     uint64_t last_token_end;
+    uint64_t last_launch_seg, last_launch_ns; /* the previous launch: a step's launch gaps */
+    uint64_t lgap_min1;                        /* tkp_launch_paced's */
     uint64_t loss;
     uint64_t steps;
     struct lstep ring[TKP_LIVE_RING];
@@ -210,6 +213,7 @@ static void add_kernel(struct tkp_live *l, struct tkp_live_proc *p, const struct
     struct lthread *t = r->thread != TKP_GPU_THREAD_NONE ? thread_of(p, r->thread) : NULL;
     struct lstep *st = t ? step_slot(t, r->step, 1) : NULL;
     if (st) {
+        if (!st->gfirst && st->closed && st->token) p->c.timed_ns += st->end - st->begin;
         if (!st->gfirst || s < st->gfirst) st->gfirst = s;
         if (e > st->glast) st->glast = e;
         uint64_t from = s > st->cover ? s : st->cover;
@@ -229,6 +233,18 @@ static void add_kernel(struct tkp_live *l, struct tkp_live_proc *p, const struct
         n->ns[slot] += d;
     else if (r->type == TKP_REC_GPU_KERNEL)
         p->other_ns[slot] += d;
+}
+
+/* A launch's part of the verdict's split (figures.h): the gap from the previous launch of the
+ * same step (LAUNCH only: the model's rule). */
+static void add_launch(struct tkp_live_proc *p, const struct tkp_record *r)
+{
+    struct lthread *t = thread_of(p, r->thread);
+    struct lstep *s = t ? step_slot(t, r->step, 1) : NULL;
+    if (!s || r->type != TKP_REC_LAUNCH) return;
+    if (t->last_launch_ns && t->last_launch_seg == r->step && r->host_ns >= t->last_launch_ns)
+        s->launch_ns += tkp_launch_paced(r->host_ns - t->last_launch_ns, &t->lgap_min1);
+    t->last_launch_seg = r->step, t->last_launch_ns = r->host_ns;
 }
 
 static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
@@ -259,6 +275,7 @@ static void add_step(struct tkp_live_proc *p, const struct tkp_record *r)
         s->closed = s->token = 1;
         s->begin = b;
         s->end = e;
+        if (s->gfirst) p->c.timed_ns += e - b; /* its GPU records came first */
         s->tokens = tok;
         s->itl = tkp_itl_ns(t->last_token_end, e);
     }
@@ -281,7 +298,14 @@ int tkp_live_add(struct tkp_live *l, const struct tkp_record *r)
     case TKP_REC_LAUNCH:
     case TKP_REC_GRAPH_LAUNCH:
         p->c.launches++;
+        add_launch(p, r);
         break;
+    case TKP_REC_SYNC: {
+        struct lthread *t = thread_of(p, r->thread);
+        struct lstep *s = t ? step_slot(t, r->step, 1) : NULL;
+        if (s) s->sync += r->sync.wait_ns;
+        break;
+    }
     case TKP_REC_LIB_CALL: {
         struct lthread *t = thread_of(p, r->thread);
         int exec = r->lib_call.status == 0 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) &&
@@ -379,7 +403,8 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     uint64_t itl[TKP_LIVE_RING], *itls = NULL;
     size_t nitl = 0, cap = 0;
     uint64_t first_end = UINT64_MAX, last_end = 0, tokens = 0, first_tok = 0;
-    uint64_t dur = 0, busy = 0, in_idle = 0;
+    uint64_t dur = 0, busy = 0, in_idle = 0; /* over the timed steps (GPU records came) */
+    struct tkp_split sp = {p->c.has_gpu, 0, 0, 0, 0}; /* the verdict's (figures.h) */
     for (uint32_t ti = 0; ti < TKP_LIVE_THREADS; ti++) {
         const struct lthread *t = p->t[ti];
         if (!t || (thread != TKP_LIVE_ALL && ti != thread)) continue;
@@ -400,9 +425,14 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
                 }
             }
             uint64_t d = s->end - s->begin;
-            dur += d;
+            /* a step without GPU records is unknown, not an idle GPU: neither in the verdict's
+             * split nor in the busy share */
+            if (!p->c.has_gpu || s->gfirst)
+                tkp_split_add(&sp, s->itl ? s->itl : d, s->sync, s->busy, s->launch_ns);
             if (s->gfirst) {
                 uint64_t span = s->glast - s->gfirst;
+                w->timed_steps++;
+                dur += d;
                 busy += s->busy;
                 in_idle += span > s->busy ? span - s->busy : 0;
             }
@@ -412,6 +442,7 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
                 w->worst_seg = s->seg;
                 w->worst_tid = t->tid;
                 w->worst_busy_ns = s->busy;
+                w->worst_timed = s->gfirst != 0;
                 w->worst_cls = -1;
                 uint32_t best = 0;
                 for (int c = 0; c < TKP_CLASSES_MAX; c++)
@@ -435,7 +466,9 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
     free(itls);
     w->has_gpu = p->c.has_gpu;
     if (w->has_worst)
-        w->worst_cause = !w->has_gpu || w->worst_cls < 0 ? "no GPU time"
+        w->worst_cause = !w->has_gpu                     ? "no GPU time"
+                         : !w->worst_timed                 ? "unknown (GPU not timed)"
+                         : w->worst_cls < 0                ? "no GPU time"
                          : w->worst_busy_ns * 2 < w->worst_ns
                              ? "host (GPU mostly idle)"
                              : tkp_classes_name(l->cl, w->worst_cls);
@@ -445,10 +478,9 @@ void tkp_live_window(const struct tkp_live *l, size_t i, uint32_t thread, unsign
         uint64_t idle = dur > busy ? dur - busy : 0, out_idle = idle > in_idle ? idle - in_idle : 0;
         w->launch_idle_share = (double)in_idle / (double)dur;
         w->host_idle_share = (double)out_idle / (double)dur;
-        w->verdict = (double)idle <= TKP_IDLE_BOUND * (double)dur ? "gpu-bound"
-                     : in_idle >= out_idle                        ? "launch-bound"
-                                                                  : "host-bound";
     }
+    tkp_verdict_make(&sp, &w->v);
+    w->verdict = w->v.word;
     /* classes and kernels over the window's buckets; the history over the last seconds */
     uint64_t nowsec = now / 1000000000ull + 1;
     uint64_t cls[TKP_CLASSES_MAX] = {0};

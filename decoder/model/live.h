@@ -28,10 +28,15 @@
  *     intervals, swept in arrival order (CUPTI hands them over in completion order: exact for one
  *     stream, a slight undercount of overlap across streams otherwise); kernels not joined to a
  *     step count their duration.
- *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches:
- *     launch-bound) and outside it (the host did other work between forwards: host-bound). The
- *     verdict is gpu-bound when idle is at most 30% of the steps' time (analysis.h's bound), else
- *     the larger of the two.
+ *   - A step without GPU records (not timed: TOKPROF_GPU=window:N/M or trigger, or its records
+ *     not yet handed over) is unknown: busy share, idle split and verdict are over the window's
+ *     timed steps alone, never diluted by zeros.
+ *   - Idle split: per window step, GPU idle inside its kernels' span (the GPU waited for launches)
+ *     and outside it (the host did other work between forwards).
+ *   - Verdict: figures.h's one rule over the window's token steps (their time split into the host
+ *     waiting on the GPU in syncs, in launch calls, in its own code), the launch cost the
+ *     smallest gap between two consecutive launches of one of those steps: on a whole capture
+ *     the word summary says.
  *   - Windows are on the capture's clock: they end at the newest time the process wrote.
  *
  * Memory per process: TKP_LIVE_RING recent steps per thread (at most TKP_LIVE_THREADS threads),
@@ -45,6 +50,7 @@
 #include <stdint.h>
 
 #include "model/classes.h"
+#include "model/figures.h"
 
 struct tkp_record;
 
@@ -70,6 +76,8 @@ struct tkp_lcount {
     int has_gpu; /* GPU records seen */
     uint64_t tokens, token_steps, steps, launches, dropped, gpu_dropped, kernels;
     uint64_t busy_ns; /* GPU busy (see above) */
+    uint64_t timed_ns; /* host duration of the token steps with GPU records: busy_ns over it is
+                          the busy share, whatever share of the steps was timed (window:N/M) */
     uint64_t cls_ns[TKP_CLASSES_MAX];
     uint64_t hist[TKP_LIVE_HIST]; /* token-step durations, per bucket (not cumulative) */
     uint64_t dur_sum_ns;
@@ -82,8 +90,11 @@ struct tkp_lwin {
     double tok_s, steps_s;
     uint64_t itl_p50, itl_p99; /* ns */
     int has_gpu;
+    uint64_t timed_steps; /* of steps, those with GPU records: the busy and idle shares and the
+                             verdict are over them alone (TOKPROF_GPU=window:N/M, trigger) */
     double busy_share, launch_idle_share, host_idle_share;
-    const char *verdict; /* "gpu-bound", "launch-bound", "host-bound", "unknown" */
+    struct tkp_verdict v; /* figures.h */
+    const char *verdict;  /* v.word: "gpu-bound", "launch-bound", "host-bound", "unknown" */
     int ncls;
     int cls[TKP_LIVE_TOP];
     uint64_t cls_ns[TKP_LIVE_TOP];
@@ -94,9 +105,11 @@ struct tkp_lwin {
     int has_worst;
     uint32_t worst_tid;
     uint64_t worst_seg, worst_ns, worst_busy_ns;
+    int worst_timed; /* it has GPU records (else its busy time is unknown) */
     int worst_cls;                /* its top class, -1 none */
-    const char *worst_cause;      /* why it was slow: "no GPU time", "host (GPU mostly idle)"
-                                     (busy under half its duration) or its top class's name */
+    const char *worst_cause;      /* why it was slow: "no GPU time", "unknown (GPU not timed)",
+                                     "host (GPU mostly idle)" (busy under half its duration) or
+                                     its top class's name */
     double spark[TKP_LIVE_SPARK]; /* tokens/s per second, oldest first (all threads) */
 };
 

@@ -51,6 +51,8 @@ struct tkp_mthread {
     uint64_t max_seg;
     int64_t tokens; /* token STEP records read so far: the next token index */
     uint64_t gpu_seg; /* 1 + the highest segment a joined GPU record named (0: none yet) */
+    uint64_t sync_seg, sync_ns; /* syncs of a segment before its step exists (its first launch) */
+    uint64_t lgap_min1;         /* the smallest launch gap so far + 1 (figures.h) */
 };
 
 struct tkp_mgraph {
@@ -223,6 +225,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     s->index = -1;
     s->kind = TKP_MSTEP_OPEN;
     s->lib_only = lib;
+    if (t->sync_ns && t->sync_seg == seg) s->sync_ns = t->sync_ns, t->sync_ns = 0;
     if (!(s->class_ns = class_alloc(m))) return TKP_ERR_NOMEM;
     if (m->opts.class_counts && !(s->class_n = class_alloc(m))) return TKP_ERR_NOMEM;
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
@@ -337,6 +340,10 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             if (lat > s->lat_max_ns) s->lat_max_ns = lat;
         }
     }
+    uint64_t *min1 = &m->threads[s->thread].lgap_min1; /* the verdict's launch time */
+    for (size_t i = 1; i < o->nl; i++)
+        if (o->l[i].host_ns >= o->l[i - 1].host_ns)
+            s->launch_ns += tkp_launch_paced(o->l[i].host_ns - o->l[i - 1].host_ns, min1);
     if (!counted) /* counted when added (tkp_model_add), as most steps are */
         for (size_t i = 0; i < o->nl; i++)
             m->names[o->l[i].slot].launches--;
@@ -642,6 +649,22 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
     return i;
 }
 
+/* SYNC: its wait to its step (figures.h's verdict); held on the thread until the step exists
+ * (a sync before the segment's first launch), never making a step of its own. */
+static int add_sync(struct tkp_model *m, const struct tkp_record *r)
+{
+    struct tkp_mthread *t;
+    int err = thread_at(m, r->thread, &t);
+    if (err) return err < 0 ? err : 0;
+    if (r->step < t->cap && t->seg2step[r->step]) {
+        m->steps[t->seg2step[r->step] - 1].sync_ns += r->sync.wait_ns;
+    } else {
+        if (t->sync_seg != r->step) t->sync_seg = r->step, t->sync_ns = 0;
+        t->sync_ns += r->sync.wait_ns;
+    }
+    return 0;
+}
+
 /* Every record but LAUNCH and LIB_CALL. */
 static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r)
 {
@@ -671,6 +694,8 @@ static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct
     case TKP_REC_GPU_KERNEL:
         m->gpu_records++;
         return add_gpu_kernel(m, r);
+    case TKP_REC_SYNC:
+        return add_sync(m, r);
     case TKP_REC_GPU_INFO:
         m->has_gpu_info = 1;
         m->gpu_status = r->gpu_info.status;

@@ -105,6 +105,10 @@ struct tkp_mstep {
      * executed unbatched GEMMs and those of its last one, and its GPU idle split. */
     uint64_t gemm_max_n, gemm_max_m, gemm_last_n, gemm_last_m, gemm_last_ns;
     uint64_t launch_gap_ns, wait_ns;
+    /* The host's side (figures.h, the verdict): time blocked in its syncs (SYNC wait_ns), and in
+     * launch calls (tkp_launch_paced over the gaps between its consecutive launches, set at
+     * close). */
+    uint64_t sync_ns, launch_ns;
     int lib_only; /* only LIB_CALL records so far: not a step of the table (dropped at finish) */
 };
 
@@ -191,12 +195,40 @@ int tkp_model_gpu(const struct tkp_model *m, char *why, size_t n);
 /* Step figures helpers: host duration (end - begin, 0 when open), GPU span, idle. */
 uint64_t tkp_mstep_host_ns(const struct tkp_mstep *s);
 uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
+
+/* The verdict's launch-call time (figures.h): of a gap between two consecutive launches of a step,
+ * up to a launch call's cost is the call, the rest the host's own code. That cost: the larger of
+ * TKP_LAUNCH_CALL_NS (a launch call on a current driver takes 2-10 us, a framework's own code
+ * between two launches more: PyTorch's dispatch ~10-50 us) and TKP_LAUNCH_PACED x the thread's
+ * smallest such gap so far (*min1, that gap + 1; 0: none yet; updated), for calls slower than
+ * that (call stacks sampled at every launch, an old driver). */
+#define TKP_LAUNCH_PACED 2
+#define TKP_LAUNCH_CALL_NS 10000u
+static inline uint64_t tkp_launch_paced(uint64_t gap, uint64_t *min1)
+{
+    if (!*min1 || gap + 1 < *min1) *min1 = gap + 1;
+    uint64_t cap = TKP_LAUNCH_PACED * (*min1 - 1);
+    if (cap < TKP_LAUNCH_CALL_NS) cap = TKP_LAUNCH_CALL_NS;
+    return gap < cap ? gap : cap;
+}
+
 /* Inter-token latency, the one rule (summary, steps, the fleet tables, live): the end of a token
  * step less the end of its thread's previous token step (prev_end, 0 when none); 0 when none or
  * not after it. */
 static inline uint64_t tkp_itl_ns(uint64_t prev_end, uint64_t end)
 {
     return prev_end && end > prev_end ? end - prev_end : 0;
+}
+
+/* Whether step s's GPU figures (busy, span, idle, copy time, class times) are known: it has GPU
+ * records, or it sent nothing to the GPU (no launch, graph launch or copy: its GPU time is 0).
+ * A step that launched work and has no GPU record was not timed (TOKPROF_GPU=window:N/M outside
+ * its window, trigger before a trigger, off, CUPTI unavailable or its records lost): every view
+ * shows its GPU figures as unknown (null, '-'), never 0, and leaves it out of GPU percentiles and
+ * means. Meaningful only when the capture has GPU records (tkp_model_gpu). */
+static inline int tkp_mstep_timed(const struct tkp_mstep *s)
+{
+    return s->gpu_kernels || s->gpu_copies || !(s->launches || s->graph_launches || s->copies);
 }
 
 /* The class with the most GPU time in the step, -1 when it has none. */

@@ -69,6 +69,8 @@ const char *tkp_mstep_cause(const struct tkp_model *m, const struct tkp_norms *n
     int64_t best = 0;
     if (!gpu || !s->gpu_kernels) {
         *by = (int64_t)tkp_mstep_host_ns(s) - (int64_t)nr->host_p50;
+        /* a step that launched work and has no GPU record was not timed: host or GPU unknown */
+        if (gpu && !tkp_mstep_timed(s)) return *by > 0 ? "unknown (GPU not timed)" : "none";
         return *by > 0 ? "host" : "none";
     }
     uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);

@@ -25,7 +25,7 @@ const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep
 /* Why step s was slow: the figure that grew most over its median across token steps — a kernel
  * class's GPU time (its name), "GPU idle" (idle inside the span) or "host" (host duration not
  * covered by the span); "none" when nothing grew; "host" or "none" without GPU records (gpu 0)
- * or kernels. *by gets the growth in ns. (summary's worst steps, table steps' cause.) */
+ * or kernels; "unknown (GPU not timed)" for a grown step not timed (model.h, tkp_mstep_timed). *by gets the growth in ns. (summary's worst steps, table steps' cause.) */
 const char *tkp_mstep_cause(const struct tkp_model *m, const struct tkp_norms *nr, int gpu,
                             const struct tkp_mstep *s, int64_t *by);
 

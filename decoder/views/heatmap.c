@@ -1,5 +1,6 @@
 /* tokprof decoder: the kernel-class heatmap (rows = classes, columns = token steps), drawn for
  * `tokprof heatmap --kind class` and for the HTML report alike. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,8 +39,9 @@ int tkp_heatmap_class(FILE *f, const struct tkp_model *m, const char *id)
     a.cl = m->opts.classes;
     for (int c = 0; c < m->nclasses && c < TKP_CLASSES_MAX; c++) {
         double t = 0;
-        for (long i = 0; i < n; i++)
-            t += cls[(size_t)c * (size_t)n + (size_t)i];
+        for (long i = 0; i < n; i++) /* NaN: a bin not timed (svg.h) */
+            if (!isnan(cls[(size_t)c * (size_t)n + (size_t)i]))
+                t += cls[(size_t)c * (size_t)n + (size_t)i];
         if (t <= 0) continue;
         memcpy(g + rows * (size_t)n, cls + (size_t)c * (size_t)n, (size_t)n * sizeof(*g));
         a.map[rows++] = c;

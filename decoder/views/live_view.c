@@ -32,7 +32,7 @@ static void row(FILE *f, const char *who, const struct tkp_lwin *w)
     char p50[16], p99[16], busy[8];
     dur(p50, sizeof(p50), w->itl_p50);
     dur(p99, sizeof(p99), w->itl_p99);
-    if (w->has_gpu)
+    if (w->has_gpu && w->timed_steps)
         snprintf(busy, sizeof(busy), "%3.0f%%", w->busy_share * 100);
     else
         snprintf(busy, sizeof(busy), "-");
@@ -72,9 +72,16 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
                 TKP_LIVE_SPARK, sp, (unsigned long long)c->tokens,
                 (unsigned long long)c->token_steps, (unsigned long long)c->launches,
                 (unsigned long long)c->dropped);
-        if (w.has_gpu)
-            fprintf(f, "  GPU busy %.0f%%, idle %.0f%% in launch gaps, %.0f%% between forwards\n",
+        if (w.has_gpu && w.timed_steps) {
+            fprintf(f, "  GPU busy %.0f%%, idle %.0f%% in launch gaps, %.0f%% between forwards",
                     w.busy_share * 100, w.launch_idle_share * 100, w.host_idle_share * 100);
+            if (w.timed_steps < w.steps) /* the shares are over the timed ones (live.h) */
+                fprintf(f, " (%llu of %llu steps timed)", (unsigned long long)w.timed_steps,
+                        (unsigned long long)w.steps);
+            fputc('\n', f);
+        } else if (w.has_gpu)
+            fprintf(f, "  GPU busy unknown: none of the window's %llu steps timed\n",
+                    (unsigned long long)w.steps);
         else
             fprintf(f, "  no GPU records (TOKPROF_GPU off or CUPTI unavailable)\n");
         if (v->show_classes && w.ncls) {
@@ -97,7 +104,8 @@ void tkp_live_print_frame(FILE *f, const struct tkp_live *l, const struct tkp_cl
         if (w.has_worst) {
             char d[16], b[16];
             dur(d, sizeof(d), w.worst_ns);
-            dur(b, sizeof(b), w.worst_busy_ns);
+            if (w.worst_timed) dur(b, sizeof(b), w.worst_busy_ns);
+            else snprintf(b, sizeof(b), "unknown");
             fprintf(f, "  worst step: tid %u step %llu  %s (GPU busy %s), cause: %s\n", w.worst_tid,
                     (unsigned long long)w.worst_seg, d, b, w.worst_cause);
         }

@@ -90,6 +90,16 @@ void tkp_prom_write(FILE *f, const struct tkp_live *l, const struct tkp_classes 
         proc_labels(lb, sizeof(lb), c, extra);
         fprintf(f, "tokprof_gpu_busy_seconds_total{%s} %.9f\n", lb, (double)c->busy_ns / 1e9);
     }
+    head(f, "tokprof_gpu_timed_step_seconds_total", "counter",
+         "Host duration of the token steps that have GPU records: the GPU busy share is "
+         "rate(tokprof_gpu_busy_seconds_total) / rate(this), also when only some steps are "
+         "timed (TOKPROF_GPU=window:N/M).");
+    for (size_t i = 0; i < np; i++) {
+        const struct tkp_lcount *c = tkp_live_proc(l, i);
+        proc_labels(lb, sizeof(lb), c, extra);
+        fprintf(f, "tokprof_gpu_timed_step_seconds_total{%s} %.9f\n", lb,
+                (double)c->timed_ns / 1e9);
+    }
     head(f, "tokprof_gpu_class_seconds_total", "counter",
          "GPU time of kernels (and copies) by kernel class.");
     for (size_t i = 0; i < np; i++) {

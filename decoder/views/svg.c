@@ -82,6 +82,21 @@ static void fmt_ns(double ns, char *b, size_t n)
 static void legend(FILE *f, int lx, double mx, int ns, const char *what);
 
 /* The cells of a heatmap from (ML, top): colour sqrt(v / mx); zero cells are left blank. */
+#define UNTIMED "#d0d0d0" /* a step bin without a timed step (svg.h, tkp_svg_step_bins) */
+
+/* "not timed" under a legend at (x, y) when some of v[0..n) are NaN. */
+static void untimed_legend(FILE *f, const double *v, size_t n, int x, int y)
+{
+    size_t i = 0;
+    while (i < n && !isnan(v[i]))
+        i++;
+    if (i == n) return;
+    fprintf(f,
+            "<g class=\"legend-untimed\"><rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" "
+            "fill=\"%s\"/><text x=\"%d\" y=\"%d\">not timed</text></g>\n",
+            x, y, UNTIMED, x + 18, y + 9);
+}
+
 static void cells(FILE *f, const double *grid, size_t nrows, size_t ncols, int top, double cw,
                   int cellh, double mx)
 {
@@ -90,6 +105,13 @@ static void cells(FILE *f, const double *grid, size_t nrows, size_t ncols, int t
     for (size_t r = 0; r < nrows; r++)
         for (size_t col = 0; col < ncols; col++) {
             double v = grid[r * ncols + col];
+            if (isnan(v)) { /* unknown (no GPU record): grey, never the colour of 0 */
+                fprintf(f,
+                        "<rect class=\"untimed\" data-col=\"%zu\" x=\"%.2f\" y=\"%d\" "
+                        "width=\"%.2f\" height=\"%d\" fill=\"%s\"/>\n",
+                        col, ML + col * cw, top + (int)r * cellh, cw + 0.05, cellh, UNTIMED);
+                continue;
+            }
             if (v <= 0) continue;
             fprintf(f, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"/>\n",
                     ML + col * cw, top + (int)r * cellh, cw + 0.05, cellh,
@@ -124,6 +146,7 @@ void tkp_svg_heatmap(FILE *f, const char *id, const char *title, const double *g
     fputs("</text>\n", f);
     xaxis(f, w, h, ncols, bin, xlabel);
     legend(f, w - MR + 20, mx, 1, "GPU time");
+    untimed_legend(f, grid, nrows * ncols, w - MR + 20, MT + 200);
     fputs("</svg>\n", f);
 }
 
@@ -221,6 +244,7 @@ void tkp_svg_heatmap_rows(FILE *f, const char *id, const char *title, const doub
     tkp_svg_esc(f, xlabel);
     fputs("</text>\n", f);
     legend(f, w - MR + 20, mx, ns, what);
+    untimed_legend(f, grid, nrows * ncols, w - MR + 20, mt + 200);
     fputs("</svg>\n", f);
 }
 
@@ -304,7 +328,7 @@ void tkp_svg_stacked(FILE *f, const char *id, const char *title, const double *v
         double t = 0;
         for (size_t s = 0; s < ns; s++)
             t += v[s * n + i];
-        if (t > mx) mx = t;
+        if (t > mx) mx = t; /* false for NaN */
     }
     if (mx <= 0) mx = 1;
     head(f, id, w, h, title);
@@ -312,6 +336,13 @@ void tkp_svg_stacked(FILE *f, const char *id, const char *title, const double *v
     fputs("<g class=\"bars\" shape-rendering=\"crispEdges\">\n", f);
     for (size_t i = 0; i < n; i++) {
         double base = 0;
+        if (ns && isnan(v[i])) { /* no timed step in the bin: unknown, a grey band, not 0 */
+            fprintf(f,
+                    "<rect class=\"untimed\" data-col=\"%zu\" x=\"%.2f\" y=\"%d\" "
+                    "width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
+                    i, ML + i * cw, MT, cw + 0.05, ph, UNTIMED);
+            continue;
+        }
         for (size_t s = 0; s < ns; s++) {
             double hv = ph * v[s * n + i] / mx;
             if (hv <= 0) continue;
@@ -331,6 +362,7 @@ void tkp_svg_stacked(FILE *f, const char *id, const char *title, const double *v
         fputs("</text>\n", f);
     }
     fputs("</g>\n", f);
+    untimed_legend(f, v, ns ? n : 0, w - MR + 10, MT + (int)ns * 16 + 4);
     xaxis(f, w, h, n, bin, "token step");
     fputs("</svg>\n", f);
 }
@@ -354,12 +386,21 @@ long tkp_svg_step_bins(const struct tkp_model *m, double **cls, double **host, s
         if (host) free(*host), *host = NULL;
         return TKP_ERR_NOMEM;
     }
+    double *timed = calloc(ncols + 1, sizeof(*timed)); /* of cnt, the timed steps */
+    if (!timed) {
+        free(cnt);
+        if (cls) free(*cls), *cls = NULL;
+        if (host) free(*host), *host = NULL;
+        return TKP_ERR_NOMEM;
+    }
     for (size_t i = 0; i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i];
         if (s->kind != TKP_STEP_TOKEN || s->thread != thread) continue;
         size_t col = n++ / b;
         cnt[col]++;
         if (host) (*host)[col] += (double)tkp_mstep_host_ns(s);
+        if (!tkp_mstep_timed(s)) continue; /* its GPU time is unknown: not a 0 in the mean */
+        timed[col]++;
         for (size_t c = 0; cls && c < nc; c++)
             (*cls)[c * ncols + col] += (double)s->class_ns[c];
     }
@@ -367,9 +408,10 @@ long tkp_svg_step_bins(const struct tkp_model *m, double **cls, double **host, s
         double k = cnt[col] ? cnt[col] : 1;
         if (host) (*host)[col] /= k;
         for (size_t c = 0; cls && c < nc; c++)
-            (*cls)[c * ncols + col] /= k;
+            (*cls)[c * ncols + col] = timed[col] ? (*cls)[c * ncols + col] / timed[col] : NAN;
     }
     free(cnt);
+    free(timed);
     *bin = b;
     return (long)ncols;
 }

@@ -78,31 +78,86 @@ static int p_str(const struct tkp_setting *s, const char *v)
     return 0;
 }
 
-/* One of the words of s->values ("a|b|c"; 'C': any case), stored as its index (an enum's
- * value). */
-static int p_word(const struct tkp_setting *s, const char *v)
+/* Which of s->values v is ("a|b|c"; 'C': any case): the alternative's index, or -1. An
+ * alternative with placeholders ("nvtx:{RE}", "window:{N}/{M}", "step>{F}ms") matches a v that
+ * starts with its text before the first placeholder and ends with its text after the last; *arg,
+ * *argn are then what they stand for (v's middle), for the parser to check; a plain word gives
+ * *arg NULL. The first alternative that matches wins. The parsers below map the index to their
+ * values by settings.def's order and refuse everything when the count of alternatives is not
+ * theirs (tests/unit/shim/test_config.c feeds every alternative). */
+static int choice(const struct tkp_setting *s, const char *v, const char **arg, size_t *argn)
 {
-    if (!v) return -1;
+    int (*ncmp)(const char *, const char *, size_t) = s->kind == 'C' ? strncasecmp : strncmp;
     size_t n = strlen(v);
     int i = 0;
     for (const char *w = s->values; *w; i++) {
-        size_t k = strcspn(w, "|");
-        if (k == n && !(s->kind == 'C' ? strncasecmp : strncmp)(w, v, n)) {
-            *(int *)s->dst = i;
-            return 0;
+        size_t k = strcspn(w, "|"), pre = strcspn(w, "{");
+        if (pre >= k) { /* a word */
+            if (k == n && !ncmp(w, v, n)) {
+                *arg = NULL, *argn = 0;
+                return i;
+            }
+        } else {
+            size_t last = k;
+            while (w[last - 1] != '}')
+                last--;
+            size_t suf = k - last;
+            if (n >= pre + suf && !ncmp(w, v, pre) && !ncmp(w + last, v + n - suf, suf)) {
+                *arg = v + pre, *argn = n - pre - suf;
+                return i;
+            }
         }
         w += k + (w[k] == '|');
     }
     return -1;
 }
 
+/* How many alternatives s->values has. */
+static size_t choices(const struct tkp_setting *s)
+{
+    size_t n = 1;
+    for (const char *w = s->values; *w; w++)
+        n += *w == '|';
+    return n;
+}
+
+/* The index of v among s->values when there are exactly `want` of them, else -1. */
+static int choice_of(const struct tkp_setting *s, const char *v, size_t want, const char **arg,
+                     size_t *argn)
+{
+    return v && choices(s) == want ? choice(s, v, arg, argn) : -1;
+}
+
+/* A placeholder's whole number: digits only, in [lo, hi]; -1 when not. */
+static long long whole(const char *arg, size_t n, long long lo, long long hi)
+{
+    long long x = 0;
+    if (!n || n > 18) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (arg[i] < '0' || arg[i] > '9') return -1;
+        x = x * 10 + (arg[i] - '0');
+    }
+    return x >= lo && x <= hi ? x : -1;
+}
+
+/* 'c', 'C' without placeholders: the word's index (an enum's value). */
+static int p_word(const struct tkp_setting *s, const char *v)
+{
+    const char *arg;
+    size_t argn;
+    int i = v ? choice(s, v, &arg, &argn) : -1;
+    if (i < 0 || arg) return -1;
+    *(int *)s->dst = i;
+    return 0;
+}
+
 static int p_log(const struct tkp_setting *s, const char *v)
 {
     static const int level[] = {TKP_LOG_QUIET, TKP_LOG_WARN, TKP_LOG_DEBUG};
-    int i;
-    struct tkp_setting w = *s;
-    w.dst = &i;
-    if (p_word(&w, v)) return -1;
+    const char *arg;
+    size_t argn;
+    int i = choice_of(s, v, sizeof level / sizeof level[0], &arg, &argn);
+    if (i < 0) return -1;
     tkp_log_level = level[i];
     return 0;
 }
@@ -116,74 +171,59 @@ static int p_switch(const struct tkp_setting *s, const char *v)
 
 static int p_step(const struct tkp_setting *s, const char *v)
 {
-    static const struct {
-        const char *word;
-        int mode;
-    } words[] = {{"auto", TKP_STEPMODE_AUTO},
-                 {"sync", TKP_STEPMODE_SYNC},
-                 {"graph", TKP_STEPMODE_GRAPH},
-                 {"marker", TKP_STEPMODE_MARKER}};
-    (void)s;
-    if (!v) return -1;
+    /* auto|sync|graph|marker|nvtx:{RE}|kernel:{RE} */
+    static const int mode[] = {TKP_STEPMODE_AUTO,   TKP_STEPMODE_SYNC, TKP_STEPMODE_GRAPH,
+                               TKP_STEPMODE_MARKER, TKP_STEPMODE_NVTX, TKP_STEPMODE_KERNEL};
+    const char *re;
+    size_t n;
+    int i = choice_of(s, v, sizeof mode / sizeof mode[0], &re, &n);
+    if (i < 0) return -1;
     if (step_re_compiled) regfree(&tkp_cfg.step_re);
     step_re_compiled = 0;
     tkp_cfg.step_regex[0] = 0;
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (!strcmp(v, words[i].word)) {
-            tkp_cfg.step_mode = words[i].mode;
-            return 0;
-        }
-    int mode = !strncmp(v, "nvtx:", 5)     ? TKP_STEPMODE_NVTX
-               : !strncmp(v, "kernel:", 7) ? TKP_STEPMODE_KERNEL
-                                           : -1;
-    const char *re = mode < 0 ? "" : strchr(v, ':') + 1;
-    if (!*re || strlen(re) >= sizeof tkp_cfg.step_regex ||
-        regcomp(&tkp_cfg.step_re, re, REG_EXTENDED | REG_NOSUB))
+    if (re && (!n || n >= sizeof tkp_cfg.step_regex ||
+               regcomp(&tkp_cfg.step_re, re, REG_EXTENDED | REG_NOSUB)))
         return -1;
-    step_re_compiled = 1;
-    tkp_cfg.step_re_gen = ++step_re_gens;
-    copy_str(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, re);
-    tkp_cfg.step_mode = mode;
+    if (re) {
+        step_re_compiled = 1;
+        tkp_cfg.step_re_gen = ++step_re_gens;
+        copy_str(tkp_cfg.step_regex, sizeof tkp_cfg.step_regex, re);
+    }
+    tkp_cfg.step_mode = mode[i];
     return 0;
 }
 
 static int p_stacks(const struct tkp_setting *s, const char *v)
 {
-    (void)s;
-    if (!v) return -1;
-    if (!strcmp(v, "off")) {
-        tkp_cfg.stacks_mode = TKP_STACKS_OFF;
-        return 0;
-    }
-    int mode = !strncmp(v, "first:", 6)    ? TKP_STACKS_FIRST
-               : !strncmp(v, "sample:", 7) ? TKP_STACKS_SAMPLE
-                                           : TKP_STACKS_OFF;
-    if (mode == TKP_STACKS_OFF) return -1;
-    char *end;
-    errno = 0;
-    unsigned long x = strtoul(strchr(v, ':') + 1, &end, 10);
-    if (errno || *end || x < 1 || x > 1000000000ul) return -1;
-    tkp_cfg.stacks_mode = mode;
-    tkp_cfg.stacks_every = (uint32_t)x;
+    /* off|first:{N}|sample:{N} */
+    static const int mode[] = {TKP_STACKS_OFF, TKP_STACKS_FIRST, TKP_STACKS_SAMPLE};
+    const char *arg = NULL;
+    size_t n = 0;
+    int i = choice_of(s, v, sizeof mode / sizeof mode[0], &arg, &n);
+    long long x = i >= 0 && arg ? whole(arg, n, 1, 1000000000) : 0;
+    if (i < 0 || x < 0) return -1;
+    tkp_cfg.stacks_mode = mode[i];
+    if (arg) tkp_cfg.stacks_every = (uint32_t)x;
     return 0;
 }
 
 static int p_gpu(const struct tkp_setting *s, const char *v)
 {
-    unsigned n, m;
-    char c;
-    if (v && sscanf(v, "window:%u/%u%c", &n, &m, &c) == 2 && n >= 1 && m >= n) {
-        tkp_cfg.gpu_mode = TKP_GPUMODE_WINDOW;
-        tkp_cfg.gpu_win_n = n;
-        tkp_cfg.gpu_win_m = m;
-        return 0;
+    /* always|off|trigger|window:{N}/{M} */
+    static const int mode[] = {TKP_GPUMODE_ALWAYS, TKP_GPUMODE_OFF, TKP_GPUMODE_TRIGGER,
+                               TKP_GPUMODE_WINDOW};
+    const char *arg;
+    size_t n;
+    int i = choice_of(s, v, sizeof mode / sizeof mode[0], &arg, &n);
+    if (i < 0) return -1;
+    if (arg) {
+        size_t k = strcspn(arg, "/");
+        long long w = k < n ? whole(arg, k, 1, UINT32_MAX) : -1;
+        long long m = w < 0 ? -1 : whole(arg + k + 1, n - k - 1, w, UINT32_MAX);
+        if (m < 0) return -1;
+        tkp_cfg.gpu_win_n = (unsigned)w;
+        tkp_cfg.gpu_win_m = (unsigned)m;
     }
-    static const int mode[] = {TKP_GPUMODE_ALWAYS, TKP_GPUMODE_OFF, TKP_GPUMODE_TRIGGER};
-    int i;
-    struct tkp_setting w = *s;
-    w.dst = &i;
-    w.values = "always|off|trigger";
-    if (p_word(&w, v)) return -1;
     tkp_cfg.gpu_mode = mode[i];
     return 0;
 }
@@ -191,49 +231,42 @@ static int p_gpu(const struct tkp_setting *s, const char *v)
 /* "step>40ms", "step>0.5s", "step>3*p50" (also "3xp50"); unset: no step trigger. */
 static int p_trigger(const struct tkp_setting *s, const char *v)
 {
-    (void)s;
+    /* step>{F}ms|step>{F}us|step>{F}s|step>{F}*p50|step>{F}xp50: ns per unit, 0 times the p50 */
+    static const double unit[] = {1e6, 1e3, 1e9, 0, 0};
+    const char *arg;
+    size_t n;
     tkp_prod.step_trigger = 0;
     if (!v) return 0;
-    if (strncmp(v, "step>", 5)) return -1;
-    v += 5;
+    int i = choice_of(s, v, sizeof unit / sizeof unit[0], &arg, &n);
     char *end;
-    double x = strtod(v, &end);
-    if (end == v || !(x > 0)) return -1;
-    if ((*end == '*' || *end == 'x') && !strcmp(end + 1, "p50")) {
+    double x = i < 0 || !arg ? 0 : strtod(arg, &end);
+    if (i < 0 || !arg || end != arg + n || !(x > 0) || x * unit[i] > 1e18) return -1;
+    if (!unit[i]) {
         tkp_prod.step_trigger = 2;
         tkp_prod.step_factor = x;
         return 0;
     }
-    double unit = !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "s") ? 1e9 : 0;
-    if (!unit || x * unit > 1e18) return -1;
     tkp_prod.step_trigger = 1;
-    tkp_prod.step_ns = (uint64_t)(x * unit);
+    tkp_prod.step_ns = (uint64_t)(x * unit[i]);
     return 0;
 }
 
 static int p_signal(const struct tkp_setting *s, const char *v)
 {
-    (void)s;
-    if (!v) return -1;
-    int sig = -1;
-    char *end;
-    if (!strcasecmp(v, "none") || !strcmp(v, "0")) sig = 0;
-    else {
-        if (!strncasecmp(v, "SIG", 3)) v += 3;
-        if (!strcasecmp(v, "USR1")) sig = SIGUSR1;
-        else if (!strcasecmp(v, "USR2")) sig = SIGUSR2;
-        else if (!strcasecmp(v, "HUP")) sig = SIGHUP;
-        else if (!strcasecmp(v, "PWR")) sig = SIGPWR;
-        else if (!strncasecmp(v, "RTMIN+", 6)) {
-            long n = strtol(v + 6, &end, 10);
-            if (!*end && n >= 0 && SIGRTMIN + n <= SIGRTMAX) sig = SIGRTMIN + (int)n;
-        } else {
-            long n = strtol(v, &end, 10);
-            if (*v && !*end && n > 0 && n < NSIG && n != SIGKILL && n != SIGSTOP) sig = (int)n;
-        }
-    }
-    if (sig < 0) return -1;
-    tkp_prod.signal = sig;
+    /* none|0|USR1|USR2|HUP|PWR|RTMIN+{I}|SIGUSR1|SIGUSR2|SIGHUP|SIGPWR|SIGRTMIN+{I}|{N}:
+     * RTMIN for SIGRTMIN + {I}, NUM for {N} */
+    enum { RTMIN = -1, NUM = -2 };
+    static const int sig[] = {0,       0,       SIGUSR1, SIGUSR2, SIGHUP, SIGPWR, RTMIN,
+                              SIGUSR1, SIGUSR2, SIGHUP,  SIGPWR,  RTMIN,  NUM};
+    const char *arg;
+    size_t n;
+    int i = choice_of(s, v, sizeof sig / sizeof sig[0], &arg, &n);
+    if (i < 0) return -1;
+    long long x = sig[i];
+    if (sig[i] == RTMIN) x = whole(arg, n, 0, SIGRTMAX - SIGRTMIN), x = x < 0 ? -1 : SIGRTMIN + x;
+    if (sig[i] == NUM) x = whole(arg, n, 1, NSIG - 1), x = x == SIGKILL || x == SIGSTOP ? -1 : x;
+    if (x < 0) return -1;
+    tkp_prod.signal = (int)x;
     return 0;
 }
 

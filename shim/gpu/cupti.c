@@ -198,10 +198,12 @@ static void mode_str(char *buf, size_t n)
 
 /* ---- which steps are traced ---- */
 
+/* window: the window's steps, and (like trigger) the steps a trigger armed (tkp_gpu_arm: the
+ * flight recorder's snapshot asks for GPU time of the steps after an incident) */
 static int traced(uint32_t seg)
 {
-    if (gpu.mode == MODE_WINDOW) return seg % gpu.win_m < gpu.win_n;
-    if (gpu.mode == MODE_TRIGGER) {
+    if (gpu.mode == MODE_WINDOW && seg % gpu.win_m < gpu.win_n) return 1;
+    if (gpu.mode == MODE_TRIGGER || gpu.mode == MODE_WINDOW) {
         uint32_t n = atomic_load_explicit(&gpu.nranges, memory_order_acquire);
         for (uint32_t i = n > RANGES_MAX ? n - RANGES_MAX : 0; i < n; i++)
             if (seg >= gpu.range_from[i % RANGES_MAX] && seg < gpu.range_to[i % RANGES_MAX])

@@ -32,8 +32,9 @@ void tkp_cupti_on_segment(uint32_t new_seg);
  * `since` (a tkp_stamp()) on: an updated exec maps the same CUPTI node to a new graph version. */
 uint64_t tkp_cupti_node_id(void *cu_graph_node);
 void tkp_cupti_graph_node(uint64_t cupti_id, uint32_t graph, uint64_t node, uint64_t since);
-/* Arms the next `steps` segments of the stepping thread for GPU tracing (trigger mode; also the
- * entry point for later production triggers). Async-signal-safe. */
+/* Arms the next `steps` segments of the stepping thread for GPU tracing, on top of the window
+ * in window mode (trigger and window modes; the flight recorder's snapshot calls it, steps 0:
+ * TOKPROF_GPU_TRIGGER_STEPS). Async-signal-safe. */
 void tkp_gpu_arm(unsigned steps);
 
 /* ---- the hand-over to the writer thread's side (gpuenc.c; the writer thread only) ---- */

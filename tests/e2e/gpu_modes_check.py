@@ -3,6 +3,9 @@
 
   window   TOKPROF_GPU=window:2/10: gpu_kernel records exist for exactly the steps s with
            s % 10 < 2 that launched kernels (steps are the stepping thread's segments);
+  default  TOKPROF_GPU unset (ctest's environment sets always: removed here): the production
+           default, window:2/20 — GPU records for exactly the steps s % 20 < 2, and gpu_info
+           says the mode;
   trigger  TOKPROF_GPU=trigger, TOKPROF_GPU_TRIGGER_STEPS=5, one SIGUSR2 mid-run: exactly one
            run of 5 consecutive steps is traced, nothing else;
   busy     SIMGPU_CUPTI=multiple_subscribers (CUPTI taken, as under nsys): minillm's stdout and
@@ -38,6 +41,7 @@ def run(a, name, env_extra, args, sig_after=None):
     env = dict(os.environ, LD_LIBRARY_PATH=a["simgpu"], LD_PRELOAD=shim_preload(a["shim"]),
                TOKPROF_OUT=work)
     env.update(env_extra)
+    env = {k: v for k, v in env.items() if v is not None}  # None: unset
     p = subprocess.Popen([a["minillm"]] + args, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     if sig_after is not None:
@@ -58,6 +62,16 @@ def main():
     want = {s for s in launched if s % 10 < 2}
     if rc or traced != want:
         errors.append(f"window:2/10: traced steps {sorted(traced)}, want {sorted(want)} (rc {rc})")
+
+    # default (unset)
+    rc, _, _, recs = run(a, "default", {"TOKPROF_GPU": None}, ["--steps", "45"])
+    traced = {r["step"] for r in recs if r["type"] == "gpu_kernel"}
+    launched = {r["step"] for r in recs if r["type"] in ("launch", "graph_launch")}
+    want = {s for s in launched if s % 20 < 2}
+    modes = {r["mode"] for r in recs if r["type"] == "gpu_info"}
+    if rc or traced != want or modes != {"window:2/20"}:
+        errors.append(f"default: traced steps {sorted(traced)}, want {sorted(want)}; gpu_info "
+                      f"modes {modes} (rc {rc})")
 
     # trigger
     rc, _, _, recs = run(a, "trigger", {"TOKPROF_GPU": "trigger", "TOKPROF_GPU_TRIGGER_STEPS": "5"},
@@ -88,7 +102,7 @@ def main():
     if errors:
         print("FAIL:\n" + "\n".join(errors))
         return 1
-    print("GPU modes: window, trigger, busy/no-GPU/off fail soft: ok")
+    print("GPU modes: window, default (window:2/20), trigger, busy/no-GPU/off fail soft: ok")
     return 0
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/BENCH.md "Real clients": tokens/s of the eager Llama decode loop (tests/realstack/workload.py)
-# on simgpu without the shim, under it with TOKPROF_GPU=off, and under it by default (GPU records
-# on), alternated run by run so drift hits all three alike; and the capture's bytes per launch.
+# on simgpu without the shim, under it with TOKPROF_GPU=off, and under it with TOKPROF_GPU=always
+# (every step's GPU records: the default until it became window:2/20), alternated run by run so drift hits all three alike; and the capture's bytes per launch.
 # WORKLOAD=vllm: vLLM's offline generate() of 8 requests x 64 tokens instead (vllm_workload.py,
 # eager, sync scheduling; output tokens/s of generate() alone), from the vLLM venv.
 #
@@ -36,7 +36,7 @@ run() { # NAME [ENV...]
 for i in $(seq "$RUNS"); do
     run plain
     run gpuoff LD_PRELOAD="$B/shim/libtokprof.so" TOKPROF_OUT="$work/gpuoff" TOKPROF_GPU=off
-    run default LD_PRELOAD="$B/shim/libtokprof.so" TOKPROF_OUT="$work/default"
+    run default LD_PRELOAD="$B/shim/libtokprof.so" TOKPROF_OUT="$work/default" TOKPROF_GPU=always
 done
 python3 - "$work" "$B/decoder/tokprof" <<'PY'
 import glob, json, os, statistics, subprocess, sys
@@ -44,7 +44,7 @@ work, tkp = sys.argv[1], sys.argv[2]
 base = None
 print("| run | tokens/s median (min-max) | vs without | capture bytes per launch |")
 print("|---|---|---|---|")
-for name, label in (("plain", "without the shim"), ("gpuoff", "shim, TOKPROF_GPU=off"), ("default", "shim, default (GPU records on)")):
+for name, label in (("plain", "without the shim"), ("gpuoff", "shim, TOKPROF_GPU=off"), ("default", "shim, TOKPROF_GPU=always")):
     tps = [json.loads(l)["tokens_per_s"] for l in open(os.path.join(work, name + ".jsonl"))]
     med = statistics.median(tps)
     base = base or med

@@ -76,12 +76,20 @@ def run(python, args, env, d, timeout, prefix=()):
     return p.returncode, result
 
 
-def main():
+def parser():
+    """The options every vLLM test script takes (this one's and vllm_whatif.py's): the venv and
+    the tools, the workload's size, how long it may take."""
     ap = argparse.ArgumentParser()
     for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--reqs", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--timeout", type=int, default=900)
+    return ap
+
+
+def main():
+    ap = parser()
     ap.add_argument("--graphs", action="store_true")
     ap.add_argument("--moe", action="store_true", help="the MoE config: vLLM's fused MoE Triton kernel")
     ap.add_argument("--serve", action="store_true",
@@ -93,7 +101,6 @@ def main():
     ap.add_argument("--capture-sizes", help="offline --graphs: CUDA-graph capture sizes, e.g. 1,2,4,8,64")
     ap.add_argument("--v2", action="store_true",
                     help="vLLM's default Model Runner V2 (its sampled-token counts written by SIMGPU_WRITES)")
-    ap.add_argument("--timeout", type=int, default=900)
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
     if not python:

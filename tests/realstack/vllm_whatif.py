@@ -17,7 +17,6 @@ kernels.
 
 usage: vllm_whatif.py --venv VENV --simgpu DIR --shim SO --tokprof EXE --workdir DIR
 Exit 77 (skip) without vllm in VENV. Prints the figures for docs/VALIDATION.md."""
-import argparse
 import json
 import os
 import re
@@ -31,12 +30,7 @@ import run_vllm  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    for k in ("venv", "simgpu", "shim", "tokprof", "workdir"):
-        ap.add_argument("--" + k, required=True)
-    ap.add_argument("--reqs", type=int, default=8)
-    ap.add_argument("--tokens", type=int, default=64)
-    ap.add_argument("--timeout", type=int, default=900)
+    ap = run_vllm.parser()
     ap.add_argument("--pairs", type=int, default=2, choices=(1, 2))
     a = ap.parse_args()
     python = run_realstack.prepare(a, "vllm")
@@ -107,7 +101,7 @@ def main():
         (w["token_steps"] == len(itl["base"]) and not w["unpredicted"],
          "whatif predicted every interval: %d of vLLM's %d, %d not" % (w["token_steps"], len(itl["base"]),
                                                                        w["unpredicted"])),
-        (w["bound"] == "host", "the steps are host-bound (whatif: %s)" % w["bound"]),
+        (w["bound"] == "host-bound", "the steps are host-bound (whatif: %s)" % w["bound"]),
         (abs(prd["p50"] - w["observed"]["itl_ns"]["p50"]) <= 0.01 * w["observed"]["itl_ns"]["p50"],
          "attention x0.5 predicts no gain on a host-bound server: p50 %d -> %d ns" %
          (w["observed"]["itl_ns"]["p50"], prd["p50"])),

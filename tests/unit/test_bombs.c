@@ -96,12 +96,16 @@ struct outcome {
 
 /* Reads every record and feeds the step model (the consumers must survive what the reader
  * lets through). */
-static struct outcome read_all(const struct capw *w)
+/* by_path: read from a file by its name, as the commands do (the learner's prescan runs: it
+ * decompresses the head and hands it to the pass, steplearn.h); otherwise as a stream. */
+static struct outcome read_with(const struct capw *w, int by_path)
 {
     struct outcome o = {0};
     size_t len;
     const uint8_t *d = capw_data(w, &len);
-    FILE *f = tmpfile();
+    char path[] = "/tmp/tkp_bombs_XXXXXX";
+    int fd = by_path ? mkstemp(path) : -1;
+    FILE *f = by_path ? fdopen(fd, "w+b") : tmpfile();
     cr_assert(f);
     fwrite(d, 1, len, f);
     rewind(f);
@@ -113,7 +117,13 @@ static struct outcome read_all(const struct capw *w)
     struct tkp_model_opts mo = {.classes = cl, .from = -1, .to = -1};
     struct tkp_model m;
     tkp_model_init(&m, &mo);
-    cr_assert_eq(tkp_reader_open_stream(f, &r, NULL, 0), 0);
+    if (by_path) {
+        fclose(f);
+        cr_assert_eq(tkp_reader_open(path, &r, NULL, 0), 0);
+        unlink(path);
+    } else {
+        cr_assert_eq(tkp_reader_open_stream(f, &r, NULL, 0), 0);
+    }
     while ((o.end = tkp_reader_next(r, &rec)) == 1) {
         o.n++;
         cr_assert_eq(tkp_model_add(&m, &rec), 0);
@@ -125,6 +135,11 @@ static struct outcome read_all(const struct capw *w)
     tkp_model_free(&m);
     tkp_classes_free(cl);
     return o;
+}
+
+static struct outcome read_all(const struct capw *w)
+{
+    return read_with(w, 0);
 }
 
 Test(bombs, raw_len_over_the_limit)
@@ -156,10 +171,12 @@ Test(bombs, content_size_above_raw_len)
     free(fr);
 }
 
-/* One 64 MiB chunk buffer live at a time: 63 MiB measured in the plain build. Under ASan each
- * buffer also touches 8 MiB of shadow memory that stays resident after it is freed, and the
- * learned-steps prescan (capture/steplearn.c) decompresses the first chunk once before the reader
- * does: 82 MiB measured there. Two buffers live at once would exceed either bound. */
+/* One 64 MiB chunk buffer live at a time: 63 MiB measured in the plain build, read as a stream
+ * or from a file. Under ASan each buffer also touches 8 MiB of shadow memory and the allocator's
+ * own: 84-86 MiB measured there, as a stream (no prescan) as from a file (the prescan's chunk
+ * handed to the pass, capture/steplearn.h), so the ASan bound cannot be the plain one. (Peak RSS
+ * does not tell a second decompression: a freed 64 MiB buffer is unmapped before the next;
+ * unit_steplearn's head_decompressed_once does.) Two buffers live at once would exceed either. */
 #if defined(__SANITIZE_ADDRESS__)
 #define BOMB_PEAK_KIB (100 << 10)
 #else
@@ -167,20 +184,31 @@ Test(bombs, content_size_above_raw_len)
 #endif
 
 /* The largest chunk the format allows, 64 MiB of zeros from a frame of a few KiB: decompressed
- * (the cap is the format's), then refused at its first record; memory stays at the cap. */
-Test(bombs, sixty_four_mib_of_zeros)
+ * (the cap is the format's), then refused at its first record; memory stays at the cap. Read
+ * as a stream and from a file (the prescan's decompression is the pass's). */
+static void sixty_four_mib_of_zeros(int by_path)
 {
     size_t flen;
     uint8_t *fr = zeros_frame(64u << 20, &flen);
     cr_assert_lt(flen, 64 << 10);
     long before = peak_kib();
     struct capw *w = with_chunk((uint32_t)flen, 64u << 20, fr, flen);
-    struct outcome o = read_all(w);
+    struct outcome o = read_with(w, by_path);
     cr_assert_eq(o.end, TKP_ERR_RECORD, "%d %s", o.end, o.e.msg);
     cr_assert_eq(o.n, 4);
     cr_assert_lt(peak_kib() - before, BOMB_PEAK_KIB, "peak RSS grew %ld KiB", peak_kib() - before);
     capw_free(w);
     free(fr);
+}
+
+Test(bombs, sixty_four_mib_of_zeros)
+{
+    sixty_four_mib_of_zeros(0);
+}
+
+Test(bombs, sixty_four_mib_of_zeros_from_a_file)
+{
+    sixty_four_mib_of_zeros(1);
 }
 
 /* A header that declares 64 MiB of frame and ends 10 bytes later: a torn tail, and the

@@ -62,98 +62,128 @@ static double by_name(void *arg, const char *name)
     return !strcmp(name, want) ? 0.5 : 1;
 }
 
-/* Two steps on one stream: attn (10 us) then gemm (4 us), launched 0.5 us apart, a stream sync
- * 0.5 us later that wakes 0.3 us after the gemm ends; latency 2 us. */
-static const struct tkp_crit_step *two_steps(struct tkp_crit_change *ch, int drop_gemm, size_t *n)
+/* A model replaying ch, told that GPU tracing is on. */
+static void start(struct tkp_crit_change *ch)
 {
     cr_assert_eq(tkp_crit_new(ch, &c), 0);
     struct tkp_record info;
     memset(&info, 0, sizeof(info));
     info.type = TKP_REC_GPU_INFO, info.gpu_info.status = TKP_GPU_ON;
     add(&info);
-    launch(1, 1000, 'a'), launch(1, 1500, 'g'), sync_(1, 2000, 15300), step(1, 17300);
-    launch(2, 17800, 'a'), launch(2, 18300, 'g'), sync_(2, 18800, 15300), step(2, 34100);
-    gpu(1, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "attn", 3000, 13000);
-    gpu(1, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "gemm", 13000, 17000);
-    gpu(2, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "attn", 19800, 29800);
-    if (!drop_gemm) gpu(2, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "gemm", 29800, 33800);
+}
+
+/* The replay finished: its steps, `want` of them. */
+static const struct tkp_crit_step *finish(size_t want)
+{
     cr_assert_eq(tkp_crit_finish(c), 0);
-    const struct tkp_crit_step *s = tkp_crit_steps(c, n);
-    cr_assert_eq(*n, 2);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    cr_assert_eq(n, want);
     return s;
 }
 
-Test(critpath, unchanged_replay_is_the_observation)
+/* Two steps on one stream, each: attn launched, gemm launched, a stream sync that waits `wait`,
+ * the STEP record at its return; the kernels' GPU times. */
+struct fixture {
+    uint64_t a, g, sync, wait, end, a0, a1, g0, g1;
+};
+/* GPU-bound: attn (10 us) then gemm (4 us), launched 0.5 us apart, a stream sync 0.5 us later that
+ * wakes 0.3 us after the gemm ends; latency 2 us. */
+static const struct fixture gpu_bound[2] = {
+    {1000, 1500, 2000, 15300, 17300, 3000, 13000, 13000, 17000},
+    {17800, 18300, 18800, 15300, 34100, 19800, 29800, 29800, 33800}};
+/* Host-bound: attn and gemm (GPU 0.1 us each, latency 2 us) launched 0.5 us apart (the launch
+ * call's cost: the smallest gap before a launch), 2 us of host code before the sync (2.5 us after
+ * gemm), which wakes 0.1 us later; step 2's attn 2 us after step 1's sync returns. */
+static const struct fixture host_bound[2] = {
+    {1000, 1500, 4000, 100, 4100, 3000, 3100, 3500, 3600},
+    {6100, 6600, 9100, 100, 9200, 8100, 8200, 8600, 8700}};
+
+/* The two steps of f replayed under ch (drop_gemm: step 2's gemm without its GPU record). */
+static const struct tkp_crit_step *two_steps(struct tkp_crit_change *ch, const struct fixture *f,
+                                             int drop_gemm)
 {
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
-    for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(s[i].why, 0);
-        cr_assert_eq(s[i].pred_end, s[i].obs_end, "step %zu: %llu", i,
-                     (unsigned long long)s[i].pred_end);
+    start(ch);
+    for (uint64_t k = 0; k < 2; k++)
+        launch(k + 1, f[k].a, 'a'), launch(k + 1, f[k].g, 'g'), sync_(k + 1, f[k].sync, f[k].wait),
+            step(k + 1, f[k].end);
+    for (uint64_t k = 0; k < 2; k++) {
+        gpu(k + 1, TKP_JOIN_LAUNCH, 0, UINT64_MAX, "attn", f[k].a0, f[k].a1);
+        if (!(drop_gemm && k)) gpu(k + 1, TKP_JOIN_LAUNCH, 1, UINT64_MAX, "gemm", f[k].g0, f[k].g1);
     }
-    cr_assert_eq(tkp_crit_latency_ns(c), 2000);
-    tkp_crit_free(c);
+    return finish(2);
 }
 
-Test(critpath, attention_twice_as_fast)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.scale = by_name, ch.scale_arg = "attn";
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+/* A fixture (gpu_bound, host_bound) under one change, and what the replay
+ * must give, worked out by hand. --host and --launch-ns are separate knobs: the host's code x F,
+ * each launch call's own cost (the smallest gap before a launch: 500 in both) kept, or set. */
+static const struct two_case {
+    const char *what;
+    int host_bound;      /* host_bound, else gpu_bound */
+    double host;         /* ch.host */
+    int64_t launch_ns;   /* ch.launch_ns (-1: as captured) */
+    char *faster;        /* a kernel name x0.5 (NULL: none) */
+    int drop_gemm;       /* step 2's gemm without its GPU record */
+    uint64_t end1, end2; /* predicted ends (end2 0: step 2 says TKP_CRIT_NO_GPU) */
+    uint64_t gpu2;       /* step 2's predicted GPU time (observed: 14000; host_bound 200) */
+    uint64_t host2;      /* step 2's predicted host time (observed: 1500; host_bound 5000) */
+} two_cases[] = {
+    /* the observed ends */
+    {"unchanged", 0, 1, -1, NULL, 0, 17300, 34100, 14000, 1500},
     /* step 1: attn 3000..8000, gemm ..12000, wakes 12300; step 2: launched 500 later, attn
      * 14800..19800, gemm ..23800, wakes 24100 */
-    cr_assert_eq(s[0].pred_end, 12300);
-    cr_assert_eq(s[1].pred_end, 24100);
-    cr_assert_eq(s[1].pred_gpu, 9000);
-    cr_assert_eq(s[1].obs_gpu, 14000);
-    tkp_crit_free(c);
-}
-
-Test(critpath, slower_host)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.host = 2;
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
-    /* step 1 is GPU-bound: the same end; step 2's first launch 1000 after 17300, attn from
-     * 20300, gemm to 34300, wakes 34600 */
-    cr_assert_eq(s[0].pred_end, 17300);
-    cr_assert_eq(s[1].pred_end, 34600);
-    cr_assert_eq(s[1].pred_host, 2 * s[1].obs_host);
-    tkp_crit_free(c);
-}
-
-Test(critpath, cheaper_launches)
-{
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    ch.launch_ns = 100;
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 0, &n);
+    {"attention twice as fast", 0, 1, -1, "attn", 0, 12300, 24100, 9000, 1500},
+    /* every gap before a launch here is the launch call's own cost (500, the smallest): a slower
+     * host keeps it; only the 500 before each sync becomes 1000, hidden by the GPU */
+    {"slower host", 0, 2, -1, NULL, 0, 17300, 34100, 14000, 2000},
     /* the smallest gap before a launch is 500 (step 1's gemm): each launch's 500 becomes 100;
      * step 1 is GPU-bound (same end); step 2's attn is called at 17400, starts 19400, the gemm
      * ends 33400, the sync wakes at 33700 */
-    cr_assert_eq(tkp_crit_launch_cost_ns(c), 500);
-    cr_assert_eq(s[0].pred_end, 17300);
-    cr_assert_eq(s[1].pred_end, 33700, "%llu", (unsigned long long)s[1].pred_end);
-    tkp_crit_free(c);
-}
+    {"cheaper launches", 0, 1, 100, NULL, 0, 17300, 33700, 14000, 700},
+    /* a missing GPU record is said, not guessed */
+    {"step 2's gemm not recorded", 0, 1, -1, NULL, 1, 17300, 0, 0, 0},
+    {"host-bound, unchanged", 1, 1, -1, NULL, 0, 4100, 9200, 200, 5000},
+    /* g's gap is the call (500, kept); the sync's 2500 -> 1250: called 2750, GPU unchanged to
+     * 3600, wakes 3700; step 2: a's 2000 = 500 call + 1500 code -> 1250: 4950, g 5450, sync
+     * 6700, GPU 6950..7050, 7450..7550, wakes 7650 (the call scaled too would give 6900) */
+    {"host x0.5, launch calls kept", 1, 0.5, -1, NULL, 0, 3700, 7650, 200, 3000},
+    /* each call 100: g at 1100, GPU to 3200, the sync at 3600 wakes 3700; step 2 a at 5300,
+     * g 5400, sync 7900 (GPU 7400..7500) wakes 8000 */
+    {"launch calls 100 ns", 1, 1, 100, NULL, 0, 3700, 8000, 200, 4200},
+    /* both: g 1100, sync 2350, GPU to 3200, wakes 3300; step 2: a 3300 + 750 + 100 = 4150, g
+     * 4250, sync 5500, GPU 6150..6250, 6250..6350, wakes 6450 */
+    {"host x0.5 and launch calls 100 ns", 1, 0.5, 100, NULL, 0, 3300, 6450, 200, 2200},
+};
 
-Test(critpath, missing_gpu_record_is_said)
+Test(critpath, each_change)
 {
-    struct tkp_crit_change ch;
-    tkp_crit_change_init(&ch);
-    size_t n;
-    const struct tkp_crit_step *s = two_steps(&ch, 1, &n);
-    cr_assert_eq(s[0].why, 0);
-    cr_assert(s[1].why & TKP_CRIT_NO_GPU);
-    tkp_crit_free(c);
+    for (size_t k = 0; k < sizeof(two_cases) / sizeof(two_cases[0]); k++) {
+        const struct two_case *t = &two_cases[k];
+        struct tkp_crit_change ch;
+        tkp_crit_change_init(&ch);
+        ch.host = t->host, ch.launch_ns = t->launch_ns;
+        if (t->faster) ch.scale = by_name, ch.scale_arg = t->faster;
+        const struct tkp_crit_step *s =
+            two_steps(&ch, t->host_bound ? host_bound : gpu_bound, t->drop_gemm);
+        cr_assert_eq(tkp_crit_latency_ns(c), 2000, "%s", t->what);
+        cr_assert_eq(tkp_crit_launch_cost_ns(c), 500, "%s", t->what);
+        cr_assert_eq(s[0].why, 0, "%s", t->what);
+        cr_assert_eq(s[0].pred_end, t->end1, "%s: step 1 ends at %llu", t->what,
+                     (unsigned long long)s[0].pred_end);
+        if (!t->end2) {
+            cr_assert(s[1].why & TKP_CRIT_NO_GPU, "%s", t->what);
+        } else {
+            cr_assert_eq(s[1].why, 0, "%s", t->what);
+            cr_assert_eq(s[1].pred_end, t->end2, "%s: step 2 ends at %llu", t->what,
+                         (unsigned long long)s[1].pred_end);
+            cr_assert_eq(s[1].pred_gpu, t->gpu2, "%s", t->what);
+            cr_assert_eq(s[1].obs_gpu, t->host_bound ? 200 : 14000, "%s", t->what);
+            cr_assert_eq(s[1].obs_host, t->host_bound ? 5000 : 1500, "%s", t->what);
+            cr_assert_eq(s[1].pred_host, t->host2, "%s: step 2's host %llu", t->what,
+                         (unsigned long long)s[1].pred_host);
+        }
+        tkp_crit_free(c);
+    }
 }
 
 /* A graph A -> {B, C} -> D: B 5 us and C 2 us in parallel; B x0.5 leaves B on the path (2.5 us),
@@ -211,11 +241,7 @@ static int is_norm(void *arg, const char *name)
  * called 5600 later at 10300: 12300..12400, ..12500, lm_head 13600..13700, wakes 14000. */
 static void launch_bound(struct tkp_crit_change *ch)
 {
-    cr_assert_eq(tkp_crit_new(ch, &c), 0);
-    struct tkp_record info;
-    memset(&info, 0, sizeof(info));
-    info.type = TKP_REC_GPU_INFO, info.gpu_info.status = TKP_GPU_ON;
-    add(&info);
+    start(ch);
     for (uint64_t k = 0; k < 2; k++) {
         uint64_t o = 10000 * k, seg = k + 1;
         launch(seg, o + 1000, 'f'), launch(seg, o + 2000, 'n'), launch(seg, o + 3000, 'l');
@@ -241,6 +267,28 @@ Test(critpath, graphs_end_at_the_last_norm)
     int measured;
     cr_assert_eq(tkp_crit_graph_ns(c, &measured), 300);
     cr_assert_eq(measured, 0);
+    size_t graphed;
+    cr_assert_eq(tkp_crit_graph_whole(c, &graphed), 0, "every step has its norm");
+    cr_assert_eq(graphed, 2);
+    tkp_crit_free(c);
+}
+
+static int is_nothing(void *arg, const char *name)
+{
+    (void)arg, (void)name;
+    return 0;
+}
+
+/* A graph_end no launch matches: every step replayed whole, and counted (whatif says so). */
+Test(critpath, graphs_end_that_matches_nothing_is_counted)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1, ch.graph_ns = 300, ch.graph_end = is_nothing;
+    launch_bound(&ch);
+    size_t graphed;
+    cr_assert_eq(tkp_crit_graph_whole(c, &graphed), 2);
+    cr_assert_eq(graphed, 2);
     tkp_crit_free(c);
 }
 

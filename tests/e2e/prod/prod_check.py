@@ -7,6 +7,9 @@ usage: prod_check.py CASE BUILD_DIR WORKDIR
                  machine's speed; the others are ~0.3 ms of simulated time). Exactly one snapshot;
                  it decodes, holds that step and the second before it, starts with META
   flight_signal  SIGUSR2 -> one snapshot (trigger "signal")
+  flight_gpu_window  TOKPROF_GPU=window:1/1000000000 (nothing timed after step 0): a slow-step
+                 trigger arms GPU time for the next TOKPROF_GPU_TRIGGER_STEPS (5) steps; the
+                 snapshot has exactly that run timed
   flight_file    touching TOKPROF_TRIGGER_FILE -> one snapshot (trigger "file")
   flight_api     tokprof_trigger("slo miss") from the program -> one snapshot saying so
   rate_limit     three signals within TOKPROF_TRIGGER_MIN_S, each sent once the previous one's
@@ -200,6 +203,26 @@ elif case in ("flight_signal", "flight_file"):
     recs = check_snapshot(snaps()[0], "signal" if case == "flight_signal" else "file")
     n = sum(r["type"] == "launch" for r in recs)
     print(f"{snaps()[0]}: {n} launches, {recs[0]['snapshot']['why']}")
+
+elif case == "flight_gpu_window":
+    # TOKPROF_GPU=window (the production default's mode) with a window that never comes again
+    # after step 0: the slow-step trigger arms GPU time for the TOKPROF_GPU_TRIGGER_STEPS steps
+    # after it, so the snapshot holds GPU records for one run of exactly 5 consecutive steps.
+    # Steps enough to go on for seconds after the trigger, and 2 s after it in the snapshot: a
+    # loaded writer acts on the slow step late, and CUPTI hands its buffers over later still.
+    e = env(TOKPROF_MODE="flight", TOKPROF_TRIGGER="step>500ms", TOKPROF_FLIGHT_BEFORE_S=0.2,
+            TOKPROF_FLIGHT_AFTER_S=2, TOKPROF_FLUSH_MS=50, SIMGPU_STALL="30000:1000000000",
+            TOKPROF_GPU="window:1/1000000000", TOKPROF_GPU_TRIGGER_STEPS=5)
+    p = subprocess.run([MINILLM, "--steps", "30000"], env=e, capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode or p.stderr or len(snaps()) != 1:
+        fail(f"exit {p.returncode}, stderr {p.stderr!r}, snapshots {snaps()} (want one)")
+    recs = check_snapshot(snaps()[0], "step")
+    traced = sorted({r["step"] for r in recs if r["type"] == "gpu_kernel"} - {0})
+    if not traced or traced != list(range(traced[0], traced[0] + 5)):
+        fail(f"GPU records for steps {traced[:12]} ({len(traced)}): want one run of 5 after "
+             "the trigger")
+    print(f"{snaps()[0]}: GPU time for steps {traced[0]}..{traced[-1]} after the trigger")
 
 elif case == "flight_api":
     e = env(TOKPROF_MODE="flight", TOKPROF_FLUSH_MS=20, TOKPROF_FLIGHT_AFTER_S=0.2)

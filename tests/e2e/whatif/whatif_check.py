@@ -82,8 +82,9 @@ CASES = {
 }
 
 
-def run_minillm(a, wd, args, env_extra, cost):
-    """One run under the shim: (its log's lines, setup first; its truth records; its captures)."""
+def run_minillm(a, wd, args, env_extra, cost, steps=STEPS):
+    """One run under the shim: (its log's lines, setup first; its truth records; its captures).
+    cost: a file name here or a path; tests/e2e/verdict runs its captures through it too."""
     os.makedirs(wd, exist_ok=True)
     for f in os.listdir(wd):
         os.unlink(os.path.join(wd, f))
@@ -98,7 +99,7 @@ def run_minillm(a, wd, args, env_extra, cost):
         env["SIMGPU_COST"] = os.path.join(HERE, cost)
     env.update(env_extra)
     log = os.path.join(wd, "minillm.jsonl")
-    cmd = ["chrt", "-f", "10", a.minillm, "--steps", str(STEPS), *args, "--log", log]
+    cmd = ["chrt", "-f", "10", a.minillm, "--steps", str(steps), *args, "--log", log]
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     if p.returncode:
         sys.exit("FAIL: %s: exit %d\n%s" % (" ".join(cmd), p.returncode, p.stdout))

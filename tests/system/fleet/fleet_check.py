@@ -43,6 +43,8 @@ usage: fleet_check.py CASE BUILD_DIR WORKDIR
   chdb     the exported files (zstd, gzip) read by a current ClickHouse engine (chdb from PyPI,
            in the venv scripts/setup.sh makes) with file(): the five queries give the answers
            the 18.16 cluster gives
+  windowed a TOKPROF_GPU=window:2/10 capture, by ingest (Native) and by a TSV insert into
+           18.16: untimed steps' busy_ns NULL (count, non-NULL count and sum as tokprof steps)
 """
 import glob, gzip, json, os, re, shutil, signal, socket, subprocess, sys, time, urllib.parse
 import urllib.error
@@ -784,6 +786,34 @@ def case_moewindow():
           f"windows")
 
 
+def case_windowed():
+    """A TOKPROF_GPU=window:2/10 capture in ClickHouse 18.16, by ingest (Native) and by a TSV
+    insert: an untimed step's GPU figures are NULL (not 0), so avg(busy_ns) is the timed steps'
+    mean and countIf(busy_ns IS NULL) the untimed steps."""
+    c = capture(os.path.join(work, "caps", "w"), [], {"TOKPROF_GPU": "window:2/10"})
+    rows = json.loads(tkp("steps", "--json", c).stdout)["steps"]
+    timed = [r["busy_ns"] for r in rows if r["busy_ns"] is not None]
+    untimed = len(rows) - len(timed)
+    if not untimed or not timed:
+        fail(f"window:2/10: {len(timed)} timed and {untimed} untimed steps")
+
+    def body(servers):
+        a, _ = servers
+        ingest(a, "--label", "host=win", c)
+        tsv = tkp("table", "steps", "--compress", "none", "--label", "host=wintsv", c).stdout
+        cols = tsv.split(b"\n", 1)[0].decode().replace("\t", ", ")
+        a.query(f"INSERT INTO tokprof.steps ({cols}) FORMAT TSVWithNames", tsv)
+        for host in ("win", "wintsv"):
+            got = a.query("SELECT countIf(busy_ns IS NULL), count(busy_ns), sum(busy_ns) FROM "
+                          f"tokprof.steps WHERE host = '{host}' FORMAT TSV").split()
+            want = [str(untimed), str(len(timed)), str(sum(timed))]
+            if got != want:
+                fail(f"{host}: NULL, non-NULL busy_ns and their sum {got}, want {want}")
+
+    with_cluster(body)
+    print(f"windowed: {untimed} untimed steps NULL, {len(timed)} timed, by ingest and TSV")
+
+
 def case_hostile():
     # many chunks (a flush every millisecond), so that a cut leaves whole ones before it
     c = capture(os.path.join(work, "caps", "h"), ["--steps", "60"], {"TOKPROF_FLUSH_MS": "1"})
@@ -932,4 +962,5 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     {"cluster": case_cluster, "restart": case_restart, "watch": case_watch,
      "moewindow": case_moewindow, "hostile": case_hostile, "chdb": case_chdb,
-     "rotate": case_rotate, "containers": case_containers, "complete": case_complete}[case]()
+     "rotate": case_rotate, "containers": case_containers, "complete": case_complete,
+     "windowed": case_windowed}[case]()

@@ -3,6 +3,7 @@
  * get the defaults the table states; a bad value gets the default; TOKPROF_STEP's regex is
  * compiled when the settings are read. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -79,8 +80,67 @@ Test(shim_config, every_setting_has_a_parser_and_a_place)
     cr_assert_str_eq(t[0].name, "TOKPROF_LOG", "read first: it governs the others' warnings");
 }
 
+/* An alternative of settings.def's VALUES (w, k bytes) with its placeholders filled: good values
+ * ({RE} a regex, {N} 2, {M} 3, {I} 1, {F} 1.5) or bad ones ({RE} empty, {N} 00, {M} 1 below
+ * {N}, {I} a letter, {F} 0). */
+static void fill(const char *w, size_t k, int good, char *out, size_t cap)
+{
+    static const char *ph[][3] = {{"{RE}", "^x$", ""},  {"{N}", "2", "00"}, {"{M}", "3", "1"},
+                                  {"{I}", "1", "x"}, {"{F}", "1.5", "0"}};
+    size_t o = 0;
+    for (size_t i = 0; i < k && o + 8 < cap;) {
+        size_t j = 0;
+        while (j < sizeof ph / sizeof ph[0] && strncmp(w + i, ph[j][0], strlen(ph[j][0])))
+            j++;
+        if (j == sizeof ph / sizeof ph[0]) {
+            out[o++] = w[i++];
+            continue;
+        }
+        o += (size_t)snprintf(out + o, cap - o, "%s", ph[j][good ? 1 : 2]);
+        i += strlen(ph[j][0]);
+    }
+    out[o] = 0;
+}
+
+/* The parsers take their values from settings.def: every alternative of a 'c' or 'C' setting is
+ * accepted (any case for 'C'), and refused with a bad placeholder or a letter more; a value the
+ * table gains, loses or reorders shows here (a parser maps the alternatives by their order and
+ * refuses everything when their count is not its own). */
+Test(shim_config, every_choice_in_the_table_is_what_the_parser_takes)
+{
+    size_t n, tried = 0;
+    const struct tkp_setting *t = tkp_settings(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].kind != 'c' && t[i].kind != 'C') continue;
+        for (const char *w = t[i].values; *w;) {
+            size_t k = strcspn(w, "|");
+            char v[128];
+            fill(w, k, 1, v, sizeof v);
+            cr_assert_eq(tkp_config_set(t[i].name, v), 0, "%s=%s refused", t[i].name, v);
+            if (t[i].kind == 'C') {
+                for (char *c = v; *c; c++) /* case swapped */
+                    *c = (char)(isupper((unsigned char)*c) ? tolower((unsigned char)*c)
+                                                            : toupper((unsigned char)*c));
+                cr_assert_eq(tkp_config_set(t[i].name, v), 0, "%s=%s refused", t[i].name, v);
+            }
+            if (memchr(w, '{', k)) {
+                fill(w, k, 0, v, sizeof v);
+                cr_assert_eq(tkp_config_set(t[i].name, v), -1, "%s=%s taken", t[i].name, v);
+            } else {
+                fill(w, k, 1, v, sizeof v);
+                strcat(v, "q");
+                cr_assert_eq(tkp_config_set(t[i].name, v), -1, "%s=%s taken", t[i].name, v);
+            }
+            tried++;
+            w += k + (w[k] == '|');
+        }
+    }
+    cr_assert_geq(tried, 30);
+}
+
 Test(shim_config, unset_variables_get_the_tables_defaults)
 {
+    unsetenv("TOKPROF_GPU"); /* ctest's environment sets always (tests/test_env.cmake.in) */
     setenv("TOKPROF_BUFFER_MB", "", 1); /* set but empty: unset */
     tkp_config_load();
     cr_assert_eq(tkp_cfg.disabled, 0);
@@ -91,7 +151,9 @@ Test(shim_config, unset_variables_get_the_tables_defaults)
     cr_assert_eq(tkp_cfg.flush_ms, 200);
     cr_assert_eq(tkp_cfg.step_copy_max, 4u << 20);
     cr_assert_eq(tkp_cfg.stacks_mode, TKP_STACKS_OFF);
-    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW); /* window:2/20: docs/OPERATIONS.md */
+    cr_assert_eq(tkp_cfg.gpu_win_n, 2);
+    cr_assert_eq(tkp_cfg.gpu_win_m, 20);
     cr_assert_eq(tkp_cfg.gpu_trigger_steps, 10);
     cr_assert_eq(tkp_cfg.gpu_buffer_mb, 32);
     cr_assert_str_eq(tkp_cfg.cupti_path, "libcupti.so.13");
@@ -153,7 +215,9 @@ Test(shim_config, a_bad_value_gets_the_default)
     cr_assert_eq(tkp_cfg.step_mode, TKP_STEPMODE_AUTO);
     cr_assert_eq(tkp_config_set("TOKPROF_STEP", "nvtx:"), -1);
     cr_assert_eq(tkp_config_set("TOKPROF_GPU", "window:5/2"), -1);
-    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS);
+    cr_assert_eq(tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW, "the default, window:2/20");
+    cr_assert_eq(tkp_cfg.gpu_win_n, 2);
+    cr_assert_eq(tkp_cfg.gpu_win_m, 20);
     cr_assert_eq(tkp_config_set("TOKPROF_TRIGGER_SIGNAL", "KILL"), -1);
     cr_assert_eq(tkp_prod.signal, SIGUSR2);
     cr_assert_eq(tkp_config_set("TOKPROF_CLOCK", "tsc"), 0);

@@ -36,15 +36,15 @@ struct tkp_cmd {
 };
 
 extern const struct tkp_cmd tkp_cmd_dump, tkp_cmd_summary, tkp_cmd_run, tkp_cmd_check;
-extern const struct tkp_cmd tkp_cmd_gemm, tkp_cmd_moe; /* cmd_gemm.c, cmd_moe.c */
-extern const struct tkp_cmd tkp_cmd_steps, tkp_cmd_kernels; /* cmd_steps.c, cmd_kernels.c */
-extern const struct tkp_cmd tkp_cmd_stacks; /* cmd_stacks.c */
-extern const struct tkp_cmd tkp_cmd_whatif; /* cmd_whatif.c */
-extern const struct tkp_cmd tkp_cmd_doctor; /* cmd_doctor.c */
-extern const struct tkp_cmd tkp_cmd_table, tkp_cmd_ingest; /* cmd_table.c, cmd_ingest.c */
-extern const struct tkp_cmd tkp_cmd_top, tkp_cmd_serve; /* cmd_top.c, cmd_serve.c (live) */
-extern const struct tkp_cmd tkp_cmd_import; /* cmd_import.c */
-/* cmd_analyze.c, cmd_diff.c, cmd_export.c, cmd_heatmap.c, cmd_report.c */
+extern const struct tkp_cmd tkp_cmd_gemm, tkp_cmd_moe; /* cmd/gemm.c, cmd/moe.c */
+extern const struct tkp_cmd tkp_cmd_steps, tkp_cmd_kernels; /* cmd/steps.c, cmd/kernels.c */
+extern const struct tkp_cmd tkp_cmd_stacks; /* cmd/stacks.c */
+extern const struct tkp_cmd tkp_cmd_whatif; /* cmd/whatif.c */
+extern const struct tkp_cmd tkp_cmd_doctor; /* cmd/doctor.c */
+extern const struct tkp_cmd tkp_cmd_table, tkp_cmd_ingest; /* cmd/table.c, cmd/ingest.c */
+extern const struct tkp_cmd tkp_cmd_top, tkp_cmd_serve; /* cmd/top.c, cmd/serve.c (live) */
+extern const struct tkp_cmd tkp_cmd_import; /* cmd/import.c */
+/* cmd/analyze.c, cmd/diff.c, cmd/export.c, cmd/heatmap.c, cmd/report.c */
 extern const struct tkp_cmd tkp_cmd_analyze, tkp_cmd_diff, tkp_cmd_export, tkp_cmd_heatmap,
     tkp_cmd_report;
 

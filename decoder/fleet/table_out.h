@@ -1,6 +1,6 @@
 /* tokprof decoder: rows in ClickHouse's input formats — TSVWithNames, JSONEachRow and Native —
  * compressed with zstd or gzip (or not), handed to a sink by blocks. No CLI knowledge: the
- * command (cmd_table.c) and the ingester (ingest.c) give it a sink.
+ * command (cmd/table.c) and the ingester (ingest.c) give it a sink.
  *
  *     struct tkp_tab_out *o;
  *     tkp_tab_out_new(&spec, sink_fn, sink_arg, &o);

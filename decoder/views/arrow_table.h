@@ -13,7 +13,7 @@ struct tkp_acc;
 struct tkp_reader;
 
 /* The steps of a finished model with tokens from its acc (analysis.h), one row each, the
- * columns and values of `tokprof steps --json` in its key order (decoder/cmd_steps.c); the GPU
+ * columns and values of `tokprof steps --json` in its key order (decoder/cmd/steps.c); the GPU
  * columns only when the model has GPU records. t is initialised here. Returns 0 or NOMEM. */
 int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct tkp_atab *t);
 

@@ -65,7 +65,7 @@ const char *tkp_dec_version(void);
  * captures, else the reason. */
 int tkp_dec_probe(const char *const *paths, size_t n, char *why, size_t whylen);
 
-/* One row per step, the columns and values of `tokprof steps --json` (decoder/cmd_steps.c); the
+/* One row per step, the columns and values of `tokprof steps --json` (decoder/cmd/steps.c); the
  * GPU columns only when the capture has GPU records. classes: a rules file as `--classes`
  * (NULL: built-in classes only). */
 int tkp_dec_steps(const char *const *paths, size_t n, const char *classes, struct ArrowArray *out,

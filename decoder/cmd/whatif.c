@@ -22,7 +22,7 @@
 #include "base/sort.h"
 #include "capture/reader.h"
 #include "cmd/cmd.h"
-#include "cmd/cmd_whatif.h"
+#include "cmd/whatif.h"
 #include "model/analysis.h"
 #include "model/classes.h"
 #include "model/critpath.h"

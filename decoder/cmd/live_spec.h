@@ -1,11 +1,11 @@
 /* tokprof decoder: spec monitors for the live commands (serve --spec, check --follow), one per
- * followed process (cmd_live_spec.c). */
+ * followed process (cmd/live_spec.c). */
 #ifndef TKP_CMD_LIVE_SPEC_H
 #define TKP_CMD_LIVE_SPEC_H
 
 #include <stdint.h>
 
-#include "cmd/cmd_live.h"
+#include "cmd/live.h"
 
 /* Loads and compiles a spec for a live command. A spec with run-level assertions (percentiles
  * or counts over the whole run) is refused: their state grows with the run, and a live

@@ -1,6 +1,6 @@
-/* tokprof decoder: the live commands' shared command-layer pieces (see cmd_live.h). */
-#include "cmd/cmd_live.h"
-#include "cmd/cmd_live_spec.h"
+/* tokprof decoder: the live commands' shared command-layer pieces (see cmd/live.h). */
+#include "cmd/live.h"
+#include "cmd/live_spec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

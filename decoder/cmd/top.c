@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_live.h"
+#include "cmd/live.h"
 #include "base/err.h"
 #include "capture/follow.h"
 #include "model/live.h"

@@ -1,5 +1,5 @@
-/* tokprof doctor (cmd_doctor.c): what a capture on this host will do, checked before it runs.
- * `tokprof run --check` (cmd_run.c) asks the same questions about the run it would start. */
+/* tokprof doctor (cmd/doctor.c): what a capture on this host will do, checked before it runs.
+ * `tokprof run --check` (cmd/run.c) asks the same questions about the run it would start. */
 #ifndef TKP_CMD_DOCTOR_H
 #define TKP_CMD_DOCTOR_H
 

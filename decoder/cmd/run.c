@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_doctor.h"
+#include "cmd/doctor.h"
 #include "base/err.h"
 
 /* An absolute output directory: the program may chdir before its first CUDA call, when the

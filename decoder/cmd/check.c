@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_live.h"
-#include "cmd/cmd_check_follow.h"
+#include "cmd/live.h"
+#include "cmd/check_follow.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
@@ -191,7 +191,7 @@ static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
     if (rc) return rc;
     if (n > 2) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "too many arguments ('%s')", arg[2]);
     spec = n > 0 ? arg[0] : NULL, cap = n > 1 ? arg[1] : NULL;
-    if (follow) { /* live captures: cmd_check_follow.c */
+    if (follow) { /* live captures: cmd/check_follow.c */
         const char *other = explain ? "--explain" : base ? "--baseline" : inc ? "--inconclusive"
                                                                               : NULL;
         if (other) return tkp_cmd_fail(ctx, TKP_ERR_USAGE, "%s does not go with --follow", other);

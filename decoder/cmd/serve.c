@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_live.h"
-#include "cmd/cmd_live_spec.h"
+#include "cmd/live.h"
+#include "cmd/live_spec.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/http.h"

@@ -24,7 +24,7 @@
 #include "check/results.h"
 #include "views/heatmap.h"
 #include "views/svg.h"
-#include "cmd/cmd_whatif.h"
+#include "cmd/whatif.h"
 #include "model/critpath.h"
 #include "base/sort.h"
 

@@ -37,7 +37,7 @@
 #include "base/elf.h"
 #include "base/json.h"
 #include "cmd/cmd.h"
-#include "cmd/cmd_doctor.h"
+#include "cmd/doctor.h"
 #include "tokprof/outdir.h"
 
 extern char **environ;

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_live.h"
-#include "cmd/cmd_live_spec.h"
-#include "cmd/cmd_check_follow.h"
+#include "cmd/live.h"
+#include "cmd/live_spec.h"
+#include "cmd/check_follow.h"
 #include "base/err.h"
 #include "capture/follow.h"
 #include "base/json.h"

@@ -1,14 +1,14 @@
 /* tokprof decoder: spec monitors per followed process (one check/monitor.h monitor each), for
- * `tokprof check --follow` and `tokprof serve --spec`. Apart from cmd_live.c, whose follow loop
- * (cmd_live.h) is handed them as an opaque struct tkp_live_mons and so knows nothing of specs. */
+ * `tokprof check --follow` and `tokprof serve --spec`. Apart from cmd/live.c, whose follow loop
+ * (cmd/live.h) is handed them as an opaque struct tkp_live_mons and so knows nothing of specs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "cmd/cmd_live.h"
-#include "cmd/cmd_live_spec.h"
+#include "cmd/live.h"
+#include "cmd/live_spec.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"

@@ -267,7 +267,7 @@ const struct tkp_cmd tkp_cmd_kernels = {
         "  --class C         one class;  --name REGEX  names matching REGEX (POSIX ERE)\n"
         "  --top N           the first N rows\n"
         "  --classes FILE    extra 'CLASS REGEX' lines, tried before the built-in classes\n"
-        "  --json, --csv     for scripts (keys: decoder/cmd_kernels.c)\n"
+        "  --json, --csv     for scripts (keys: decoder/cmd/kernels.c)\n"
         "\n"
         "example: where attention time goes after the first 10 tokens\n"
         "  tokprof kernels --from 10 --class attention server.1234.tokprof\n",

@@ -17,7 +17,7 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
     { echo "run_fuzz: $CC cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)" >&2; exit 77; }
 
 # the decoder library's sources: every folder's, all but main.c and the curses screen of top
-srcs=$(find decoder -mindepth 2 -name '*.c' ! -name cmd/top.c | sort)
+srcs=$(find decoder -mindepth 2 -name '*.c' ! -path decoder/cmd/top.c | sort)
 zstd=$(find /usr/lib /usr/local/lib -name libzstd.a 2>/dev/null | head -1)
 msgpack=$(find /usr/lib /usr/local/lib \( -name libmsgpackc.a -o -name libmsgpack-c.a \) 2>/dev/null | head -1)
 stdcxx=$(gcc -print-file-name=libstdc++.a)

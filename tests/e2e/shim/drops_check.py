@@ -3,7 +3,8 @@
 
 Each run is minillm with its default sizes in SIMGPU_ZERO mode (the GPU takes no time, so the host
 launches as fast as it can: the most the writer can be asked to keep up with) under the shim with
-its defaults (TOKPROF_GPU=always). The truth is the simulator's log of what it executed, written by
+its defaults but TOKPROF_GPU=always (every step timed: the most GPU records the writer can be given;
+the default, window:2/20, gives a tenth of them). The truth is the simulator's log of what it executed, written by
 a second run of the same deterministic program without the shim (writing it in the captured run
 would slow the launches down, and the test with them):
   - the capture has one launch record per kernel and one copy record per copy the simulator ran,
@@ -31,7 +32,8 @@ os.makedirs(work)
 truth = os.path.join(work, "truth.jsonl")
 base = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), SIMGPU_ZERO="1")
 for k in [k for k in base if k.startswith("TOKPROF_") or k in ("SIMGPU_LOG", "LD_PRELOAD")]:
-    del base[k]  # the shim's defaults are what is tested
+    del base[k]  # the shim's defaults are what is tested, with every step's GPU time
+base["TOKPROF_GPU"] = "always"
 cmd = [minillm, "--steps", steps, *style]
 for env in (dict(base, LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")),
                  TOKPROF_OUT=work),

@@ -10,7 +10,12 @@
  *     the end of a step's launches: later launches belong to the next segment;
  *   - the host waiting for it (event sync on an event recorded after the copy, stream or device
  *     sync, a blocking copy) completes it. With vLLM's async scheduling that wait comes after the
- *     next step was launched, so completed steps are paired through the event they waited on;
+ *     next step was launched, so completed steps are paired through the event they waited on.
+ *     An event *query* that finds a step complete only notes when (ready_ns): vLLM's Model
+ *     Runner V2 polls its output event right after launching, then waits for it (and takes the
+ *     token) only after launching the next step; the wait paired with the step completes it. A
+ *     host that only polls (no paired wait before a later step is found ready, or any other
+ *     close) completes it at the query that found it ready;
  *   - work synchronised before the first marked step (weights, warm-up) is one or more
  *     "outside" segments.
  * sync: every host sync after launches ends and completes a step. graph: each graph launch
@@ -77,8 +82,10 @@ static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
         /* The host never waits (or we do not see it): report the oldest as closed by the next
          * step rather than grow. */
         struct tkp_pending *p = &s->pending[s->pending_head];
-        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, mark_ns, TKP_CLOSE_NEXT_STEP,
-                  p->launches, p->graph_launches, p->copies);
+        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns,
+                  p->ready_ns ? p->ready_ns : mark_ns,
+                  p->ready_ns ? TKP_CLOSE_EVENT_QUERY : TKP_CLOSE_NEXT_STEP, p->launches,
+                  p->graph_launches, p->copies);
         s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
         s->npending--;
     }
@@ -89,23 +96,47 @@ static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
     p->copies = s->copies;
     p->begin_ns = s->begin_ns ? s->begin_ns : mark_ns;
     p->mark_ns = mark_ns;
+    p->ready_ns = 0;
     s->npending++;
     s->last_marked = s->seg;
     s->seen_token = 1;
     seg_reset(s);
 }
 
-/* Completes pending steps up to and including segment `upto` (-1: all). */
-static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int closed_by)
+/* Completes pending steps up to and including segment `upto` (-1: all), at end_ns when the
+ * host's wait is paired with them (an event wait on their event), else a step an event query
+ * already found ready at that query. */
+static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int closed_by,
+                          int paired)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     while (s->npending) {
         struct tkp_pending *p = &s->pending[s->pending_head];
         if (upto >= 0 && (int64_t)p->seg > upto) break;
-        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, end_ns, closed_by,
-                  p->launches, p->graph_launches, p->copies);
+        int polled = p->ready_ns && !paired;
+        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, polled ? p->ready_ns : end_ns,
+                  polled ? TKP_CLOSE_EVENT_QUERY : closed_by, p->launches, p->graph_launches,
+                  p->copies);
         s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
         s->npending--;
+    }
+}
+
+/* An event query found the steps up to `upto` complete: a step an earlier query had found ready
+ * and no wait claimed since is completed at that query (the host polls, it never waits); the
+ * others note this query's time and wait for a paired event wait. */
+static void ready_pending(struct tkp_ring *r, int64_t upto, uint64_t ts)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    while (s->npending) {
+        struct tkp_pending *p = &s->pending[s->pending_head];
+        if (!p->ready_ns || (int64_t)p->seg >= upto) break;
+        close_pending(r, p->seg, 0, TKP_CLOSE_EVENT_QUERY, 0);
+    }
+    for (uint32_t i = 0; i < s->npending; i++) {
+        struct tkp_pending *p = &s->pending[(s->pending_head + i) % TKP_PENDING_MAX];
+        if ((int64_t)p->seg > upto) break;
+        if (!p->ready_ns) p->ready_ns = ts;
     }
 }
 
@@ -176,7 +207,7 @@ void tkp_step_on_copy_return(struct tkp_ring *r, uint64_t ts, int marked)
 {
     /* A blocking copy: the host has the data, so whatever was marked before is complete. */
     (void)marked;
-    if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO) close_pending(r, -1, ts, TKP_CLOSE_BLOCKING_COPY);
+    if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO) close_pending(r, -1, ts, TKP_CLOSE_BLOCKING_COPY, 0);
     else tkp_step_on_sync(r, TKP_SYNC_MEMCPY, 0, ts);
 }
 
@@ -209,9 +240,10 @@ void tkp_step_on_sync(struct tkp_ring *r, int kind, uint64_t handle, uint64_t en
             int64_t upto = -2;
             for (uint32_t i = 0; i < TKP_EVMAP_MAX; i++)
                 if (s->ev_key[i] == handle) upto = s->ev_seg[i];
-            if (upto >= 0) close_pending(r, upto, end_ts, closed_by);
+            if (upto >= 0 && kind == TKP_SYNC_EVENT) close_pending(r, upto, end_ts, closed_by, 1);
+            else if (upto >= 0) ready_pending(r, upto, end_ts);
         } else {
-            close_pending(r, -1, end_ts, closed_by);
+            close_pending(r, -1, end_ts, closed_by, 0);
         }
         /* Set-up work that the host waited for before any step: one "outside" segment. */
         if (!s->seen_token && seg_has_work(s) && kind != TKP_SYNC_EVENT_QUERY)
@@ -262,7 +294,7 @@ void tkp_step_on_nvtx(struct tkp_ring *r, int kind, const char *name, uint64_t t
 /* Program exit: report what is pending; trailing work after the last step is "outside". */
 void tkp_step_flush_thread(struct tkp_ring *r, uint64_t ts)
 {
-    close_pending(r, -1, ts, TKP_CLOSE_EXIT);
+    close_pending(r, -1, ts, TKP_CLOSE_EXIT, 0);
     struct tkp_stepstate *s = tkp_step_state(r);
     if (!seg_has_work(s) && !s->copies) return;
     /* A step that a boundary began (kernel, graph, a range still open) is a step cut short. */

@@ -16,6 +16,8 @@ struct tkp_pending {
     uint32_t seg;
     uint32_t launches, graph_launches, copies;
     uint64_t begin_ns, mark_ns;
+    uint64_t ready_ns; /* an event query first found it complete (0: none yet): its end unless
+                        * an event wait paired with it comes before a later step is ready */
 };
 
 /* Step detector state of one thread. */

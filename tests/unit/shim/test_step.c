@@ -110,6 +110,59 @@ Test(shim_step, auto_pairs_a_late_event_wait_with_its_step)
     cr_assert_eq(segments[1], 2);
 }
 
+/* vLLM's Model Runner V2 (async scheduling): after step N's output copies it waits for step
+ * N-1's event, records events after N's copies and polls one (ready on a fast GPU), then launches
+ * step N+1 and only then waits for N's event and takes its token. The poll notes N ready; the
+ * wait paired with N completes it (vLLM's output stamp follows that wait). */
+Test(shim_step, auto_a_polled_step_ends_at_the_wait_paired_with_it)
+{
+    launches(3), dtoh(64), tkp_step_on_event_record(R(), 0xE0);
+    tkp_step_on_event_record(R(), 0xA0);
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xA0);
+    uint64_t polled = now;
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xA0); /* polled again: still the same step */
+    drain();
+    cr_assert_eq(nsteps, 0, "polled ready, not yet waited for: nothing reported");
+    launches(4), dtoh(64), tkp_step_on_event_record(R(), 0xE1);
+    sync_on(TKP_SYNC_EVENT, 0xE0);
+    uint64_t waited = now;
+    tkp_step_on_event_record(R(), 0xA1);
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xA1);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_SYNC, 3, 1);
+    cr_expect_eq(steps[0].end, waited, "ends at the wait (%lu), not the poll (%lu)",
+                 (unsigned long)steps[0].end, (unsigned long)polled);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 1, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_QUERY, 4, 1);
+}
+
+/* A host that only polls (never waits on the step's event): each step ends at the poll that
+ * found it ready, reported when a later step is found ready. */
+Test(shim_step, auto_a_step_only_polled_ends_at_its_poll)
+{
+    launches(2), dtoh(4), tkp_step_on_event_record(R(), 0xB0);
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xB0);
+    uint64_t first = now;
+    launches(2), dtoh(4), tkp_step_on_event_record(R(), 0xB1);
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xB0);
+    drain();
+    cr_assert_eq(nsteps, 0, "a repeated poll of the same step reports nothing");
+    sync_on(TKP_SYNC_EVENT_QUERY, 0xB1);
+    uint64_t second = now;
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_QUERY, 2, 1);
+    cr_expect_eq(steps[0].end, first);
+    sync_on(TKP_SYNC_STREAM, 0); /* a later unpaired wait does not move the poll's time */
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 1, TKP_STEP_TOKEN, TKP_CLOSE_EVENT_QUERY, 2, 1);
+    cr_expect_eq(steps[0].end, second);
+}
+
 Test(shim_step, auto_large_copies_and_unknown_events_end_nothing)
 {
     launches(3), dtoh(64u << 20); /* a weight download, not sampled ids */

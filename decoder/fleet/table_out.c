@@ -56,7 +56,7 @@ static inline int room(struct tkp_tab_out *o, struct buf *b, size_t n)
 static inline int put(struct tkp_tab_out *o, struct buf *b, const void *p, size_t n)
 {
     if (room(o, b, n)) return o->err;
-    memcpy(b->p + b->len, p, n);
+    if (n) memcpy(b->p + b->len, p, n); /* an empty column: p may be NULL */
     b->len += n;
     return 0;
 }

@@ -74,6 +74,9 @@ static void seg_reset(struct tkp_stepstate *s)
     if (segment_hook) segment_hook(s->seg); /* GPU window/trigger modes switch here */
 }
 
+static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int closed_by,
+                          int paired);
+
 /* Ends the current segment's launches; it waits in `pending` for the host to see it complete. */
 static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
 {
@@ -81,13 +84,7 @@ static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
     if (s->npending == TKP_PENDING_MAX) {
         /* The host never waits (or we do not see it): report the oldest as closed by the next
          * step rather than grow. */
-        struct tkp_pending *p = &s->pending[s->pending_head];
-        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns,
-                  p->ready_ns ? p->ready_ns : mark_ns,
-                  p->ready_ns ? TKP_CLOSE_EVENT_QUERY : TKP_CLOSE_NEXT_STEP, p->launches,
-                  p->graph_launches, p->copies);
-        s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
-        s->npending--;
+        close_pending(r, s->pending[s->pending_head].seg, mark_ns, TKP_CLOSE_NEXT_STEP, 0);
     }
     struct tkp_pending *p = &s->pending[(s->pending_head + s->npending) % TKP_PENDING_MAX];
     p->seg = s->seg;

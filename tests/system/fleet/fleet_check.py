@@ -412,6 +412,27 @@ def live_minillm(out, steps, wrap=(), **extra):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def sigstop(p):
+    """SIGSTOP p and return once every thread of it is stopped: the signal is delivered
+    asynchronously, and a write(2) the shim's writer thread had begun still lands after
+    send_signal returns (the watch case once measured the size before that write, under ASan)."""
+    p.send_signal(signal.SIGSTOP)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        states = []
+        for t in glob.glob(f"/proc/{p.pid}/task/*/stat"):
+            try:
+                states.append(open(t).read().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):
+                pass
+        if states and all(s in "Tt" for s in states):
+            return
+        if p.poll() is not None:
+            fail(f"pid {p.pid} ended (exit {p.returncode}) while being stopped")
+        time.sleep(0.02)
+    fail(f"pid {p.pid} not stopped 60 s after SIGSTOP")
+
+
 def stop_after_steps(p, out, n):
     """SIGSTOP minillm p once its capture in out holds n token steps (read as it grows)."""
     path = os.path.join(out, f"minillm.{p.pid}.tokprof")
@@ -422,7 +443,7 @@ def stop_after_steps(p, out, n):
         if os.path.exists(path):
             r = tkp("steps", "--csv", path, check=False).stdout.decode()
             if sum(1 for l in r.splitlines()[1:] if ",token," in l) >= n:
-                p.send_signal(signal.SIGSTOP)
+                sigstop(p)
                 return path
         time.sleep(0.2)
     p.kill()
@@ -607,7 +628,7 @@ def case_rotate():
                 fail(f"{len(files())} files with TOKPROF_MAX_MB=0.02 (minillm exit "
                      f"{mini.returncode}): no rotation")
             time.sleep(0.1)
-        mini.send_signal(signal.SIGSTOP)
+        sigstop(mini)
         log = os.path.join(work, "ingest1.err")
         p = subprocess.Popen(cmd + ["--url", a.url()], stdout=subprocess.DEVNULL,
                              stderr=open(log, "wb"))

@@ -286,9 +286,11 @@ static void print_text(FILE *f, const struct opts *o, const struct result *r, ui
     if (o->ch.host != 1) fprintf(f, "host x%g  ", o->ch.host);
     if (o->ch.launch_ns >= 0) fprintf(f, "launch %" PRId64 " ns  ", o->ch.launch_ns);
     if (o->ch.graphs)
-        fprintf(f, "graphs (%" PRIu64 " ns a replay, %s; eager after the step's last %s)  ",
+        fprintf(f, "graphs (%" PRIu64 " ns a replay, %s; eager %s the step's last %s)  ",
                 o->graph_used, o->ch.graph_ns ? "given" : o->graph_measured ? "measured" : "default",
-                o->ch.graph_end ? o->gend : "launch: none");
+                o->ch.graph_end_before ? "from" : "after",
+                !o->ch.graph_end ? "launch: none"
+                : o->ch.graph_end_before ? o->gend + 7 : o->gend);
     if (!o->nsc && o->ch.host == 1 && o->ch.launch_ns < 0 && !o->ch.graphs) fprintf(f, "none");
     fprintf(f, "\nsteps     %zu token intervals compared", r->n);
     if (r->skipped)
@@ -328,7 +330,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     memset(&o, 0, sizeof(o));
     tkp_crit_change_init(&o.ch);
     uint64_t launch_ns = UINT64_MAX, graph_ns = 0;
-    o.gend = "norm";
+    o.gend = "before:gemm";
     const struct tkp_opt opts[] = {
         {"--json", 'f', &o.json, 0, NULL, NULL},
         {"--per-step", 'f', &o.per_step, 0, NULL, NULL},
@@ -356,8 +358,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     o.ch.scale_arg = &o;
     o.gend_cls = -2;
     if (o.ch.graphs && *o.gend && strcmp(o.gend, "none")) {
-        o.gend_cls = tkp_classes_find(cl, o.gend);
-        if (o.gend_cls < 0 && regcomp(&o.gend_re, o.gend, REG_EXTENDED | REG_NOSUB | REG_ICASE)) {
+        const char *g = o.gend;
+        if (!strncmp(g, "before:", 7)) g += 7, o.ch.graph_end_before = 1;
+        o.gend_cls = *g ? tkp_classes_find(cl, g) : -2;
+        if (o.gend_cls < 0 && (!*g || regcomp(&o.gend_re, g, REG_EXTENDED | REG_NOSUB | REG_ICASE))) {
             o.gend_cls = -2;
             err = tkp_cmd_fail(ctx, TKP_ERR_USAGE, "--graphs-end: '%s' is neither a kernel class nor a regex",
                                o.gend);
@@ -491,10 +495,13 @@ const struct tkp_cmd tkp_cmd_whatif = {
         "                   sampling) stay eager, as vLLM and minillm --graphs keep them\n"
         "  --graph-ns N     the replay's host cost; default: measured (the median gap after a\n"
         "                   cudaGraphLaunch in the capture), 10000 when the capture has none\n"
-        "  --graphs-end CLASS_OR_REGEX  where a step's graph ends: its last launch of that class\n"
-        "                   or name regex (default norm: the forward's final norm; none: the\n"
-        "                   whole step); steps with no such launch are replayed whole, counted\n"
-        "                   in a warning and in --json's change.graphs_end_missed\n"
+        "  --graphs-end [before:]CLASS_OR_REGEX  where a step's graph ends: at its last launch\n"
+        "                   of that class or name regex (norm: the forward's final norm kernel),\n"
+        "                   or with before: just before its last run of them (default\n"
+        "                   before:gemm: lm_head and what follows stay eager, however many\n"
+        "                   kernels the final norm took); none: the whole step. Steps with no\n"
+        "                   such launch are replayed whole, counted in a warning and in\n"
+        "                   --json's change.graphs_end_missed\n"
         "  --per-step       with --json: every token interval, observed and predicted (or why not)\n"
         "  --json           one JSON object: observed / predicted {itl_ns {p50, p90, p99, mean},\n"
         "                   tokens_per_s}, per_step means, bound\n"

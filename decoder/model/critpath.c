@@ -95,9 +95,12 @@ struct thread {
     uint32_t taint;             /* TKP_CRIT_ bits of missing inputs since the last sync */
     int prev_launch;            /* the last record was a launch */
     int prev_graph;             /* the last record was a graph launch */
+    int prev_graphed;           /* graphs: the last record was a launch replayed in the graph */
     uint64_t closed;            /* segments below it have all their records pushed */
     uint64_t gseg, gpred;       /* graphs: the segment replayed as a graph and its start */
     int gon;
+    uint64_t gend_seg; /* graph_end_before: 1 + the segment of the thread's last launch, */
+    int gend_match;    /* and whether it matched graph_end */
     struct segslot seg[SEG_SLOTS];
     struct checkpoint cp[CHECKPOINTS];
     uint32_t ncp, cp_next;
@@ -135,7 +138,7 @@ struct tkp_crit {
     struct tkp_crit_step *steps;
     size_t nsteps, cap_steps;
     struct map step_map;
-    struct map end_map;  /* graphs: (thread, seg) -> the last launch ordinal ending the graph */
+    struct map end_map;  /* graphs: (thread, seg) -> how many of its launches the graph holds */
     signed char *ends;   /* graph_end by name id (-1: not asked yet) */
     size_t nends;
     uint64_t *scratch; /* a replay's node ends, observed and predicted */
@@ -534,12 +537,13 @@ static uint64_t graph_cost(struct tkp_crit *c)
 }
 
 /* graphs: whether launch e is in its step's graph (at or before the step's last graph_end
- * launch; every launch when the step has none). */
+ * launch, or before its last run of them with graph_end_before; every launch when the step has
+ * none). */
 static int in_graph(const struct tkp_crit *c, const struct ev *e)
 {
     if (!c->ch.graph_end) return 1;
-    int last = map_get(&c->end_map, (uint64_t)e->thread << 40 ^ e->seg);
-    return last < 0 || e->idx <= (uint32_t)last;
+    int n = map_get(&c->end_map, (uint64_t)e->thread << 40 ^ e->seg);
+    return n < 0 || e->idx < (uint32_t)n;
 }
 
 /* graphs: whether a launched name ends the captured part (graph_end, asked once per name id). */
@@ -591,6 +595,13 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     }
     int graphed = c->ch.graphs && e->type == TKP_REC_LAUNCH && in_graph(c, e);
     if (graphed && t->gon && t->gseg == e->seg) pg = 0; /* inside the replay */
+    if (!graphed && t->prev_graphed && t->gon && t->gseg == e->seg) {
+        /* the first record after the replayed launches: its gap begins with the last of them's
+         * own call (the smallest gap before a launch), which the replay's cost stands for */
+        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap, call = gap < c0 ? gap : c0;
+        pg = scale_ns(gap - call, c->ch.host);
+    }
+    t->prev_graphed = graphed;
     uint64_t h_pred = t->pred_ret + pg;
     if (graphed && !(t->gon && t->gseg == e->seg)) {
         t->gon = 1, t->gseg = e->seg, t->gpred = h_pred;
@@ -769,10 +780,17 @@ int tkp_crit_add(struct tkp_crit *c, const struct tkp_record *r)
         e.idx = (*seg_counter(t, r->step, r->type))++;
     if (r->step > t->closed) t->closed = r->step; /* the segments before it are complete */
     if (r->type == TKP_REC_STEP && r->step + 1 > t->closed) t->closed = r->step + 1;
-    if (r->type == TKP_REC_LAUNCH && c->ch.graphs && c->ch.graph_end &&
-        ends_graph(c, r->launch.name_id, r->launch.name) &&
-        map_put(&c->end_map, (uint64_t)e.thread << 40 ^ e.seg, e.idx))
-        return TKP_ERR_NOMEM;
+    if (r->type == TKP_REC_LAUNCH && c->ch.graphs && c->ch.graph_end) {
+        int m = ends_graph(c, r->launch.name_id, r->launch.name);
+        uint64_t key = (uint64_t)e.thread << 40 ^ e.seg;
+        if (c->ch.graph_end_before) { /* a run of matches begins: the graph ends before it */
+            int run = t->gend_seg == e.seg + 1 && t->gend_match;
+            t->gend_seg = e.seg + 1, t->gend_match = m;
+            if (m && !run && map_put(&c->end_map, key, e.idx)) return TKP_ERR_NOMEM;
+        } else if (m && map_put(&c->end_map, key, e.idx + 1)) {
+            return TKP_ERR_NOMEM;
+        }
+    }
     int err = push(c, &e);
     return err ? err : drain(c);
 }

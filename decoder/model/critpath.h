@@ -57,6 +57,9 @@ struct tkp_crit_change {
      * later ones stay eager (a server captures the forward, not lm_head and sampling); a step
      * with no match is replayed whole. NULL: every launch of the step. */
     int (*graph_end)(void *arg, const char *name);
+    /* graphs: the replay ends just before the step's last run of consecutive graph_end launches
+     * (before:gemm: before lm_head, whose split-K GEMM is two launches), not at its last one */
+    int graph_end_before;
     /* a kernel name's GPU duration factor (1 unchanged), asked once per distinct name id; NULL:
      * every factor 1 */
     double (*scale)(void *arg, const char *name);

@@ -236,9 +236,11 @@ static int is_norm(void *arg, const char *name)
 /* Launch-bound steps: fwd, norm, lm_head launched 1 us apart (GPU 0.1 us each, latency 2 us),
  * a sync 0.5 us after the last launch waking 0.3 us after lm_head ends; the second step 10 us
  * after the first. Graphs ending at the norm (300 ns a replay): fwd and norm back to back from
- * the replay, lm_head eager 1 us after norm's call. Worked by hand: step 1 fwd 3000..3100,
- * norm ..3200, lm_head called 2300, runs 4300..4400, the sync (called 2800) wakes 4700; step 2
- * called 5600 later at 10300: 12300..12400, ..12500, lm_head 13600..13700, wakes 14000. */
+ * the replay, lm_head eager right after it (the 1 us gap after norm's launch is norm's own call,
+ * the smallest gap before a launch, which the replay's cost stands for). Worked by hand: step 1
+ * fwd 3000..3100, norm ..3200, lm_head called 1300, runs 3300..3400, the sync (called 1800)
+ * wakes 3700; step 2 called 5600 later at 9300: 11300..11400, ..11500, lm_head called 9600 runs
+ * 11600..11700, wakes 12000. */
 static void launch_bound(struct tkp_crit_change *ch)
 {
     start(ch);
@@ -262,14 +264,61 @@ Test(critpath, graphs_end_at_the_last_norm)
     size_t n;
     const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
     cr_assert_eq(n, 2);
-    cr_assert_eq(s[0].pred_end, 4700, "%llu", (unsigned long long)s[0].pred_end);
-    cr_assert_eq(s[1].pred_end, 14000, "%llu", (unsigned long long)s[1].pred_end);
+    cr_assert_eq(s[0].pred_end, 3700, "%llu", (unsigned long long)s[0].pred_end);
+    cr_assert_eq(s[1].pred_end, 12000, "%llu", (unsigned long long)s[1].pred_end);
     int measured;
     cr_assert_eq(tkp_crit_graph_ns(c, &measured), 300);
     cr_assert_eq(measured, 0);
     size_t graphed;
     cr_assert_eq(tkp_crit_graph_whole(c, &graphed), 0, "every step has its norm");
     cr_assert_eq(graphed, 2);
+    tkp_crit_free(c);
+}
+
+static int is_lm_head_or_norm(void *arg, const char *name)
+{
+    (void)arg;
+    return !strcmp(name, "lm_head") || !strcmp(name, "norm");
+}
+
+static int is_lm_head(void *arg, const char *name)
+{
+    (void)arg;
+    return !strcmp(name, "lm_head");
+}
+
+/* graph_end_before (--graphs-end before:gemm): the graph ends just before the step's last run of
+ * matching launches. Before lm_head: the same replay as at the last norm (3700, 12000). */
+Test(critpath, graphs_end_before_the_last_match)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1, ch.graph_ns = 300, ch.graph_end = is_lm_head, ch.graph_end_before = 1;
+    launch_bound(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(s[0].pred_end, 3700, "%llu", (unsigned long long)s[0].pred_end);
+    cr_assert_eq(s[1].pred_end, 12000, "%llu", (unsigned long long)s[1].pred_end);
+    size_t graphed;
+    cr_assert_eq(tkp_crit_graph_whole(c, &graphed), 0);
+    cr_assert_eq(graphed, 2);
+    tkp_crit_free(c);
+}
+
+/* ... a run of matches (norm, lm_head: split-K's two launches) is one: the graph holds fwd
+ * only, norm and lm_head eager. By hand: the replay at 1000 (host back at 1300), fwd
+ * 3000..3100; norm's gap (1000: fwd's own call, in the replay) gone: called 1300, runs 3300..
+ * 3400; lm_head called 2300, 4300..4400; the sync (2800) wakes 4700. */
+Test(critpath, graphs_end_before_a_run_of_matches)
+{
+    struct tkp_crit_change ch;
+    tkp_crit_change_init(&ch);
+    ch.graphs = 1, ch.graph_ns = 300, ch.graph_end = is_lm_head_or_norm, ch.graph_end_before = 1;
+    launch_bound(&ch);
+    size_t n;
+    const struct tkp_crit_step *s = tkp_crit_steps(c, &n);
+    cr_assert_eq(s[0].pred_end, 4700, "%llu", (unsigned long long)s[0].pred_end);
     tkp_crit_free(c);
 }
 
@@ -306,8 +355,9 @@ Test(critpath, graphs_whole_step_and_default_cost)
     cr_assert_eq(tkp_crit_graph_ns(c, &measured), TKP_CRIT_GRAPH_NS);
     cr_assert_eq(measured, 0);
     /* fwd from 1000 (replay cost 10000: the host is back at 11000), norm, lm_head back to back
-     * 3000..3300; the sync, 500 after the last call's gap, at 11500, wakes 11800 */
-    cr_assert_eq(s[0].pred_end, 11800, "%llu", (unsigned long long)s[0].pred_end);
+     * 3000..3300; the sync's 500 after lm_head's launch are lm_head's own call (below the
+     * smallest gap before a launch), in the replay's cost: called at 11000, wakes 11300 */
+    cr_assert_eq(s[0].pred_end, 11300, "%llu", (unsigned long long)s[0].pred_end);
     tkp_crit_free(c);
 }
 

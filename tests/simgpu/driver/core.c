@@ -365,11 +365,30 @@ SIM_EXPORT CUresult simgpuSetObserver(const struct simgpu_observer *obs)
     return CUDA_SUCCESS;
 }
 
+/* SIMGPU_API_NS: every launch call (kernel or graph) returns no earlier than that long after its
+ * entry, as if a real driver's launch path took it (cost_api_ns): launch-bound steps then cost what
+ * the knob says, not what this machine's load makes of the simulator's own bookkeeping. It sleeps
+ * to API_SPIN_NS before the end and spins the rest: a wake-up's delay is hidden, and a client under
+ * SCHED_FIFO that spun whole calls would run into the kernel's real-time throttling (95 % of each
+ * second), a 50 ms stall a second. */
+#define API_SPIN_NS 100000
+static __thread simtime_t api_entry;
+
 void sim_api(int site, const char *func)
 {
+    simtime_t cost = cost_api_ns();
+    if (cost && site == 1) {
+        simtime_t end = api_entry + cost;
+        if (end - sim_now() > 2 * API_SPIN_NS)
+            sim_wait_until(end - API_SPIN_NS);
+        while (sim_now() < end)
+            ;
+    }
     const struct simgpu_observer *o = atomic_load(&observer);
     if (o && o->api)
         o->api(site, func);
+    if (cost && site == 0)
+        api_entry = sim_now();
 }
 
 void sim_observe(const struct sim_op *op)

@@ -134,6 +134,8 @@ static void load_cost_file(const char *path)
     fclose(fp);
 }
 
+static simtime_t api_ns;
+
 void cost_init(void)
 {
     const char *e = getenv("SIMGPU_COST");
@@ -161,6 +163,15 @@ void cost_init(void)
             slow_name[0] = 0;
         }
     }
+    e = getenv("SIMGPU_API_NS");
+    if (e && *e) {
+        char *end;
+        long long ns = strtoll(e, &end, 10);
+        if (*end || ns < 0 || ns > 1000000000)
+            fprintf(stderr, "simgpu: bad SIMGPU_API_NS=%s (want NS, 0 to 1e9)\n", e);
+        else
+            api_ns = ns;
+    }
     e = getenv("SIMGPU_STALL");
     if (e && *e) {
         long long ns = 0;
@@ -171,6 +182,12 @@ void cost_init(void)
         }
         stall_ns = ns;
     }
+}
+
+simtime_t cost_api_ns(void)
+{
+    sim_ensure_init();
+    return zero ? 0 : api_ns;
 }
 
 simtime_t cost_latency(void) { return zero ? 0 : (simtime_t)C.latency_ns; }

@@ -162,6 +162,7 @@ void sim_observe(const struct sim_op *op);
 /* ---- cost.c ---- */
 void cost_init(void); /* reads SIMGPU_COST, SIMGPU_ZERO, SIMGPU_JITTER, SIMGPU_SLOW, SIMGPU_STALL */
 simtime_t cost_latency(void);
+simtime_t cost_api_ns(void); /* SIMGPU_API_NS: a launch call's least host time */
 /* Kernel duration including SLOW/JITTER faults; *stall_ns gets the STALL delay. Counts the
  * execution for the fault knobs, so call exactly once per executed kernel. */
 simtime_t cost_kernel(struct sim_func *f, const unsigned grid[3], const struct simgpu_launch_info *li,

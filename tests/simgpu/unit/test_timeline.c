@@ -279,6 +279,35 @@ Test(fault, stall_every_kth_embed)
     }
 }
 
+/* SIMGPU_API_NS: a launch call, a graph launch and a copy call each return no earlier than NS
+ * after their entry (a lower bound: no timing luck), and GPU time is not moved by it (the kernels
+ * behind the gate start at its end as without the knob). */
+Test(fault, api_ns_holds_each_launch_call)
+{
+    setenv("SIMGPU_API_NS", "3000000", 1);
+    unit_setup(NULL);
+    CUstream s;
+    CK(cuStreamCreate(&s, 0));
+    CUfunction gate = kernel("gate"), norm = kernel("rmsnorm");
+    long long t0 = now_ns();
+    launch(gate, 1, s);
+    long long t1 = now_ns();
+    launch(norm, 1, s);
+    long long t2 = now_ns();
+    static char buf[64];
+    CUdeviceptr d;
+    CK(cuMemAlloc(&d, sizeof buf));
+    long long t2a = now_ns();
+    CK(cuMemcpyHtoDAsync(d, buf, sizeof buf, s));
+    long long t3 = now_ns();
+    cr_assert_geq(t1 - t0, 3000000, "launch call %lld ns", t1 - t0);
+    cr_assert_geq(t2 - t1, 3000000, "launch call %lld ns", t2 - t1);
+    cr_assert_geq(t3 - t2a, 3000000, "copy call %lld ns", t3 - t2a);
+    int n = read_log(R, 256);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(R[1].start, R[0].end, "rmsnorm queued behind the gate as without the knob");
+}
+
 Test(zero, zero_mode_costs_nothing)
 {
     setenv("SIMGPU_ZERO", "1", 1);

@@ -38,6 +38,8 @@ Compared (nearest-rank percentiles, tokens/s = tokens / sum of the intervals):
                 (its median gap after a graph launch) and the prediction gets it as --graph-ns.
                 The *_gpubound cases are ratio cases: at cost.txt's costs graphs gain nothing,
                 predicted and measured.
+  hostratio:    as ratio, for a baseline that is host-bound (its host never waits for the GPU:
+                nothing of it wakes late) changed into a GPU-bound run (whose late wake-ups count)
   launch:       whatif --graphs against minillm --graphs on launch-bound steps whose driver calls
                 cost a known time: SIMGPU_API_NS (0.6 ms a launch, copy or graph launch, more
                 than simgpu's own bookkeeping of a graph) in both runs, the host cost a real
@@ -75,6 +77,12 @@ CASES = {
                          {"SIMGPU_SLOW": "nvjet:0:0.5"}, None, "ratio", "cost.txt"),
     "vllm_sync_host": (["--style", "vllm", "--sched", "sync", "--host-us", "8000"], ["--host", "0.5"],
                        {}, ["--style", "vllm", "--sched", "sync", "--host-us", "4000"], "ratio", "cost.txt"),
+    # async, host-bound (12 ms of host, ~8 ms of GPU a step) made GPU-bound by the change
+    "vllm_async_host": (["--style", "vllm", "--sched", "async", "--host-us", "12000"], ["--host", "0.5"],
+                        {}, ["--style", "vllm", "--sched", "async", "--host-us", "6000"], "hostratio",
+                        "cost.txt"),
+    "hf_host": (["--style", "hf", "--host-us", "8000"], ["--host", "0.5"],
+                {}, ["--style", "hf", "--host-us", "4000"], "ratio", "cost.txt"),
     "vllm_async_hostbound": (["--style", "vllm", "--sched", "async", "--host-us", "12000"],
                              ["--scale", "attention=0.5"], {"SIMGPU_SLOW": "attention:0:0.5"}, None,
                              "hostbound", "cost.txt"),
@@ -249,7 +257,7 @@ def main():
         # host work, which the model reads from the capture
         # launch-bound: the host waits for no GPU work either (the GPU is done long before the
         # next call returns); its noise is the driver calls', filtered by api_late below
-        late = set() if kind == "hostbound" else late_a | late_b
+        late = set() if kind == "hostbound" else late_b if kind == "hostratio" else late_a | late_b
         if "SIMGPU_API_NS" in both:
             shift = 2 if "async" in base else 1
             api_a = api_late(a, cap, int(both["SIMGPU_API_NS"]), shift, "--graphs" in change)

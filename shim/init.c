@@ -118,6 +118,11 @@ static int start(void)
     struct tkp_cupti_status gst;
     tkp_cupti_status(&gst);
     tkp_rings_set_scale(gst.status == TKP_GPU_ON ? GPU_RING_SCALE : 1);
+    /* the settings a launch's fast path cannot serve (hooks.h): such launches take the full path */
+    atomic_store(&tkp_gate.f.slow_cfg,
+                 (uint16_t)((tkp_clock_tsc ? 0 : TKP_GATE_CLOCK) |
+                            (tkp_cfg.step_mode == TKP_STEPMODE_KERNEL ? TKP_GATE_KSTEP : 0) |
+                            (tkp_stacks_mode != TKP_STACKS_OFF ? TKP_GATE_STACKS : 0)));
     atomic_store(&tkp_state, 1);
     return 1;
 }

@@ -6,6 +6,8 @@
  * can share a process), RTLD_NEXT first, then through a RTLD_NOLOAD handle for a runtime loaded
  * RTLD_LOCAL (Python extensions). Driver symbols come from libcuda.so.1 itself. */
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -49,10 +51,54 @@ void *tkp_real_lib(const char *name, const char *node)
     return tkp_real_dlsym(RTLD_NEXT, name);
 }
 
+uintptr_t tkp_cudart_text[4] = {UINTPTR_MAX, 0, UINTPTR_MAX, 0};
+static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct seg_find {
+    uintptr_t p, lo, hi;
+};
+
+static int find_seg(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct seg_find *f = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (f->p >= lo && f->p < hi) {
+            f->lo = lo, f->hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Notes the executable segment holding p (a runtime function) in tkp_cudart_text, once. */
+static void note_cudart_text(void *p)
+{
+    if (!p || tkp_from_cudart(p)) return;
+    struct seg_find f = {(uintptr_t)p, 0, 0};
+    if (!dl_iterate_phdr(find_seg, &f)) return;
+    pthread_mutex_lock(&text_lock);
+    for (int i = 0; i < 4; i += 2) {
+        if (__atomic_load_n(&tkp_cudart_text[i + 1], __ATOMIC_RELAXED) == 0) {
+            __atomic_store_n(&tkp_cudart_text[i], f.lo, __ATOMIC_RELEASE);
+            __atomic_store_n(&tkp_cudart_text[i + 1], f.hi, __ATOMIC_RELEASE);
+            break;
+        }
+        if (__atomic_load_n(&tkp_cudart_text[i], __ATOMIC_RELAXED) == f.lo) break;
+    }
+    /* a third runtime: its launches are recorded by the runtime hook and the driver hook both */
+    pthread_mutex_unlock(&text_lock);
+}
+
 void *tkp_real_cudart(const char *name, const char *version)
 {
-    return tkp_real_lib(name, strcmp(version, "libcudart.so.12") == 0 ? "libcudart.so.12"
-                                                                       : "libcudart.so.13");
+    void *p = tkp_real_lib(name, strcmp(version, "libcudart.so.12") == 0 ? "libcudart.so.12"
+                                                                          : "libcudart.so.13");
+    note_cudart_text(p);
+    return p;
 }
 
 static void *driver_handle;

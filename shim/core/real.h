@@ -2,14 +2,33 @@
 #ifndef TKP_CORE_REAL_H
 #define TKP_CORE_REAL_H
 
+#include <stdint.h>
+
 typedef void *(*tkp_dlsym_fn)(void *, const char *);
 /* glibc's dlsym, read by hooks/dlsym.S's fast path; NULL until resolved. */
 extern tkp_dlsym_fn tkp_dlsym_next;
 /* Resolves tkp_dlsym_next (dlvsym of GLIBC_2.34, else GLIBC_2.2.5) once; returns it. */
 void *tkp_resolve_real_dlsym(void);
 void *tkp_real_dlsym(void *handle, const char *name);
-/* The next definition of a runtime symbol for a given major (12 or 13), cached by the caller. */
+/* The next definition of a runtime symbol for a given major (12 or 13), cached by the caller.
+ * It also notes the executable segment holding it (tkp_cudart_text), before returning it. */
 void *tkp_real_cudart(const char *name, const char *version);
+
+/* Where libcudart's code is (issue 32): up to two runtimes (cu12, cu13), each [lo, hi), noted
+ * when a runtime function is resolved, so before any runtime launch hook calls one. The driver's
+ * launch entries (hooks_drv.c) pass a launch called from there straight through: the runtime
+ * hook recorded it. Empty ranges are [UINTPTR_MAX, 0), so that a reader that sees one bound
+ * updated and not the other finds no address inside (read lo, then hi). Read by assembly. */
+extern uintptr_t tkp_cudart_text[4]; /* lo0, hi0, lo1, hi1 */
+static inline int tkp_from_cudart(const void *ret)
+{
+    uintptr_t a = (uintptr_t)ret;
+    for (int i = 0; i < 4; i += 2)
+        if (a >= __atomic_load_n(&tkp_cudart_text[i], __ATOMIC_RELAXED) &&
+            a < __atomic_load_n(&tkp_cudart_text[i + 1], __ATOMIC_RELAXED))
+            return 1;
+    return 0;
+}
 /* The definition of name@node in the library whose soname is node ("libcublas.so.13"), found
  * through RTLD_NEXT or a RTLD_NOLOAD handle, else unversioned; NULL when absent. */
 void *tkp_real_lib(const char *name, const char *node);

@@ -4,8 +4,7 @@
 #include "core/state.h"
 
 __thread struct tkp_tls tkp_tls __attribute__((tls_model("initial-exec")));
-_Atomic int tkp_state;
-_Atomic int tkp_captures_active;
+union tkp_gate tkp_gate;
 
 static _Atomic(tkp_start_fn) start_fn;
 

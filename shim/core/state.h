@@ -23,11 +23,38 @@ struct tkp_tls {
 };
 extern __thread struct tkp_tls tkp_tls __attribute__((tls_model("initial-exec")));
 
-/* 0 not started, 1 capturing, 2 starting, -1 off (disabled or failed). */
-extern _Atomic int tkp_state;
-/* Number of streams currently capturing a graph: while non-zero, launches on a capturing stream
- * are topology, not executions. */
-extern _Atomic int tkp_captures_active;
+/* The launch gate (issue 32): the capture's state, the number of capturing streams and the
+ * settings that take launches off the fast path, in one 64-bit word, so that the launch fast path
+ * asks "capturing, no capture in progress, plain settings" with one compare (tkp_gate_open). Each
+ * part is its own atomic, written as before; only the fast path reads the word whole.
+ *   state     0 not started, 1 capturing, 2 starting, -1 off (disabled or failed)
+ *   captures  streams capturing a graph now: while non-zero, launches on a capturing stream are
+ *             topology, not executions
+ *   slow_cfg  TKP_GATE_* bits, set at capture start before state becomes 1 */
+union tkp_gate {
+    uint64_t word;
+    struct {
+        _Atomic int state;
+        _Atomic int16_t captures;
+        _Atomic uint16_t slow_cfg;
+    } f;
+};
+_Static_assert(sizeof(union tkp_gate) == 8, "the gate is one word");
+extern union tkp_gate tkp_gate;
+#define tkp_state (tkp_gate.f.state)
+#define tkp_captures_active (tkp_gate.f.captures)
+enum {
+    TKP_GATE_CLOCK = 1,  /* stamps from clock_gettime (no TSC) */
+    TKP_GATE_KSTEP = 2,  /* TOKPROF_STEP=kernel:RE: each launch asks whether it begins a step */
+    TKP_GATE_STACKS = 4, /* TOKPROF_STACKS: launches may sample a stack */
+};
+/* 1 when a launch may take the fast path as far as process-wide state goes: capturing, no stream
+ * capturing a graph, no TKP_GATE_* setting. The word is 1 exactly then (little-endian x86-64:
+ * state is its low half). hooks_rt.c's launch exports read it in assembly. */
+static inline int tkp_gate_open(void)
+{
+    return __atomic_load_n(&tkp_gate.word, __ATOMIC_ACQUIRE) == 1;
+}
 
 /* The capture's start (shim/init.c hands it down from its constructor): returns 1 when
  * capturing. */

@@ -43,7 +43,6 @@ struct drv_hook {
 /* Not static: the assembly entries of cuLaunchKernel(_ptsz) below read [H_LAUNCH], [H_LAUNCH_PTSZ]. */
 void *_Atomic tkp_drv_real[H_COUNT];
 _Static_assert(H_LAUNCH == 0 && H_LAUNCH_PTSZ == 1, "the launch entries: offsets 0 and 8");
-_Static_assert(offsetof(struct tkp_tls, depth) == 8, "the launch entries: tkp_tls.depth at 8");
 
 /* The real function for hook h: the pointer we were handed, or libcuda's export. */
 static inline void *real_of(int h, const char *export_name)
@@ -72,15 +71,16 @@ static inline void *real_of(int h, const char *export_name)
 
 typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void **, void **);
-static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned gx, unsigned gy,
-                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
-                       CUstream s, void **params, void **extra)
+static CUresult launch(int h, const char *name, int via, const void *ret, CUfunction f,
+                       unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                       unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
 {
     launch_fn real = REAL(h, name, launch_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
-    /* Nested in one of our runtime hooks (the usual case for cudart's own driver calls): already
-     * recorded, straight through. */
-    if (tkp_tls.depth) return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
+    /* Called from libcudart's code (its launch, which our runtime hook recorded before jumping
+     * to it), or nested in one of our hooks: straight through. */
+    if (tkp_tls.depth || tkp_from_cudart(ret))
+        return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
     if (tkp_active()) /* errno: tkp_emit_launch keeps it */
         tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION, (uint64_t)(uintptr_t)s, gx,
                        gy, gz, bx, by, bz, smem);
@@ -97,13 +97,17 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
     } while (0)
 
 /* cuLaunchKernel and cuLaunchKernel_ptsz, which every runtime launch goes through, are the few
- * instructions of assembly below. Nested in one of our runtime hooks (tkp_tls.depth > 0: cudart's
- * own driver call, already recorded by the runtime hook), the launch goes straight to the driver
- * by a tail jump with the caller's registers and stack as they are: eleven arguments, five of them
- * on the stack, which a C wrapper's tail call re-pushes (28 instructions where this takes 7).
- * Otherwise (the program's own driver launch, or a real pointer not known yet) they jump to the C
- * hooks that follow, which record it. The offsets are checked above (tkp_drv_real[0] and [1],
- * tkp_tls.depth at 8). In this file, not a .S of its own: the two call each other. */
+ * instructions of assembly below. Called from libcudart's code (its return address inside one of
+ * tkp_cudart_text's two ranges, core/real.h: cudart's own driver call, already recorded by the
+ * runtime hook, which jumped to cudart without a frame of its own, issue 32), the launch goes
+ * straight to the driver by a tail jump with the caller's registers and stack as they are: eleven
+ * arguments, five of them on the stack, which a C wrapper's tail call re-pushes. Otherwise (the
+ * program's own driver launch, a library's static cudart, or a real pointer not known yet) they
+ * jump to the C functions that follow, which record it (unless nested in one of our hooks, or
+ * called from cudart: they check again, for when the real pointer was not known). The return
+ * address is the caller's: the entries and the C functions are reached by jumps. The offsets are
+ * checked above (tkp_drv_real[0] and [1]). In this file, not a .S of its own: the two call each
+ * other. */
 #define TKP_LAUNCH_ENTRY(name, real_off, slow)                                                    \
     "    .text\n"                                                                                 \
     "    .p2align 4\n"                                                                            \
@@ -112,12 +116,18 @@ static CUresult launch(int h, const char *name, int via, CUfunction f, unsigned 
     "    .cfi_startproc\n"                                                                        \
     "    movq tkp_drv_real+" real_off "(%rip), %rax\n"                                           \
     "    testq %rax, %rax\n"                                                                      \
-    "    jz 1f\n"                                                                                 \
-    "    movq tkp_tls@gottpoff(%rip), %r11\n"                                                    \
-    "    cmpl $0, %fs:8(%r11)\n"                                                                  \
-    "    je 1f\n"                                                                                 \
-    "    jmp *%rax\n"                                                                             \
-    "1:  jmp " slow "\n"                                                                          \
+    "    jz 3f\n"                                                                                 \
+    "    movq (%rsp), %r11\n"                                                                     \
+    "    cmpq tkp_cudart_text(%rip), %r11\n"                                                     \
+    "    jb 1f\n"                                                                                 \
+    "    cmpq tkp_cudart_text+8(%rip), %r11\n"                                                   \
+    "    jb 2f\n"                                                                                 \
+    "1:  cmpq tkp_cudart_text+16(%rip), %r11\n"                                                  \
+    "    jb 3f\n"                                                                                 \
+    "    cmpq tkp_cudart_text+24(%rip), %r11\n"                                                  \
+    "    jae 3f\n"                                                                                \
+    "2:  jmp *%rax\n"                                                                             \
+    "3:  jmp " slow "\n"                                                                          \
     "    .cfi_endproc\n"                                                                          \
     "    .size " name ", .-" name "\n"
 __asm__(TKP_LAUNCH_ENTRY("cuLaunchKernel", "0", "tkp_drv_cuLaunchKernel")
@@ -135,24 +145,25 @@ CUresult tkp_drv_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned
                                 unsigned by, unsigned bz, unsigned smem, CUstream s,
                                 void **params, void **extra)
 {
-    return launch(H_LAUNCH, "cuLaunchKernel", TKP_VIA_DRIVER, f, gx, gy, gz, bx, by, bz, smem, s,
-                  params, extra);
+    return launch(H_LAUNCH, "cuLaunchKernel", TKP_VIA_DRIVER, __builtin_return_address(0), f, gx,
+                  gy, gz, bx, by, bz, smem, s, params, extra);
 }
 CUresult tkp_drv_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      CUstream s, void **params, void **extra)
 {
-    return launch(H_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", TKP_VIA_DRIVER | TKP_VIA_PTSZ, f, gx, gy,
-                  gz, bx, by, bz, smem, s, params, extra);
+    return launch(H_LAUNCH_PTSZ, "cuLaunchKernel_ptsz", TKP_VIA_DRIVER | TKP_VIA_PTSZ,
+                  __builtin_return_address(0), f, gx, gy, gz, bx, by, bz, smem, s, params, extra);
 }
 
 typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
-static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig *c, CUfunction f,
-                          void **params, void **extra)
+static CUresult launch_ex(int h, const char *name, int via, const void *ret,
+                          const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
     launch_ex_fn real = REAL(h, name, launch_ex_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
-    if (tkp_tls.depth) return real(c, f, params, extra);
+    /* as launch(): a runtime that launches through cuLaunchKernelEx is told apart the same way */
+    if (tkp_tls.depth || tkp_from_cudart(ret)) return real(c, f, params, extra);
     if (c && tkp_active()) /* errno: tkp_emit_launch keeps it */
         tkp_emit_launch(via, (uint64_t)(uintptr_t)f, TKP_KEY_FUNCTION,
                         (uint64_t)(uintptr_t)c->hStream, c->gridDimX, c->gridDimY, c->gridDimZ,
@@ -162,14 +173,15 @@ static CUresult launch_ex(int h, const char *name, int via, const CUlaunchConfig
 TKP_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **x)
 {
     NESTED_PASSTHROUGH(H_LAUNCH_EX, launch_ex_fn, c, f, p, x);
-    return launch_ex(H_LAUNCH_EX, "cuLaunchKernelEx", TKP_VIA_DRIVER_EX, c, f, p, x);
+    return launch_ex(H_LAUNCH_EX, "cuLaunchKernelEx", TKP_VIA_DRIVER_EX,
+                     __builtin_return_address(0), c, f, p, x);
 }
 TKP_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **p,
                                           void **x)
 {
     NESTED_PASSTHROUGH(H_LAUNCH_EX_PTSZ, launch_ex_fn, c, f, p, x);
     return launch_ex(H_LAUNCH_EX_PTSZ, "cuLaunchKernelEx_ptsz", TKP_VIA_DRIVER_EX | TKP_VIA_PTSZ,
-                     c, f, p, x);
+                     __builtin_return_address(0), c, f, p, x);
 }
 
 typedef CUresult (*graph_launch_fn)(CUgraphExec, CUstream);

@@ -105,55 +105,94 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
         return CALL_REAL(call);                                                                   \
     } while (0)
 
-RT_PAIR(cudaError_t, __cudaLaunchKernel, NOSYM,
-        (cudaKernel_t k, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
-        (k, g, b, args, smem, s))
-static cudaError_t hook___cudaLaunchKernel(__cudaLaunchKernel_fn real, cudaKernel_t k, dim3 g,
-                                           dim3 b, void **args, size_t smem, cudaStream_t s)
+/* The launches of signature (key, grid, block, args, smem, stream): every nvcc kernel<<<>>> and
+ * PyTorch's. Each export records inline (hooks.h, tkp_launch_fast) and leaves by a tail jump to
+ * the real function: no frame, no depth guard around the call. cudart's own driver launch inside
+ * it is told apart by where it comes from (hooks_drv.c: a cuLaunchKernel called from libcudart's
+ * code passes straight through; core/real.c notes that code's address range when it resolves a
+ * runtime function, before any real one is called). When the fast path does not hold, the export
+ * jumps to its full path, of the same signature (the stack arguments stay where they are), which
+ * records as every hook does and refreshes the ring's fast bound. */
+static inline __attribute__((always_inline)) void launch_full(int via, uint64_t key, int kind,
+                                                              cudaStream_t s, uint64_t gxy,
+                                                              uint32_t gz, uint64_t bxy,
+                                                              uint32_t bz, size_t smem)
 {
-    LAUNCH_BODY(TKP_VIA_RUNTIME, k, TKP_KEY_KERNEL, s, g, b, smem, real(k, g, b, args, smem, s));
+    if (!tkp_should_record()) return; /* errno: tkp_emit_launch keeps it */
+    tkp_emit_launch(via, key, kind, (uint64_t)(uintptr_t)s, (uint32_t)gxy, (uint32_t)(gxy >> 32),
+                    gz, (uint32_t)bxy, (uint32_t)(bxy >> 32), bz, (unsigned)smem);
+    struct tkp_ring *r = tkp_tls.ring;
+    if (r) tkp_ring_fast_refresh(r);
 }
 
-RT_PAIR(cudaError_t, __cudaLaunchKernel_ptsz, NOSYM,
-        (cudaKernel_t k, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
-        (k, g, b, args, smem, s))
-static cudaError_t hook___cudaLaunchKernel_ptsz(__cudaLaunchKernel_ptsz_fn real, cudaKernel_t k,
-                                                dim3 g, dim3 b, void **args, size_t smem,
-                                                cudaStream_t s)
-{
-    LAUNCH_BODY(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, k, TKP_KEY_KERNEL, s, g, b, smem,
-                real(k, g, b, args, smem, s));
-}
+/* The parameters as the x86-64 ABI passes them: a dim3 (12 bytes, integer) is two registers, x
+ * and y in the first, z in the low half of the second (its high half unspecified). Spelled so, the
+ * compiler keeps them in their registers, where a dim3 parameter is copied to the stack first,
+ * and hands them on untouched to the real function, declared the same way. */
+#define RT_LAUNCH_PARAMS(KT)                                                                      \
+    KT k, uint64_t gxy, uint64_t gz, uint64_t bxy, uint64_t bz, void **args, size_t smem,         \
+        cudaStream_t s
+#define RT_LAUNCH_ARGS k, gxy, gz, bxy, bz, args, smem, s
 
-RT_PAIR(cudaError_t, cudaLaunchKernel, NOSYM,
-        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
-        (f, g, b, args, smem, s))
-static cudaError_t hook_cudaLaunchKernel(cudaLaunchKernel_fn real, const void *f, dim3 g, dim3 b,
-                                         void **args, size_t smem, cudaStream_t s)
-{
-    LAUNCH_BODY(TKP_VIA_RUNTIME, f, TKP_KEY_HOSTFUN, s, g, b, smem, real(f, g, b, args, smem, s));
-}
+#define RT_LAUNCH_ONE(ver, name, KT, via, kind)                                                   \
+    static name##_fn real##ver##_##name;                                                          \
+    __attribute__((used, noinline, noclone)) static cudaError_t full##ver##_##name(              \
+        RT_LAUNCH_PARAMS(KT))                                                                     \
+    {                                                                                             \
+        name##_fn real_ = TKP_REAL_LAZY(real##ver##_##name,                                       \
+                                        tkp_real_cudart(#name, "libcudart.so." #ver));            \
+        if (TKP_UNLIKELY(!real_)) return NOSYM;                                                   \
+        launch_full(via, (uint64_t)(uintptr_t)k, kind, s, gxy, (uint32_t)gz, bxy, (uint32_t)bz,   \
+                    smem);                                                                        \
+        return real_(RT_LAUNCH_ARGS);                                                             \
+    }                                                                                             \
+    __attribute__((used, noinline, noclone)) static cudaError_t fast##ver##_##name(              \
+        RT_LAUNCH_PARAMS(KT))                                                                     \
+    {                                                                                             \
+        struct tkp_ring *r_ = tkp_tls.ring;                                                       \
+        uint64_t h_;                                                                              \
+        if (TKP_UNLIKELY(!__atomic_load_n(&real##ver##_##name, __ATOMIC_RELAXED)) ||              \
+            !tkp_launch_fast_ok(r_, &h_))                                                         \
+            return full##ver##_##name(RT_LAUNCH_ARGS);                                            \
+        tkp_launch_fast(r_, h_, via, kind, (uint64_t)(uintptr_t)k, (uint64_t)(uintptr_t)s, gxy,   \
+                        bxy, (uint32_t)gz, (uint32_t)bz, (uint32_t)smem);                         \
+        /* loaded again rather than kept in a register across the record */                       \
+        return __atomic_load_n(&real##ver##_##name, __ATOMIC_RELAXED)(RT_LAUNCH_ARGS);            \
+    }                                                                                             \
+    /* The export: the gate (tkp_gate_open) first, alone, in three instructions of assembly (the  \
+     * compiler saves registers before any check in a function that records, and copies the     \
+     * stack arguments onto themselves before a tail call): settings that never take the fast    \
+     * path (a monotonic clock, kernel step mode, stacks) and captures in progress go to the     \
+     * full path at once. */                                                                      \
+    TKP_EXPORT cudaError_t tkp##ver##_##name(RT_LAUNCH_PARAMS(KT));                               \
+    __asm__("    .text\n"                                                                         \
+            "    .p2align 4\n"                                                                    \
+            "    .globl tkp" #ver "_" #name "\n"                                                  \
+            "    .type tkp" #ver "_" #name ", @function\n"                                        \
+            "tkp" #ver "_" #name ":\n"                                                            \
+            "    .cfi_startproc\n"                                                                \
+            "    cmpq $1, tkp_gate(%rip)\n"                                                       \
+            "    jne full" #ver "_" #name "\n"                                                    \
+            "    jmp fast" #ver "_" #name "\n"                                                    \
+            "    .cfi_endproc\n"                                                                  \
+            "    .size tkp" #ver "_" #name ", .-tkp" #ver "_" #name "\n");
+#define RT_LAUNCH(name, KT, via, kind)                                                            \
+    typedef cudaError_t (*name##_fn)(RT_LAUNCH_PARAMS(KT));                                       \
+    RT_LAUNCH_ONE(12, name, KT, via, kind)                                                        \
+    RT_LAUNCH_ONE(13, name, KT, via, kind)                                                        \
+    __asm__(".symver tkp12_" #name ", " #name "@libcudart.so.12");                               \
+    __asm__(".symver tkp13_" #name ", " #name "@@libcudart.so.13");
+_Static_assert(sizeof(dim3) == 12 && _Alignof(dim3) == 4, "dim3 is passed as two registers");
 
-RT_PAIR(cudaError_t, cudaLaunchKernel_ptsz, NOSYM,
-        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
-        (f, g, b, args, smem, s))
-static cudaError_t hook_cudaLaunchKernel_ptsz(cudaLaunchKernel_ptsz_fn real, const void *f,
-                                              dim3 g, dim3 b, void **args, size_t smem,
-                                              cudaStream_t s)
-{
-    LAUNCH_BODY(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, f, TKP_KEY_HOSTFUN, s, g, b, smem,
-                real(f, g, b, args, smem, s));
-}
-
-RT_PAIR(cudaError_t, cudaLaunchCooperativeKernel, NOSYM,
-        (const void *f, dim3 g, dim3 b, void **args, size_t smem, cudaStream_t s),
-        (f, g, b, args, smem, s))
-static cudaError_t hook_cudaLaunchCooperativeKernel(cudaLaunchCooperativeKernel_fn real,
-                                                    const void *f, dim3 g, dim3 b, void **args,
-                                                    size_t smem, cudaStream_t s)
-{
-    LAUNCH_BODY(TKP_VIA_RUNTIME, f, TKP_KEY_HOSTFUN, s, g, b, smem, real(f, g, b, args, smem, s));
-}
+RT_LAUNCH(__cudaLaunchKernel, cudaKernel_t, TKP_VIA_RUNTIME, TKP_KEY_KERNEL)
+RT_LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_KERNEL)
+RT_LAUNCH(cudaLaunchKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN)
+RT_LAUNCH(cudaLaunchKernel_ptsz, const void *, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_HOSTFUN)
+RT_LAUNCH(cudaLaunchCooperativeKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN)
+/* Not hooked before: its driver launch came through as a driver launch; from cudart's code it
+ * now passes through there, so the runtime records it. */
+RT_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, TKP_VIA_RUNTIME | TKP_VIA_PTSZ,
+          TKP_KEY_HOSTFUN)
 
 static cudaError_t launch_exc(cudaError_t (*real)(const cudaLaunchConfig_t *, const void *,
                                                   void **),

@@ -84,6 +84,7 @@ static void make_key(void)
 static void ring_claim(struct tkp_ring *r)
 {
     memset(r->user, 0, sizeof r->user);
+    r->fast_limit = 0; /* the first launch takes the full path, which sets it */
     r->os_tid = (int)syscall(SYS_gettid);
     r->thread_idx = atomic_fetch_add(&next_thread, 1);
     if (claim_hook) claim_hook(r);

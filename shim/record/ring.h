@@ -55,6 +55,18 @@ static inline void tkp_ring_commit(struct tkp_ring *r)
     if (TKP_UNLIKELY(!(h & r->nudge_mask))) tkp_ring_nudge(r, h);
 }
 
+/* Sets r->fast_limit from the head now (the producer, after a slot taken the full way): the
+ * head at which the next slot would find the ring full by the cached tail, or whose commit would
+ * be due to look at the writer (tkp_ring_commit's nudge), whichever comes first. Below it, the
+ * launch fast path (hooks.h) reserves and commits with no check of either. */
+static inline void tkp_ring_fast_refresh(struct tkp_ring *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t full = r->tail_cache + r->mask + 1;
+    uint64_t nudge = ((h + r->nudge_mask + 1) & ~r->nudge_mask) - 1; /* next h: !((h+1) & m) */
+    r->fast_limit = full < nudge ? full : nudge;
+}
+
 /* What the floor above does when a thread claims a ring (its user bytes are zero by then) and
  * when the thread exits (its last events go in before the ring is released). Set once, by
  * shim/init.c, before capture starts; NULL does nothing. */

@@ -2,8 +2,9 @@
  * holds them. The inline fast path is in ring.h.
  *
  * Event field use (struct tkp_ev):
- *   LAUNCH        sub=via flags=key kind a=key b=stream u[0..6]=grid xyz, block xyz, smem
- *                 u[7]=library call id (0 none)
+ *   LAUNCH        sub=via flags=key kind a=key b=stream u[0..5]=grid x y, block x y, grid z,
+ *                 block z (dim3's x and y are one register each: plain 64-bit stores)
+ *                 u[6]=smem u[7]=library call id (0 none)
  *   LIB_CALL      see libcall.h
  *   GRAPH_LAUNCH  sub=via a=graph exec b=stream
  *   COPY          sub=kind flags=dir|copyflags<<8 a=bytes b=stream
@@ -26,17 +27,26 @@
 #define TKP_EV_GPU_CORR 200
 #define TKP_EV_STACK 201
 
-/* One fixed-size event. */
+/* One fixed-size event; w[] views it as eight 64-bit words (the launch fast path's stores). */
 struct tkp_ev {
-    uint8_t type;   /* enum tkp_rec, or TKP_EV_* */
-    uint8_t sub;    /* via / copy kind / sync kind / nvtx kind / step kind */
-    uint16_t flags; /* LAUNCH: key kind; COPY: dir | flags<<8 */
-    uint32_t step;
-    uint64_t ts;
-    uint64_t a, b;
-    uint32_t u[8];
+    union {
+        struct {
+            uint8_t type;   /* enum tkp_rec, or TKP_EV_* */
+            uint8_t sub;    /* via / copy kind / sync kind / nvtx kind / step kind */
+            uint16_t flags; /* LAUNCH: key kind; COPY: dir | flags<<8 */
+            uint32_t step;
+            uint64_t ts;
+            uint64_t a, b;
+            uint32_t u[8];
+        };
+        uint64_t w[8];
+    };
 };
 _Static_assert(sizeof(struct tkp_ev) == 64, "ring events are one cache line");
+/* A LAUNCH's first word: type, via, key kind and step as the fields above lay them out. */
+#define TKP_EV_LAUNCH_W0(via, key_kind, step)                                                     \
+    ((uint64_t)TKP_REC_LAUNCH | (uint64_t)(uint8_t)(via) << 8 |                                   \
+     (uint64_t)(uint16_t)(key_kind) << 16 | (uint64_t)(uint32_t)(step) << 32)
 
 enum { TKP_RING_FREE = 0, TKP_RING_OWNED = 1, TKP_RING_EXITED = 2 };
 
@@ -52,7 +62,10 @@ struct tkp_ring {
     uint64_t mask;
     struct tkp_ev *slots;
     uint64_t nudge_mask; /* the producer looks at the writer every nudge_mask + 1 events */
-    char pad0[64 - 48];
+    /* The launch fast path's bound (hooks.h): below this head a slot is free and its commit asks
+     * nothing of the writer (no nudge due). 0 after a claim; tkp_ring_fast_refresh sets it. */
+    uint64_t fast_limit;
+    char pad0[64 - 56];
     /* consumer line */
     _Atomic uint64_t tail;
     char pad1[56];

@@ -336,8 +336,8 @@ static struct tkp_fixed_LAUNCH launch_fields(const struct tkp_ev *e, uint32_t nm
     return (struct tkp_fixed_LAUNCH){.name_id = nm,
                                      .stream = e->b,
                                      .via = e->sub,
-                                     .grid = {u[0], u[1], u[2]},
-                                     .block = {u[3], u[4], u[5]},
+                                     .grid = {u[0], u[1], u[4]},
+                                     .block = {u[2], u[3], u[5]},
                                      .smem = u[6]};
 }
 

@@ -18,9 +18,11 @@ subprocess.run([prog, str(n)], env=env, check=True, stdout=subprocess.DEVNULL)
 cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
 out = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", "--type", "launch", cap],
                      capture_output=True, text=True, check=True).stdout
-got = [(l["name"], l["grid"][0], l["block"][0], l["smem"]) for l in map(json.loads, out.splitlines())]
-want = [("k_a", i + 1, 32, 0) for i in range(n)] + [("k_a", i + 1, 32, 0) for i in range(100)] + \
-       [("k_b", i + 1, 64, 128) for i in range(100)]
+got = [(l["name"], tuple(l["grid"]), tuple(l["block"]), l["smem"])
+       for l in map(json.loads, out.splitlines())]
+want = [("k_a", (i + 1, 1, 1), (32, 1, 1), 0) for i in range(n)] + \
+       [("k_a", (i + 1, 1, 1), (32, 1, 1), 0) for i in range(100)] + \
+       [("k_b", (i + 1, 2, 3), (16, 2, 2), 128) for i in range(100)]
 summary = json.loads(subprocess.run([os.path.join(build, "decoder/tokprof"), "summary", "--json", cap],
                                     capture_output=True, text=True, check=True).stdout)
 if summary.get("dropped", 0):

@@ -226,3 +226,35 @@ Test(shim_ring, a_scaled_ring_past_the_budget_is_the_plain_size)
     pthread_join(t, NULL);
     cr_assert_eq(cap, 2048);
 }
+
+/* The launch fast path's bound (tkp_ring_fast_refresh, issue 32): every head below fast_limit has
+ * a free slot by the cached tail and a commit with no nudge due; fast_limit itself is the first
+ * head that does not (the ring full, or (h + 1) a multiple of nudge_mask + 1). A bound past a nudge
+ * point would let launches skip the writer's wake-up; one past the cached tail, overwrite slots
+ * the writer has not read. */
+Test(shim_ring, fast_limit_stops_at_nudge_and_full)
+{
+    cr_assert(push(1));
+    struct tkp_ring *r = tkp_ring_self();
+    cr_assert_eq(r->nudge_mask, SLOTS / 8 - 1);
+    struct seen s = {0};
+    int nudges = 0, fulls = 0;
+    for (int round = 0; round < 3 * SLOTS; round++) {
+        tkp_ring_fast_refresh(r);
+        uint64_t h = atomic_load(&r->head), lim = r->fast_limit;
+        for (uint64_t x = h; x < lim; x++) {
+            cr_assert_leq(x - r->tail_cache, r->mask, "head %lu: the slot is the writer's", x);
+            cr_assert_neq((x + 1) & r->nudge_mask, 0, "head %lu: a nudge is due", x);
+        }
+        int at_nudge = ((lim + 1) & r->nudge_mask) == 0, at_full = lim == r->tail_cache + r->mask + 1;
+        cr_assert(at_nudge || at_full, "head %lu: fast_limit %lu stops short", h, lim);
+        nudges += at_nudge, fulls += at_full && !at_nudge;
+        if (!push(round)) { /* full: the writer drains, as it would */
+            s.n = 0;
+            tkp_rings_drain(collect, &s);
+        }
+        if (round % 5 == 0) push(round); /* another hook's event moves the head too */
+    }
+    cr_assert_gt(nudges, 0);
+    cr_assert_gt(fulls, 0);
+}

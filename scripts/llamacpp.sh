@@ -64,12 +64,24 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
                                           -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
                                           -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+# The executables link against libggml-cuda.so, which needs libcuda.so.1: a machine without a GPU
+# driver has only the toolkit's stubs/libcuda.so (no .so.1 to resolve against), so their link
+# leaves the driver's symbols to run time (--allow-shlib-undefined), where simgpu's or the real
+# libcuda.so.1 provides them. A build folder configured before that flag gets it alone (any other
+# change to its configuration, a compiler launcher included, would rebuild every object).
+LDFLAGS_EXE="-Wl,--allow-shlib-undefined"
 if [ ! -f "$CACHE/build/build.ninja" ]; then
     cmake -S "$src" -B "$CACHE/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS_EXE" \
         -DCMAKE_CUDA_COMPILER="$CUDA_HOME/bin/nvcc" \
         -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_NATIVE=OFF \
         -DGGML_CUDA_NCCL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_APP=OFF "${launcher[@]}" >&2
+elif ! grep -q "^CMAKE_EXE_LINKER_FLAGS:STRING=$LDFLAGS_EXE\$" "$CACHE/build/CMakeCache.txt"; then
+    # ggml puts ccache in front of its compilers when it finds one (GGML_CCACHE): a folder built
+    # before ccache was installed keeps building without it
+    cc=ON; grep -q ccache "$CACHE/build/build.ninja" || cc=OFF
+    cmake -S "$src" -B "$CACHE/build" -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS_EXE" -DGGML_CCACHE=$cc >&2
 fi
 nice -n 15 cmake --build "$CACHE/build" -j "${TOKPROF_LLAMACPP_JOBS:-2}" \
     --target llama-server llama-bench llama-simple >&2

@@ -12,6 +12,9 @@ int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
 void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r);
 /* Applies a shape's marks at E's point (E->ts, E->scope). */
 void tkp_shape_marks(struct tkp_eval *E, uint64_t marks);
+/* Updates the `prev`s in state slots `slots` at E's point (E->r, E->ts, E->scope, E->update):
+ * their operands' values on E->r, as the bodies holding them would (prog.h "Shape verdicts"). */
+void tkp_prev_marks(struct tkp_eval *E, uint64_t slots);
 int tkp_shapes_new(struct tkp_shapes **out);
 void tkp_shapes_free(struct tkp_shapes *t);
 size_t tkp_shapes_count(const struct tkp_shapes *t);

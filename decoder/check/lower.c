@@ -220,6 +220,25 @@ static int is_boolean(const struct buf *b)
     return 1;
 }
 
+/* Not Boolean, and every value a number, a truth value or unknown (prog.h): no string. */
+static int is_numeric(const struct buf *b)
+{
+    for (int k = 0; k < b->n; k++) {
+        const struct tkp_ins *i = &b->v[k];
+        switch (i->op) {
+        case VO_CONST: if (i->v.t == VT_STR) return 0; break;
+        case VO_RATTR: case VO_SATTR: if (tkp_attr_is_str(i->x)) return 0; break;
+        case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NEG: case VO_ADD: case VO_SUB:
+        case VO_MUL: case VO_DIV: case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT:
+        case VO_GE: case VO_NOT: case VO_AND_L: case VO_OR_L: case VO_IMPL_L: case VO_AND:
+        case VO_OR: case VO_PREV: case VO_ONCE: case VO_HIST: case VO_SINCE: case VO_END:
+            break;
+        default: return 0; /* VO_MATCH, VO_FIG, VO_BASE, VO_AGG_STEP, VO_AGG_RUN */
+        }
+    }
+    return !is_boolean(b);
+}
+
 static int new_prog(struct lw *L, int n, int atomise)
 {
     struct buf b = {0};
@@ -234,7 +253,7 @@ static int new_prog(struct lw *L, int n, int atomise)
         lerr(L, n, "out of memory");
         return -1;
     }
-    c->prog[c->nprog] = (struct tkp_prog){b.v, b.n, n, is_boolean(&b)};
+    c->prog[c->nprog] = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b)};
     return c->nprog++;
 }
 
@@ -383,6 +402,22 @@ static int conj_prog(struct lw *L, struct tkp_conj *c)
     return 0;
 }
 
+/* The state slots of the `prev`s of formula n when every temporal operator in it is a `prev`
+ * of an operand without one (slots below 64), else 0. */
+static uint64_t prev_only(struct lw *L, int n, int depth, int *ok)
+{
+    if (n < 0 || !X(n).temporal || depth > TKP_STACK_MAX) return 0;
+    const struct tkp_node *x = &X(n);
+    if (x->op == OP_PREV && x->slot < 64 && (x->a < 0 || !X(x->a).temporal))
+        return 1ull << x->slot;
+    if (x->op == OP_PREV || x->op == OP_ONCE || x->op == OP_HIST || x->op == OP_SINCE ||
+        x->op == OP_AGG || x->op == OP_BASE_EXPR) {
+        *ok = 0;
+        return 0;
+    }
+    return prev_only(L, x->a, depth + 1, ok) | (x->op == OP_MATCH ? 0 : prev_only(L, x->b, depth + 1, ok));
+}
+
 int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
 {
     struct tkp_code *c = calloc(1, sizeof(*c));
@@ -432,10 +467,18 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
          * temporal operators (nothing to advance where the guard is false), whose shapes that
          * fail the guard need no more than their shape */
         w->fast = -1;
-        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean;
+        w->prevs = 0;
+        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean, ok = 1;
+        uint64_t prevs = a->level == LV_RECORD ? prev_only(L, a->body, 0, &ok) : 0;
+        if (!ok) prevs = 0;
         if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
-            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal)))
+            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal) ||
+             prevs))
             w->fast = nfast++;
+        /* a `prev`'s operand alone, for the points whose shape needs no more (prog.h) */
+        if (w->fast >= 0)
+            for (uint64_t b = w->prevs = prevs; b; b &= b - 1)
+                if (root(L, sp->n[c->slot_node[__builtin_ctzll(b)]].a) < 0) goto out;
         if (b >= 0 && (root(L, sp->n[b].a) < 0 || root(L, sp->n[b].b) < 0)) goto out;
     }
     for (int s = 0; s < sp->nslots_agg; s++) {

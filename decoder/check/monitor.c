@@ -253,13 +253,21 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     E->ts = h->ts, E->scope = (int64_t)x->step;
     if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
     int set = 0;
+    if (x->pmarks[x->is_gpu]) {
+        set = 1;
+        E->point = (int64_t)h->recs;
+        E->now_ns = (int64_t)(x->is_gpu ? x->gpu_start : x->host_ns);
+        E->cls_r = NULL; /* x is reused for the next record */
+        tkp_prev_marks(E, x->pmarks[x->is_gpu]);
+    }
     for (int j = 0; j < n; j++) {
         const struct tkp_assert *a = &sp->as[list[j]];
+        unsigned v = TKP_FAST_RUN;
         if (a->fast >= 0) {
             /* what the record's shape decides (prog.h "Shape verdicts") */
-            unsigned v = (unsigned)(x->fast >> (2 * a->fast)) & 3;
+            v = (unsigned)(x->fast >> (2 * a->fast)) & 3;
             if (v == TKP_FAST_PASS && x->token >= a->skip) m->res[list[j]].evaluated++;
-            if (v != TKP_FAST_RUN) continue;
+            if (v == TKP_FAST_PASS || v == TKP_FAST_QUIET) continue;
         }
         if (!set) {
             set = 1;
@@ -269,7 +277,8 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
         }
         int t = tkp_truth(E, a->body_prog);
         if (x->token < a->skip) continue;
-        if (a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
+        /* TKP_FAST_BODY: the shape says the guard holds */
+        if (v != TKP_FAST_BODY && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
         tkp_verdict(m, E, list[j], t, NULL, x, NULL);
     }
 }
@@ -493,7 +502,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     if (m->rec_slow || m->nrec_host > 64 || m->nstream > 64) return;
     for (int j = 0; j < m->nrec_host; j++) {
         unsigned v = (unsigned)(e->fast >> (2 * sp->as[m->rec_host[j]].fast)) & 3;
-        if (v == TKP_FAST_RUN) return;
+        if (v == TKP_FAST_RUN || v == TKP_FAST_BODY) return;
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }
     for (int j = 0; j < m->nstream; j++) {
@@ -514,6 +523,14 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
     if (e->marks[0]) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0]);
+    }
+    if (e->pmarks[0]) {
+        /* the `prev`s its shape does not decide: their operands on the record, decoded */
+        last_decode(h, o);
+        struct tkp_eval *E = &m->er;
+        E->r = &o->last, E->ts = h->ts, E->scope = (int64_t)step, E->cls_r = NULL;
+        E->point = (int64_t)h->recs, E->now_ns = (int64_t)o->last.host_ns;
+        tkp_prev_marks(E, e->pmarks[0]);
     }
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -573,6 +590,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         }
         x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
         x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
+        x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
         x->atoms_ok = 1;
     }
     return host_full(m, h, o, r, pos);

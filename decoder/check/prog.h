@@ -20,7 +20,12 @@
  * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
  * that is Boolean over atoms in front of a body without temporal operators is decided the same
  * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
- * the DtoH copies', and those alone are decoded and run. */
+ * the DtoH copies', and those alone are decoded and run. A shape whose guard such a guard
+ * decides true runs the body alone (TKP_FAST_BODY: the guard is not run again). A body whose
+ * temporal operators are all `prev X`, X without one (`r.host_ts - prev r.host_ts < 10ms`), is
+ * QUIET where the guard is false but for its `prev`s, which must see every point: the shape's
+ * pmarks name their slots, and such a record updates them with X's value alone (eval.c
+ * tkp_prev_marks), without running the body. */
 #ifndef TKP_CHECK_PROG_H
 #define TKP_CHECK_PROG_H
 
@@ -33,7 +38,7 @@
 #define TKP_STACK_MAX 256  /* value stack of one program (the tree nests at most 200 deep) */
 #define TKP_NEAR_TOP 3     /* near misses kept per `once` and thread */
 #define TKP_FAST_MAX 32    /* record-level assertions with shape verdicts (2 bits each) */
-enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2 };
+enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2, TKP_FAST_BODY = 3 };
 
 enum tkp_vop {
     VO_CONST,     /* push v */
@@ -69,7 +74,14 @@ struct tkp_prog {
     int n;
     int node;    /* the subtree it computes */
     int boolean; /* truth values only (atoms, classes, logic, temporal): runs on 1-byte values */
+    int numeric; /* not Boolean, no string (no string attribute, constant or regex, no
+                    aggregate or baseline value): runs on a number and a type (eval.c run_num) */
 };
+
+/* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,
+ * guard verdicts by shape, `prev` updates by shape), only the general interpreter: tests
+ * compare the two (TOKPROF_CHECK_GENERAL=1 for `tokprof check`). */
+extern int tkp_check_general;
 
 /* A conjunction, split: atoms that must all be true, and the other conjuncts as one program
  * (prog, -1 when none). Holds iff every conjunct is true (an unknown conjunct fails it). */
@@ -148,6 +160,7 @@ struct tkp_shape {
     uint32_t small, used;
     uint64_t kn, tr, fast; /* its atoms, its shape verdicts */
     uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
+    uint64_t pmarks[2];    /* `prev` slots its host [0] and GPU [1] records update */
     /* the monitor's plan for its host records: want 0 not made yet, 1 the shape decides all
      * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */

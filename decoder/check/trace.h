@@ -33,6 +33,7 @@ struct tkp_srec {
     uint64_t fast;           /* record-level assertions this shape decides (prog.h) */
     uint64_t marks[2];       /* and the unbounded `once`s it makes hold, by state slot, of
                                 the assertions on host [0] and on GPU records [1] */
+    uint64_t pmarks[2];      /* and the `prev`s it updates without running their body (prog.h) */
 };
 
 enum tkp_phase { PH_UNKNOWN, PH_PREFILL, PH_DECODE, PH_MIXED };

@@ -166,6 +166,9 @@ struct tkp_shape {
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */
     int want;
     uint64_t pass, counts;
+    uint64_t run, body; /* host record-level assertions (by position) it runs; of those, the
+                           ones whose guard it decides true (TKP_FAST_BODY); valid with plan */
+    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

@@ -496,7 +496,7 @@ static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
 
 /* A record's numeric attribute (tkp_attr_is_str false) as rattr computes it, without a
  * struct tkp_val: 0 unknown, VT_NUM or VT_BOOL, the number in *d. */
-static inline int rnum(const struct tkp_srec *r, int a, double *d)
+static inline __attribute__((always_inline)) int rnum(const struct tkp_srec *r, int a, double *d)
 {
     switch (a) {
     case A_R_ID: *d = (double)r->id; return VT_NUM;
@@ -531,8 +531,8 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
     const struct tkp_spec *sp = E->sp;
     double v[TKP_STACK_MAX];
     uint8_t t[TKP_STACK_MAX];
-    int k = 0, l, r, c;
-    for (const struct tkp_ins *i = p->ins;; i++) {
+    int k = 0, l, r, c, op;
+    for (const struct tkp_ins *i = p->nins;; i++) {
         switch (i->op) {
         case VO_CONST: v[k] = i->v.n, t[k++] = (uint8_t)i->v.t; break;
         case VO_RATTR:
@@ -557,25 +557,29 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
             if (t[k - 1] == VT_NUM) v[k - 1] = -v[k - 1];
             else t[k - 1] = VT_UNK;
             break;
-        case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+        case VO_ARITHK: case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+            op = i->op;
+            if (op == VO_ARITHK) v[k] = i->v.n, t[k++] = (uint8_t)i->v.t, op = i->x;
             k--;
-            if (t[k - 1] == VT_UNK || t[k] == VT_UNK || (i->op == VO_DIV && v[k] == 0)) {
+            if (t[k - 1] == VT_UNK || t[k] == VT_UNK || (op == VO_DIV && v[k] == 0)) {
                 t[k - 1] = VT_UNK;
                 break;
             }
             t[k - 1] = VT_NUM;
-            v[k - 1] = i->op == VO_ADD ? v[k - 1] + v[k] : i->op == VO_SUB ? v[k - 1] - v[k]
-                       : i->op == VO_MUL ? v[k - 1] * v[k] : v[k - 1] / v[k];
+            v[k - 1] = op == VO_ADD ? v[k - 1] + v[k] : op == VO_SUB ? v[k - 1] - v[k]
+                       : op == VO_MUL ? v[k - 1] * v[k] : v[k - 1] / v[k];
             break;
-        case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+        case VO_CMPK: case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+            op = i->op;
+            if (op == VO_CMPK) v[k] = i->v.n, t[k++] = (uint8_t)i->v.t, op = i->x;
             k--;
             if (t[k - 1] == VT_UNK || t[k] == VT_UNK) {
                 t[k - 1] = VT_UNK;
                 break;
             }
             c = v[k - 1] < v[k] ? -1 : v[k - 1] > v[k];
-            v[k - 1] = i->op == VO_EQ ? c == 0 : i->op == VO_NE ? c != 0 : i->op == VO_LT ? c < 0
-                       : i->op == VO_LE ? c <= 0 : i->op == VO_GT ? c > 0 : c >= 0;
+            v[k - 1] = op == VO_EQ ? c == 0 : op == VO_NE ? c != 0 : op == VO_LT ? c < 0
+                       : op == VO_LE ? c <= 0 : op == VO_GT ? c > 0 : c >= 0;
             t[k - 1] = VT_BOOL;
             break;
         case VO_NOT:
@@ -585,7 +589,7 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
             l = t[k - 1] == VT_UNK ? -1 : v[k - 1] != 0;
             if (i->op == VO_IMPL_L) l = not3(l);
             t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
-            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->nins + i->jmp - 1;
             break;
         case VO_AND: case VO_OR:
             k--;
@@ -593,7 +597,12 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
             l = i->op == VO_AND ? and3(l, r) : or3(l, r);
             t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
             break;
-        case VO_PREV: {
+        case VO_PREV_RATTR: case VO_PREV: {
+            if (i->op == VO_PREV_RATTR) {
+                if (E->r) t[k] = (uint8_t)rnum(E->r, i->x, &v[k]);
+                else t[k] = VT_UNK;
+                k++;
+            }
             const struct tkp_node *x = &sp->n[i->node];
             struct tkp_tstate *s = &E->ts[x->slot];
             if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
@@ -730,6 +739,16 @@ void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
     const struct tkp_code *c = sp->code;
     for (; slots; slots &= slots - 1) {
         const struct tkp_node *x = &sp->n[c->slot_node[__builtin_ctzll(slots)]];
-        prev(E, x, run(E, &c->prog[c->node_prog[x->a]]));
+        const struct tkp_prog *p = &c->prog[c->node_prog[x->a]];
+        struct tkp_val v;
+        if (p->attr >= 0 && E->r && !tkp_check_general) {
+            /* `prev r.<field>`: the field, read */
+            v.s = NULL;
+            v.t = rnum(E->r, p->attr, &v.n);
+            if (v.t == VT_UNK) v.n = 0;
+        } else {
+            v = run(E, p);
+        }
+        prev(E, x, v);
     }
 }

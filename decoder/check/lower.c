@@ -239,6 +239,41 @@ static int is_numeric(const struct buf *b)
     return !is_boolean(b);
 }
 
+/* A numeric program's instructions for run_num: RATTR+PREV, CONST+comparison and
+ * CONST+arithmetic fused into one (jump targets mapped: none lands inside a pair), NULL when
+ * out of memory. */
+static struct tkp_ins *fuse(const struct buf *b)
+{
+    struct tkp_ins *v = malloc((size_t)b->n * sizeof(*v));
+    int *at = malloc(((size_t)b->n + 1) * sizeof(int));
+    if (!v || !at) {
+        free(v), free(at);
+        return NULL;
+    }
+    int n = 0;
+    for (int k = 0; k < b->n; k++) {
+        const struct tkp_ins *i = &b->v[k], *j = k + 1 < b->n ? &b->v[k + 1] : NULL;
+        at[k] = n;
+        v[n] = *i;
+        if (j && i->op == VO_RATTR && j->op == VO_PREV) {
+            v[n].op = VO_PREV_RATTR, v[n].node = j->node;
+            at[++k] = n;
+        } else if (j && i->op == VO_CONST && j->op >= VO_EQ && j->op <= VO_GE) {
+            v[n].op = VO_CMPK, v[n].x = j->op;
+            at[++k] = n;
+        } else if (j && i->op == VO_CONST && j->op >= VO_ADD && j->op <= VO_DIV) {
+            v[n].op = VO_ARITHK, v[n].x = j->op;
+            at[++k] = n;
+        }
+        n++;
+    }
+    at[b->n] = n;
+    for (int k = 0; k < n; k++)
+        if (v[k].jmp >= 0) v[k].jmp = at[v[k].jmp];
+    free(at);
+    return v;
+}
+
 static int new_prog(struct lw *L, int n, int atomise)
 {
     struct buf b = {0};
@@ -253,7 +288,14 @@ static int new_prog(struct lw *L, int n, int atomise)
         lerr(L, n, "out of memory");
         return -1;
     }
-    c->prog[c->nprog] = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b)};
+    struct tkp_prog *p = &c->prog[c->nprog];
+    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1};
+    if (p->numeric && !(p->nins = fuse(&b))) {
+        free(b.v);
+        lerr(L, n, "out of memory");
+        return -1;
+    }
+    if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
     return c->nprog++;
 }
 
@@ -512,7 +554,7 @@ out:
 void tkp_code_free(struct tkp_code *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins);
+    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins);
     free(c->prog), free(c->node_prog), free(c->cls_atom), free(c->cls_early), free(c->plan);
     free(c->near), free(c->run_node), free(c->run_owner), free(c->slot_node);
     free(c);

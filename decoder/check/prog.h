@@ -59,6 +59,10 @@ enum tkp_vop {
     VO_AND, VO_OR,                /* combine left and right */
     VO_PREV, VO_ONCE, VO_HIST, VO_SINCE, /* node's temporal state */
     VO_END,
+    /* numeric programs' own (struct tkp_prog nins): a pair of the above in one instruction */
+    VO_PREV_RATTR, /* RATTR x then PREV of node */
+    VO_CMPK,       /* CONST v then the comparison x (VO_EQ ... VO_GE) */
+    VO_ARITHK,     /* CONST v then the arithmetic x (VO_ADD ... VO_DIV) */
 };
 
 struct tkp_ins {
@@ -76,6 +80,8 @@ struct tkp_prog {
     int boolean; /* truth values only (atoms, classes, logic, temporal): runs on 1-byte values */
     int numeric; /* not Boolean, no string (no string attribute, constant or regex, no
                     aggregate or baseline value): runs on a number and a type (eval.c run_num) */
+    struct tkp_ins *nins; /* numeric: the instructions run_num runs, common pairs fused */
+    int attr;    /* numeric: a lone record attribute (`r.host_ts`), else -1 */
 };
 
 /* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,

@@ -633,13 +633,78 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
     }
 }
 
+/* `prev` at the point: its value before (prev_out), the operand (type t, number d) kept; what
+ * prev() does on a struct tkp_val. */
+static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E,
+                                                          const struct tkp_node *x, int t,
+                                                          double *d)
+{
+    struct tkp_tstate *s = &E->ts[x->slot];
+    if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
+    if (E->update) {
+        struct tkp_val out = s->prev_set ? s->prev : UNK;
+        s->prev_first = !s->prev_set;
+        s->prev = (struct tkp_val){t, t == VT_UNK ? 0 : *d, NULL};
+        s->prev_set = 1;
+        s->prev_out = out;
+    }
+    *d = s->prev_out.n;
+    return s->prev_out.t;
+}
+
+static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
+                                                       const struct tkp_nterm *x, double *d)
+{
+    if (!x->kind) {
+        *d = x->v;
+        return x->t;
+    }
+    *d = 0;
+    int t = E->r ? rnum(E->r, x->attr, d) : VT_UNK;
+    return x->kind == 1 ? t : prev_num(E, &E->sp->n[x->node], t, d);
+}
+
+static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
+                                                       const struct tkp_nside *s, double *d)
+{
+    int t = nterm(E, &s->a, d);
+    if (!s->op) return t;
+    double e = 0;
+    int u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    if (t == VT_UNK || u == VT_UNK || (s->op == VO_DIV && e == 0)) return VT_UNK;
+    *d = s->op == VO_ADD ? *d + e : s->op == VO_SUB ? *d - e : s->op == VO_MUL ? *d * e : *d / e;
+    return VT_NUM;
+}
+
+/* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
+ * run_num computes it. */
+static int run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
+{
+    int res = 1;
+    for (int j = 0; j < b->n; j++) {
+        const struct tkp_ncmp *c = &b->c[j];
+        double x = 0, y = 0;
+        int tx = nside(E, &c->l, &x), ty = nside(E, &c->r, &y), v;
+        if (tx == VT_UNK || ty == VT_UNK) {
+            v = -1;
+        } else {
+            int o = x < y ? -1 : x > y;
+            v = c->op == VO_EQ ? o == 0 : c->op == VO_NE ? o != 0 : c->op == VO_LT ? o < 0
+                : c->op == VO_LE ? o <= 0 : c->op == VO_GT ? o > 0 : o >= 0;
+        }
+        res = and3(res, v);
+    }
+    return res;
+}
+
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
 {
     if (p->boolean) return tri(run_bool(E, p));
     if (p->numeric && !tkp_check_general) {
+        if (p->bound) return tri(run_bound(E, p->bound));
         double d;
-        int t = run_num(E, p, &d);
-        return (struct tkp_val){t, d, NULL};
+        int t = p->attr >= 0 && E->r ? rnum(E->r, p->attr, &d) : run_num(E, p, &d);
+        return t == VT_UNK ? UNK : (struct tkp_val){t, d, NULL};
     }
     const struct tkp_spec *sp = E->sp;
     struct tkp_val st[TKP_STACK_MAX];
@@ -715,6 +780,7 @@ int tkp_truth(struct tkp_eval *E, int prog)
     const struct tkp_prog *p = &E->sp->code->prog[prog];
     if (p->boolean) return run_bool(E, p);
     if (p->numeric && !tkp_check_general) {
+        if (p->bound) return run_bound(E, p->bound);
         double d;
         return run_num(E, p, &d) == VT_UNK ? -1 : d != 0;
     }

@@ -274,6 +274,66 @@ static struct tkp_ins *fuse(const struct buf *b)
     return v;
 }
 
+/* The straight form of a numeric program (prog.h struct tkp_nbound), NULL when it has none or
+ * out of memory: its postfix read on a stack of terms, sides, comparisons and conjunctions. */
+static struct tkp_nbound *straight(const struct buf *b)
+{
+    enum { T_TERM, T_SIDE, T_CMP };
+    struct item {
+        int what;
+        struct tkp_nside side; /* a term is side.a with op 0 */
+    } st[2 * TKP_NB_MAX + 2];
+    struct tkp_nbound nb = {0};
+    int k = 0, prevs = 0;
+    for (int q = 0; q < b->n; q++) {
+        const struct tkp_ins *i = &b->v[q];
+        switch (i->op) {
+        case VO_CONST: case VO_RATTR:
+            if (k == (int)(sizeof(st) / sizeof(st[0]))) return NULL;
+            memset(&st[k], 0, sizeof(st[k]));
+            st[k].what = T_TERM;
+            if (i->op == VO_CONST) st[k].side.a.t = (uint8_t)i->v.t, st[k].side.a.v = i->v.n;
+            else st[k].side.a.kind = 1, st[k].side.a.attr = i->x;
+            k++;
+            break;
+        case VO_PREV:
+            if (!k || st[k - 1].what != T_TERM || st[k - 1].side.a.kind != 1) return NULL;
+            st[k - 1].side.a.kind = 2, st[k - 1].side.a.node = i->node;
+            prevs++;
+            break;
+        case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+            if (k < 2 || st[k - 2].what != T_TERM || st[k - 1].what != T_TERM) return NULL;
+            st[k - 2].what = T_SIDE;
+            st[k - 2].side.b = st[k - 1].side.a;
+            st[k - 2].side.op = i->op;
+            k--;
+            break;
+        case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+            if (k < 2 || st[k - 2].what == T_CMP || st[k - 1].what == T_CMP) return NULL;
+            if (nb.n == TKP_NB_MAX) return NULL;
+            nb.c[nb.n++] = (struct tkp_ncmp){st[k - 2].side, st[k - 1].side, i->op};
+            st[k - 2].what = T_CMP;
+            k--;
+            break;
+        case VO_AND_L: /* a comparison (or the conjunction so far) on the left */
+            if (!k || st[k - 1].what != T_CMP) return NULL;
+            break;
+        case VO_AND:
+            if (k < 2 || st[k - 2].what != T_CMP || st[k - 1].what != T_CMP) return NULL;
+            k--;
+            break;
+        case VO_END:
+            if (k != 1 || st[0].what != T_CMP || (nb.n > 1 && prevs)) return NULL;
+            break;
+        default: return NULL;
+        }
+    }
+    /* a conjunction's comparisons are in postfix order, left to right: its order */
+    struct tkp_nbound *out = malloc(sizeof(*out));
+    if (out) *out = nb;
+    return out;
+}
+
 static int new_prog(struct lw *L, int n, int atomise)
 {
     struct buf b = {0};
@@ -289,13 +349,14 @@ static int new_prog(struct lw *L, int n, int atomise)
         return -1;
     }
     struct tkp_prog *p = &c->prog[c->nprog];
-    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1};
+    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL};
     if (p->numeric && !(p->nins = fuse(&b))) {
         free(b.v);
         lerr(L, n, "out of memory");
         return -1;
     }
     if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
+    if (p->numeric) p->bound = straight(&b); /* none (or no memory): run_num runs it */
     return c->nprog++;
 }
 
@@ -554,7 +615,7 @@ out:
 void tkp_code_free(struct tkp_code *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins);
+    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins), free(c->prog[i].bound);
     free(c->prog), free(c->node_prog), free(c->cls_atom), free(c->cls_early), free(c->plan);
     free(c->near), free(c->run_node), free(c->run_owner), free(c->slot_node);
     free(c);

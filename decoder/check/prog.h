@@ -73,6 +73,31 @@ struct tkp_ins {
     struct tkp_val v;
 };
 
+/* A numeric program that is one comparison, or a conjunction of up to TKP_NB_MAX comparisons
+ * without `prev`, whose sides are a term or two terms and an arithmetic operator; a term is a
+ * constant, a record attribute or `prev` of one (`r.host_ts - prev r.host_ts < 10ms`,
+ * `r.m * r.k <= N`, `r.grid >= 1 and r.block <= 1024`): evaluated straight, no stack. */
+#define TKP_NB_MAX 4
+struct tkp_nterm {
+    uint8_t kind; /* 0 constant (t, v), 1 r.<attr>, 2 prev r.<attr> (node: the OP_PREV) */
+    uint8_t t;
+    uint16_t attr;
+    int node;
+    double v;
+};
+struct tkp_nside {
+    struct tkp_nterm a, b;
+    int op; /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+};
+struct tkp_ncmp {
+    struct tkp_nside l, r;
+    int op; /* VO_EQ ... VO_GE */
+};
+struct tkp_nbound {
+    int n;
+    struct tkp_ncmp c[TKP_NB_MAX];
+};
+
 struct tkp_prog {
     struct tkp_ins *ins;
     int n;
@@ -82,6 +107,7 @@ struct tkp_prog {
                     aggregate or baseline value): runs on a number and a type (eval.c run_num) */
     struct tkp_ins *nins; /* numeric: the instructions run_num runs, common pairs fused */
     int attr;    /* numeric: a lone record attribute (`r.host_ts`), else -1 */
+    struct tkp_nbound *bound; /* numeric: its straight form, NULL when it has none */
 };
 
 /* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,

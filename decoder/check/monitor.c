@@ -625,7 +625,8 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         }
         x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
         x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
-        x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
+        /* (eval_shape reads the shape's own) */
+        if (!e->plan) x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
         x->atoms_ok = 1;
     }
     return host_full(m, h, o, r, pos, e);

@@ -3,7 +3,10 @@
  * lower.c turns the checked tree into flat postfix programs, one per place the monitor evaluates
  * (an assertion's body and guard, a bound's operands, an aggregate's selection and value, a
  * class), and plans how each step aggregate is folded. eval.c runs the programs: one loop over
- * an instruction array and a value stack, no recursion through the tree.
+ * an instruction array and a value stack, no recursion through the tree. A program of numbers
+ * and truth values without strings runs on a number and its type, with common instruction
+ * pairs fused (run_num), and one that is a bound between fields, constants and `prev`s of
+ * fields (struct tkp_nbound) without a stack (run_bound).
  *
  * Atoms. A Boolean test that reads only a record's discrete fields (kind, name, op, lib, dir,
  * sync, async) — a class such as `r.kind == kernel and r.name =~ /attention/`, a regex on a
@@ -197,10 +200,10 @@ struct tkp_shape {
      * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */
     int want;
+    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t pass, counts;
     uint64_t run, body; /* host record-level assertions (by position) it runs; of those, the
                            ones whose guard it decides true (TKP_FAST_BODY); valid with plan */
-    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

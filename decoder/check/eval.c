@@ -357,6 +357,7 @@ static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
 {
     const struct tkp_spec *sp = E->sp;
     r->fast = r->marks[0] = r->marks[1] = r->pmarks[0] = r->pmarks[1] = 0;
+    r->gfalse = 0;
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
         if (a->fast < 0) continue;
@@ -374,7 +375,11 @@ static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
             f = TKP_FAST_QUIET; /* but for the `prev`s */
             r->pmarks[a->gpu != 0] |= a->prevs;
         }
-        if (f == TKP_FAST_RUN) continue;
+        if (f == TKP_FAST_RUN) {
+            /* the body advances its state; the guard's false needs no run */
+            if (g == 0 && !tkp_check_general) r->gfalse |= 1u << a->fast;
+            continue;
+        }
         r->fast |= (uint64_t)f << (2 * a->fast);
         if (f != TKP_FAST_BODY) r->marks[a->gpu != 0] |= marks;
     }
@@ -413,7 +418,7 @@ static __attribute__((noinline)) void atoms_eval(struct tkp_eval *E, struct tkp_
     t->v[t->n++] = (struct tkp_shape){.name = r->name,
                                       .op = r->op,
                                       .small = r->small,
-                                      .used = 1,
+                                      .gfalse = r->gfalse,
                                       .kn = r->akn,
                                       .tr = r->atr,
                                       .fast = r->fast,
@@ -432,6 +437,7 @@ void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r)
     r->akn = s->kn, r->atr = s->tr, r->fast = s->fast;
     r->marks[0] = s->marks[0], r->marks[1] = s->marks[1];
     r->pmarks[0] = s->pmarks[0], r->pmarks[1] = s->pmarks[1];
+    r->gfalse = s->gfalse;
 }
 
 static inline int atom(struct tkp_eval *E, int k)

@@ -304,11 +304,11 @@ static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             int j = __builtin_ctzll(b);
             m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
         }
-    for (uint64_t b = e->run; b; b &= b - 1) {
-        int j = __builtin_ctzll(b), as = m->rec_host[j];
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b), as = m->rec_host[j];
         const struct tkp_assert *a = &sp->as[as];
         int t = tkp_truth(E, a->body_prog);
-        if (x->token < a->skip) continue;
+        if (x->token < a->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
         tkp_verdict(m, E, as, t, NULL, x, NULL);
     }
@@ -529,17 +529,22 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     const struct tkp_code *c = sp->code;
     uint64_t on = e->kn & e->tr;
     e->want = 2;
-    e->pass = e->counts = e->run = e->body = 0;
+    e->pass = e->counts = e->run = e->body = e->bodyonly = 0;
     e->plan = 0;
     if (m->rec_slow || m->nrec_host > 64 || m->nstream > 64) return;
+    int runs = 0;
     for (int j = 0; j < m->nrec_host; j++) {
-        unsigned v = (unsigned)(e->fast >> (2 * sp->as[m->rec_host[j]].fast)) & 3;
-        if (v == TKP_FAST_RUN || v == TKP_FAST_BODY) e->run |= 1ull << j;
-        if (v == TKP_FAST_BODY) e->body |= 1ull << j;
+        int f = sp->as[m->rec_host[j]].fast;
+        unsigned v = (unsigned)(e->fast >> (2 * f)) & 3;
+        uint32_t bit = j < 32 ? 1u << j : 0;
+        runs |= v == TKP_FAST_RUN || v == TKP_FAST_BODY;
+        if (v == TKP_FAST_RUN || v == TKP_FAST_BODY) e->run |= bit;
+        if (v == TKP_FAST_RUN && (e->gfalse >> f & 1)) e->bodyonly |= bit;
+        if (v == TKP_FAST_BODY) e->body |= bit;
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }
-    e->plan = !tkp_check_general;
-    if (e->run) return;
+    e->plan = !tkp_check_general && m->nrec_host <= 32;
+    if (runs) return;
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;

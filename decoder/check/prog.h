@@ -192,7 +192,7 @@ struct tkp_code {
 /* The table of record shapes (eval.c fills it). */
 struct tkp_shape {
     const char *name, *op;
-    uint32_t small, used;
+    uint32_t small, gfalse; /* gfalse: struct tkp_srec's */
     uint64_t kn, tr, fast; /* its atoms, its shape verdicts */
     uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
     uint64_t pmarks[2];    /* `prev` slots its host [0] and GPU [1] records update */
@@ -202,8 +202,11 @@ struct tkp_shape {
     int want;
     int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t pass, counts;
-    uint64_t run, body; /* host record-level assertions (by position) it runs; of those, the
-                           ones whose guard it decides true (TKP_FAST_BODY); valid with plan */
+    /* host record-level assertions (by position, the first 32: plan is 0 past them) it runs;
+     * of those, the ones whose guard it decides true (TKP_FAST_BODY), and false (gfalse: the
+     * body runs for its temporal state, nothing is judged); valid with plan. (The entry stays
+     * 128 bytes: a lookup indexes the table by it.) */
+    uint32_t run, body, bodyonly;
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

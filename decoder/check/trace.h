@@ -28,6 +28,8 @@ struct tkp_srec {
     uint32_t thread, pos, kind, dir, lib, grid, block;
     uint8_t is_gpu, sync, async, has_lib, has_dir;
     uint32_t small;          /* its shape's small fields, packed (prog.h tkp_shape_small) */
+    uint32_t gfalse;         /* record-level assertions (by fast bit) that run for their
+                                temporal state alone: the shape decides the guard false */
     uint8_t atoms_ok;        /* akn/atr/fast hold the record's atoms (prog.h) */
     uint64_t akn, atr;       /* atom k: bit k known, bit k true */
     uint64_t fast;           /* record-level assertions this shape decides (prog.h) */

@@ -215,6 +215,7 @@ struct tkp_shapes {
     struct tkp_shape *v; /* in order added */
     size_t cap, n;
     struct tkp_map ix; /* v by (name, op, small) */
+    uint32_t recent[256]; /* a direct-mapped cache in front of ix: id + 1 by tkp_shape_slot */
 };
 
 /* Everything an atom may read besides the name and op strings (lower.c's disc()), packed. The
@@ -239,12 +240,25 @@ static inline int tkp_shape_eq(const void *ctx, uint32_t id, const void *key)
 }
 
 /* The entry of r's shape (its name, op, small), NULL when not in the table yet. */
+static inline uint32_t tkp_shape_slot(const char *name, const char *op, uint32_t small)
+{
+    return (uint32_t)(((uintptr_t)name >> 4) ^ ((uintptr_t)op >> 4) ^ small) & 255;
+}
+
 static inline struct tkp_shape *tkp_shape_find(struct tkp_shapes *t, const struct tkp_srec *r)
 {
+    if (!t->n) return NULL;
+    uint32_t *c = &t->recent[tkp_shape_slot(r->name, r->op, r->small)];
+    if (*c) {
+        struct tkp_shape *e = &t->v[*c - 1];
+        if (e->name == r->name && e->op == r->op && e->small == r->small) return e;
+    }
     struct tkp_shape k = {.name = r->name, .op = r->op, .small = r->small};
     uint64_t h = tkp_shape_hash(r->name, r->op, r->small);
     int64_t id = tkp_map_find(&t->ix, h, tkp_shape_eq, t, &k);
-    return id < 0 ? NULL : &t->v[id];
+    if (id < 0) return NULL;
+    *c = (uint32_t)id + 1;
+    return &t->v[id];
 }
 
 #endif

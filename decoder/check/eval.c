@@ -641,12 +641,11 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
 
 /* `prev` at the point: its value before (prev_out), the operand (type t, number d) kept; what
  * prev() does on a struct tkp_val. */
-static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E,
-                                                          const struct tkp_node *x, int t,
-                                                          double *d)
+static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E, int slot,
+                                                          int in_step, int t, double *d)
 {
-    struct tkp_tstate *s = &E->ts[x->slot];
-    if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
+    struct tkp_tstate *s = &E->ts[slot];
+    if (in_step && s->scope != E->scope) scope_enter(s, E->scope);
     if (E->update) {
         struct tkp_val out = s->prev_set ? s->prev : UNK;
         s->prev_first = !s->prev_set;
@@ -667,7 +666,7 @@ static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
     }
     *d = 0;
     int t = E->r ? rnum(E->r, x->attr, d) : VT_UNK;
-    return x->kind == 1 ? t : prev_num(E, &E->sp->n[x->node], t, d);
+    return x->kind == 1 ? t : prev_num(E, x->slot, x->in_step, t, d);
 }
 
 static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
@@ -684,7 +683,7 @@ static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
 
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
-static int run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
+int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
     int res = 1;
     for (int j = 0; j < b->n; j++) {
@@ -707,7 +706,7 @@ static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
 {
     if (p->boolean) return tri(run_bool(E, p));
     if (p->numeric && !tkp_check_general) {
-        if (p->bound) return tri(run_bound(E, p->bound));
+        if (p->bound) return tri(tkp_run_bound(E, p->bound));
         double d;
         int t = p->attr >= 0 && E->r ? rnum(E->r, p->attr, &d) : run_num(E, p, &d);
         return t == VT_UNK ? UNK : (struct tkp_val){t, d, NULL};
@@ -786,7 +785,7 @@ int tkp_truth(struct tkp_eval *E, int prog)
     const struct tkp_prog *p = &E->sp->code->prog[prog];
     if (p->boolean) return run_bool(E, p);
     if (p->numeric && !tkp_check_general) {
-        if (p->bound) return run_bound(E, p->bound);
+        if (p->bound) return tkp_run_bound(E, p->bound);
         double d;
         return run_num(E, p, &d) == VT_UNK ? -1 : d != 0;
     }

@@ -7,6 +7,15 @@
 /* Evaluation (eval.c). */
 struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
+/* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
+int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
+
+/* tkp_truth, calling a straight form directly (the monitor's per-record judging) */
+static inline int tkp_truth_fast(struct tkp_eval *E, int prog)
+{
+    const struct tkp_prog *p = &E->sp->code->prog[prog];
+    return p->bound && !tkp_check_general ? tkp_run_bound(E, p->bound) : tkp_truth(E, prog);
+}
 /* A record's atoms and shape verdicts (akn, atr, fast): from the table, else computed on r (a
  * whole record) and kept. */
 void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r);

@@ -276,7 +276,7 @@ static struct tkp_ins *fuse(const struct buf *b)
 
 /* The straight form of a numeric program (prog.h struct tkp_nbound), NULL when it has none or
  * out of memory: its postfix read on a stack of terms, sides, comparisons and conjunctions. */
-static struct tkp_nbound *straight(const struct buf *b)
+static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *b)
 {
     enum { T_TERM, T_SIDE, T_CMP };
     struct item {
@@ -299,6 +299,8 @@ static struct tkp_nbound *straight(const struct buf *b)
         case VO_PREV:
             if (!k || st[k - 1].what != T_TERM || st[k - 1].side.a.kind != 1) return NULL;
             st[k - 1].side.a.kind = 2, st[k - 1].side.a.node = i->node;
+            st[k - 1].side.a.slot = sp->n[i->node].slot;
+            st[k - 1].side.a.in_step = sp->n[i->node].in_step;
             prevs++;
             break;
         case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
@@ -356,7 +358,7 @@ static int new_prog(struct lw *L, int n, int atomise)
         return -1;
     }
     if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
-    if (p->numeric) p->bound = straight(&b); /* none (or no memory): run_num runs it */
+    if (p->numeric) p->bound = straight(L->sp, &b); /* none (or no memory): run_num runs it */
     return c->nprog++;
 }
 

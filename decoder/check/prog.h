@@ -86,6 +86,7 @@ struct tkp_nterm {
     uint8_t t;
     uint16_t attr;
     int node;
+    int slot, in_step; /* prev: the OP_PREV's state slot and `in step` */
     double v;
 };
 struct tkp_nside {

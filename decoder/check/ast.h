@@ -103,6 +103,8 @@ struct tkp_assert {
     int buffers;
     int body_prog, when_prog; /* their programs (prog.h), when_prog -1 without a guard */
     int fast;        /* record level: its 2 bits in a shape's verdict word (prog.h), -1 none */
+    uint64_t prevs;  /* record level, a body whose temporal operators are all `prev` of
+                        operands without one (prog.h "Shape verdicts"): their state slots */
 };
 
 struct tkp_spec {

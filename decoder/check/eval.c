@@ -21,6 +21,8 @@
 
 static const struct tkp_val UNK = {VT_UNK, 0, NULL};
 
+int tkp_check_general;
+
 static struct tkp_val num(double v) { return (struct tkp_val){VT_NUM, v, NULL}; }
 static struct tkp_val boolv(int v) { return (struct tkp_val){VT_BOOL, v, NULL}; }
 static struct tkp_val str(const char *s) { return s ? (struct tkp_val){VT_STR, 0, s} : UNK; }
@@ -354,18 +356,32 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
 static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
 {
     const struct tkp_spec *sp = E->sp;
-    r->fast = r->marks[0] = r->marks[1] = 0;
+    r->fast = r->marks[0] = r->marks[1] = r->pmarks[0] = r->pmarks[1] = 0;
+    r->gfalse = 0;
     for (int i = 0; i < sp->nas; i++) {
         const struct tkp_assert *a = &sp->as[i];
         if (a->fast < 0) continue;
         uint64_t marks = 0, gmarks = 0; /* a guard's operators change only past the warm-up */
         const struct tkp_prog *body = &sp->code->prog[a->body_prog];
-        /* a body that is not Boolean has no temporal operator (lower.c): open, 2 */
-        int noop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
-        if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &noop, &gmarks);
-        if (!noop || gmarks || g == 2 || (g == 1 && v != 1)) continue; /* TKP_FAST_RUN */
-        r->fast |= (uint64_t)(g == 1 ? TKP_FAST_PASS : TKP_FAST_QUIET) << (2 * a->fast);
-        r->marks[a->gpu != 0] |= marks;
+        /* a body that is not Boolean has no temporal operator but `prev`s (lower.c): open, 2 */
+        int noop = 1, gnoop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
+        if (!body->boolean && a->prevs) noop = 0;
+        if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &gnoop, &gmarks);
+        if (!gnoop || gmarks || g == 2) continue; /* TKP_FAST_RUN: the guard runs */
+        int f = TKP_FAST_RUN;
+        if (g == 1) f = noop && v == 1 ? TKP_FAST_PASS : tkp_check_general ? TKP_FAST_RUN : TKP_FAST_BODY;
+        else if (noop) f = TKP_FAST_QUIET;
+        else if (a->prevs && !body->boolean && !tkp_check_general) {
+            f = TKP_FAST_QUIET; /* but for the `prev`s */
+            r->pmarks[a->gpu != 0] |= a->prevs;
+        }
+        if (f == TKP_FAST_RUN) {
+            /* the body advances its state; the guard's false needs no run */
+            if (g == 0 && !tkp_check_general) r->gfalse |= 1u << a->fast;
+            continue;
+        }
+        r->fast |= (uint64_t)f << (2 * a->fast);
+        if (f != TKP_FAST_BODY) r->marks[a->gpu != 0] |= marks;
     }
 }
 
@@ -402,11 +418,12 @@ static __attribute__((noinline)) void atoms_eval(struct tkp_eval *E, struct tkp_
     t->v[t->n++] = (struct tkp_shape){.name = r->name,
                                       .op = r->op,
                                       .small = r->small,
-                                      .used = 1,
+                                      .gfalse = r->gfalse,
                                       .kn = r->akn,
                                       .tr = r->atr,
                                       .fast = r->fast,
-                                      .marks = {r->marks[0], r->marks[1]}};
+                                      .marks = {r->marks[0], r->marks[1]},
+                                      .pmarks = {r->pmarks[0], r->pmarks[1]}};
 }
 
 void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r)
@@ -419,6 +436,8 @@ void tkp_atoms_fill(struct tkp_eval *E, struct tkp_srec *r)
     }
     r->akn = s->kn, r->atr = s->tr, r->fast = s->fast;
     r->marks[0] = s->marks[0], r->marks[1] = s->marks[1];
+    r->pmarks[0] = s->pmarks[0], r->pmarks[1] = s->pmarks[1];
+    r->gfalse = s->gfalse;
 }
 
 static inline int atom(struct tkp_eval *E, int k)
@@ -481,9 +500,217 @@ static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
     }
 }
 
+/* A record's numeric attribute (tkp_attr_is_str false) as rattr computes it, without a
+ * struct tkp_val: 0 unknown, VT_NUM or VT_BOOL, the number in *d. */
+static inline __attribute__((always_inline)) int rnum(const struct tkp_srec *r, int a, double *d)
+{
+    switch (a) {
+    case A_R_ID: *d = (double)r->id; return VT_NUM;
+    case A_R_STREAM: *d = (double)r->stream; return VT_NUM;
+    case A_R_STEP: *d = (double)r->step; return VT_NUM;
+    case A_R_TOKEN: *d = (double)r->token; return VT_NUM;
+    case A_R_HOST: *d = (double)r->host_ns; return r->host_ns ? VT_NUM : VT_UNK;
+    case A_R_POS: *d = r->pos; return r->is_gpu ? VT_UNK : VT_NUM;
+    case A_R_GPU_START: *d = (double)r->gpu_start; return r->gpu_end ? VT_NUM : VT_UNK;
+    case A_R_GPU_END: *d = (double)r->gpu_end; return r->gpu_end ? VT_NUM : VT_UNK;
+    case A_R_DUR: *d = (double)(r->gpu_end - r->gpu_start); return r->gpu_end ? VT_NUM : VT_UNK;
+    case A_R_M: *d = (double)r->m; return r->has_lib && r->m ? VT_NUM : VT_UNK;
+    case A_R_N: *d = (double)r->n; return r->has_lib && r->n ? VT_NUM : VT_UNK;
+    case A_R_K: *d = (double)r->k; return r->has_lib && r->k ? VT_NUM : VT_UNK;
+    case A_R_BATCH: *d = (double)r->batch; return r->has_lib && r->batch ? VT_NUM : VT_UNK;
+    case A_R_BYTES: *d = (double)r->bytes; return VT_NUM;
+    case A_R_SYNC: *d = r->sync; return VT_BOOL;
+    case A_R_ASYNC: *d = r->async; return VT_BOOL;
+    case A_R_GRID: *d = r->grid; return r->grid ? VT_NUM : VT_UNK;
+    case A_R_BLOCK: *d = r->block; return r->block ? VT_NUM : VT_UNK;
+    case A_R_WAIT: *d = (double)r->wait_ns; return r->kind == RK_SYNC ? VT_NUM : VT_UNK;
+    case A_R_THREAD: *d = r->thread; return VT_NUM;
+    }
+    return VT_UNK;
+}
+
+/* A numeric program (prog.h): the same instructions as run's, on a number and its type
+ * (VT_UNK, VT_NUM, VT_BOOL) in two arrays: no string, no struct tkp_val but at `prev`'s state
+ * (which a witness's re-read through run() sees). Every case computes what run's does. */
+static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tkp_prog *p, double *out)
+{
+    const struct tkp_spec *sp = E->sp;
+    double v[TKP_STACK_MAX];
+    uint8_t t[TKP_STACK_MAX];
+    int k = 0, l, r, c, op;
+    for (const struct tkp_ins *i = p->nins;; i++) {
+        switch (i->op) {
+        case VO_CONST: v[k] = i->v.n, t[k++] = (uint8_t)i->v.t; break;
+        case VO_RATTR:
+            if (E->r) t[k] = (uint8_t)rnum(E->r, i->x, &v[k]);
+            else t[k] = VT_UNK;
+            k++;
+            break;
+        case VO_SATTR: {
+            struct tkp_val x = E->s ? sattr(E->s, i->x) : UNK;
+            v[k] = x.n, t[k++] = (uint8_t)x.t;
+            break;
+        }
+        case VO_ATOM:
+            l = atom(E, i->x);
+            t[k] = l < 0 ? VT_UNK : VT_BOOL, v[k++] = l > 0;
+            break;
+        case VO_CLASS: v[k] = class_test(E, i->x), t[k++] = VT_BOOL; break;
+        case VO_TOBOOL:
+            v[k - 1] = E->r && t[k - 1] != VT_UNK && v[k - 1] != 0, t[k - 1] = VT_BOOL;
+            break;
+        case VO_NEG:
+            if (t[k - 1] == VT_NUM) v[k - 1] = -v[k - 1];
+            else t[k - 1] = VT_UNK;
+            break;
+        case VO_ARITHK: case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+            op = i->op;
+            if (op == VO_ARITHK) v[k] = i->v.n, t[k++] = (uint8_t)i->v.t, op = i->x;
+            k--;
+            if (t[k - 1] == VT_UNK || t[k] == VT_UNK || (op == VO_DIV && v[k] == 0)) {
+                t[k - 1] = VT_UNK;
+                break;
+            }
+            t[k - 1] = VT_NUM;
+            v[k - 1] = op == VO_ADD ? v[k - 1] + v[k] : op == VO_SUB ? v[k - 1] - v[k]
+                       : op == VO_MUL ? v[k - 1] * v[k] : v[k - 1] / v[k];
+            break;
+        case VO_CMPK: case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+            op = i->op;
+            if (op == VO_CMPK) v[k] = i->v.n, t[k++] = (uint8_t)i->v.t, op = i->x;
+            k--;
+            if (t[k - 1] == VT_UNK || t[k] == VT_UNK) {
+                t[k - 1] = VT_UNK;
+                break;
+            }
+            c = v[k - 1] < v[k] ? -1 : v[k - 1] > v[k];
+            v[k - 1] = op == VO_EQ ? c == 0 : op == VO_NE ? c != 0 : op == VO_LT ? c < 0
+                       : op == VO_LE ? c <= 0 : op == VO_GT ? c > 0 : c >= 0;
+            t[k - 1] = VT_BOOL;
+            break;
+        case VO_NOT:
+            if (t[k - 1] != VT_UNK) v[k - 1] = v[k - 1] == 0, t[k - 1] = VT_BOOL;
+            break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = t[k - 1] == VT_UNK ? -1 : v[k - 1] != 0;
+            if (i->op == VO_IMPL_L) l = not3(l);
+            t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->nins + i->jmp - 1;
+            break;
+        case VO_AND: case VO_OR:
+            k--;
+            l = t[k - 1] == VT_UNK ? -1 : v[k - 1] != 0, r = t[k] == VT_UNK ? -1 : v[k] != 0;
+            l = i->op == VO_AND ? and3(l, r) : or3(l, r);
+            t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
+            break;
+        case VO_PREV_RATTR: case VO_PREV: {
+            if (i->op == VO_PREV_RATTR) {
+                if (E->r) t[k] = (uint8_t)rnum(E->r, i->x, &v[k]);
+                else t[k] = VT_UNK;
+                k++;
+            }
+            const struct tkp_node *x = &sp->n[i->node];
+            struct tkp_tstate *s = &E->ts[x->slot];
+            if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
+            if (E->update) {
+                struct tkp_val out = s->prev_set ? s->prev : UNK;
+                s->prev_first = !s->prev_set;
+                s->prev = (struct tkp_val){t[k - 1], t[k - 1] == VT_UNK ? 0 : v[k - 1], NULL};
+                s->prev_set = 1;
+                s->prev_out = out;
+            }
+            v[k - 1] = s->prev_out.n, t[k - 1] = (uint8_t)s->prev_out.t;
+            break;
+        }
+        case VO_ONCE: case VO_HIST:
+            l = once_op(E, i, t[k - 1] == VT_UNK ? -1 : v[k - 1] != 0);
+            t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
+            break;
+        case VO_SINCE:
+            k--;
+            l = temporal(E, &sp->n[i->node], t[k - 1] == VT_UNK ? -1 : v[k - 1] != 0,
+                         t[k] == VT_UNK ? -1 : v[k] != 0);
+            t[k - 1] = l < 0 ? VT_UNK : VT_BOOL, v[k - 1] = l > 0;
+            break;
+        default: /* VO_END */
+            *out = t[0] == VT_UNK ? 0 : v[0];
+            return t[0];
+        }
+    }
+}
+
+/* `prev` at the point: its value before (prev_out), the operand (type t, number d) kept; what
+ * prev() does on a struct tkp_val. */
+static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E, int slot,
+                                                          int in_step, int t, double *d)
+{
+    struct tkp_tstate *s = &E->ts[slot];
+    if (in_step && s->scope != E->scope) scope_enter(s, E->scope);
+    if (E->update) {
+        struct tkp_val out = s->prev_set ? s->prev : UNK;
+        s->prev_first = !s->prev_set;
+        s->prev = (struct tkp_val){t, t == VT_UNK ? 0 : *d, NULL};
+        s->prev_set = 1;
+        s->prev_out = out;
+    }
+    *d = s->prev_out.n;
+    return s->prev_out.t;
+}
+
+static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
+                                                       const struct tkp_nterm *x, double *d)
+{
+    if (!x->kind) {
+        *d = x->v;
+        return x->t;
+    }
+    *d = 0;
+    int t = E->r ? rnum(E->r, x->attr, d) : VT_UNK;
+    return x->kind == 1 ? t : prev_num(E, x->slot, x->in_step, t, d);
+}
+
+static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
+                                                       const struct tkp_nside *s, double *d)
+{
+    int t = nterm(E, &s->a, d);
+    if (!s->op) return t;
+    double e = 0;
+    int u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    if (t == VT_UNK || u == VT_UNK || (s->op == VO_DIV && e == 0)) return VT_UNK;
+    *d = s->op == VO_ADD ? *d + e : s->op == VO_SUB ? *d - e : s->op == VO_MUL ? *d * e : *d / e;
+    return VT_NUM;
+}
+
+/* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
+ * run_num computes it. */
+int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
+{
+    int res = 1;
+    for (int j = 0; j < b->n; j++) {
+        const struct tkp_ncmp *c = &b->c[j];
+        double x = 0, y = 0;
+        int tx = nside(E, &c->l, &x), ty = nside(E, &c->r, &y), v;
+        if (tx == VT_UNK || ty == VT_UNK) {
+            v = -1;
+        } else {
+            int o = x < y ? -1 : x > y;
+            v = c->op == VO_EQ ? o == 0 : c->op == VO_NE ? o != 0 : c->op == VO_LT ? o < 0
+                : c->op == VO_LE ? o <= 0 : c->op == VO_GT ? o > 0 : o >= 0;
+        }
+        res = and3(res, v);
+    }
+    return res;
+}
+
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
 {
     if (p->boolean) return tri(run_bool(E, p));
+    if (p->numeric && !tkp_check_general) {
+        if (p->bound) return tri(tkp_run_bound(E, p->bound));
+        double d;
+        int t = p->attr >= 0 && E->r ? rnum(E->r, p->attr, &d) : run_num(E, p, &d);
+        return t == VT_UNK ? UNK : (struct tkp_val){t, d, NULL};
+    }
     const struct tkp_spec *sp = E->sp;
     struct tkp_val st[TKP_STACK_MAX];
     int k = 0, l, r;
@@ -556,7 +783,13 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
 int tkp_truth(struct tkp_eval *E, int prog)
 {
     const struct tkp_prog *p = &E->sp->code->prog[prog];
-    return p->boolean ? run_bool(E, p) : truth(run(E, p));
+    if (p->boolean) return run_bool(E, p);
+    if (p->numeric && !tkp_check_general) {
+        if (p->bound) return tkp_run_bound(E, p->bound);
+        double d;
+        return run_num(E, p, &d) == VT_UNK ? -1 : d != 0;
+    }
+    return truth(run(E, p));
 }
 
 struct tkp_val tkp_eval(struct tkp_eval *E, int node)
@@ -569,4 +802,24 @@ int tkp_eval_bool(struct tkp_eval *E, int node)
 {
     int p = node >= 0 ? E->sp->code->node_prog[node] : -1;
     return p >= 0 ? tkp_truth(E, p) : -1;
+}
+
+void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
+{
+    const struct tkp_spec *sp = E->sp;
+    const struct tkp_code *c = sp->code;
+    for (; slots; slots &= slots - 1) {
+        const struct tkp_node *x = &sp->n[c->slot_node[__builtin_ctzll(slots)]];
+        const struct tkp_prog *p = &c->prog[c->node_prog[x->a]];
+        struct tkp_val v;
+        if (p->attr >= 0 && E->r && !tkp_check_general) {
+            /* `prev r.<field>`: the field, read */
+            v.s = NULL;
+            v.t = rnum(E->r, p->attr, &v.n);
+            if (v.t == VT_UNK) v.n = 0;
+        } else {
+            v = run(E, p);
+        }
+        prev(E, x, v);
+    }
 }

@@ -220,6 +220,122 @@ static int is_boolean(const struct buf *b)
     return 1;
 }
 
+/* Not Boolean, and every value a number, a truth value or unknown (prog.h): no string. */
+static int is_numeric(const struct buf *b)
+{
+    for (int k = 0; k < b->n; k++) {
+        const struct tkp_ins *i = &b->v[k];
+        switch (i->op) {
+        case VO_CONST: if (i->v.t == VT_STR) return 0; break;
+        case VO_RATTR: case VO_SATTR: if (tkp_attr_is_str(i->x)) return 0; break;
+        case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NEG: case VO_ADD: case VO_SUB:
+        case VO_MUL: case VO_DIV: case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT:
+        case VO_GE: case VO_NOT: case VO_AND_L: case VO_OR_L: case VO_IMPL_L: case VO_AND:
+        case VO_OR: case VO_PREV: case VO_ONCE: case VO_HIST: case VO_SINCE: case VO_END:
+            break;
+        default: return 0; /* VO_MATCH, VO_FIG, VO_BASE, VO_AGG_STEP, VO_AGG_RUN */
+        }
+    }
+    return !is_boolean(b);
+}
+
+/* A numeric program's instructions for run_num: RATTR+PREV, CONST+comparison and
+ * CONST+arithmetic fused into one (jump targets mapped: none lands inside a pair), NULL when
+ * out of memory. */
+static struct tkp_ins *fuse(const struct buf *b)
+{
+    struct tkp_ins *v = malloc((size_t)b->n * sizeof(*v));
+    int *at = malloc(((size_t)b->n + 1) * sizeof(int));
+    if (!v || !at) {
+        free(v), free(at);
+        return NULL;
+    }
+    int n = 0;
+    for (int k = 0; k < b->n; k++) {
+        const struct tkp_ins *i = &b->v[k], *j = k + 1 < b->n ? &b->v[k + 1] : NULL;
+        at[k] = n;
+        v[n] = *i;
+        if (j && i->op == VO_RATTR && j->op == VO_PREV) {
+            v[n].op = VO_PREV_RATTR, v[n].node = j->node;
+            at[++k] = n;
+        } else if (j && i->op == VO_CONST && j->op >= VO_EQ && j->op <= VO_GE) {
+            v[n].op = VO_CMPK, v[n].x = j->op;
+            at[++k] = n;
+        } else if (j && i->op == VO_CONST && j->op >= VO_ADD && j->op <= VO_DIV) {
+            v[n].op = VO_ARITHK, v[n].x = j->op;
+            at[++k] = n;
+        }
+        n++;
+    }
+    at[b->n] = n;
+    for (int k = 0; k < n; k++)
+        if (v[k].jmp >= 0) v[k].jmp = at[v[k].jmp];
+    free(at);
+    return v;
+}
+
+/* The straight form of a numeric program (prog.h struct tkp_nbound), NULL when it has none or
+ * out of memory: its postfix read on a stack of terms, sides, comparisons and conjunctions. */
+static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *b)
+{
+    enum { T_TERM, T_SIDE, T_CMP };
+    struct item {
+        int what;
+        struct tkp_nside side; /* a term is side.a with op 0 */
+    } st[2 * TKP_NB_MAX + 2];
+    struct tkp_nbound nb = {0};
+    int k = 0, prevs = 0;
+    for (int q = 0; q < b->n; q++) {
+        const struct tkp_ins *i = &b->v[q];
+        switch (i->op) {
+        case VO_CONST: case VO_RATTR:
+            if (k == (int)(sizeof(st) / sizeof(st[0]))) return NULL;
+            memset(&st[k], 0, sizeof(st[k]));
+            st[k].what = T_TERM;
+            if (i->op == VO_CONST) st[k].side.a.t = (uint8_t)i->v.t, st[k].side.a.v = i->v.n;
+            else st[k].side.a.kind = 1, st[k].side.a.attr = i->x;
+            k++;
+            break;
+        case VO_PREV:
+            if (!k || st[k - 1].what != T_TERM || st[k - 1].side.a.kind != 1) return NULL;
+            st[k - 1].side.a.kind = 2, st[k - 1].side.a.node = i->node;
+            st[k - 1].side.a.slot = sp->n[i->node].slot;
+            st[k - 1].side.a.in_step = sp->n[i->node].in_step;
+            prevs++;
+            break;
+        case VO_ADD: case VO_SUB: case VO_MUL: case VO_DIV:
+            if (k < 2 || st[k - 2].what != T_TERM || st[k - 1].what != T_TERM) return NULL;
+            st[k - 2].what = T_SIDE;
+            st[k - 2].side.b = st[k - 1].side.a;
+            st[k - 2].side.op = i->op;
+            k--;
+            break;
+        case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
+            if (k < 2 || st[k - 2].what == T_CMP || st[k - 1].what == T_CMP) return NULL;
+            if (nb.n == TKP_NB_MAX) return NULL;
+            nb.c[nb.n++] = (struct tkp_ncmp){st[k - 2].side, st[k - 1].side, i->op};
+            st[k - 2].what = T_CMP;
+            k--;
+            break;
+        case VO_AND_L: /* a comparison (or the conjunction so far) on the left */
+            if (!k || st[k - 1].what != T_CMP) return NULL;
+            break;
+        case VO_AND:
+            if (k < 2 || st[k - 2].what != T_CMP || st[k - 1].what != T_CMP) return NULL;
+            k--;
+            break;
+        case VO_END:
+            if (k != 1 || st[0].what != T_CMP || (nb.n > 1 && prevs)) return NULL;
+            break;
+        default: return NULL;
+        }
+    }
+    /* a conjunction's comparisons are in postfix order, left to right: its order */
+    struct tkp_nbound *out = malloc(sizeof(*out));
+    if (out) *out = nb;
+    return out;
+}
+
 static int new_prog(struct lw *L, int n, int atomise)
 {
     struct buf b = {0};
@@ -234,7 +350,15 @@ static int new_prog(struct lw *L, int n, int atomise)
         lerr(L, n, "out of memory");
         return -1;
     }
-    c->prog[c->nprog] = (struct tkp_prog){b.v, b.n, n, is_boolean(&b)};
+    struct tkp_prog *p = &c->prog[c->nprog];
+    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL};
+    if (p->numeric && !(p->nins = fuse(&b))) {
+        free(b.v);
+        lerr(L, n, "out of memory");
+        return -1;
+    }
+    if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
+    if (p->numeric) p->bound = straight(L->sp, &b); /* none (or no memory): run_num runs it */
     return c->nprog++;
 }
 
@@ -383,6 +507,22 @@ static int conj_prog(struct lw *L, struct tkp_conj *c)
     return 0;
 }
 
+/* The state slots of the `prev`s of formula n when every temporal operator in it is a `prev`
+ * of an operand without one (slots below 64), else 0. */
+static uint64_t prev_only(struct lw *L, int n, int depth, int *ok)
+{
+    if (n < 0 || !X(n).temporal || depth > TKP_STACK_MAX) return 0;
+    const struct tkp_node *x = &X(n);
+    if (x->op == OP_PREV && x->slot < 64 && (x->a < 0 || !X(x->a).temporal))
+        return 1ull << x->slot;
+    if (x->op == OP_PREV || x->op == OP_ONCE || x->op == OP_HIST || x->op == OP_SINCE ||
+        x->op == OP_AGG || x->op == OP_BASE_EXPR) {
+        *ok = 0;
+        return 0;
+    }
+    return prev_only(L, x->a, depth + 1, ok) | (x->op == OP_MATCH ? 0 : prev_only(L, x->b, depth + 1, ok));
+}
+
 int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
 {
     struct tkp_code *c = calloc(1, sizeof(*c));
@@ -432,10 +572,18 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
          * temporal operators (nothing to advance where the guard is false), whose shapes that
          * fail the guard need no more than their shape */
         w->fast = -1;
-        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean;
+        w->prevs = 0;
+        int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean, ok = 1;
+        uint64_t prevs = a->level == LV_RECORD ? prev_only(L, a->body, 0, &ok) : 0;
+        if (!ok) prevs = 0;
         if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
-            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal)))
+            (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal) ||
+             prevs))
             w->fast = nfast++;
+        /* a `prev`'s operand alone, for the points whose shape needs no more (prog.h) */
+        if (w->fast >= 0)
+            for (uint64_t b = w->prevs = prevs; b; b &= b - 1)
+                if (root(L, sp->n[c->slot_node[__builtin_ctzll(b)]].a) < 0) goto out;
         if (b >= 0 && (root(L, sp->n[b].a) < 0 || root(L, sp->n[b].b) < 0)) goto out;
     }
     for (int s = 0; s < sp->nslots_agg; s++) {
@@ -469,7 +617,7 @@ out:
 void tkp_code_free(struct tkp_code *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins);
+    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins), free(c->prog[i].bound);
     free(c->prog), free(c->node_prog), free(c->cls_atom), free(c->cls_early), free(c->plan);
     free(c->near), free(c->run_node), free(c->run_owner), free(c->slot_node);
     free(c);

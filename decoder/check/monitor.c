@@ -253,13 +253,21 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     E->ts = h->ts, E->scope = (int64_t)x->step;
     if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
     int set = 0;
+    if (x->pmarks[x->is_gpu]) {
+        set = 1;
+        E->point = (int64_t)h->recs;
+        E->now_ns = (int64_t)(x->is_gpu ? x->gpu_start : x->host_ns);
+        E->cls_r = NULL; /* x is reused for the next record */
+        tkp_prev_marks(E, x->pmarks[x->is_gpu]);
+    }
     for (int j = 0; j < n; j++) {
         const struct tkp_assert *a = &sp->as[list[j]];
+        unsigned v = TKP_FAST_RUN;
         if (a->fast >= 0) {
             /* what the record's shape decides (prog.h "Shape verdicts") */
-            unsigned v = (unsigned)(x->fast >> (2 * a->fast)) & 3;
+            v = (unsigned)(x->fast >> (2 * a->fast)) & 3;
             if (v == TKP_FAST_PASS && x->token >= a->skip) m->res[list[j]].evaluated++;
-            if (v != TKP_FAST_RUN) continue;
+            if (v == TKP_FAST_PASS || v == TKP_FAST_QUIET) continue;
         }
         if (!set) {
             set = 1;
@@ -269,8 +277,40 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
         }
         int t = tkp_truth(E, a->body_prog);
         if (x->token < a->skip) continue;
-        if (a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
+        /* TKP_FAST_BODY: the shape says the guard holds */
+        if (v != TKP_FAST_BODY && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
         tkp_verdict(m, E, list[j], t, NULL, x, NULL);
+    }
+}
+
+/* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
+ * shape's verdicts read once for all its assertions: its passes counted per shape, the
+ * assertions it runs visited alone. */
+static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
+                       struct tkp_shape *e)
+{
+    const struct tkp_spec *sp = m->sp;
+    struct tkp_eval *E = &m->er;
+    E->r = x;
+    E->ts = h->ts, E->scope = (int64_t)x->step;
+    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
+    E->point = (int64_t)h->recs;
+    E->now_ns = (int64_t)x->host_ns;
+    E->cls_r = NULL; /* x is reused for the next record */
+    if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
+    if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
+    else
+        for (uint64_t b = e->pass; b; b &= b - 1) {
+            int j = __builtin_ctzll(b);
+            m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
+        }
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b), as = m->rec_host[j];
+        const struct tkp_assert *a = &sp->as[as];
+        int t = tkp_truth_fast(E, a->body_prog);
+        if (x->token < a->skip || (e->bodyonly >> j & 1)) continue;
+        if (!(e->body >> j & 1) && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
+        tkp_verdict(m, E, as, t, NULL, x, NULL);
     }
 }
 
@@ -489,13 +529,22 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     const struct tkp_code *c = sp->code;
     uint64_t on = e->kn & e->tr;
     e->want = 2;
-    e->pass = e->counts = 0;
+    e->pass = e->counts = e->run = e->body = e->bodyonly = 0;
+    e->plan = 0;
     if (m->rec_slow || m->nrec_host > 64 || m->nstream > 64) return;
+    int runs = 0;
     for (int j = 0; j < m->nrec_host; j++) {
-        unsigned v = (unsigned)(e->fast >> (2 * sp->as[m->rec_host[j]].fast)) & 3;
-        if (v == TKP_FAST_RUN) return;
+        int f = sp->as[m->rec_host[j]].fast;
+        unsigned v = (unsigned)(e->fast >> (2 * f)) & 3;
+        uint32_t bit = j < 32 ? 1u << j : 0;
+        runs |= v == TKP_FAST_RUN || v == TKP_FAST_BODY;
+        if (v == TKP_FAST_RUN || v == TKP_FAST_BODY) e->run |= bit;
+        if (v == TKP_FAST_RUN && (e->gfalse >> f & 1)) e->bodyonly |= bit;
+        if (v == TKP_FAST_BODY) e->body |= bit;
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }
+    e->plan = !tkp_check_general && m->nrec_host <= 32;
+    if (runs) return;
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;
@@ -515,6 +564,14 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0]);
     }
+    if (e->pmarks[0]) {
+        /* the `prev`s its shape does not decide: their operands on the record, decoded */
+        last_decode(h, o);
+        struct tkp_eval *E = &m->er;
+        E->r = &o->last, E->ts = h->ts, E->scope = (int64_t)step, E->cls_r = NULL;
+        E->point = (int64_t)h->recs, E->now_ns = (int64_t)o->last.host_ns;
+        tkp_prev_marks(E, e->pmarks[0]);
+    }
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
         for (uint64_t b = e->pass; b; b &= b - 1) {
@@ -526,7 +583,7 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
 }
 
 static int host_full(struct tkp_mon *m, struct thr *h, struct open_step *o,
-                     const struct tkp_record *r, uint32_t pos);
+                     const struct tkp_record *r, uint32_t pos, struct tkp_shape *e);
 
 /* The passes shape_record counted per shape, into the assertions' evaluated counts. */
 static void pass_counts(struct tkp_mon *m)
@@ -573,15 +630,17 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         }
         x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
         x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
+        /* (eval_shape reads the shape's own) */
+        if (!e->plan) x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
         x->atoms_ok = 1;
     }
-    return host_full(m, h, o, r, pos);
+    return host_full(m, h, o, r, pos, e);
 }
 
 /* A host record something reads beyond its shape: decoded whole, then judged. */
 static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
                                                struct open_step *o, const struct tkp_record *r,
-                                               uint32_t pos)
+                                               uint32_t pos, struct tkp_shape *e)
 {
     struct tkp_srec *x = &o->last;
     int rc;
@@ -591,7 +650,10 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
     x->pos = pos;
     o->last_lazy = 0;
     if (!pos) o->first = *x;
-    if (m->nrec_host) eval_records(m, h, x, m->rec_host, m->nrec_host);
+    if (m->nrec_host) {
+        if (e && e->plan) eval_shape(m, h, x, e);
+        else eval_records(m, h, x, m->rec_host, m->nrec_host);
+    }
     if (!m->nstream && !m->nbuffered) return 0;
     const struct tkp_spec *sp = m->sp;
     const struct tkp_code *c = sp->code;

@@ -3,7 +3,10 @@
  * lower.c turns the checked tree into flat postfix programs, one per place the monitor evaluates
  * (an assertion's body and guard, a bound's operands, an aggregate's selection and value, a
  * class), and plans how each step aggregate is folded. eval.c runs the programs: one loop over
- * an instruction array and a value stack, no recursion through the tree.
+ * an instruction array and a value stack, no recursion through the tree. A program of numbers
+ * and truth values without strings runs on a number and its type, with common instruction
+ * pairs fused (run_num), and one that is a bound between fields, constants and `prev`s of
+ * fields (struct tkp_nbound) without a stack (run_bound).
  *
  * Atoms. A Boolean test that reads only a record's discrete fields (kind, name, op, lib, dir,
  * sync, async) — a class such as `r.kind == kernel and r.name =~ /attention/`, a regex on a
@@ -20,7 +23,12 @@
  * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
  * that is Boolean over atoms in front of a body without temporal operators is decided the same
  * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
- * the DtoH copies', and those alone are decoded and run. */
+ * the DtoH copies', and those alone are decoded and run. A shape whose guard such a guard
+ * decides true runs the body alone (TKP_FAST_BODY: the guard is not run again). A body whose
+ * temporal operators are all `prev X`, X without one (`r.host_ts - prev r.host_ts < 10ms`), is
+ * QUIET where the guard is false but for its `prev`s, which must see every point: the shape's
+ * pmarks name their slots, and such a record updates them with X's value alone (eval.c
+ * tkp_prev_marks), without running the body. */
 #ifndef TKP_CHECK_PROG_H
 #define TKP_CHECK_PROG_H
 
@@ -33,7 +41,7 @@
 #define TKP_STACK_MAX 256  /* value stack of one program (the tree nests at most 200 deep) */
 #define TKP_NEAR_TOP 3     /* near misses kept per `once` and thread */
 #define TKP_FAST_MAX 32    /* record-level assertions with shape verdicts (2 bits each) */
-enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2 };
+enum { TKP_FAST_RUN = 0, TKP_FAST_QUIET = 1, TKP_FAST_PASS = 2, TKP_FAST_BODY = 3 };
 
 enum tkp_vop {
     VO_CONST,     /* push v */
@@ -54,6 +62,10 @@ enum tkp_vop {
     VO_AND, VO_OR,                /* combine left and right */
     VO_PREV, VO_ONCE, VO_HIST, VO_SINCE, /* node's temporal state */
     VO_END,
+    /* numeric programs' own (struct tkp_prog nins): a pair of the above in one instruction */
+    VO_PREV_RATTR, /* RATTR x then PREV of node */
+    VO_CMPK,       /* CONST v then the comparison x (VO_EQ ... VO_GE) */
+    VO_ARITHK,     /* CONST v then the arithmetic x (VO_ADD ... VO_DIV) */
 };
 
 struct tkp_ins {
@@ -64,12 +76,48 @@ struct tkp_ins {
     struct tkp_val v;
 };
 
+/* A numeric program that is one comparison, or a conjunction of up to TKP_NB_MAX comparisons
+ * without `prev`, whose sides are a term or two terms and an arithmetic operator; a term is a
+ * constant, a record attribute or `prev` of one (`r.host_ts - prev r.host_ts < 10ms`,
+ * `r.m * r.k <= N`, `r.grid >= 1 and r.block <= 1024`): evaluated straight, no stack. */
+#define TKP_NB_MAX 4
+struct tkp_nterm {
+    uint8_t kind; /* 0 constant (t, v), 1 r.<attr>, 2 prev r.<attr> (node: the OP_PREV) */
+    uint8_t t;
+    uint16_t attr;
+    int node;
+    int slot, in_step; /* prev: the OP_PREV's state slot and `in step` */
+    double v;
+};
+struct tkp_nside {
+    struct tkp_nterm a, b;
+    int op; /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+};
+struct tkp_ncmp {
+    struct tkp_nside l, r;
+    int op; /* VO_EQ ... VO_GE */
+};
+struct tkp_nbound {
+    int n;
+    struct tkp_ncmp c[TKP_NB_MAX];
+};
+
 struct tkp_prog {
     struct tkp_ins *ins;
     int n;
     int node;    /* the subtree it computes */
     int boolean; /* truth values only (atoms, classes, logic, temporal): runs on 1-byte values */
+    int numeric; /* not Boolean, no string (no string attribute, constant or regex, no
+                    aggregate or baseline value): runs on a number and a type (eval.c run_num) */
+    struct tkp_ins *nins; /* numeric: the instructions run_num runs, common pairs fused */
+    int attr;    /* numeric: a lone record attribute (`r.host_ts`), else -1 */
+    struct tkp_nbound *bound; /* numeric: its straight form, NULL when it has none */
 };
+
+/* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,
+ * guard verdicts by shape, `prev` updates by shape), only the general interpreter: tests
+ * compare the two (TOKPROF_CHECK_GENERAL=1 for `tokprof check`). */
+extern int tkp_check_general;
 
 /* A conjunction, split: atoms that must all be true, and the other conjuncts as one program
  * (prog, -1 when none). Holds iff every conjunct is true (an unknown conjunct fails it). */
@@ -145,14 +193,21 @@ struct tkp_code {
 /* The table of record shapes (eval.c fills it). */
 struct tkp_shape {
     const char *name, *op;
-    uint32_t small, used;
+    uint32_t small, gfalse; /* gfalse: struct tkp_srec's */
     uint64_t kn, tr, fast; /* its atoms, its shape verdicts */
     uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
+    uint64_t pmarks[2];    /* `prev` slots its host [0] and GPU [1] records update */
     /* the monitor's plan for its host records: want 0 not made yet, 1 the shape decides all
      * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
      * both by position in the monitor's lists), 2 the record is decoded and evaluated */
     int want;
+    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t pass, counts;
+    /* host record-level assertions (by position, the first 32: plan is 0 past them) it runs;
+     * of those, the ones whose guard it decides true (TKP_FAST_BODY), and false (gfalse: the
+     * body runs for its temporal state, nothing is judged); valid with plan. (The entry stays
+     * 128 bytes: a lookup indexes the table by it.) */
+    uint32_t run, body, bodyonly;
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };
@@ -161,6 +216,7 @@ struct tkp_shapes {
     struct tkp_shape *v; /* in order added */
     size_t cap, n;
     struct tkp_map ix; /* v by (name, op, small) */
+    uint32_t recent[256]; /* a direct-mapped cache in front of ix: id + 1 by tkp_shape_slot */
 };
 
 /* Everything an atom may read besides the name and op strings (lower.c's disc()), packed. The
@@ -185,12 +241,25 @@ static inline int tkp_shape_eq(const void *ctx, uint32_t id, const void *key)
 }
 
 /* The entry of r's shape (its name, op, small), NULL when not in the table yet. */
+static inline uint32_t tkp_shape_slot(const char *name, const char *op, uint32_t small)
+{
+    return (uint32_t)(((uintptr_t)name >> 4) ^ ((uintptr_t)op >> 4) ^ small) & 255;
+}
+
 static inline struct tkp_shape *tkp_shape_find(struct tkp_shapes *t, const struct tkp_srec *r)
 {
+    if (!t->n) return NULL;
+    uint32_t *c = &t->recent[tkp_shape_slot(r->name, r->op, r->small)];
+    if (*c) {
+        struct tkp_shape *e = &t->v[*c - 1];
+        if (e->name == r->name && e->op == r->op && e->small == r->small) return e;
+    }
     struct tkp_shape k = {.name = r->name, .op = r->op, .small = r->small};
     uint64_t h = tkp_shape_hash(r->name, r->op, r->small);
     int64_t id = tkp_map_find(&t->ix, h, tkp_shape_eq, t, &k);
-    return id < 0 ? NULL : &t->v[id];
+    if (id < 0) return NULL;
+    *c = (uint32_t)id + 1;
+    return &t->v[id];
 }
 
 #endif

@@ -549,6 +549,8 @@ void tkp_report_explain(FILE *f, const struct tkp_spec *sp)
                     c->prog[a->body_prog].boolean
                         ? "a record's shape decides its verdict where it can; the program runs on "
                           "the rest"
+                        : a->prevs ? "a record's shape decides its guard: the records it selects "
+                                     "run the formula, the others only update its `prev`s"
                         : "a record's shape decides its guard: only the records it selects are "
                           "decoded and run");
         fprintf(f, "  state: %zu bytes per thread%s%s; %zu bytes per check (run aggregates, kept "

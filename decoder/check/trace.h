@@ -28,11 +28,14 @@ struct tkp_srec {
     uint32_t thread, pos, kind, dir, lib, grid, block;
     uint8_t is_gpu, sync, async, has_lib, has_dir;
     uint32_t small;          /* its shape's small fields, packed (prog.h tkp_shape_small) */
+    uint32_t gfalse;         /* record-level assertions (by fast bit) that run for their
+                                temporal state alone: the shape decides the guard false */
     uint8_t atoms_ok;        /* akn/atr/fast hold the record's atoms (prog.h) */
     uint64_t akn, atr;       /* atom k: bit k known, bit k true */
     uint64_t fast;           /* record-level assertions this shape decides (prog.h) */
     uint64_t marks[2];       /* and the unbounded `once`s it makes hold, by state slot, of
                                 the assertions on host [0] and on GPU records [1] */
+    uint64_t pmarks[2];      /* and the `prev`s it updates without running their body (prog.h) */
 };
 
 enum tkp_phase { PH_UNKNOWN, PH_PREFILL, PH_DECODE, PH_MIXED };

@@ -18,6 +18,7 @@
 #include "check/results.h"
 #include "check/parse.h"
 #include "check/compile.h"
+#include "check/prog.h"
 
 static int read_file(struct tkp_ctx *ctx, const char *path, char **out, size_t *len)
 {
@@ -70,6 +71,9 @@ static int spec_fail(struct tkp_ctx *ctx, const struct tkp_spec *sp, const char 
 static int load_spec(struct tkp_ctx *ctx, const char *path, struct tkp_spec **sp)
 {
     char *text;
+    /* tests: the general interpreter only, to compare the fast paths with (prog.h) */
+    const char *g = getenv("TOKPROF_CHECK_GENERAL");
+    tkp_check_general = g && *g && strcmp(g, "0");
     int rc = read_file(ctx, path, &text, NULL);
     if (rc) return rc;
     struct tkp_spec_err e;

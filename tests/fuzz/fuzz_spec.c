@@ -16,6 +16,7 @@
 #include "check/compile.h"
 #include "check/monitor.h"
 #include "check/parse.h"
+#include "check/prog.h"
 #include "check/results.h"
 
 /* The synthetic capture: thread 0 of process 1, segment 0 set-up, 1..3 token steps. */
@@ -75,22 +76,46 @@ static void feed(struct tkp_mon *m, int gpu)
     tkp_mon_finish(m);
 }
 
-/* Runs a compiled spec over the synthetic capture, with and without GPU time. */
+/* The reports (table and JSON) of a spec over the synthetic capture, in a malloc'd string; with
+ * `general`, by the general interpreter alone (check/prog.h tkp_check_general). */
+static char *reports(const struct tkp_spec *sp, int gpu, int general)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    tkp_check_general = general;
+    struct tkp_mon *m = NULL;
+    if (!tkp_mon_new(sp, &m)) {
+        feed(m, gpu);
+        tkp_report_table(f, sp, m);
+        tkp_report_json(f, sp, m);
+    }
+    tkp_mon_free(m);
+    tkp_check_general = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Runs a compiled spec over the synthetic capture, with and without GPU time: the fast paths
+ * (numeric programs, verdicts and `prev` updates by shape) must report what the general
+ * interpreter does, byte for byte. */
 static void run_spec(const struct tkp_spec *sp)
 {
     FILE *null = fopen("/dev/null", "w");
     if (!null) return;
     tkp_report_explain(null, sp);
-    for (int gpu = 0; gpu < 2; gpu++) {
-        struct tkp_mon *m = NULL;
-        if (!tkp_mon_new(sp, &m)) {
-            feed(m, gpu);
-            tkp_report_table(null, sp, m);
-            tkp_report_json(null, sp, m);
-        }
-        tkp_mon_free(m);
-    }
     fclose(null);
+    for (int gpu = 0; gpu < 2; gpu++) {
+        char *fast = reports(sp, gpu, 0), *general = reports(sp, gpu, 1);
+        if (fast && general && strcmp(fast, general)) {
+            fprintf(stderr, "fuzz_spec: the fast paths and the general interpreter disagree "
+                            "(%s GPU time)\n--- fast\n%s--- general\n%s", gpu ? "with" : "without",
+                    fast, general);
+            abort();
+        }
+        free(fast), free(general);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -239,8 +239,28 @@ for spec in sorted(glob.glob(os.path.join(src, "inconclusive", "*.tks"))):
     if rc != 1:
         failures.append(f"a violation must win over inconclusive: exit {rc}\n{err}")
 
+# The fast paths (numeric programs, guard verdicts and `prev` updates by record shape: issue 32)
+# report what the general interpreter does (TOKPROF_CHECK_GENERAL=1), on every spec here, the
+# decoder benchmark's user spec and the fuzz corpus's spec of those paths, on the three captures
+ndiff = 0
+repo = os.path.join(src, "..", "..", "..")
+specs = sorted(glob.glob(os.path.join(src, d, "*.tks")) for d in ("pass", "fail", "inconclusive"))
+specs = [s for d in specs for s in d] + [os.path.join(repo, "tests/bench/user10.spec"),
+                                         os.path.join(repo, "tests/fuzz/corpus/spec/fast_numeric_prev.tks")]
+for spec in specs:
+    if os.path.basename(spec) == "baseline.tks":
+        continue
+    for cap in (clean, nogpu, slow):
+        fast = check(spec, cap, "--json")
+        p = subprocess.run([TKP, "check", "--json", spec, cap], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, TOKPROF_CHECK_GENERAL="1"))
+        ndiff += 1
+        if fast != (p.returncode, p.stdout, p.stderr):
+            failures.append(f"{spec} on {cap}: the fast paths and the general interpreter "
+                            f"disagree:\n{fast}\n{(p.returncode, p.stdout, p.stderr)}")
+
 for f in failures:
     print("FAIL:", f)
-print(f"{npass} must-pass, {nfail} must-fail, {nbad} bad specs, {ninc} inconclusive specs; "
-      f"{len(failures)} failures")
+print(f"{npass} must-pass, {nfail} must-fail, {nbad} bad specs, {ninc} inconclusive specs, "
+      f"{ndiff} fast/general comparisons; {len(failures)} failures")
 sys.exit(1 if failures else 0)

@@ -53,7 +53,11 @@ static int sig_in(const struct tkp_endsig *set, uint32_t n, const struct tkp_end
     return 0;
 }
 
-/* Warm-up signatures: in the window's first half, never in its second (the steady state). */
+/* Warm-up signatures: in the window's first half, never in its second (the steady state), and
+ * a scalar read back (TKP_LEARN_SCALAR bytes at most: a flag, a count) or an event wait. A larger
+ * copy is a loop's output (logits, a batch's sampled ids): a program that moves its loop to a new
+ * stream keeps its tokens (llama-bench creates a context, and a stream, per test: its prompt
+ * evaluations ended on another stream than its generated tokens). */
 static void decide(struct tkp_steplearn *l, struct lthread *t)
 {
     if (t->decided) return;
@@ -65,7 +69,8 @@ static void decide(struct tkp_steplearn *l, struct lthread *t)
     /* a step whose end copy this file does not hold (a rotated file's first, its copy in the
      * previous file) says nothing: never a warm-up signature */
     for (uint32_t i = 0; i < half; i++)
-        if (t->win[i].wait != 2 && !sig_in(t->win + half, t->nwin - half, &t->win[i]) &&
+        if (t->win[i].wait != 2 && t->win[i].bytes <= TKP_LEARN_SCALAR &&
+            !sig_in(t->win + half, t->nwin - half, &t->win[i]) &&
             !sig_in(t->warm, t->nwarm, &t->win[i]))
             t->warm[t->nwarm++] = t->win[i];
 }

@@ -12,7 +12,8 @@
  *
  * Learning, per thread (each serving thread has its own loop and streams): the thread's first
  * TKP_LEARN_WINDOW token STEP records, in order. A signature seen in the window's first half and
- * never in its second half (the steady state) is a warm-up signature: every token STEP record of
+ * never in its second half (the steady state), whose copy is a scalar (TKP_LEARN_SCALAR bytes at
+ * most) or waited through an event, is a warm-up signature: every token STEP record of
  * the thread with it, anywhere in the capture, is delivered with kind TKP_STEP_WARMUP instead. Signatures the window never saw are tokens (a batch size that appears
  * later is not rejected), nor is a step whose end copy the file does not hold (a rotated file's
  * first). A thread with fewer than TKP_LEARN_MIN candidates learns nothing: its steps stay as the
@@ -39,6 +40,7 @@ struct tkp_record;
 #define TKP_LEARN_MIN 8            /* fewer at the end of a capture: nothing learned */
 #define TKP_LEARN_RING 16          /* per thread: the last segments' end copies (async pairing) */
 #define TKP_LEARN_PRESCAN_MAX 256  /* the prescan stops after this many, all threads together */
+#define TKP_LEARN_SCALAR 8         /* a warm-up's end copy: a scalar read back, this many bytes */
 
 struct tkp_endsig {
     uint64_t stream, bytes; /* of the segment's last device-to-host copy; bytes 0: event wait */

@@ -120,6 +120,13 @@ static struct seg async_batch(int i, uint32_t closed_by)
     return (struct seg){4 * b, 3, closed_by};
 }
 
+/* llama-bench: a context (and a stream) per test: four prompt evaluations on one stream, then the
+ * generated tokens on another, every one ending with the logits' copy (n_vocab x 4 bytes) */
+static struct seg new_context(int i, uint32_t closed_by)
+{
+    return (struct seg){2048, i < 4 ? 5 : 6, closed_by};
+}
+
 static struct seg rotated(int i, uint32_t closed_by)
 {
     return (struct seg){i == 0 ? 0 : 8, 0, closed_by};
@@ -165,6 +172,8 @@ static const struct learn_case {
     {"event-waited sizes", async_batch, TKP_CLOSE_EVENT_SYNC, 80, "auto", 80, 0},
     /* steps the user chose (NVTX ranges here) are never relabelled */
     {"other step modes", compile_reads, TKP_CLOSE_NVTX, 37, "nvtx:^decode$", 37, 0},
+    /* a loop moved to a new stream (a new context) keeps its tokens: logits are no scalar */
+    {"new context", new_context, TKP_CLOSE_STREAM_SYNC, 100, "auto", 100, 0},
     /* a rotated file: its first step's end copy is in the previous file; not a warm-up */
     {"rotated first step", rotated, TKP_CLOSE_STREAM_SYNC, 40, "auto", 40, 0},
     /* too few steps to learn from: as written */

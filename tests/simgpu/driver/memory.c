@@ -67,11 +67,18 @@ int mem_fits(const void *p, size_t bytes)
 }
 int mem_is_device(const void *p) { return kind_of(p) == ALLOC_DEVICE; }
 
+/* Aligned as a real driver's: cuMemAlloc returns 512-byte aligned addresses (CUDA promises 256;
+ * ggml's allocator aligns its first tensor from the buffer's base and sized the buffer assuming
+ * the base aligned: with calloc's 16 it ran out), pinned host memory is page aligned. */
+#define DEVICE_ALIGN 512
+#define PINNED_ALIGN 4096
+
 static void *do_alloc(size_t size, int kind)
 {
-    void *p = calloc(1, size ? size : 1);
-    if (!p)
+    void *p = NULL;
+    if (posix_memalign(&p, kind == ALLOC_DEVICE ? DEVICE_ALIGN : PINNED_ALIGN, size ? size : 1))
         return NULL;
+    memset(p, 0, size ? size : 1);
     pthread_mutex_lock(&mem_lock);
     allocs = sim_grow(allocs, &capallocs, nallocs + 1, sizeof *allocs);
     allocs[nallocs++] = (struct alloc){p, size, kind};

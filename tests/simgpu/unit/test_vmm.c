@@ -63,3 +63,23 @@ Test(vmm, rejects_unaligned)
     CUmemGenericAllocationHandle h;
     cr_assert_eq(cuMemCreate(&h, 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
 }
+
+/* cuMemAlloc's addresses are 512-byte aligned and pinned host memory page aligned, as a real
+ * driver's: ggml sizes a weights buffer assuming its base aligned to 128 and places the first
+ * tensor at the aligned base (with calloc's 16-byte alignment llama.cpp's model load ran out of
+ * buffer by 112 bytes). */
+Test(mem, allocations_aligned_as_a_driver)
+{
+    unit_setup(NULL);
+    for (size_t size = 1; size <= (1u << 20); size = size * 7 + 3) {
+        CUdeviceptr d;
+        CK(cuMemAlloc(&d, size));
+        cr_assert_eq(d % 512, 0, "cuMemAlloc(%zu) = %#llx", size, (unsigned long long)d);
+        void *h;
+        CK(cuMemHostAlloc(&h, size, 0));
+        cr_assert_eq((uintptr_t)h % 4096, 0, "cuMemHostAlloc(%zu) = %p", size, h);
+        cr_assert_eq(((unsigned char *)h)[size - 1], 0, "zeroed");
+        CK(cuMemFreeHost(h));
+        CK(cuMemFree(d));
+    }
+}

@@ -415,6 +415,7 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
     struct tkp_record rec;
     char why[160];
     int first = 1;
+    tkp_run_chunk(&r->buf.run);
     tkp_mp_init(&c, r->raw, raw_len);
     while (tkp_mp_left(&c)) {
         size_t at = (size_t)(c.p - r->raw);
@@ -433,7 +434,7 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
             return stop(r, TKP_ERR_RECORD, "payload byte %zu: a second CHUNK record", at);
         first = 0;
     }
-    r->buf.run.left = r->buf.run.n = 0; /* a RUN checked here is opened again when delivered */
+    tkp_run_chunk(&r->buf.run); /* a RUN checked here is opened again when delivered */
     r->buf.cols.left = r->buf.cols.n = 0; /* and a COLS */
     if (first) return stop(r, TKP_ERR_RECORD, "empty payload");
     return 0;
@@ -539,6 +540,7 @@ static int begin_chunk(struct tkp_reader *r, uint32_t rlen, uint32_t seq, uint64
     r->next_seq = (uint64_t)seq + 1;
     r->off = end;
     tkp_mp_init(&r->cur, r->raw, rlen);
+    tkp_run_chunk(&r->buf.run); /* pass 2: no RUN before the chunk's first */
     r->in_chunk = 1;
     r->prev_ns = 0;
     return 1;

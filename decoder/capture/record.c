@@ -501,10 +501,27 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     if (u64f(d, "step", &r->step) || u32f(d, "n", &n) || u32f(d, "call", &call0))
         return TKP_ERR_RECORD;
     if (n == 0 || n > TKP_RUN_MAX) return fail(d, "%u records, expected 1 to %u", n, TKP_RUN_MAX);
+    int rep = 0; /* kinds and tmpls nil: it repeats the chunk's last RUN (version 4) */
     for (int i = 0; i < 5; i++) {
+        if ((i == 0 || i == 2) && tkp_mp_peek(d->c) == TKP_MP_NIL) {
+            if (i == 2 && !rep) return fail(d, "tmpls is nil, kinds is not");
+            tkp_mp_skip(d->c);
+            rep = 1;
+            continue;
+        }
+        if (i == 2 && rep) return fail(d, "kinds is nil, tmpls is not");
         if (tkp_mp_bin(d->c, &p[i], &len)) return bad_type(d, col[i], "a bin", TKP_MP_BIN);
         end[i] = p[i] + len;
     }
+    if (rep) { /* the columns of the RUN it repeats, which was checked */
+        struct tkp_run *u = &b->run;
+        if (!u->pn) return fail(d, "repeats a RUN, none before it in the chunk");
+        if (u->pn != n) return fail(d, "repeats a RUN of %u records with %u", u->pn, n);
+        uint32_t l[5];
+        tkp_run_repeat(u, p, l);
+        end[0] = p[0] + l[0], end[2] = p[2] + l[2];
+    }
+    if (TKP_GROW_FROM(b->run.pv, b->run.pcap, n, 64)) return TKP_ERR_NOMEM;
     if (end[0] - p[0] != n)
         return fail(d, "kinds has %u bytes for %u records", (uint32_t)(end[0] - p[0]), n);
     const uint8_t *kinds = p[0];
@@ -532,7 +549,7 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     }
     uint32_t lens[5];
     for (int c = 0; c < 5; c++) lens[c] = (uint32_t)(end[c] - p[c]);
-    tkp_run_begin(&b->run, n, r->step, call0, p, lens);
+    tkp_run_begin(&b->run, n, r->step, call0, p, lens, rep);
     return 0;
 }
 
@@ -843,6 +860,9 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     free(b->pcs);
     free(b->ltmpl);
     free(b->ctmpl);
+    free(b->run.pv);
+    b->run.pv = NULL;
+    b->run.pcap = 0;
     b->ltmpl = NULL;
     b->ctmpl = NULL;
     b->ltmpl_cap = b->ctmpl_cap = 0;

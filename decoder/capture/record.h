@@ -28,6 +28,10 @@ struct tkp_lib_tmpl {
 /* A RUN being delivered (FORMAT.md "Runs"): cursors into its columns, which the reader's first
  * pass has checked whole, and the batch of records decoded from them last. */
 #define TKP_RUN_BATCH 64
+struct tkp_run_val {
+    int64_t dt;
+    uint64_t host;
+};
 struct tkp_run {
     uint32_t left; /* records not yet decoded into the batch */
     uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
@@ -35,6 +39,14 @@ struct tkp_run {
     int small;     /* every template id and call step one byte */
     uint64_t step;
     const uint8_t *kind, *dt, *tmpl, *calls, *host;
+    /* Version 4's repeating RUN (kinds and tmpls nil): it has the kinds and template ids of the
+     * chunk's RUN before it, and its dts and host_ns are differences against that RUN's values */
+    int rep;           /* the open run repeats */
+    uint32_t pos, lib; /* records and library calls of the open run decoded so far */
+    const uint8_t *pkind, *ptmpl; /* the chunk's last RUN (this pass): 0 records before the first */
+    uint32_t pn, ptmpl_len;
+    struct tkp_run_val *pv; /* its values: dt by record, host_ns by library call */
+    uint32_t pcap;
     uint8_t bkind[TKP_RUN_BATCH];
     uint32_t btmpl[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
     int64_t bdt[TKP_RUN_BATCH];
@@ -43,7 +55,7 @@ struct tkp_run {
 /* Opens a run of n records with its base call id and five columns (kinds, dts, tmpls, calls,
  * host_ns) of len bytes. */
 static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, uint32_t call0,
-                                 const uint8_t **col, const uint32_t *len)
+                                 const uint8_t **col, const uint32_t *len, int rep)
 {
     u->small = len[2] == n && len[3] == n;
     u->left = n;
@@ -51,6 +63,22 @@ static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, u
     u->call = call0;
     u->step = step;
     u->kind = col[0], u->dt = col[1], u->tmpl = col[2], u->calls = col[3], u->host = col[4];
+    u->rep = rep;
+    u->pos = u->lib = 0;
+    u->pkind = col[0], u->ptmpl = col[2], u->pn = n, u->ptmpl_len = len[2];
+}
+/* A chunk's pass begins: no RUN before (a repeating RUN needs one of the same pass). */
+static inline void tkp_run_chunk(struct tkp_run *u)
+{
+    u->left = u->n = u->i = 0;
+    u->pn = 0;
+}
+/* The kinds and tmpls columns of a repeating RUN: the last RUN's (the caller has checked that
+ * there is one, of as many records). */
+static inline void tkp_run_repeat(const struct tkp_run *u, const uint8_t **col, uint32_t *len)
+{
+    col[0] = u->pkind, len[0] = u->pn;
+    col[2] = u->ptmpl, len[2] = u->ptmpl_len;
 }
 static inline int tkp_run_open(const struct tkp_run *u)
 {

@@ -295,11 +295,28 @@ static int run_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
         tkp_mp_u64(&at, &step) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_RUN_MAX ||
         tkp_mp_u64(&at, &call0) || call0 > UINT32_MAX)
         return 0;
-    for (k = 0; k < 5; k++)
+    int rep = 0;
+    for (k = 0; k < 5; k++) {
+        if (k == 0 && tkp_mp_peek(&at) == TKP_MP_NIL) { /* it repeats the last RUN's kinds */
+            rep = 1;
+            tkp_mp_skip(&at);
+            continue;
+        }
+        if (k == 2 && rep) { /* and tmpls */
+            if (tkp_mp_peek(&at) != TKP_MP_NIL) return 0;
+            tkp_mp_skip(&at);
+            continue;
+        }
         if (tkp_mp_bin(&at, &col[k], &len[k])) return 0;
+    }
+    if (rep) {
+        if (b->run.pn != nrec) return 0;
+        tkp_run_repeat(&b->run, col, len);
+    }
+    if (nrec > b->run.pcap) return 0; /* the value array: grown by tkp_record_decode */
     for (k = 9; k < n; k++) /* extra fields of a later writer */
         if (tkp_mp_skip(&at)) return 0;
-    tkp_run_begin(&b->run, (uint32_t)nrec, step, (uint32_t)call0, col, len);
+    tkp_run_begin(&b->run, (uint32_t)nrec, step, (uint32_t)call0, col, len, rep);
     *c = at;
     return TKP_DECODE_RUN;
 }
@@ -555,36 +572,49 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
 
 /* The next n records of run u; `small`: every template id and call step is one byte (a
  * constant where it is called, so each case gets its own loop). */
-INLINE void run_batch(struct tkp_run *u, uint32_t n, int small)
+INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep)
 {
     const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
     int64_t call = u->call;
+    /* the values of the RUN (version 4): a repeating RUN's are differences against the last
+     * RUN's, which they replace there for the next (wrapping, as the dt chain does) */
+    struct tkp_run_val *pv = u->pv + u->pos;
+    uint32_t lib = u->lib;
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
         uint64_t c = small ? *ca++ : tkp_uvar_ok(&ca);
         u->bkind[i] = (uint8_t)k;
-        u->bdt[i] = tkp_unzigzag(tkp_uvar_ok(&dt));
+        uint64_t d = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&dt));
+        if (rep) d += (uint64_t)pv[i].dt;
+        pv[i].dt = (int64_t)d;
+        u->bdt[i] = (int64_t)d;
         u->btmpl[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
         if (k) {
             call += 1 + tkp_unzigzag(c);
             u->bcall[i] = (uint32_t)call;
-            u->bhost[i] = tkp_uvar_ok(&ho);
+            uint64_t h = tkp_uvar_ok(&ho);
+            if (rep) h = (uint64_t)tkp_unzigzag(h) + u->pv[lib].host;
+            u->pv[lib++].host = h;
+            u->bhost[i] = h;
         } else {
             u->bcall[i] = c ? (uint32_t)(call + 1 + tkp_unzigzag(c - 1)) : 0;
         }
     }
     u->kind = kind + n, u->dt = dt, u->tmpl = tm, u->calls = ca, u->host = ho;
     u->call = (uint32_t)call;
+    u->pos += n, u->lib = lib;
 }
 
 void tkp_record_run_batch(struct tkp_decode_buf *b)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
-    if (u->small)
-        run_batch(u, n, 1);
+    if (u->rep)
+        run_batch(u, n, u->small, 1);
+    else if (u->small)
+        run_batch(u, n, 1, 0);
     else
-        run_batch(u, n, 0);
+        run_batch(u, n, 0, 0);
     u->left -= n;
     u->i = 0;
     u->n = n;

@@ -1,4 +1,4 @@
-/* tokprof capture format v3: the constants shared by the writer (shim/) and the reader (decoder/).
+/* tokprof capture format v4: the constants shared by the writer (shim/) and the reader (decoder/).
  * docs/FORMAT.md is the normative description; this header only names its numbers. */
 #ifndef TOKPROF_FORMAT_H
 #define TOKPROF_FORMAT_H
@@ -9,8 +9,9 @@
  * transfers that mangle text are detected. */
 #define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
 #define TKP_FILE_MAGIC_LEN 8
-#define TKP_FORMAT_VERSION 3     /* what the shim writes */
-#define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates, v2 no runs */
+#define TKP_FORMAT_VERSION 4     /* what the shim writes */
+#define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates, v2 no runs,
+                                    v3 no repeating runs */
 #define TKP_FILE_HEADER_LEN 16
 
 /* File header flags */
@@ -62,7 +63,8 @@ enum tkp_rec {
     TKP_REC_LIB_TMPL = 27,     /* [27, tmpl, thread, lib, op, m, n, k, batch, atype, btype, ctype,
                                    compute, transa, transb, stream, a_ptr, status, flags] */
     TKP_REC_RUN = 28,          /* [28, step, n, call, kinds, dts, tmpls, calls, host_ns]: n LAUNCH_T
-                                   / LIB_CALL_T of one step as columns (bins of LEB128 varints) */
+                                   / LIB_CALL_T of one step as columns (bins of LEB128 varints);
+                                   kinds and tmpls nil: it repeats the chunk's last RUN (v4) */
     TKP_REC_COLS = 29,         /* [29, type, n, nfields, col_1 .. col_nfields]: n records of an
                                    all-integer type (GPU_KERNEL, GPU_COPY) as columns of
                                    zigzag deltas (bins of LEB128 varints) */

@@ -73,6 +73,13 @@ static struct {
     uint32_t run_n, run_step; /* records; their step */
     uint32_t run_call0, run_call; /* the base of the calls column (set: run_based), the last call */
     int run_based;
+    /* The chunk's last RUN (prev_n records, 0: none yet), which a RUN with the same kinds and
+     * template ids repeats (FORMAT.md, "Runs", version 4): its kinds and tmpls columns and its
+     * values; the open run's values (dt by record, host_ns by library call) */
+    struct tkp_col prev_kind, prev_tmpl, rep_dt, rep_host;
+    uint32_t prev_n, run_libs;
+    struct tkp_run_v { int64_t dt; uint64_t host; } *run_v, *prev_v;
+    uint32_t run_vcap, prev_vcap;
     int failed;
     uint64_t events, cpu_ns; /* ring events drained by the thread, its CPU time (at its end) */
     char path[PATH_MAX];
@@ -92,6 +99,7 @@ static void chunk_begin(void)
 {
     if (writer.chunk_open) return;
     writer.chunk_open = 1;
+    writer.prev_n = 0; /* a RUN repeats one of its own chunk */
     writer.prev_ns = tkp_now_ns();
     int first; /* writer.seq counts chunks over the process; a file counts its own (the sink) */
     uint32_t seq = writer.sink->chunk_begin(writer.seq, &first);
@@ -124,16 +132,65 @@ static void pack_dt(uint64_t stamp)
  * first (run_flush), so the payload keeps the order of the timed records and their dt chain;
  * definitions (TMPL, NAME, THREAD, STACK) may come between, before the RUN that uses them. */
 
+static void pack_col(msgpack_packer *pk, struct tkp_col *c)
+{
+    msgpack_pack_bin(pk, c->n);
+    msgpack_pack_bin_body(pk, c->p, c->n);
+    c->n = 0;
+}
+
+/* A decode loop's step repeats the previous step's launches: its RUN then has the same kinds and
+ * template ids as the chunk's last RUN and is written as repeating it (kinds and tmpls nil), its
+ * dts and host_ns as differences against that RUN's (the same layer's launch gap, step after
+ * step: a few hundred ns of jitter instead of the gap itself). */
+/* Shorter RUNs are written whole: on minillm --graphs a step's three launches around its graph
+ * launch repeat, but their gaps follow the graph and the sync before them, not the last step's,
+ * and differences made that capture 3 % larger (docs/BENCH.md, "Capture size"). */
+#define RUN_REPEAT_MIN 8u
+
 static void run_flush(void)
 {
-    if (!writer.run_n) return;
+    uint32_t n = writer.run_n, libs = writer.run_libs;
+    if (!n) return;
+    struct tkp_col *c = writer.run;
+    int rep = writer.prev_n == n && n >= RUN_REPEAT_MIN && c[RUN_KIND].n == writer.prev_kind.n &&
+              c[RUN_TMPL].n == writer.prev_tmpl.n &&
+              !memcmp(c[RUN_KIND].p, writer.prev_kind.p, n) &&
+              !memcmp(c[RUN_TMPL].p, writer.prev_tmpl.p, c[RUN_TMPL].n) &&
+              !tkp_col_reserve(&writer.rep_dt, n * 10) && !tkp_col_reserve(&writer.rep_host, libs * 10);
     msgpack_packer *pk = &writer.pk;
     msgpack_pack_array(pk, 9);
     msgpack_pack_int(pk, TKP_REC_RUN);
     msgpack_pack_uint32(pk, writer.run_step);
-    msgpack_pack_uint32(pk, writer.run_n);
+    msgpack_pack_uint32(pk, n);
     msgpack_pack_uint32(pk, writer.run_call0);
-    tkp_cols_pack(pk, writer.run, RUN_COLS);
+    if (rep) {
+        const struct tkp_run_v *v = writer.run_v, *p = writer.prev_v;
+        for (uint32_t i = 0; i < n; i++)
+            tkp_col_put(&writer.rep_dt, tkp_zigzag((int64_t)((uint64_t)v[i].dt - (uint64_t)p[i].dt)));
+        for (uint32_t j = 0; j < libs; j++)
+            tkp_col_put(&writer.rep_host, tkp_zigzag((int64_t)(v[j].host - p[j].host)));
+        msgpack_pack_nil(pk);
+        pack_col(pk, &writer.rep_dt);
+        msgpack_pack_nil(pk);
+        pack_col(pk, &c[RUN_CALL]);
+        pack_col(pk, &writer.rep_host);
+        c[RUN_KIND].n = c[RUN_TMPL].n = c[RUN_DT].n = c[RUN_HOST].n = 0;
+    } else { /* kinds and tmpls become the ones a next RUN may repeat */
+        uint32_t kn = c[RUN_KIND].n, tn = c[RUN_TMPL].n;
+        tkp_cols_pack(pk, c, RUN_COLS); /* empties them; the bytes stay */
+        struct tkp_col t = writer.prev_kind;
+        writer.prev_kind = c[RUN_KIND], c[RUN_KIND] = t;
+        t = writer.prev_tmpl;
+        writer.prev_tmpl = c[RUN_TMPL], c[RUN_TMPL] = t;
+        writer.prev_kind.n = kn, writer.prev_tmpl.n = tn;
+        c[RUN_KIND].n = c[RUN_TMPL].n = 0;
+    }
+    struct tkp_run_v *v = writer.prev_v; /* its values, the ones the next RUN differs from */
+    uint32_t cap = writer.prev_vcap;
+    writer.prev_v = writer.run_v, writer.prev_vcap = writer.run_vcap;
+    writer.run_v = v, writer.run_vcap = cap;
+    writer.prev_n = n;
     writer.run_n = 0;
 }
 
@@ -146,7 +203,13 @@ static int run_room(uint32_t step)
         run_flush();
         return 0;
     }
+    if (writer.run_n >= writer.run_vcap &&
+        tkp_grow((void **)&writer.run_v, &writer.run_vcap, writer.run_n, sizeof *writer.run_v, 256)) {
+        run_flush();
+        return 0;
+    }
     if (!writer.run_n) {
+        writer.run_libs = 0;
         writer.run_step = step;
         writer.run_call0 = writer.run_call = 0;
         writer.run_based = 0;
@@ -158,8 +221,10 @@ static int run_room(uint32_t step)
  * time inside) of template tmpl to the open run. */
 static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
 {
+    int64_t dt = next_dt(stamp);
     writer.run[RUN_KIND].p[writer.run[RUN_KIND].n++] = (uint8_t)lib;
-    tkp_col_put(&writer.run[RUN_DT], tkp_zigzag(next_dt(stamp)));
+    tkp_col_put(&writer.run[RUN_DT], tkp_zigzag(dt));
+    writer.run_v[writer.run_n].dt = dt;
     tkp_col_put(&writer.run[RUN_TMPL], tmpl);
     if (call && !writer.run_based) { /* the first call id of the run: the column counts from it */
         writer.run_call0 = writer.run_call = call - 1;
@@ -169,6 +234,7 @@ static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint6
     if (lib) {
         tkp_col_put(&writer.run[RUN_CALL], d);
         tkp_col_put(&writer.run[RUN_HOST], host_ns);
+        writer.run_v[writer.run_libs++].host = host_ns;
         writer.run_call = call;
     } else {
         tkp_col_put(&writer.run[RUN_CALL], call ? d + 1 : 0);
@@ -765,6 +831,7 @@ void tkp_writer_after_fork(void)
     writer.failed = 0;
     if (writer.sb.data) msgpack_sbuffer_clear(&writer.sb);
     writer.run_n = 0; /* the parent's open run was the parent's */
+    writer.prev_n = 0;
     for (int c = 0; c < RUN_COLS; c++) writer.run[c].n = 0;
     tkp_gen_clear(&writer.names.gen);
     memset(seen, 0, sizeof seen); /* names the child's chunks have not defined */

@@ -449,6 +449,10 @@ void capw_run(struct capw *w, uint64_t step, uint64_t n, uint64_t call, const ui
     u(w, n);
     u(w, call);
     for (int k = 0; k < 5; k++) {
+        if (len[k] == CAPW_NIL) {
+            msgpack_pack_nil(&w->pk);
+            continue;
+        }
         if (k == str_col) {
             msgpack_pack_str_with_body(&w->pk, (const char *)col[k], len[k]);
             continue;

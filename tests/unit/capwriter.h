@@ -116,7 +116,8 @@ void capw_lib_call_t(struct capw *w, int64_t dt, uint64_t step, uint32_t call, u
                      uint64_t host_ns);
 /* RUN [28, step, n, call, kinds, dts, tmpls, calls, host_ns] from the columns' bytes as they are,
  * then `extra` elements (the string "x"); column `str_col` (0..4) written as a str instead of a
- * bin, or -1. */
+ * bin, or -1; a column of length CAPW_NIL written as nil (a repeating RUN's kinds and tmpls). */
+#define CAPW_NIL ((size_t)-1)
 void capw_run(struct capw *w, uint64_t step, uint64_t n, uint64_t call, const uint8_t *const col[5],
               const size_t len[5], int extra, int str_col);
 

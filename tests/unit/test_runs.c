@@ -46,16 +46,41 @@ struct run {
     int64_t call0; /* the RUN's `call`: the base of its calls column */
     int64_t call;  /* the last library call's id in the run, call0 before the first */
     struct col c[5]; /* kinds, dts, tmpls, calls, host_ns */
+    /* Version 4: with `rep`, a RUN whose kinds and tmpls equal the chunk's last RUN's is written
+     * as repeating it (kinds and tmpls nil, dts and host_ns as differences against its values).
+     * The caller sets pn = 0 when a chunk begins. */
+    int rep;
+    uint32_t libs, pn, reps;       /* library calls; the last RUN's records; RUNs written repeating */
+    int64_t *dt, *pdt;             /* the values of this run and of the last RUN */
+    uint64_t *host, *phost;
+    size_t vcap;
+    struct col pk, pt;             /* the last RUN's kinds and tmpls */
 };
 
 static void run_free(struct run *u)
 {
     for (int i = 0; i < 5; i++) free(u->c[i].p);
+    free(u->dt), free(u->pdt), free(u->host), free(u->phost), free(u->pk.p), free(u->pt.p);
     memset(u, 0, sizeof(*u));
+}
+
+/* The values of record u->n (before it is added). */
+static void run_value(struct run *u, int64_t dt)
+{
+    if (u->n == u->vcap) {
+        u->vcap = u->vcap ? u->vcap * 2 : 256;
+        u->dt = realloc(u->dt, u->vcap * sizeof(*u->dt));
+        u->pdt = realloc(u->pdt, u->vcap * sizeof(*u->pdt));
+        u->host = realloc(u->host, u->vcap * sizeof(*u->host));
+        u->phost = realloc(u->phost, u->vcap * sizeof(*u->phost));
+        cr_assert(u->dt && u->pdt && u->host && u->phost);
+    }
+    u->dt[u->n] = dt;
 }
 
 static void run_launch(struct run *u, int64_t dt, uint32_t id, uint32_t call)
 {
+    run_value(u, dt);
     col_byte(&u->c[0], 0);
     col_var(&u->c[1], zz(dt));
     col_var(&u->c[2], id);
@@ -65,6 +90,8 @@ static void run_launch(struct run *u, int64_t dt, uint32_t id, uint32_t call)
 
 static void run_lib(struct run *u, int64_t dt, uint32_t id, uint32_t call, uint64_t host_ns)
 {
+    run_value(u, dt);
+    u->host[u->libs++] = host_ns;
     col_byte(&u->c[0], 1);
     col_var(&u->c[1], zz(dt));
     col_var(&u->c[2], id);
@@ -93,11 +120,42 @@ static void pack_run(struct capw *w, uint64_t step, uint64_t n, const struct col
 /* Emits the run (if it holds any record) and empties it for the next one, of step `step`. The
  * next run's base call id is this one's last library call (as the shim's writer's base is near
  * its calls), so that runs after the first have bases other than 0. */
+static int same_col(const struct col *a, const struct col *b)
+{
+    return a->n == b->n && (!a->n || !memcmp(a->p, b->p, a->n));
+}
+
+static void col_copy(struct col *to, const struct col *from)
+{
+    to->n = 0;
+    for (size_t i = 0; i < from->n; i++) col_byte(to, from->p[i]);
+}
+
 static void run_end(struct capw *w, struct run *u, uint64_t next_step)
 {
-    if (u->n) pack_run_ex(w, u->step, u->n, (uint64_t)u->call0, u->c, 0, -1);
+    if (u->n && u->rep && u->pn == u->n && same_col(&u->c[0], &u->pk) &&
+        same_col(&u->c[2], &u->pt)) { /* it repeats the last RUN */
+        struct col d = {0}, h = {0};
+        for (uint32_t i = 0; i < u->n; i++)
+            col_var(&d, zz((int64_t)((uint64_t)u->dt[i] - (uint64_t)u->pdt[i])));
+        for (uint32_t j = 0; j < u->libs; j++) col_var(&h, zz((int64_t)(u->host[j] - u->phost[j])));
+        const uint8_t *p[5] = {NULL, d.p, NULL, u->c[3].p, h.p};
+        size_t len[5] = {CAPW_NIL, d.n, CAPW_NIL, u->c[3].n, h.n};
+        capw_run(w, u->step, u->n, (uint64_t)u->call0, p, len, 0, -1);
+        free(d.p), free(h.p);
+        u->reps++;
+    } else if (u->n) {
+        pack_run_ex(w, u->step, u->n, (uint64_t)u->call0, u->c, 0, -1);
+        col_copy(&u->pk, &u->c[0]);
+        col_copy(&u->pt, &u->c[2]);
+    }
+    if (u->n) {
+        memcpy(u->pdt, u->dt, u->n * sizeof(*u->dt));
+        memcpy(u->phost, u->host, u->libs * sizeof(*u->host));
+        u->pn = u->n;
+    }
     for (int i = 0; i < 5; i++) u->c[i].n = 0;
-    u->n = 0;
+    u->n = u->libs = 0;
     u->call0 = u->call;
     u->step = next_step;
 }
@@ -719,6 +777,133 @@ Test(runs, names_and_threads_defined_after_the_template)
     pair_free(&p);
 }
 
+/* ---- repeating RUNs (version 4) ---- */
+
+/* A RUN whose kinds and template ids are the chunk's last RUN's is written repeating it: its dts
+ * and host_ns are differences against that RUN's values (a chain of repeats included, values
+ * wrapping), a RUN longer or shorter than the last is written whole, and so is the first RUN of
+ * a chunk (a RUN repeats only one of its own chunk). Differential against single records. */
+Test(runs, repeating_runs_decode_as_their_records)
+{
+    struct pair p;
+    pair_init(&p);
+    p.u.rep = 1;
+    DEF(&p, head(w_, 5000));
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    DEF(&p, tmpl(w_, 200, 3, 5, 7)); /* a 2-byte id: the tmpls column is not one byte a record */
+    DEF(&p, lib_tmpl(w_, 1, 3, 6, 8));
+    /* A: launch, launch in call 7, the call, launch */
+    int64_t dt[5][4] = {{10, 20, -15, 40},
+                        {12, 18, -14, 43},                      /* B repeats A */
+                        {INT64_MAX, INT64_MIN, 3, -1},          /* C repeats B: wrapping */
+                        {5, 5, -5, 5},                          /* D repeats C */
+                        {1, 2, 3, 4}};                          /* E: one record more */
+    uint64_t host[5] = {100, 90, UINT64_MAX, 0, 7};
+    for (int r = 0; r < 5; r++) {
+        uint32_t call = 7 + (uint32_t)r;
+        pair_launch(&p, dt[r][0], 1, 0, 0);
+        pair_launch(&p, dt[r][1], 1, 200, call);
+        pair_lib(&p, dt[r][2], 1, 1, call, host[r]);
+        pair_launch(&p, dt[r][3], 1, 0, 0);
+        if (r == 4) pair_launch(&p, 9, 1, 0, 0);
+        pair_flush(&p);
+    }
+    /* F: one record fewer than E, then G repeating F */
+    for (int r = 0; r < 2; r++) {
+        pair_launch(&p, 3 + r, 1, 0, 0);
+        pair_lib(&p, -2, 1, 1, 20 + (uint32_t)r, 50 + (uint64_t)r * 1000);
+        pair_launch(&p, 30 * r, 1, 200, 0);
+        pair_flush(&p);
+    }
+    BOTH(&p, capw_marker(w_, 5, 3, 1, 0, 1)); /* the dt chain goes on after the runs */
+    BOTH(&p, capw_chunk_end(w_));
+    cr_assert_eq(p.u.reps, 4, "B, C, D and G repeat (%u)", p.u.reps);
+    /* the next chunk's first RUN has the last RUN's sequence but is written whole */
+    DEF(&p, head(w_, 9000));
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    DEF(&p, lib_tmpl(w_, 1, 3, 6, 8));
+    DEF(&p, tmpl(w_, 200, 3, 5, 7));
+    p.u.pn = 0;
+    pair_launch(&p, 1, 2, 0, 0);
+    pair_lib(&p, 1, 2, 1, 30, 5);
+    pair_launch(&p, 1, 2, 200, 0);
+    pair_flush(&p);
+    BOTH(&p, capw_chunk_end(w_));
+    cr_assert_eq(p.u.reps, 4);
+    struct got g = pair_read(&p, "repeating runs");
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    cr_assert_eq(g.n, 1 + 4 * 4 + 5 + 3 + 3 + 1 + 1 + 3, "%zu records", g.n);
+    /* spot checks against the values written (the differential checks every field) */
+    cr_assert_eq(g.s[1 + 4 + 2].host_ns, 5000 + 10 + 20 - 15 + 40 + 12 + 18 - 14, "B's call");
+    cr_assert_eq(g.s[1 + 4 + 2].x[11], 90, "B's host_ns");
+    cr_assert_eq(g.s[1 + 8 + 2].x[11], UINT64_MAX, "C's host_ns");
+    cr_assert_eq(g.s[1 + 12 + 2].x[11], 0, "D's host_ns");
+    cr_assert_eq(g.s[1 + 12 + 2].x[0], 10, "D's call id");
+    cr_assert_eq(g.s[1 + 16 + 5 + 3 + 1].x[11], 1050, "G's host_ns");
+    got_free(&g);
+    pair_free(&p);
+}
+
+/* A repeating RUN that breaks a rule of version 4 makes its chunk bad. */
+static void bad_repeat(const char *what, int first, uint32_t n, int nil, const char *host,
+                       const char *msg)
+{
+    struct capw *w = good_first_chunk();
+    if (!first) { /* a RUN of a launch and a library call before it */
+        static const struct col c[5] = {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0"), B("\5")};
+        pack_run(w, 1, 2, c);
+    }
+    static const uint8_t dts[3] = {2, 2, 2}, calls[3] = {0, 0, 0}, kinds[3] = {0, 1, 0};
+    const uint8_t *p[5] = {kinds, dts, kinds, calls, (const uint8_t *)host};
+    size_t len[5] = {CAPW_NIL, n, CAPW_NIL, n, strlen(host)};
+    if (nil == 1) len[2] = n; /* tmpls a bin (of template 0s), kinds nil */
+    if (nil == 2) len[0] = n; /* kinds a bin, tmpls nil */
+    capw_run(w, 1, n, 0, p, len, 0, -1);
+    capw_chunk_end(w);
+    struct got g;
+    expect_bad_last_chunk(w, what, "RUN record", msg, 2, &g);
+    got_free(&g);
+    capw_free(w);
+}
+
+Test(runs, a_repeating_run_breaking_a_rule_makes_the_chunk_bad)
+{
+    /* the first RUN of a chunk (the last RUN is the previous chunk's) */
+    bad_repeat("first in its chunk", 1, 1, 0, "", "repeats a RUN, none before it in the chunk");
+    bad_repeat("longer than the last", 0, 3, 0, "\1", "repeats a RUN of 2 records with 3");
+    bad_repeat("shorter than the last", 0, 1, 0, "\1", "repeats a RUN of 2 records with 1");
+    bad_repeat("kinds nil, tmpls a bin", 0, 2, 1, "\1", "kinds is nil, tmpls is not");
+    bad_repeat("tmpls nil, kinds a bin", 0, 2, 2, "\1", "tmpls is nil, kinds is not");
+    /* host_ns has a value per library call of the RUN repeated (one) */
+    bad_repeat("host_ns of two values", 0, 2, 0, "\1\1", "column 'host_ns' has bytes after its 1 values");
+    bad_repeat("host_ns empty", 0, 2, 0, "", "record 0: column 'host_ns' ends early");
+}
+
+/* The same repeating RUN, with a RUN before it in its chunk and one host_ns value, is good. */
+Test(runs, the_repeating_run_the_bad_cases_change_is_good)
+{
+    struct capw *w = good_first_chunk();
+    static const struct col c[5] = {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0"), B("\5")};
+    pack_run(w, 1, 2, c);
+    static const uint8_t dts[2] = {2, 3}, calls[2] = {0, 0}, host[1] = {3};
+    const uint8_t *p[5] = {NULL, dts, NULL, calls, host};
+    size_t len[5] = {CAPW_NIL, 2, CAPW_NIL, 2, 1};
+    capw_run(w, 1, 2, 0, p, len, 0, -1);
+    capw_chunk_end(w);
+    struct got g;
+    read_all(w, &g);
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    cr_assert_eq(g.n, 7, "CHUNK, launch, CHUNK, launch, library call, launch, library call");
+    cr_assert_eq(g.s[3].host_ns, 102);
+    cr_assert_eq(g.s[4].host_ns, 104);
+    cr_assert_eq(g.s[5].host_ns, 104 + 2 + 1, "dt 2 + unzigzag(2) = 3");
+    cr_assert_eq(g.s[6].host_ns, 107 + 2 - 2, "dt 2 + unzigzag(3) = 0");
+    cr_assert_eq(g.s[6].type, TKP_REC_LIB_CALL);
+    cr_assert_eq(g.s[6].x[11], 5 - 2, "host_ns 5 + unzigzag(3) = 3");
+    got_free(&g);
+    capw_free(w);
+}
+
 /* ---- differential: random sequences, as single records and as RUNs split at random ---- */
 
 static uint64_t rnd(uint64_t *s)
@@ -748,6 +933,23 @@ static uint64_t rnd_host(uint64_t *s)
 static const uint32_t pool[] = {0, 1, 2, 3, 5, 8, 127, 128, 129, 300, 1000, 16383, 16384, 65535};
 #define NPOOL (sizeof(pool) / sizeof(pool[0]))
 
+static uint32_t repeats_seen; /* repeating RUNs the differential wrote */
+
+/* A launch (lib 0) or library call of template id with a random call id near the last call's. */
+static void rnd_record(struct pair *p, uint64_t *s, int lib, int64_t dt, uint64_t step, uint32_t id,
+                       uint32_t *last)
+{
+    uint64_t c = rnd(s) % 10;
+    if (lib) {
+        uint32_t call = c < 8 ? *last + 1 : c < 9 ? (uint32_t)rnd(s) : *last / 2;
+        pair_lib(p, dt, step, id, call, rnd_host(s));
+        *last = call;
+    } else {
+        uint32_t call = c < 5 ? 0 : c < 9 ? *last + 1 : (uint32_t)rnd(s);
+        pair_launch(p, dt, step, id, call);
+    }
+}
+
 static void differential(uint64_t seed, int nrec)
 {
     struct pair p;
@@ -756,10 +958,12 @@ static void differential(uint64_t seed, int nrec)
     int in_chunk = 0, burst = 0;
     uint8_t ldef[NPOOL], cdef[NPOOL]; /* defined in this chunk */
     pair_init(&p);
+    p.u.rep = (int)(seed & 1); /* version 4's repeating RUNs, or version 3's RUNs only */
     for (int i = 0; i < nrec; i++) {
         if (!in_chunk) {
             uint64_t base = rnd(&s) % (1ull << 40); /* DEF evaluates its call twice */
             DEF(&p, capw_chunk_begin(w_, base));
+            p.u.pn = 0; /* no RUN before in this chunk */
             for (uint32_t t = 0; t < 3; t++) /* thread 3 is never mapped */
                 if (rnd(&s) % 8) DEF(&p, capw_thread(w_, t, 100 + t));
             for (int k = 0; k < 7; k++) { /* name 7 is never defined */
@@ -807,6 +1011,30 @@ static void differential(uint64_t seed, int nrec)
             in_chunk = 0;
         } else if (r < 19) {
             burst = (int)(rnd(&s) % 400);
+        } else if (r < 21 && p.u.pn) { /* the last RUN's kinds and templates again, new values */
+            pair_flush(&p);
+            uint32_t m = p.u.pn;
+            uint8_t *kind = malloc(m);
+            uint32_t *id = malloc(m * sizeof(*id));
+            cr_assert(kind && id);
+            const uint8_t *tp = p.u.pt.p;
+            for (uint32_t j = 0; j < m; j++) {
+                kind[j] = p.u.pk.p[j];
+                uint64_t v = 0;
+                for (int sh = 0;; sh += 7) {
+                    v |= (uint64_t)(*tp & 0x7f) << sh;
+                    if (!(*tp++ & 0x80)) break;
+                }
+                id[j] = (uint32_t)v;
+            }
+            int64_t shift = rnd_dt(&s); /* the same gaps moved, or new ones */
+            for (uint32_t j = 0; j < m; j++) {
+                int64_t dt = rnd(&s) % 2 ? (int64_t)((uint64_t)p.u.pdt[j] + (uint64_t)(shift % 64))
+                                         : rnd_dt(&s);
+                rnd_record(&p, &s, kind[j], dt, step, id[j], &last);
+            }
+            pair_flush(&p);
+            free(kind), free(id);
         } else {
             int lib = rnd(&s) % 4 == 0;
             uint8_t *def = lib ? cdef : ldef;
@@ -817,16 +1045,7 @@ static void differential(uint64_t seed, int nrec)
                     DEF(&p, tmpl(w_, pool[k], th, nm, 64));
                 def[k] = 1;
             }
-            int64_t dt = rnd_dt(&s);
-            uint64_t c = rnd(&s) % 10;
-            if (lib) {
-                uint32_t call = c < 8 ? last + 1 : c < 9 ? (uint32_t)rnd(&s) : last / 2;
-                pair_lib(&p, dt, step, pool[k], call, rnd_host(&s));
-                last = call;
-            } else {
-                uint32_t call = c < 5 ? 0 : c < 9 ? last + 1 : (uint32_t)rnd(&s);
-                pair_launch(&p, dt, step, pool[k], call);
-            }
+            rnd_record(&p, &s, lib, rnd_dt(&s), step, pool[k], &last);
         }
     }
     if (in_chunk) BOTH(&p, capw_chunk_end(w_));
@@ -835,6 +1054,8 @@ static void differential(uint64_t seed, int nrec)
     struct got g = pair_read(&p, what);
     cr_assert_eq(g.end, 0, "%s: %s", what, g.err.msg);
     cr_assert_gt(g.n, (size_t)nrec / 2, "%s: %zu records", what, g.n);
+    if (p.u.rep) cr_assert_gt(p.u.reps, 20, "%s: %u repeating RUNs", what, p.u.reps);
+    repeats_seen += p.u.reps;
     got_free(&g);
     pair_free(&p);
 }
@@ -843,6 +1064,7 @@ Test(runs, differential_against_single_records)
 {
     for (uint64_t seed = 1; seed <= 12; seed++) differential(seed * 0x9e3779b97f4a7c15ull, 20000);
     cr_assert_gt(bulk_taken, 10000, "launches taken in bulk: %zu", bulk_taken);
+    cr_assert_gt(repeats_seen, 500, "repeating RUNs: %u", repeats_seen);
 }
 
 /* ---- a RUN in a merged read of two processes ---- */

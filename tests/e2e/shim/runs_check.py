@@ -8,7 +8,10 @@ other capture:
 - per thread, library call ids run 1, 2, 3, ... and every launch's `call` names a library call of
   its thread and step;
 - the two captures hold the same per-thread sequences of launches and calls (type, step, name,
-  grid, block, call, shape), stacks aside; the sampled one has launches with stacks.
+  grid, block, call, shape), stacks aside; the sampled one has launches with stacks;
+- times (format 4: a step's RUN that repeats the previous step's launches holds its times as
+  differences against that RUN's): per thread the launches' times never go back, and each lies
+  within its STEP's begin_ns .. mark_ns (times the shim wrote as absolute fields).
 
 usage: runs_check.py BUILD_DIR WORKDIR"""
 import glob, json, os, shutil, subprocess, sys
@@ -36,8 +39,8 @@ def capture(name, stacks):
         sys.exit(f"FAIL: {len(cap)} captures in {out}")
     with open(cap[0], "rb") as f:
         version = int.from_bytes(f.read(16)[8:10], "little")
-    if version != 3:
-        fails.append(f"{name}: format version {version}, expected 3")
+    if version != 4:
+        fails.append(f"{name}: format version {version}, expected 4")
     d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap[0]],
                        capture_output=True, text=True, timeout=120)
     if d.returncode:
@@ -48,6 +51,10 @@ def capture(name, stacks):
 def check(name, recs):
     """The capture's own counts; returns its per-thread sequences, sorted, and stacked launches."""
     launches, counted, calls, seqs, stacked = {}, {}, {}, {}, 0
+    bounds, last, times = {}, {}, []
+    for r in recs:
+        if r["type"] == "step":
+            bounds[(r["tid"], r["step"])] = (r["begin_ns"], r["mark_ns"])
     for r in recs:
         t = r["type"]
         if t == "loss":
@@ -59,6 +66,13 @@ def check(name, recs):
         tid, step = r["tid"], r["step"]
         if t == "launch":
             launches[(tid, step)] = launches.get((tid, step), 0) + 1
+            ns = r["host_ns"]
+            if ns < last.get(tid, 0):
+                times.append(f"thread {tid} step {step}: a launch at {ns} after {last[tid]}")
+            last[tid] = ns
+            b = bounds.get((tid, step))
+            if b and not b[0] <= ns <= b[1]:
+                times.append(f"thread {tid} step {step}: a launch at {ns} outside {b}")
             stacked += "stack" in r
             key = (t, step, r["name"], tuple(r["grid"]), tuple(r["block"]), r.get("call", 0))
         else:
@@ -80,6 +94,8 @@ def check(name, recs):
                 fails.append(f"{name}: thread {tid}: a launch of call {k[5]} step {k[1]}"
                              " without that library call")
                 break
+    if times:
+        fails.append(f"{name}: {len(times)} launch times out of order or step: {times[:3]}")
     if not calls or not launches:
         fails.append(f"{name}: {len(launches)} steps with launches, {len(calls)} threads with calls")
     return sorted(seqs.values()), stacked

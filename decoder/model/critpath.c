@@ -561,6 +561,14 @@ static int ends_graph(struct tkp_crit *c, uint64_t id, const char *name)
     return c->ends[id];
 }
 
+/* The part of a gap after a call that is that call's own cost: the smallest gap seen before a
+ * launch, at most the gap. */
+static uint64_t call_in(const struct tkp_crit *c, uint64_t gap)
+{
+    uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap;
+    return gap < c0 ? gap : c0;
+}
+
 static int replay(struct tkp_crit *c, const struct ev *e)
 {
     struct thread *t = &c->threads[e->thread];
@@ -589,7 +597,7 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     if (launch && !first && (c->ch.launch_ns >= 0 || c->ch.host != 1)) {
         /* the gap before a launch holds the launch call's own cost (the smallest gap seen before
          * a launch): --host scales the host code around it, the call stays, or is launch_ns */
-        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap, call = gap < c0 ? gap : c0;
+        uint64_t call = call_in(c, gap);
         pg = scale_ns(gap - call, c->ch.host) +
              (c->ch.launch_ns >= 0 ? (uint64_t)c->ch.launch_ns : call);
     }
@@ -598,8 +606,7 @@ static int replay(struct tkp_crit *c, const struct ev *e)
     if (!graphed && t->prev_graphed && t->gon && t->gseg == e->seg) {
         /* the first record after the replayed launches: its gap begins with the last of them's
          * own call (the smallest gap before a launch), which the replay's cost stands for */
-        uint64_t c0 = c->min_gap == UINT64_MAX ? 0 : c->min_gap, call = gap < c0 ? gap : c0;
-        pg = scale_ns(gap - call, c->ch.host);
+        pg = scale_ns(gap - call_in(c, gap), c->ch.host);
     }
     t->prev_graphed = graphed;
     uint64_t h_pred = t->pred_ret + pg;

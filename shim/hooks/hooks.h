@@ -105,14 +105,11 @@ tkp_launch_fast(struct tkp_ring *r, uint64_t h, int via, int key_kind, uint64_t 
                 uint32_t smem)
 {
     uint64_t ts = __builtin_ia32_rdtsc(); /* the gate says the stamps are TSC */
-    struct tkp_stepstate *s = tkp_step_state(r);
-    s->launches++; /* tkp_step_on_launch, a plain launch */
-    if (TKP_UNLIKELY(!s->begin_ns)) s->begin_ns = ts;
-    s->last_ns = ts;
+    uint32_t seg = tkp_step_on_launch(r, ts, 0);
     struct tkp_ev *e = &r->slots[h & r->mask];
     /* tkp_ring_reserve's prefetch; past the ring's end near its wrap (a prefetch never faults) */
     __builtin_prefetch(e + 4, 1, 3);
-    tkp_launch_fill(e, TKP_EV_LAUNCH_W0(via, key_kind, s->seg), ts, key, stream, gxy, bxy, gz, bz,
+    tkp_launch_fill(e, TKP_EV_LAUNCH_W0(via, key_kind, seg), ts, key, stream, gxy, bxy, gz, bz,
                     smem);
     atomic_store_explicit(&r->head, h + 1, memory_order_release); /* tkp_ring_commit, no nudge due */
 }

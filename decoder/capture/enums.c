@@ -49,7 +49,7 @@ const char *tkp_sync_kind_str(uint32_t v, char buf[TKP_ENUM_BUF])
 
 const char *tkp_step_kind_str(uint32_t v, char buf[TKP_ENUM_BUF])
 {
-    static const char *const names[] = {"token", "outside", "warmup"};
+    static const char *const names[] = {"token", "outside", "warmup", "part"};
     return pick(names, N(names), v, buf);
 }
 

@@ -28,6 +28,8 @@
  *   outside_steps   int      STEP records of kind outside (set-up work)
  *   warmup_steps    int      STEP records of kind warmup (the learned step definition, README
  *                            "Steps": a token end that is not the steady state's)
+ *   part_steps      int      STEP records of kind part (a token step's earlier part: one
+ *                            evaluation read back in parts, README "Steps")
  *   launches        int      LAUNCH records (kernel launches outside graphs)
  *   graph_launches  int      GRAPH_LAUNCH records
  *   copies          int      COPY records (memcpy and memset)
@@ -116,7 +118,7 @@ struct summary {
     char program[TKP_NAME_MAX];
     uint64_t pid;
     uint64_t first_ns, last_ns;
-    uint64_t steps, outside_steps, warmup_steps, launches, graph_launches, copies, syncs;
+    uint64_t steps, outside_steps, warmup_steps, part_steps, launches, graph_launches, copies, syncs;
     struct thread_sum *threads; /* by capture-local thread index */
     uint32_t nthreads;
     uint64_t ringless; /* LOSS of threads that never got a ring (thread TKP_THREAD_NONE) */
@@ -200,6 +202,8 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
             s->outside_steps++;
         else if (r->step_rec.kind == TKP_STEP_WARMUP)
             s->warmup_steps++;
+        else if (r->step_rec.kind == TKP_STEP_PART)
+            s->part_steps++;
         saw_time(s, r->step_rec.begin_ns);
         saw_time(s, r->step_rec.end_ns);
         break;
@@ -407,11 +411,11 @@ static void print_json(FILE *f, const struct summary *s, const struct tkp_reader
     fprintf(f,
             ",\"pid\":%" PRIu64 ",\"duration_ns\":%" PRIu64 ",\"threads\":%" PRIu64
             ",\"steps\":%" PRIu64 ",\"outside_steps\":%" PRIu64 ",\"warmup_steps\":%" PRIu64
-            ",\"launches\":%" PRIu64
+            ",\"part_steps\":%" PRIu64 ",\"launches\":%" PRIu64
             ",\"graph_launches\":%" PRIu64 ",\"copies\":%" PRIu64 ",\"syncs\":%" PRIu64
             ",\"dropped\":%" PRIu64 ",\"chunks\":%" PRIu64 ",\"complete\":%s",
             s->pid, s->last_ns - s->first_ns, threads, s->steps, s->outside_steps,
-            s->warmup_steps, s->launches, s->graph_launches, s->copies, s->syncs, dropped,
+            s->warmup_steps, s->part_steps, s->launches, s->graph_launches, s->copies, s->syncs, dropped,
             st->chunks, e ? "false" : "true");
     if (e) {
         fprintf(f, ",\"stopped_at\":%" PRIu64 ",\"stopped_why\":", e->offset);
@@ -469,6 +473,8 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
             s->outside_steps);
     if (s->warmup_steps)
         fprintf(f, ", %" PRIu64 " warm-up (not tokens: README \"Steps\")", s->warmup_steps);
+    if (s->part_steps)
+        fprintf(f, ", %" PRIu64 " part of the next token step (README \"Steps\")", s->part_steps);
     fputc('\n', f);
     fprintf(f, "launches  %" PRIu64 " kernel, %" PRIu64 " graph\n", s->launches, s->graph_launches);
     fprintf(f, "copies    %" PRIu64 "\n", s->copies);

@@ -19,8 +19,8 @@ struct tmark {
     uint64_t next;
     uint64_t prev_end;     /* end of the thread's previous step (gap_before), has_prev */
     uint64_t prev_tok_end; /* end of its previous token step (itl), has_tok */
-    uint64_t prev_seqs;    /* tokens: the previous step's sequences (analysis.h's rule) */
-    int has_prev, has_tok, first_done;
+    struct tkp_tokrule tok; /* tokens: analysis.h's rule, carried along the thread */
+    int has_prev, has_tok;
 };
 
 struct tkp_tab_tail {
@@ -106,15 +106,9 @@ static int tail_step(struct tkp_tab_tail *t, const struct tkp_rows_emit *e,
     uint64_t tok = 0, itl = 0;
     int tokstep = s->kind == TKP_STEP_TOKEN, err = 0, src = TKP_TOK_NONE;
     int found = tkp_acc_step(t->a, s->thread, s->seg, &as);
-    if (tokstep) { /* tkp_step_tokens' rule, carried over the thread's earlier rows */
-        int shapes = tkp_acc_has_tokens(t->a);
-        if (found && as.tokens)
-            tok = as.tokens, k->prev_seqs = as.seqs, src = TKP_TOK_SHAPES;
-        else if (shapes && k->prev_seqs)
-            tok = k->prev_seqs, src = TKP_TOK_PREVIOUS;
-        else if (!shapes && k->first_done)
-            tok = 1, src = TKP_TOK_ASSUMED;
-        k->first_done = 1;
+    tkp_tokrule_step(&k->tok, s, found, &as, tkp_acc_has_tokens(t->a),
+                     tkp_acc_has_kernel_tokens(t->a), &tok, &src);
+    if (tokstep) {
         itl = tkp_itl_ns(k->has_tok ? k->prev_tok_end : 0, s->end_ns);
         k->has_tok = 1, k->prev_tok_end = s->end_ns;
     }

@@ -73,6 +73,11 @@ int tkp_acc_has_tokens(const struct tkp_acc *a)
     return a && a->m->has_tokens;
 }
 
+int tkp_acc_has_kernel_tokens(const struct tkp_acc *a)
+{
+    return a && a->m->has_tok_cols;
+}
+
 static int astep(const struct tkp_model *am, const struct tkp_mstep *s, struct tkp_astep *out)
 {
     memset(out, 0, sizeof(*out));
@@ -81,6 +86,8 @@ static int astep(const struct tkp_model *am, const struct tkp_mstep *s, struct t
     out->seqs = am->token_dim_m ? s->gemm_last_m : s->gemm_last_n;
     out->launch_gap_ns = s->launch_gap_ns;
     out->wait_ns = s->wait_ns;
+    out->kern_tokens = s->kern_many ? 0 : s->kern_tokens;
+    out->kern_many = s->kern_many;
     /* analysis.h, tkp_step_tokens: unknown rather than a wrong number */
     if (s->graph_launches >= TKP_HIDDEN_GRAPHS)
         out->tokens = out->seqs = 0, out->hidden = 1;
@@ -107,38 +114,60 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
     return tkp_model_launch_ns(a->m, thread, seg, join, index, ns);
 }
 
+void tkp_tokrule_step(struct tkp_tokrule *st, const struct tkp_mstep *s, int found,
+                      const struct tkp_astep *as, int shapes, int kernels, uint64_t *tok,
+                      int *src)
+{
+    uint64_t t = 0;
+    int sc = TKP_TOK_NONE;
+    *tok = 0, *src = TKP_TOK_NONE;
+    if (s->kind != TKP_STEP_TOKEN && s->kind != TKP_STEP_PART) return;
+    if (found && as->hidden) {
+        /* unknown; the next step's "previous" is the one before */
+    } else if (found && as->tokens) {
+        t = as->tokens, sc = TKP_TOK_SHAPES;
+        st->prev_seqs = as->seqs;
+    } else if (kernels && found && (as->kern_tokens || as->kern_many)) {
+        if (as->kern_tokens) t = as->kern_tokens, sc = TKP_TOK_KERNELS;
+    } else if (shapes && st->prev_seqs) {
+        t = st->prev_seqs, sc = TKP_TOK_PREVIOUS;
+    } else if (!shapes && !kernels && st->started) {
+        t = 1, sc = TKP_TOK_ASSUMED;
+    }
+    st->started = 1;
+    if (s->kind == TKP_STEP_PART) { /* its tokens are its token step's */
+        if (sc == TKP_TOK_NONE) st->part_unknown = 1;
+        st->part_tok += t, st->part = 1;
+        return;
+    }
+    if (st->part) {
+        if (st->part_unknown || sc == TKP_TOK_NONE) t = 0, sc = TKP_TOK_NONE;
+        else t += st->part_tok;
+        st->part = st->part_unknown = 0, st->part_tok = 0;
+    }
+    *tok = t, *src = sc;
+}
+
 void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
                      int *src)
 {
-    int shapes = tkp_acc_has_tokens(a), first = 1;
-    uint64_t prev_seqs = 0;
+    int shapes = tkp_acc_has_tokens(a), kernels = tkp_acc_has_kernel_tokens(a);
+    struct tkp_tokrule st = {0};
     for (size_t i = 0; i < m->nsteps; i++) {
         const struct tkp_mstep *s = &m->steps[i];
         struct tkp_astep as;
-        if (i == 0 || s->thread != m->steps[i - 1].thread) first = 1, prev_seqs = 0;
+        if (i == 0 || s->thread != m->steps[i - 1].thread) memset(&st, 0, sizeof(st));
         tokens[i] = 0, src[i] = TKP_TOK_NONE;
-        if (s->kind != TKP_STEP_TOKEN) continue;
+        if (s->kind != TKP_STEP_TOKEN && s->kind != TKP_STEP_PART) continue;
         int ok = tkp_acc_step_of(a, m, i, &as);
-        if (ok && as.hidden) {
-            first = 0; /* unknown; the next step's "previous" is the one before */
-            continue;
-        }
-        if (ok && as.tokens) {
-            tokens[i] = as.tokens, src[i] = TKP_TOK_SHAPES;
-            prev_seqs = as.seqs;
-        } else if (shapes && prev_seqs) {
-            tokens[i] = prev_seqs, src[i] = TKP_TOK_PREVIOUS;
-        } else if (!shapes && !first) {
-            tokens[i] = 1, src[i] = TKP_TOK_ASSUMED;
-        }
-        first = 0;
+        tkp_tokrule_step(&st, s, ok, &as, shapes, kernels, &tokens[i], &src[i]);
     }
 }
 
 const char *tkp_tok_src_str(int src)
 {
-    static const char *const w[] = {NULL, "shapes", "previous", "assumed"};
-    return src > 0 && src < 4 ? w[src] : NULL;
+    static const char *const w[] = {NULL, "shapes", "previous", "assumed", "kernels"};
+    return src > 0 && src < 5 ? w[src] : NULL;
 }
 
 

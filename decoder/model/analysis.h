@@ -82,6 +82,8 @@ struct tkp_acc;
 struct tkp_astep {
     uint64_t tokens, seqs;       /* 0 unknown (no executed GEMM, or hidden) */
     int hidden; /* 1: the forward ran as several CUDA graphs (TKP_HIDDEN_GRAPHS): tokens unknown */
+    uint64_t kern_tokens;        /* tokens its kernels' names carry (mstep kern_tokens), 0 none */
+    int kern_many;               /* one of its kernels' names says "more" (mul_mat_q) */
     int kind;                    /* enum tkp_step_class (libcalls.h) */
     uint64_t launch_gap_ns, wait_ns; /* idle inside the GPU span, split (see above) */
 };
@@ -107,27 +109,46 @@ int tkp_acc_launch_ns(const struct tkp_acc *a, uint32_t thread, uint64_t seg, ui
                       uint32_t index, uint64_t *ns);
 /* 1 when any step has tokens from library calls. */
 int tkp_acc_has_tokens(const struct tkp_acc *a);
+/* 1 when any kernel name carries tokens (tkp_kernel_token_cols, libcalls.h). */
+int tkp_acc_has_kernel_tokens(const struct tkp_acc *a);
 
 /* Tokens of each step, for `tokprof steps` (the rule, in order; docs in the steps help):
  *   1. shapes    the step's own executed unbatched GEMMs (libcalls.h's rule: the largest token
  *                dimension among them);
- *   2. previous  a token step without any such GEMM (a forward replayed as a CUDA graph, with
+ *   2. kernels   in a capture whose kernel names carry token counts (ggml-cuda's
+ *                mul_mat_vec_q<type, ncols>: tkp_kernel_token_cols), the largest of the step's;
+ *                unknown when one of them says "more than 8" (mul_mat_q);
+ *   3. previous  a token step without any such GEMM (a forward replayed as a CUDA graph, with
  *                no eager GEMM left) in a capture that has shapes: the sequences of the thread's
  *                previous token step whose tokens are known (one new token per sequence);
- *   3. assumed   a capture with no GEMM shapes at all (no cuBLAS / cuBLASLt calls): 1 for every
- *                token step of a thread but its first — a batch-1 decode loop, each step ending
- *                at the sampled token; the first (the prefill: the prompt length is unknown) and
- *                the steps of a batch > 1 server are not knowable;
+ *   4. assumed   a capture with neither GEMM shapes (no cuBLAS / cuBLASLt calls) nor such kernel
+ *                names: 1 for every token step of a thread but its first — a batch-1 decode loop,
+ *                each step ending at the sampled token; the first (the prefill: the prompt length
+ *                is unknown) and the steps of a batch > 1 server are not knowable;
+ * A part step's tokens (STEP kind part: an evaluation read back in parts) are its token step's:
+ * the token step gets the sum, unknown when any part's is;
  * else unknown (0, TKP_TOK_NONE), and always for outside and open steps, and for a step whose
  * forward ran as TKP_HIDDEN_GRAPHS graph launches or more (vLLM's piecewise CUDA graphs: a
  * prefill or mixed step up to the largest captured size): its GEMMs are inside the graphs, and
  * the eager ones left (the lm_head over the sampled rows) count sequences, not tokens. */
 #define TKP_HIDDEN_GRAPHS 2
-enum tkp_tok_src { TKP_TOK_NONE = 0, TKP_TOK_SHAPES, TKP_TOK_PREVIOUS, TKP_TOK_ASSUMED };
+enum tkp_tok_src {
+    TKP_TOK_NONE = 0, TKP_TOK_SHAPES, TKP_TOK_PREVIOUS, TKP_TOK_ASSUMED, TKP_TOK_KERNELS
+};
 /* Fills tokens[i] and src[i] for every m->steps[i] (arrays of m->nsteps, the caller's). */
 void tkp_step_tokens(const struct tkp_model *m, const struct tkp_acc *a, uint64_t *tokens,
                      int *src);
-/* "shapes", "previous", "assumed", NULL for TKP_TOK_NONE. */
+/* The same rule one step at a time, along a thread's steps in order: the state a thread carries
+ * (zeroed at its start), for a caller that sees steps in passes (fleet/tail.c). found and as:
+ * tkp_acc_step's answer for s; shapes, kernels: tkp_acc_has_tokens, tkp_acc_has_kernel_tokens. */
+struct tkp_tokrule {
+    uint64_t prev_seqs, part_tok;
+    int started, part, part_unknown;
+};
+void tkp_tokrule_step(struct tkp_tokrule *st, const struct tkp_mstep *s, int found,
+                      const struct tkp_astep *as, int shapes, int kernels, uint64_t *tok,
+                      int *src);
+/* "shapes", "kernels", "previous", "assumed", NULL for TKP_TOK_NONE. */
 const char *tkp_tok_src_str(int src);
 
 

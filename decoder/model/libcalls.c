@@ -73,6 +73,41 @@ const char *tkp_lib_str(uint32_t lib, char *buf)
     return buf;
 }
 
+/* After "<prefix>" a template argument list: a ggml_type, then an int; returns the int, -2 none. */
+static int second_int(const char *p)
+{
+    /* mangled: L9ggml_type8ELi4E... ; demangled: (ggml_type)8, 4, ... */
+    if (!strncmp(p, "L9ggml_type", 11)) {
+        p += 11;
+        while (*p >= '0' && *p <= '9') p++;
+        if (strncmp(p, "ELi", 3)) return -2;
+        p += 3;
+    } else if (!strncmp(p, "(ggml_type)", 11)) {
+        p += 11;
+        while (*p >= '0' && *p <= '9') p++;
+        if (strncmp(p, ", ", 2)) return -2;
+        p += 2;
+    } else {
+        return -2;
+    }
+    int v = 0, digits = 0;
+    for (; *p >= '0' && *p <= '9' && digits < 4; p++, digits++) v = v * 10 + (*p - '0');
+    return digits ? v : -2;
+}
+
+int tkp_kernel_token_cols(const char *name)
+{
+    if (!name) return 0;
+    const char *p;
+    if ((p = strstr(name, "mul_mat_vec_q"))) { /* not mul_mat_vec_q8_1 or the like: <, I */
+        p += 13;
+        int v = *p == 'I' ? second_int(p + 1) : *p == '<' ? second_int(p + 1) : -2;
+        return v >= 1 && v <= 8 ? v : 0;
+    }
+    if ((p = strstr(name, "mul_mat_q")) && (p[9] == 'I' || p[9] == '<')) return -1;
+    return 0;
+}
+
 const char *tkp_step_class_str(int kind)
 {
     static const char *const names[] = {"unknown", "prefill", "decode", "mixed"};

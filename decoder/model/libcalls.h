@@ -108,4 +108,11 @@ const char *tkp_trans_str(int32_t t, char *buf);
 const char *tkp_lib_str(uint32_t lib, char *buf);
 const char *tkp_step_class_str(int kind);
 
+/* Tokens a kernel's name carries (the "kernels" rule of tokens per step, analysis.h): ggml-cuda's
+ * quantized matrix-vector product mul_mat_vec_q<type, ncols_dst, ...> multiplies a weight by
+ * ncols_dst columns of activations, one per token of the micro-batch (1 to 8: ggml's
+ * MMVQ_MAX_BATCH_SIZE); a larger micro-batch runs mul_mat_q<type, mmq_x, ...>, whose name says only
+ * "more than 8": -1. 0 for any other kernel. Mangled (as the shim records them) or demangled. */
+int tkp_kernel_token_cols(const char *name);
+
 #endif

@@ -11,6 +11,7 @@
 #include "base/grow.h"
 #include "base/mp.h"
 #include "capture/reader.h"
+#include "model/libcalls.h"
 #include "capture/record.h"
 #include "base/sort.h"
 
@@ -124,6 +125,7 @@ static int name_slot_hashed(struct tkp_model *m, uint64_t id, const char *name, 
     n->name_id = id;
     if (!(n->name = strdup(name ? name : TKP_NAME_MISSING))) return TKP_ERR_NOMEM;
     n->cls = tkp_classes_match(m->opts.classes, n->name);
+    if ((n->tok_cols = tkp_kernel_token_cols(n->name))) m->has_tok_cols = 1;
     tkp_map_put(&m->name_ix, ms, tkp_mix64(id), (uint32_t)m->nnames);
     *slot = (uint32_t)m->nnames++;
     return 0;
@@ -340,6 +342,23 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
             if (lat > s->lat_max_ns) s->lat_max_ns = lat;
         }
     }
+    if (m->has_tok_cols) { /* tokens its kernels' names carry (ggml's mul_mat_vec_q) */
+        int many = 0, kt = 0;
+        for (size_t i = 0; i < o->nl; i++) {
+            int c = m->names[o->l[i].slot].tok_cols;
+            if (c > kt) kt = c;
+            else if (c < 0) many = 1;
+        }
+        for (size_t i = 0; i < o->ng; i++) {
+            const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
+            for (uint32_t j = 0; g && j < g->n; j++) {
+                int c = m->names[g->slots[j]].tok_cols;
+                if (c > kt) kt = c;
+                else if (c < 0) many = 1;
+            }
+        }
+        s->kern_tokens = (uint32_t)kt, s->kern_many = many;
+    }
     uint64_t *min1 = &m->threads[s->thread].lgap_min1; /* the verdict's launch time */
     for (size_t i = 1; i < o->nl; i++)
         if (o->l[i].host_ns >= o->l[i - 1].host_ns)
@@ -468,7 +487,7 @@ static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
 static int add_step(struct tkp_model *m, const struct tkp_record *r, struct tkp_mstep *s)
 {
     struct tkp_mthread *t = &m->threads[s->thread]; /* step_at made it */
-    s->kind = r->step_rec.kind <= TKP_STEP_WARMUP ? (int)r->step_rec.kind : TKP_STEP_OUTSIDE;
+    s->kind = r->step_rec.kind <= TKP_STEP_PART ? (int)r->step_rec.kind : TKP_STEP_OUTSIDE;
     if (s->kind == TKP_STEP_TOKEN) s->index = t->tokens++;
     s->closed_by = r->step_rec.closed_by;
     s->begin_ns = r->step_rec.begin_ns;
@@ -885,5 +904,6 @@ const char *tkp_mstep_kind_str(int kind)
     return kind == TKP_STEP_TOKEN     ? "token"
            : kind == TKP_STEP_OUTSIDE ? "outside"
            : kind == TKP_STEP_WARMUP  ? "warmup"
+           : kind == TKP_STEP_PART    ? "part"
                                       : "open";
 }

@@ -104,6 +104,10 @@ struct tkp_mstep {
     /* Per-step extras, read through analysis.h (tkp_acc_step): the largest n and m of the step's
      * executed unbatched GEMMs and those of its last one, and its GPU idle split. */
     uint64_t gemm_max_n, gemm_max_m, gemm_last_n, gemm_last_m, gemm_last_ns;
+    /* The largest token count its kernels' names carry (tok_cols), and whether one said "more"
+     * (set at close when the capture has such names: model has_tok_cols). */
+    uint32_t kern_tokens;
+    int kern_many;
     uint64_t launch_gap_ns, wait_ns;
     /* The host's side (figures.h, the verdict): time blocked in its syncs (SYNC wait_ns), and in
      * launch calls (tkp_launch_paced over the gaps between its consecutive launches, set at
@@ -116,6 +120,7 @@ struct tkp_mname {
     uint64_t name_id;
     char *name;  /* owned */
     int cls;
+    int tok_cols;      /* tkp_kernel_token_cols (libcalls.h): tokens the name carries, -1 many */
     uint64_t launches; /* host launches (eager + graph nodes), for captures without GPU records */
     struct tkp_dist d; /* GPU durations */
 };
@@ -162,6 +167,7 @@ struct tkp_model {
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
+    int has_tok_cols;            /* a kernel name carries tokens (tkp_kernel_token_cols) */
     int finished;
 };
 
@@ -233,7 +239,7 @@ static inline int tkp_mstep_timed(const struct tkp_mstep *s)
 
 /* The class with the most GPU time in the step, -1 when it has none. */
 int tkp_mstep_top_class(const struct tkp_model *m, const struct tkp_mstep *s);
-/* "token", "outside", "warmup" or "open". */
+/* "token", "outside", "warmup", "part" or "open". */
 const char *tkp_mstep_kind_str(int kind);
 
 /* META config.flush_ms of a META record, 0 when absent: how often the shim hands over GPU

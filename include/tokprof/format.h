@@ -104,7 +104,7 @@ enum tkp_sync_kind {
 
 /* WARMUP is never written: the decoder's learned step definition gives it to a token step whose
  * end is not the steady state's (docs/FORMAT.md "Steps") */
-enum tkp_step_kind { TKP_STEP_TOKEN = 0, TKP_STEP_OUTSIDE = 1, TKP_STEP_WARMUP = 2 };
+enum tkp_step_kind { TKP_STEP_TOKEN = 0, TKP_STEP_OUTSIDE = 1, TKP_STEP_WARMUP = 2, TKP_STEP_PART = 3 };
 enum tkp_closed_by {
     TKP_CLOSE_EVENT_SYNC = 0, TKP_CLOSE_STREAM_SYNC = 1, TKP_CLOSE_DEVICE_SYNC = 2,
     TKP_CLOSE_BLOCKING_COPY = 3, TKP_CLOSE_NEXT_STEP = 4, TKP_CLOSE_NVTX = 5,

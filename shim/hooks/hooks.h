@@ -146,8 +146,8 @@ static inline int tkp_emit_copy(int kind, int dir, uint64_t bytes, uint64_t stre
     uint64_t ts = tkp_stamp();
     uint32_t before = tkp_step_current(r);
     uint32_t step = kind == TKP_COPY_MEMCPY
-                        ? tkp_step_on_copy(r, ts, dir, bytes, flags & TKP_COPY_ASYNC)
-                        : tkp_step_on_copy(r, ts, -1, bytes, 1);
+                        ? tkp_step_on_copy(r, ts, dir, bytes, flags & TKP_COPY_ASYNC, stream)
+                        : tkp_step_on_copy(r, ts, -1, bytes, 1, stream);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (e) {
         e->type = TKP_REC_COPY;
@@ -193,6 +193,7 @@ static inline void tkp_emit_pair(int type, uint64_t a, uint64_t b)
     struct tkp_ring *r = tkp_ring_self();
     if (TKP_UNLIKELY(!r)) return;
     if (type == TKP_REC_EVENT_RECORD) tkp_step_on_event_record(r, a);
+    else if (type == TKP_REC_STREAM_WAIT) tkp_step_on_stream_wait(r, a, b);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (!e) return;
     e->type = (uint8_t)type;

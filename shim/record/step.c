@@ -9,7 +9,14 @@
  *   - a small device-to-host copy (sampled ids, a logits row, a 1-byte flag) after kernels marks
  *     the end of a step's launches: later launches belong to the next segment;
  *   - the host waiting for it (event sync on an event recorded after the copy, stream or device
- *     sync, a blocking copy) completes it. With vLLM's async scheduling that wait comes after the
+ *     sync, a blocking copy) completes it. A stream sync waits only for what CUDA orders before
+ *     it (covers()): the step's copy stream, the legacy default stream, or a stream made to
+ *     wait on an event recorded after the step; a sync on another stream (a library's own
+ *     synchronous upload on the per-thread default stream: ggml's set_tensor) leaves it pending.
+ *     When such a sync completed nothing and the next step's end copy is made on the same stream,
+ *     the pending step is a *part* of that next step (STEP kind part): one evaluation read back
+ *     in parts, as llama.cpp's decode split into micro-batches, each with its logits copy, with
+ *     the second's inputs uploaded synchronously in between. With vLLM's async scheduling that wait comes after the
  *     next step was launched, so completed steps are paired through the event they waited on.
  *     An event *query* that finds a step complete only notes when (ready_ns): vLLM's Model
  *     Runner V2 polls its output event right after launching, then waits for it (and takes the
@@ -78,7 +85,7 @@ static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int
                           int paired);
 
 /* Ends the current segment's launches; it waits in `pending` for the host to see it complete. */
-static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
+static void mark_current(struct tkp_ring *r, uint64_t mark_ns, uint64_t stream)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     if (s->npending == TKP_PENDING_MAX) {
@@ -94,6 +101,8 @@ static void mark_current(struct tkp_ring *r, uint64_t mark_ns)
     p->begin_ns = s->begin_ns ? s->begin_ns : mark_ns;
     p->mark_ns = mark_ns;
     p->ready_ns = 0;
+    p->stream = stream;
+    p->passed = p->part = 0;
     s->npending++;
     s->last_marked = s->seg;
     s->seen_token = 1;
@@ -111,7 +120,7 @@ static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int
         struct tkp_pending *p = &s->pending[s->pending_head];
         if (upto >= 0 && (int64_t)p->seg > upto) break;
         int polled = p->ready_ns && !paired;
-        emit_step(r, p->seg, TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, polled ? p->ready_ns : end_ns,
+        emit_step(r, p->seg, p->part ? TKP_STEP_PART : TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, polled ? p->ready_ns : end_ns,
                   polled ? TKP_CLOSE_EVENT_QUERY : closed_by, p->launches, p->graph_launches,
                   p->copies);
         s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
@@ -187,7 +196,8 @@ int tkp_step_launch_boundary(struct tkp_ring *r, uint64_t key, int key_kind, uin
     return 1;
 }
 
-uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async)
+uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async,
+                          uint64_t stream)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     (void)async;
@@ -195,8 +205,14 @@ uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t byt
     s->copies++;
     uint32_t seg = s->seg;
     if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO && dir == TKP_DIR_DTOH &&
-        bytes <= tkp_cfg.step_copy_max && seg_has_work(s))
-        mark_current(r, ts);
+        bytes <= tkp_cfg.step_copy_max && seg_has_work(s)) {
+        if (s->npending) { /* the step just before, passed over by a sync: this one's first part */
+            struct tkp_pending *t =
+                &s->pending[(s->pending_head + s->npending - 1) % TKP_PENDING_MAX];
+            if (t->passed && t->stream == stream && t->seg + 1 == s->seg) t->part = 1;
+        }
+        mark_current(r, ts, stream);
+    }
     return seg;
 }
 
@@ -221,6 +237,58 @@ void tkp_step_on_event_record(struct tkp_ring *r, uint64_t event)
     s->ev_next = (s->ev_next + 1) % TKP_EVMAP_MAX;
 }
 
+/* cudaStreamWaitEvent(stream, event): work on `stream` after it waits for what `event` followed,
+ * the steps marked before the event was recorded. */
+void tkp_step_on_stream_wait(struct tkp_ring *r, uint64_t stream, uint64_t event)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    int64_t seg = -1;
+    for (uint32_t i = 0; i < TKP_EVMAP_MAX; i++)
+        if (s->ev_key[i] == event) seg = s->ev_seg[i];
+    if (seg < 0) return;
+    for (uint32_t i = 0; i < TKP_SWAIT_MAX; i++)
+        if (s->sw_stream[i] == stream) {
+            if (seg > s->sw_seg[i]) s->sw_seg[i] = seg;
+            return;
+        }
+    s->sw_stream[s->sw_next] = stream;
+    s->sw_seg[s->sw_next] = seg;
+    s->sw_next = (s->sw_next + 1) % TKP_SWAIT_MAX;
+}
+
+/* Stream handles with a meaning of their own: 0 and cudaStreamLegacy (1), the legacy default
+ * stream; cudaStreamPerThread (2) is an ordinary stream here. */
+static int is_legacy(uint64_t h)
+{
+    return h <= 1;
+}
+
+/* Whether a sync on stream h has waited for pending step p (CUDA's stream semantics): h is p's
+ * copy stream; h or p's stream is the legacy default stream (which work on every blocking stream
+ * is ordered with; the shim does not know which streams were made non-blocking and takes them
+ * as blocking, as before); or h was made to wait on an event recorded after p was marked. */
+static int covers(const struct tkp_stepstate *s, uint64_t h, const struct tkp_pending *p)
+{
+    if (h == p->stream || is_legacy(h) || is_legacy(p->stream)) return 1;
+    for (uint32_t i = 0; i < TKP_SWAIT_MAX; i++)
+        if (s->sw_stream[i] == h && s->sw_seg[i] >= (int64_t)p->seg) return 1;
+    return 0;
+}
+
+/* A stream sync on h: completes the pending steps it covers, oldest first, up to the first it
+ * does not. One that completed nothing passes over what is pending (tkp_step_on_copy). */
+static void stream_sync(struct tkp_ring *r, uint64_t h, uint64_t end_ts, int closed_by)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    int closed = 0;
+    while (s->npending && covers(s, h, &s->pending[s->pending_head])) {
+        close_pending(r, s->pending[s->pending_head].seg, end_ts, closed_by, 0);
+        closed = 1;
+    }
+    for (uint32_t i = 0; !closed && i < s->npending; i++)
+        s->pending[(s->pending_head + i) % TKP_PENDING_MAX].passed = 1;
+}
+
 static const int close_kind[] = {
     [TKP_SYNC_STREAM] = TKP_CLOSE_STREAM_SYNC, [TKP_SYNC_EVENT] = TKP_CLOSE_EVENT_SYNC,
     [TKP_SYNC_DEVICE] = TKP_CLOSE_DEVICE_SYNC, [TKP_SYNC_CTX] = TKP_CLOSE_DEVICE_SYNC,
@@ -239,6 +307,8 @@ void tkp_step_on_sync(struct tkp_ring *r, int kind, uint64_t handle, uint64_t en
                 if (s->ev_key[i] == handle) upto = s->ev_seg[i];
             if (upto >= 0 && kind == TKP_SYNC_EVENT) close_pending(r, upto, end_ts, closed_by, 1);
             else if (upto >= 0) ready_pending(r, upto, end_ts);
+        } else if (kind == TKP_SYNC_STREAM) {
+            stream_sync(r, handle, end_ts, closed_by);
         } else {
             close_pending(r, -1, end_ts, closed_by, 0);
         }

@@ -48,9 +48,13 @@ static void graph_launch(void)
 {
     tkp_step_on_launch(R(), now += 10, 1);
 }
+static void dtoh_on(uint64_t bytes, uint64_t stream)
+{
+    tkp_step_on_copy(R(), now += 10, TKP_DIR_DTOH, bytes, 1, stream);
+}
 static void dtoh(uint64_t bytes)
 {
-    tkp_step_on_copy(R(), now += 10, TKP_DIR_DTOH, bytes, 1);
+    dtoh_on(bytes, 0);
 }
 static void sync_on(int kind, uint64_t handle)
 {
@@ -182,6 +186,84 @@ Test(shim_step, auto_work_waited_for_before_any_step_is_outside)
     cr_assert_eq(nsteps, 2);
     expect(0, 0, TKP_STEP_OUTSIDE, TKP_CLOSE_STREAM_SYNC, 5, 0);
     expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 2, 1);
+}
+
+/* CUDA's stream semantics: a sync on one stream does not wait for another (non-legacy) stream's
+ * work. llama.cpp's ggml uploads its inputs with cudaMemcpyAsync + cudaStreamSynchronize on the
+ * per-thread default stream (2) while its logits copy is in flight on its compute stream. */
+enum { S_COMPUTE = 0x7f10, S_PER_THREAD = 2, S_OTHER = 0x7f20 };
+
+Test(shim_step, auto_a_sync_on_another_stream_leaves_the_step_pending)
+{
+    launches(3), dtoh_on(2048, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_PER_THREAD);
+    drain();
+    cr_assert_eq(nsteps, 0, "the per-thread stream's sync has not waited for the compute stream");
+    sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    drain();
+    cr_assert_eq(nsteps, 1);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 3, 1);
+}
+
+Test(shim_step, auto_the_legacy_stream_and_its_copies_keep_their_order)
+{
+    launches(1), dtoh_on(4, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, 0); /* the legacy default stream waits for blocking streams */
+    launches(1), dtoh_on(4, 0);
+    sync_on(TKP_SYNC_STREAM, S_OTHER); /* a copy on the legacy stream: later work waits for it */
+    drain();
+    cr_assert_eq(nsteps, 2);
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 1, 1);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 1, 1);
+}
+
+Test(shim_step, auto_a_stream_that_waited_on_the_steps_event_covers_it)
+{
+    launches(2), dtoh_on(16, S_COMPUTE), tkp_step_on_event_record(R(), 0xE5);
+    tkp_step_on_stream_wait(R(), S_OTHER, 0xE5);
+    sync_on(TKP_SYNC_STREAM, S_OTHER);
+    drain();
+    cr_assert_eq(nsteps, 1, "S_OTHER's work was ordered after the step's event");
+    expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 2, 1);
+}
+
+/* llama.cpp's decode of a batch ggml splits into two micro-batches: each ends with its logits
+ * copy on the compute stream; the second's inputs are uploaded synchronously on the per-thread
+ * stream in between (a sync that completes nothing); the host waits for the compute stream once,
+ * after the second. One evaluation: the first segment is a part of the token step. */
+Test(shim_step, auto_a_micro_batch_is_a_part_of_its_step)
+{
+    launches(3), dtoh_on(2048, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_PER_THREAD);
+    launches(4), dtoh_on(6144, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    launches(4), dtoh_on(2048, S_COMPUTE); /* the next decode, whole */
+    sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    expect(0, 0, TKP_STEP_PART, TKP_CLOSE_STREAM_SYNC, 3, 1);
+    expect(1, 1, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 4, 1);
+    expect(2, 2, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 4, 1);
+    cr_expect_eq(steps[0].end, steps[1].end, "one wait completed both");
+}
+
+/* Two steps in flight, then one wait (a host running a step ahead, a stream sync for both): two
+ * tokens, not parts. Nor is a step a part when the sync that passed it over was on its own
+ * stream's copy of the next step, or the next copy is on another stream. */
+Test(shim_step, auto_steps_in_flight_are_not_parts)
+{
+    launches(2), dtoh_on(4, S_COMPUTE);
+    launches(2), dtoh_on(4, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    launches(2), dtoh_on(4, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_PER_THREAD); /* passed over */
+    launches(2), dtoh_on(4, S_OTHER);       /* but the next copy is another stream's */
+    sync_on(TKP_SYNC_DEVICE, 0);
+    drain();
+    cr_assert_eq(nsteps, 4);
+    for (int i = 0; i < 4; i++)
+        expect(i, (uint32_t)i, TKP_STEP_TOKEN, i < 2 ? TKP_CLOSE_STREAM_SYNC : TKP_CLOSE_DEVICE_SYNC,
+               2, 1);
 }
 
 Test(shim_step, auto_a_blocking_copy_completes_what_is_pending)

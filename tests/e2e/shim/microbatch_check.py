@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Runs tests/e2e/shim/microbatch (llama.cpp's decode loop reduced to its CUDA calls) under the
+shim on simgpu with TOKPROF_STEP=auto and checks: one token step per evaluation, one part step
+per evaluation split into micro-batches (the part ends where its token step ends: one wait), every
+step closed by the compute stream's sync (never by the per-thread stream's), and summary's counts.
+
+usage: microbatch_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR N K"""
+import glob, json, os, shutil, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from preload import shim_preload  # noqa: E402  (tests/preload.py)
+
+prog, shim, tokprof, sim, work, n, k = sys.argv[1:8]
+n, k = int(n), int(k)
+splits = sum(1 for e in range(n) if e % 3 == 2)
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+env = dict(os.environ, LD_LIBRARY_PATH=sim, LD_PRELOAD=shim_preload(shim), TOKPROF_OUT=work,
+           TOKPROF_STEP="auto")
+p = subprocess.run([prog, str(n), str(k)], env=env, capture_output=True, text=True, timeout=60)
+if p.returncode != 0 or p.stderr:
+    print(f"FAIL: program exit {p.returncode}, stderr {p.stderr!r}")
+    sys.exit(1)
+cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
+dump = subprocess.run([tokprof, "dump", cap], capture_output=True, text=True, check=True).stdout
+steps = [json.loads(l) for l in dump.splitlines() if json.loads(l)["type"] == "step"]
+kinds = [s["kind"] for s in steps]
+print(f"steps: {kinds}")
+errors = []
+want = []
+for e in range(n):
+    want += ["part", "token"] if e % 3 == 2 else ["token"]
+if kinds != want:
+    errors.append(f"step kinds {kinds}, wanted {want}")
+for a, b in zip(steps, steps[1:]):
+    if a["kind"] == "part" and a["end_ns"] != b["end_ns"]:
+        errors.append(f"part step {a['step']} ends at {a['end_ns']}, its token step at {b['end_ns']}")
+if any(s["closed_by"] != "stream_sync" for s in steps):
+    errors.append(f"closed by {[s['closed_by'] for s in steps]}")
+sm = json.loads(subprocess.run([tokprof, "summary", "--json", cap], capture_output=True, text=True,
+                               check=True).stdout)
+if (sm["steps"], sm["part_steps"]) != (n, splits):
+    errors.append(f"summary: {sm['steps']} token steps, {sm['part_steps']} part, wanted {n}, {splits}")
+st = json.loads(subprocess.run([tokprof, "steps", "--json", cap], capture_output=True, text=True,
+                               check=True).stdout)["steps"]
+if [s["kind"] for s in st] != want:
+    errors.append(f"tokprof steps kinds {[s['kind'] for s in st]}")
+if errors:
+    print("FAIL:\n" + "\n".join(errors))
+    sys.exit(1)
+print(f"ok: {n} token steps, {splits} part steps")

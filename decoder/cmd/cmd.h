@@ -144,4 +144,12 @@ int tkp_cmd_load_analysis_opts(struct tkp_ctx *ctx, const char *path,
                                const struct tkp_model_opts *mo, struct tkp_model *m,
                                struct tkp_acc **a);
 
+/* One cell of a row of a columns.def table (spec c; has, v, str as tkp_steprow_cell's) on f:
+ * JSON (`"name":value`, a comma before it unless first; null when !has) or CSV (a comma before it
+ * unless first; empty when !has; a word quoted when it holds a comma, quote or line break, its
+ * quotes doubled: RFC 4180). F64: six decimals. */
+struct tkp_colspec;
+void tkp_cmd_cell(FILE *f, int json, int first, const struct tkp_colspec *c, int has, int64_t v,
+                  const char *str);
+
 #endif

@@ -151,12 +151,14 @@ int tkp_cmd_parse_cmdline(struct tkp_ctx *ctx, int argc, char **argv, const stru
 }
 
 int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
-                              int *json, const char **classes)
+                              int *json, struct tkp_classes **cl)
 {
+    const char *classes = NULL;
     const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL, NULL},
-                                   {"--classes", 's', classes, 0, NULL, NULL}};
-    *json = 0, *classes = NULL;
-    return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
+                                   {"--classes", 's', &classes, 0, NULL, NULL}};
+    *json = 0;
+    int err = tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
+    return err ? err : tkp_cmd_classes(ctx, classes, cl);
 }
 
 FILE *tkp_cmd_output(struct tkp_ctx *ctx, const char *path, const char *mode)

@@ -12,7 +12,6 @@
 
 #include "model/analysis.h"
 #include "cmd/cmd.h"
-#include "base/err.h"
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {

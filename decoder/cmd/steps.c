@@ -16,7 +16,6 @@
 #include "base/json.h"
 #include "model/model.h"
 #include "model/columns.h"
-#include "model/norms.h"
 #include "capture/reader.h"
 
 struct opts {

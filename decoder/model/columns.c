@@ -10,7 +10,6 @@
 #include "tokprof/format.h"
 #include "model/analysis.h"
 #include "model/classes.h"
-#include "model/hist.h"
 #include "model/libcalls.h"
 #include "model/model.h"
 #include "model/moe.h"

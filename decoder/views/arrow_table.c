@@ -13,7 +13,6 @@
 #include "model/libcalls.h"
 #include "model/model.h"
 #include "model/moe.h"
-#include "model/norms.h"
 #include "capture/reader.h"
 
 /* ---- steps ---- */

@@ -407,6 +407,26 @@ if have_runs:
 
 
 @test
+def kernels_without_gpu():
+    """A capture without GPU records (tests/data/arch/golden.tokprof: a kernel name holds quotes):
+    `kernels --json` rows carry only the columns that are not GPU ones (name, base, class, count
+    by name; class, count by class), counts of launches; `--csv` reads back (RFC 4180) to the
+    JSON's values; kernels() is the JSON's rows; `table kernels` has no row (it is per GPU hour)."""
+    cap = os.path.join(A.src, "tests", "data", "arch", "golden.tokprof")
+    for by, keys in (("name", ["name", "base", "class", "count"]), ("class", ["class", "count"])):
+        j = cli_json("kernels", "--by", by, "--json", cap)
+        assert not j["gpu"]["available"] and j["rows"], j
+        assert all(list(r) == keys for r in j["rows"]), (by, j["rows"])
+        assert sum(r["count"] for r in j["rows"]) == j["kernels"], j
+        rows = list(csv.DictReader(io.StringIO(cli("kernels", "--by", by, "--csv", cap))))
+        want = [{k: str(v) for k, v in r.items()} for r in j["rows"]]
+        assert rows == want, (by, rows, want)
+        assert tokprof.open(cap).kernels(by=by).to_pylist() == j["rows"], by
+    assert any('"' in r["name"] for r in cli_json("kernels", "--json", cap)["rows"])
+    assert cli("table", "kernels", "--format", "json", "--compress", "none", cap) == ""
+
+
+@test
 def bad_input_raises():
     for path, why in (("/etc/hostname", "not a tokprof capture"),
                       (os.path.join(A.work, "missing.tokprof"), "")):

@@ -16,7 +16,7 @@
 #include "core/config.h"
 #include "core/real.h"
 #include "core/state.h"
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 #include "gpu/gpuenc.h"
 #include "gpu/graph.h"
 #include "record/ring.h"

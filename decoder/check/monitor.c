@@ -279,7 +279,7 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
         if (x->token < a->skip) continue;
         /* TKP_FAST_BODY: the shape says the guard holds */
         if (v != TKP_FAST_BODY && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
-        tkp_verdict(m, E, list[j], t, NULL, x, NULL);
+        tkp_evaluated(m, E, list[j], t, NULL, x, NULL);
     }
 }
 
@@ -310,7 +310,7 @@ static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
         int t = tkp_truth_fast(E, a->body_prog);
         if (x->token < a->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
-        tkp_verdict(m, E, as, t, NULL, x, NULL);
+        tkp_evaluated(m, E, as, t, NULL, x, NULL);
     }
 }
 
@@ -330,7 +330,7 @@ static int eval_steps(struct tkp_mon *m, struct thr *h, const struct tkp_sstep *
         int t = tkp_truth(&E, a->body_prog);
         if (s->token < a->skip) continue;
         if (a->when_prog >= 0 && tkp_truth(&E, a->when_prog) != 1) continue;
-        tkp_verdict(m, &E, list[j], t, s, NULL, W);
+        tkp_evaluated(m, &E, list[j], t, s, NULL, W);
     }
     return tkp_fold_runs(m, &E, gpu);
 }
@@ -785,7 +785,7 @@ int tkp_mon_finish(struct tkp_mon *m)
     for (int i = 0; i < sp->nas; i++) {
         if (sp->as[i].level != LV_RUN) continue;
         int t = tkp_eval_bool(&E, sp->as[i].body);
-        tkp_verdict(m, &E, i, t, NULL, NULL, NULL);
+        tkp_evaluated(m, &E, i, t, NULL, NULL, NULL);
         if (t == 0) tkp_run_witness(m, i);
     }
     m->st.shapes = tkp_shapes_count(m->shapes);

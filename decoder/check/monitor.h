@@ -48,12 +48,12 @@ struct tkp_ares {
     double worst_obs, worst_bound, worst_margin;
     struct tkp_viol *first, *worst; /* witness-count entries each */
     int nfirst, nworst;
-    int why;                /* enum tkp_why: why its first inconclusive evaluation was */
+    int why;                /* enum tkp_inconclusive: why its first inconclusive evaluation was */
     char unknown_note[160]; /* the same in words, naming the value that was unknown */
 };
 
 /* Why an assertion is inconclusive (the table's last line groups them). */
-enum tkp_why {
+enum tkp_inconclusive {
     TKP_WHY_NONE,
     TKP_WHY_GPU_OFF,   /* it reads GPU time and the capture has none (TOKPROF_GPU=off) */
     TKP_WHY_GPU_MISS,  /* it reads GPU time a step or record does not have */
@@ -62,8 +62,8 @@ enum tkp_why {
     TKP_WHY_NEVER,     /* never judged: no point passed its guard and warm-up */
     TKP_WHY_COUNT_
 };
-/* A phrase for enum tkp_why ("no GPU time in the capture (TOKPROF_GPU=off)"). Inline: the
- * monitor, the witnesses and the printers all name reasons, and witness.c must not call into
+/* A phrase for enum tkp_inconclusive ("no GPU time in the capture (TOKPROF_GPU=off)"). Inline:
+ * the monitor, the witnesses and the printers all name reasons, and witness.c must not call into
  * monitor.c. */
 static inline const char *tkp_why_str(int why)
 {
@@ -85,7 +85,7 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
 int tkp_mon_finish(struct tkp_mon *m);
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 /* The verdict of assertion as: 1 pass, 0 violated, -1 inconclusive (some evaluation was, or it
- * was never judged). *why is its enum tkp_why. */
+ * was never judged). *why is its enum tkp_inconclusive. */
 int tkp_mon_verdict(const struct tkp_mon *m, int as, int *why);
 /* run aggregate values after finish, by run slot (for a baseline pass) */
 const struct tkp_val *tkp_mon_runs(const struct tkp_mon *m);

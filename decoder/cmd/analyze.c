@@ -12,15 +12,13 @@
 
 #include "model/analysis.h"
 #include "cmd/cmd.h"
-#include "base/err.h"
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path, *classes;
+    const char *path;
     int json, err;
-    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &classes))) return err;
     struct tkp_classes *cl;
-    if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
+    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &cl))) return err;
     struct tkp_model m;
     struct tkp_acc *a;
     struct tkp_analysis an;

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "cmd/live.h"
 #include "cmd/check_follow.h"
 #include "base/err.h"
 #include "base/grow.h"

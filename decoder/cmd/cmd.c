@@ -1,6 +1,7 @@
 /* tokprof decoder: helpers shared by the subcommands (see cmd.h). */
 #include "cmd/cmd.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,11 @@
 
 #include "model/classes.h"
 #include "base/err.h"
+#include "base/json.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 #include "model/analysis.h"
+#include "model/columns.h"
 #include "model/model.h"
 
 int tkp_cmd_fail(struct tkp_ctx *ctx, int err, const char *fmt, ...)
@@ -148,12 +151,14 @@ int tkp_cmd_parse_cmdline(struct tkp_ctx *ctx, int argc, char **argv, const stru
 }
 
 int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
-                              int *json, const char **classes)
+                              int *json, struct tkp_classes **cl)
 {
+    const char *classes = NULL;
     const struct tkp_opt opts[] = {{"--json", 'f', json, 0, NULL, NULL},
-                                   {"--classes", 's', classes, 0, NULL, NULL}};
-    *json = 0, *classes = NULL;
-    return tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
+                                   {"--classes", 's', &classes, 0, NULL, NULL}};
+    *json = 0;
+    int err = tkp_cmd_parse(ctx, argc, argv, opts, 2, path);
+    return err ? err : tkp_cmd_classes(ctx, classes, cl);
 }
 
 FILE *tkp_cmd_output(struct tkp_ctx *ctx, const char *path, const char *mode)
@@ -262,4 +267,36 @@ int tkp_cmd_load_analysis_opts(struct tkp_ctx *ctx, const char *path,
     tkp_cmd_warn_reader(ctx, path, r);
     tkp_reader_close(r);
     return 0;
+}
+
+/* A CSV field: as it is, or quoted with its quotes doubled when it needs it (RFC 4180). */
+static void csv_str(FILE *f, const char *s)
+{
+    if (!s[strcspn(s, ",\"\r\n")]) {
+        fputs(s, f);
+        return;
+    }
+    putc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') putc('"', f);
+        putc(*s, f);
+    }
+    putc('"', f);
+}
+
+void tkp_cmd_cell(FILE *f, int json, int first, const struct tkp_colspec *c, int has, int64_t v,
+                  const char *str)
+{
+    if (json) fprintf(f, "%s\"%s\":", first ? "" : ",", c->name);
+    else if (!first) putc(',', f);
+    if (!has) {
+        if (json) fputs("null", f);
+    } else if (c->type == TKP_CT_STR) {
+        if (json) tkp_json_str(f, str);
+        else csv_str(f, str);
+    } else if (c->type == TKP_CT_F64) {
+        fprintf(f, "%.6f", tkp_cell_f64(v));
+    } else {
+        fprintf(f, "%" PRId64, v); /* every number an int64, as the Arrow tables' */
+    }
 }

@@ -105,10 +105,11 @@ int tkp_cmd_parse_cmdline(struct tkp_ctx *ctx, int argc, char **argv, const stru
                           size_t n, int *first);
 
 /* The arguments of a command whose only options are --json and --classes FILE, followed by
- * captures (collected with tkp_cmd_input): *path gets the first capture. Returns 0, or
- * TKP_ERR_USAGE with the reason in ctx->why (an unknown option, no capture). */
+ * captures (collected with tkp_cmd_input): *path gets the first capture, *cl the classes
+ * (tkp_cmd_classes: the caller frees them). Returns 0, or TKP_ERR_USAGE with the reason in
+ * ctx->why (an unknown option, no capture) or tkp_cmd_classes' error (nothing to free then). */
 int tkp_cmd_args_json_classes(struct tkp_ctx *ctx, int argc, char **argv, const char **path,
-                              int *json, const char **classes);
+                              int *json, struct tkp_classes **cl);
 
 /* Opens a capture for a command, with "PATH: reason" in ctx->why on failure. `path` may be a
  * directory (its *.tokprof files, merged: multireader.h); when it is the first argument
@@ -143,5 +144,13 @@ struct tkp_model_opts;
 int tkp_cmd_load_analysis_opts(struct tkp_ctx *ctx, const char *path,
                                const struct tkp_model_opts *mo, struct tkp_model *m,
                                struct tkp_acc **a);
+
+/* One cell of a row of a columns.def table (spec c; has, v, str as tkp_steprow_cell's) on f:
+ * JSON (`"name":value`, a comma before it unless first; null when !has) or CSV (a comma before it
+ * unless first; empty when !has; a word quoted when it holds a comma, quote or line break, its
+ * quotes doubled: RFC 4180). F64: six decimals. */
+struct tkp_colspec;
+void tkp_cmd_cell(FILE *f, int json, int first, const struct tkp_colspec *c, int has, int64_t v,
+                  const char *str);
 
 #endif

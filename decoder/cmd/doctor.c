@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
-#include "base/elf.h"
+#include "base/elfinfo.h"
 #include "base/json.h"
 #include "cmd/cmd.h"
 #include "cmd/doctor.h"

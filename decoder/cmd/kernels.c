@@ -6,10 +6,11 @@
  * replay) and the reason is said.
  *
  * JSON (`--json`): {"gpu": {"available", "reason"}, "by": "name"|"class", "kernels": N,
- *   "total_ns": T, "rows": [...]}; a row has name, base (the demangled base name) and class when
- *   by name, class when by class, then count, and with GPU records total_ns, mean_ns, p50_ns,
- *   p99_ns, share (of the GPU kernel time of the selected steps, 0..1).
- * CSV (`--csv`): the row keys as columns. */
+ *   "total_ns": T, "rows": [...]}; a row has the columns of model/columns.def (TKP_COLS_KERNELS,
+ *   in its order, each with its docs line; the fleet table's hour_ns left out): name, base and
+ *   class (by class: class), count, and with GPU records total_ns, mean_ns, p50_ns, p99_ns,
+ *   share (of the GPU kernel time of the selected steps, 0..1), max_ns.
+ * CSV (`--csv`): the row keys as columns (cmd.h, tkp_cmd_cell). */
 #include <inttypes.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "base/err.h"
 #include "base/json.h"
+#include "model/columns.h"
 #include "model/model.h"
 #include "capture/reader.h"
 #include "base/sort.h"
@@ -128,6 +130,14 @@ static int build_rows(const struct opts *o, const struct tkp_model *m, int cls_f
     return 0;
 }
 
+/* Whether column k is shown in --json and --csv: the local views' ones, the GPU ones only with
+ * GPU records, by class from `class` on. */
+static int col_shown(int k, int by_class, int gpu)
+{
+    const struct tkp_colspec *c = &tkp_kern_cols[k];
+    return tkp_col_local(c) && (gpu || !tkp_col_gpu(c)) && (!by_class || k >= TKP_KC_class);
+}
+
 static void print(FILE *f, const struct opts *o, const struct tkp_model *m, const struct row *rows,
                   size_t n, int gpu, const char *why)
 {
@@ -145,8 +155,10 @@ static void print(FILE *f, const struct opts *o, const struct tkp_model *m, cons
         else fputs("null", f);
         fputs(",\"rows\":[", f);
     } else if (o->csv) {
-        fputs(o->by_class ? "class,count" : "name,base,class,count", f);
-        fputs(gpu ? ",total_ns,mean_ns,p50_ns,p99_ns,share\n" : "\n", f);
+        for (int k = 0, first = 1; k < TKP_KC_COUNT; k++)
+            if (col_shown(k, o->by_class, gpu))
+                fprintf(f, "%s%s", first ? "" : ",", tkp_kern_cols[k].name), first = 0;
+        putc('\n', f);
     } else {
         if (gpu)
             fprintf(f, "GPU time by kernel %s: %" PRIu64 " kernels, %.3f ms\n", what, count,
@@ -160,47 +172,32 @@ static void print(FILE *f, const struct opts *o, const struct tkp_model *m, cons
     }
     for (size_t i = 0; i < n; i++) {
         const struct row *r = &rows[i];
-        const char *cls = tkp_classes_name(m->opts.classes, r->cls);
-        uint64_t cnt = gpu ? r->d.count : r->launches;
-        double share = total ? (double)r->d.total_ns / (double)total : 0;
-        uint64_t mean = r->d.count ? r->d.total_ns / r->d.count : 0;
-        uint64_t p50 = tkp_dist_pct(&r->d, 0.5), p99 = tkp_dist_pct(&r->d, 0.99);
+        struct tkp_kernrow kr = {.name = r->name, .base = base,
+                                 .cls = tkp_classes_name(m->opts.classes, r->cls), .d = &r->d,
+                                 .count = gpu ? r->d.count : r->launches, .all_ns = total};
+        int64_t v[TKP_KC_COUNT];
+        const char *str[TKP_KC_COUNT];
+        int has[TKP_KC_COUNT];
         tkp_kernel_base_name(r->name, base, sizeof(base));
-        if (o->json) {
-            fputs(i ? ",{" : "{", f);
-            if (!o->by_class) {
-                fputs("\"name\":", f);
-                tkp_json_str(f, r->name);
-                fputs(",\"base\":", f);
-                tkp_json_str(f, base);
-                putc(',', f);
-            }
-            fputs("\"class\":", f);
-            tkp_json_str(f, cls);
-            fprintf(f, ",\"count\":%" PRIu64, cnt);
-            if (gpu)
-                fprintf(f,
-                        ",\"total_ns\":%" PRIu64 ",\"mean_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
-                        ",\"p99_ns\":%" PRIu64 ",\"share\":%.6f",
-                        r->d.total_ns, mean, p50, p99, share);
-            putc('}', f);
-        } else if (o->csv) {
-            if (!o->by_class) /* kernel names never hold commas or quotes after mangling */
-                fprintf(f, "\"%s\",%s,", r->name, base);
-            fprintf(f, "%s,%" PRIu64, cls, cnt);
-            if (gpu)
-                fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.6f", r->d.total_ns,
-                        mean, p50, p99, share);
-            putc('\n', f);
-        } else {
-            fprintf(f, "%8" PRIu64, cnt);
-            if (gpu)
-                fprintf(f, " %11.1f %9.2f %9.2f %9.2f %5.1f%%", (double)r->d.total_ns / 1e3,
-                        (double)mean / 1e3, (double)p50 / 1e3, (double)p99 / 1e3, 100 * share);
-            fprintf(f, "  %-13s", cls);
-            if (!o->by_class) fprintf(f, "  %s", base);
-            putc('\n', f);
+        for (int k = 0; k < TKP_KC_COUNT; k++)
+            str[k] = NULL, v[k] = 0, has[k] = tkp_kernrow_cell(&kr, k, &v[k], &str[k]);
+        if (o->json || o->csv) {
+            if (o->json) fputs(i ? ",{" : "{", f);
+            for (int k = 0, first = 1; k < TKP_KC_COUNT; k++)
+                if (col_shown(k, o->by_class, gpu))
+                    tkp_cmd_cell(f, o->json, first, &tkp_kern_cols[k], has[k], v[k], str[k]),
+                        first = 0;
+            putc(o->json ? '}' : '\n', f);
+            continue;
         }
+        fprintf(f, "%8" PRId64, v[TKP_KC_count]);
+        if (gpu)
+            fprintf(f, " %11.1f %9.2f %9.2f %9.2f %5.1f%%", (double)v[TKP_KC_total_ns] / 1e3,
+                    (double)v[TKP_KC_mean_ns] / 1e3, (double)v[TKP_KC_p50_ns] / 1e3,
+                    (double)v[TKP_KC_p99_ns] / 1e3, 100 * tkp_cell_f64(v[TKP_KC_share]));
+        fprintf(f, "  %-13s", kr.cls);
+        if (!o->by_class) fprintf(f, "  %s", base);
+        putc('\n', f);
     }
     if (o->json) fputs("]}\n", f);
 }
@@ -267,7 +264,7 @@ const struct tkp_cmd tkp_cmd_kernels = {
         "  --class C         one class;  --name REGEX  names matching REGEX (POSIX ERE)\n"
         "  --top N           the first N rows\n"
         "  --classes FILE    extra 'CLASS REGEX' lines, tried before the built-in classes\n"
-        "  --json, --csv     for scripts (keys: decoder/cmd/kernels.c)\n"
+        "  --json, --csv     for scripts (keys: decoder/model/columns.def)\n"
         "\n"
         "example: where attention time goes after the first 10 tokens\n"
         "  tokprof kernels --from 10 --class attention server.1234.tokprof\n",

@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "cmd/cmd.h"
-#include "base/err.h"
 #include "capture/follow.h"
 #include "model/live.h"
 

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "cmd/live.h"
 #include "cmd/live_spec.h"
 #include "base/err.h"
 #include "base/grow.h"

@@ -26,7 +26,6 @@
 #include "base/sort.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
-#include "model/classes.h"
 #include "model/libcalls.h"
 #include "model/moe.h"
 #include "model/moe_fused.h"

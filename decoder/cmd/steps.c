@@ -5,7 +5,7 @@
  *   the columns of model/columns.def (TKP_COLS_STEPS, in its order, each with its docs line);
  *   those marked GPU only when the capture has GPU records; null when unknown (the GPU ones of a
  *   step that was not timed: model.h, tkp_mstep_timed).
- * CSV (`--csv`): the same keys as columns, null as an empty field. */
+ * CSV (`--csv`): the same keys as columns, null as an empty field, a word with a comma quoted. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,6 @@
 #include "base/json.h"
 #include "model/model.h"
 #include "model/columns.h"
-#include "model/norms.h"
 #include "capture/reader.h"
 
 struct opts {
@@ -52,13 +51,14 @@ static int shown(const struct opts *o, const struct tkp_mstep *s)
     return (o->from < 0 || s->index >= o->from) && (o->to < 0 || s->index <= o->to);
 }
 
-/* Whether column k is shown: the GPU ones only when the capture has GPU records. */
+/* Whether column k is shown: the local views' ones, the GPU ones only when the capture has GPU
+ * records. */
 static int col_shown(int k, int gpu)
 {
-    return gpu || tkp_step_cols[k].where != TKP_CW_GPU;
+    return tkp_col_local(&tkp_step_cols[k]) && (gpu || !tkp_col_gpu(&tkp_step_cols[k]));
 }
 
-/* One row, its columns from columns.def: numbers, words, null (JSON) / empty (CSV). */
+/* One row, its columns from columns.def (tkp_cmd_cell). */
 static void print_row(FILE *f, int json, const struct tkp_steprow *r, int gpu)
 {
     int first = 1;
@@ -68,17 +68,8 @@ static void print_row(FILE *f, int json, const struct tkp_steprow *r, int gpu)
         const char *str = NULL;
         if (!col_shown(k, gpu)) continue;
         int has = tkp_steprow_cell(r, k, &v, &str);
-        if (json) fprintf(f, "%s\"%s\":", first ? "" : ",", tkp_step_cols[k].name);
-        else if (!first) putc(',', f);
+        tkp_cmd_cell(f, json, first, &tkp_step_cols[k], has, v, str);
         first = 0;
-        if (tkp_step_cols[k].type == TKP_CT_STR) {
-            if (json) tkp_json_str(f, has ? str : NULL);
-            else if (has) fputs(str, f); /* class and kind words: no commas or quotes */
-        } else if (has) {
-            fprintf(f, "%" PRId64, v);
-        } else if (json) {
-            fputs("null", f);
-        }
     }
     fputs(json ? "}" : "\n", f);
 }

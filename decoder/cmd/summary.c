@@ -485,12 +485,10 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)
 {
-    const char *path, *classes;
+    const char *path;
     int json, err;
-    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &classes))) return err;
-
     struct tkp_classes *cl;
-    if ((err = tkp_cmd_classes(ctx, classes, &cl))) return err;
+    if ((err = tkp_cmd_args_json_classes(ctx, argc, argv, &path, &json, &cl))) return err;
     struct tkp_reader *r;
     struct tkp_record rec;
     struct tkp_model m;

@@ -19,7 +19,6 @@
 
 #include "base/err.h"
 #include "base/json.h"
-#include "base/sort.h"
 #include "capture/reader.h"
 #include "cmd/cmd.h"
 #include "cmd/whatif.h"

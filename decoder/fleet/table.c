@@ -21,14 +21,17 @@
     {"tid", TKP_COL_U64}, {"version", TKP_COL_STR}, {"ingest_batch", TKP_COL_U64}
 /* clang-format on */
 
-/* each table: the identity, then the columns of model/columns.def that are not LOCAL; GPU numbers
- * are Nullable (NULL for a step that was not timed: model.h, tkp_mstep_timed) */
-#define FLEET_ALL(name, t) {#name, t},
-#define FLEET_GPU(name, t) {#name, (t) == TKP_COL_U64 ? TKP_COL_NU64 : (t)},
-#define FLEET_TIME(name, t) {#name, t},
-#define FLEET_LOCAL(name, t)
-#define COL_NUM(name, type, where, ...) FLEET_##where(name, TKP_COL_##type)
-#define COL_STR(name, where, ...) FLEET_##where(name, TKP_COL_STR)
+/* each table: the identity, then the columns of model/columns.def the fleet tables have (not
+ * LOCAL, LOCAL_GPU); nullable GPU numbers are Nullable (NULL for a step that was not timed:
+ * model.h, tkp_mstep_timed). An F64 column here does not compile (no TKP_COL_F64). */
+#define FLEET_ALL(name, t, nul) {#name, t},
+#define FLEET_FLEET(name, t, nul) {#name, t},
+#define FLEET_GPU(name, t, nul) {#name, (nul) && (t) == TKP_COL_U64 ? TKP_COL_NU64 : (t)},
+#define FLEET_TIME(name, t, nul) {#name, t},
+#define FLEET_LOCAL(name, t, nul)
+#define FLEET_LOCAL_GPU(name, t, nul)
+#define COL_NUM(name, type, where, nul, ...) FLEET_##where(name, TKP_COL_##type, nul)
+#define COL_STR(name, where, nul, ...) FLEET_##where(name, TKP_COL_STR, nul)
 static const struct tkp_tab_col steps[] = {IDENT, TKP_COLS_STEPS(COL_NUM, COL_STR)};
 static const struct tkp_tab_col step_classes[] = {IDENT, TKP_COLS_STEP_CLASSES(COL_NUM, COL_STR)};
 static const struct tkp_tab_col kernels[] = {IDENT, TKP_COLS_KERNELS(COL_NUM, COL_STR)};

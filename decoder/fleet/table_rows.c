@@ -17,11 +17,9 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/map.h"
-#include "base/sort.h"
 #include "model/libcalls.h"
 #include "model/model.h"
 #include "model/moe.h"
-#include "model/norms.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
 #include "fleet/table.h"
@@ -195,8 +193,8 @@ static void ident(struct tkp_tab_out *o, const struct tkp_rows_emit *e, uint64_t
 static void fleet_cell(struct tkp_tab_out *o, const struct tkp_rows_emit *e,
                        const struct tkp_colspec *c, int has, int64_t v, const char *str)
 {
-    if (c->where == TKP_CW_LOCAL) return;
-    if (!has && c->where == TKP_CW_GPU && c->type != TKP_CT_STR) {
+    if (!tkp_col_fleet(c)) return;
+    if (!has && c->where == TKP_CW_GPU && c->nullable && c->type != TKP_CT_STR) {
         tkp_tab_null(o);
         return;
     }
@@ -296,7 +294,9 @@ int tkp_rows_kernels(struct tkp_tab_out *o, const struct tkp_rows_emit *e, struc
     qsort(p->hn, p->nhn, sizeof(*p->hn), by_hour_name);
     for (size_t i = 0; !err && i < p->nhn; i++) {
         const struct tkp_rows_hname *h = &p->hn[i];
-        struct tkp_kernrow r = {h->hour_ns, h->name, tkp_classes_name(p->cl, h->cls), &h->d};
+        struct tkp_kernrow r = {.hour_ns = h->hour_ns, .name = h->name,
+                                .cls = tkp_classes_name(p->cl, h->cls), .d = &h->d,
+                                .count = h->d.count};
         ident(o, e, 0);
         for (int k = 0; k < TKP_KC_COUNT; k++) {
             int64_t v = 0;

@@ -12,7 +12,6 @@
 #include "base/grow.h"
 #include "base/json.h"
 #include "model/libcalls.h"
-#include "base/mp.h"
 #include "capture/reader.h"
 #include "base/sort.h"
 

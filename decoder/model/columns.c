@@ -3,13 +3,13 @@
 #include "model/columns.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/err.h"
 #include "base/sort.h"
 #include "tokprof/format.h"
 #include "model/analysis.h"
 #include "model/classes.h"
-#include "model/hist.h"
 #include "model/libcalls.h"
 #include "model/model.h"
 #include "model/moe.h"
@@ -20,8 +20,15 @@
 #define SPEC_STR(name, where, nul, value, doc) {#name, TKP_CT_STR, TKP_CW_##where, nul, 0, doc},
 #define CELL_NUM(name, type, where, nul, has, value, fnull, doc)                                   \
     case CELL_OF(name):                                                                            \
-        *v = (int64_t)(value);                                                                     \
+        CELL_##type(value);                                                                        \
         return (has) != 0;
+#define CELL_U64(value) *v = (int64_t)(value)
+#define CELL_I64(value) *v = (int64_t)(value)
+#define CELL_F64(value)                                                                            \
+    do {                                                                                           \
+        double d_ = (value);                                                                       \
+        memcpy(v, &d_, sizeof d_);                                                                 \
+    } while (0)
 #define CELL_STR(name, where, nul, value, doc)                                                     \
     case CELL_OF(name):                                                                            \
         return (*str = (value)) != NULL;

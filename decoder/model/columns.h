@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "model/columns.def"
 #include "model/norms.h"
@@ -14,9 +15,9 @@ struct tkp_mstep;
 struct tkp_acc;
 struct tkp_astep;
 
-enum tkp_ctype { TKP_CT_U64, TKP_CT_I64, TKP_CT_STR };
+enum tkp_ctype { TKP_CT_U64, TKP_CT_I64, TKP_CT_F64, TKP_CT_STR };
 /* columns.def's `where` */
-enum tkp_cwhere { TKP_CW_ALL, TKP_CW_LOCAL, TKP_CW_GPU, TKP_CW_TIME };
+enum tkp_cwhere { TKP_CW_ALL, TKP_CW_LOCAL, TKP_CW_FLEET, TKP_CW_GPU, TKP_CW_LOCAL_GPU, TKP_CW_TIME };
 
 struct tkp_colspec {
     const char *name;
@@ -35,6 +36,28 @@ enum tkp_step_col {
 #undef COL_STR
         TKP_SC_COUNT
 };
+
+/* Whether the fleet tables have column c; whether the local views (the CLI's JSON and CSV, the
+ * Arrow tables) have it; whether those leave it out of a capture without GPU records. */
+static inline int tkp_col_fleet(const struct tkp_colspec *c)
+{
+    return c->where != TKP_CW_LOCAL && c->where != TKP_CW_LOCAL_GPU;
+}
+static inline int tkp_col_local(const struct tkp_colspec *c)
+{
+    return c->where != TKP_CW_FLEET;
+}
+static inline int tkp_col_gpu(const struct tkp_colspec *c)
+{
+    return c->where == TKP_CW_GPU || c->where == TKP_CW_LOCAL_GPU;
+}
+/* An F64 cell's number, kept in the int64 of the cell functions (below) bit for bit. */
+static inline double tkp_cell_f64(int64_t v)
+{
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
+}
 
 /* The steps columns, by enum tkp_step_col. */
 extern const struct tkp_colspec tkp_step_cols[TKP_SC_COUNT];
@@ -63,12 +86,15 @@ enum tkp_kern_col {
 /* The kernels columns, by enum tkp_kern_col. */
 extern const struct tkp_colspec tkp_kern_cols[TKP_KC_COUNT];
 
-/* One row of kernels: the durations d of kernel `name` of class cls in the hour from hour_ns. */
+/* One row of kernels: the durations d of kernel `name` of class cls (in the fleet table, those of
+ * the hour from hour_ns). */
 struct tkp_dist;
 struct tkp_kernrow {
-    uint64_t hour_ns;
-    const char *name, *cls;
+    uint64_t hour_ns;                /* the fleet table's */
+    const char *name, *base, *cls; /* base: the local views' */
     const struct tkp_dist *d;
+    uint64_t count;  /* d->count; without GPU records, the launches */
+    uint64_t all_ns; /* the GPU kernel time of the selected steps (share's whole; 0: none) */
 };
 
 /* One cell of a kernels row, as tkp_steprow_cell. */
@@ -159,7 +185,8 @@ struct tkp_steprow {
     uint64_t itl_ns; /* 0: none */
 };
 
-/* One cell of a steps row: a number in *v or a word in *str; returns 0 when null. */
+/* One cell of a steps row: a number in *v (an F64's bits: tkp_cell_f64) or a word in *str;
+ * returns 0 when null. */
 int tkp_steprow_cell(const struct tkp_steprow *r, int col, int64_t *v, const char **str);
 
 /* What judges the steps of a model m: its norms, whether it has GPU records, the host duration

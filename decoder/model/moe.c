@@ -9,7 +9,6 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "capture/reader.h"
-#include "tokprof/format.h"
 #include "base/sort.h"
 #include "model/libcalls.h"
 

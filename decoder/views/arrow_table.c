@@ -13,7 +13,6 @@
 #include "model/libcalls.h"
 #include "model/model.h"
 #include "model/moe.h"
-#include "model/norms.h"
 #include "capture/reader.h"
 
 /* ---- steps ---- */
@@ -24,16 +23,17 @@ static void opt_i64(struct tkp_acol *c, int has, int64_t v)
     else tkp_acol_null(c);
 }
 
-/* The columns of specs (n of them) into t, those for which skip is 0; c[k]: spec k's column. */
+/* The columns of specs (n of them) into t, the local views' ones for which skip is 0; c[k]: spec
+ * k's column (left NULL for the others). */
 static int spec_cols(struct tkp_atab *t, const struct tkp_colspec *specs, int n, const char *skip,
                      struct tkp_acol **c)
 {
     size_t ncols = 0;
-    for (int k = 0; k < n; k++) ncols += !skip[k];
+    for (int k = 0; k < n; k++) ncols += !skip[k] && tkp_col_local(&specs[k]);
     int err = tkp_atab_init(t, ncols);
     ncols = 0;
     for (int k = 0; !err && k < n; k++) {
-        if (skip[k]) continue;
+        if (skip[k] || !tkp_col_local(&specs[k])) continue;
         tkp_atab_col(t, ncols, specs[k].name, specs[k].type == TKP_CT_STR ? TKP_A_STR : TKP_A_I64,
                      specs[k].nullable);
         c[k] = &t->cols[ncols++];
@@ -58,7 +58,7 @@ int tkp_table_steps(const struct tkp_model *m, const struct tkp_acc *acc, struct
     char skip[TKP_SC_COUNT];
     int err = tkp_steprows_init(&x, m, acc);
     if (err) return err;
-    for (int k = 0; k < TKP_SC_COUNT; k++) skip[k] = !x.gpu && tkp_step_cols[k].where == TKP_CW_GPU;
+    for (int k = 0; k < TKP_SC_COUNT; k++) skip[k] = !x.gpu && tkp_col_gpu(&tkp_step_cols[k]);
     if ((err = spec_cols(t, tkp_step_cols, TKP_SC_COUNT, skip, c))) {
         tkp_steprows_free(&x);
         return err;

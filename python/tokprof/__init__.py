@@ -109,7 +109,9 @@ class Capture:
 
     def kernels(self, by: str = "name") -> "pyarrow.Table":
         """GPU time per kernel name (``by="name"``) or class (``by="class"``): the rows of
-        ``tokprof kernels --json`` (count, total_ns, mean_ns, p50_ns, p99_ns, share...)."""
+        ``tokprof kernels --json`` (name, base, class, count, and with GPU records total_ns,
+        mean_ns, p50_ns, p99_ns, share, max_ns: the columns of ``tokprof table kernels`` over
+        the whole capture, less hour_ns, with base, mean_ns and share)."""
         argv = ["kernels", "--json"] + (["--by", by] if by != "name" else [])
         return _table(self._cli(*argv)["rows"])
 

@@ -18,7 +18,6 @@
 
 #include "core/clock.h"
 #include "core/config.h"
-#include "core/log.h"
 
 int tkp_clock_tsc;
 

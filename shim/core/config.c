@@ -84,7 +84,7 @@ static int p_str(const struct tkp_setting *s, const char *v)
  * *argn are then what they stand for (v's middle), for the parser to check; a plain word gives
  * *arg NULL. The first alternative that matches wins. The parsers below map the index to their
  * values by settings.def's order and refuse everything when the count of alternatives is not
- * theirs (tests/unit/shim/test_config.c feeds every alternative). */
+ * theirs (tests/unit/shim/test_config.c feeds every alternative and checks what it sets). */
 static int choice(const struct tkp_setting *s, const char *v, const char **arg, size_t *argn)
 {
     int (*ncmp)(const char *, const char *, size_t) = s->kind == 'C' ? strncasecmp : strncmp;

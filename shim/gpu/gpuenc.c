@@ -1,7 +1,7 @@
 /* Tier 2, the writer thread's side: the GPU records of the buffers CUPTI completed, encoded into
  * the writer's chunks (gpuenc.h). Nothing here runs on an application thread or on CUPTI's: the
- * buffers, the window/trigger filter and the graph node map belong to cupti.c, which this file
- * reads through cupti.h's hand-over functions and never the other way round.
+ * buffers, the window/trigger filter and the graph node map belong to activity.c, which this file
+ * reads through activity.h's hand-over functions and never the other way round.
  *
  * The join. Every launch, graph launch, copy and memset the CUPTI callback saw left a
  * TKP_EV_GPU_CORR event in its thread's ring {correlation, join kind, step, ordinal}. The writer
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "core/base.h"
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 #include "record/col.h"
 #include "tokprof/format.h"
 

@@ -8,8 +8,8 @@
  *   tkp_gpuenc_note()    for each TKP_EV_GPU_CORR ring event (record/ring_types.h) of the drain;
  *   tkp_gpuenc_encode()  after the drain, with a struct tkp_enc (the encoder never calls the
  *                        writer back), a slice of records at a time, the rings drained between.
- * shim/init.c calls tkp_gpuenc_after_fork() in a fork child. This side reads gpu/cupti.h (the
- * buffers, the window filter, the graph nodes, the tier's status); cupti.c never calls it. */
+ * shim/init.c calls tkp_gpuenc_after_fork() in a fork child. This side reads gpu/activity.h (the
+ * buffers, the window filter, the graph nodes, the tier's status); activity.c never calls it. */
 #ifndef TKP_GPU_GPUENC_H
 #define TKP_GPU_GPUENC_H
 

@@ -15,7 +15,7 @@
 #include "core/clock.h"
 #include "core/real.h"
 #include "core/state.h"
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 #include "gpu/graph.h"
 #include "record/symtab.h"
 #include "tokprof/format.h"

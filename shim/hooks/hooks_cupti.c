@@ -1,13 +1,13 @@
 /* CUPTI's two "this process's tool" entry points, interposed so that a tool the program brings
  * (torch.profiler's Kineto, nsys) gets CUPTI whole even though the shim took it at capture start:
- * the shim yields it (gpu/cupti.c, tkp_cupti_yield: tier 1 goes on, one warning, GPU_INFO
+ * the shim yields it (gpu/activity.c, tkp_cupti_yield: tier 1 goes on, one warning, GPU_INFO
  * status 3) and the call goes on to the real CUPTI unchanged, its result returned as is. Under
  * libcupti's version node (tokprof.map), which is what programs linked to it ask for. Not a hot
  * path: a profiler calls these once per profile. */
 #include <cupti.h>
 
 #include "core/base.h"
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 
 typedef CUptiResult (*subscribe_fn)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
 typedef CUptiResult (*register_fn)(CUpti_BuffersCallbackRequestFunc,

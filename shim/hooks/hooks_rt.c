@@ -12,7 +12,6 @@
 #include <cuda_runtime_api.h>
 #include <string.h>
 
-#include "core/log.h"
 #include "core/real.h"
 #include "gpu/graph.h"
 #include "hooks/hooks.h"

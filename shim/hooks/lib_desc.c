@@ -14,9 +14,6 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "core/base.h"
-#include "core/log.h"
-#include "core/state.h"
 #include "hooks/lib_desc.h"
 
 #define TKP_DESC_SLOTS 4096 /* live descriptors at once; more only cost queries */

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/log.h"
 #include "core/state.h"
 #include "record/ring.h"
 #include "record/step.h"

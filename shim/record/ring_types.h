@@ -16,7 +16,7 @@
  * and two ring-only events that are never records of their own:
  *   TKP_EV_GPU_CORR  CUPTI's launch callback saw correlation id `a` for the calling thread's
  *                    latest host record of kind `sub` (enum tkp_gpu_join) in segment `step`,
- *                    ordinal u[0] among that segment's records of that kind (gpu/cupti.c)
+ *                    ordinal u[0] among that segment's records of that kind (gpu/activity.c)
  *   TKP_EV_STACK     a = stack id, ts = the launch's ts: the next LAUNCH's stack (stacks.c) */
 #ifndef TKP_RECORD_RING_TYPES_H
 #define TKP_RECORD_RING_TYPES_H

@@ -28,7 +28,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 #include "sink/file.h"
 #include "sink/flight.h"
 #include "sink/trigger.h"

@@ -4,7 +4,7 @@
  * Only the signal handler and tokprof_trigger() run on program threads; both are a few atomic
  * stores, async-signal-safe, never blocking. Everything else runs on the writer thread.
  *
- * The signal: TOKPROF_GPU=trigger (cupti.c) also listens to SIGUSR2, and installs its handler
+ * The signal: TOKPROF_GPU=trigger (activity.c) also listens to SIGUSR2, and installs its handler
  * only when SIGUSR2 is still at its default. In flight mode ours is installed first (the writer
  * starts before CUPTI), so one handler serves both: an accepted trigger arms the GPU window
  * through tkp_gpu_arm() (flight.c). */

@@ -20,7 +20,10 @@ Fails (exit 1, one line per fault) on:
   (c) a non-static function declared in a header of the tree not named after the file that
       defines it (foo.c's functions belong in foo.h). Exempt by rule: headers under
       include/tokprof/ (they are outside the tree), and the names listed in TREE/exports.txt
-      (the shim's interposed entry points carry the API's names and are declared by its headers).
+      (the shim's interposed entry points carry the API's names and are declared by its headers);
+  (d) a file of shim/ or decoder/ named like a header the tree includes with angle brackets
+      (decoder/base/elf.h beside #include <elf.h>): the name means two files, one -I folder
+      from the wrong one, and a reader or a tool matching names takes the system's for ours.
 
 Exit 0 when clean, 1 on faults, 2 on a usage or setup error (no layers.txt, no objects).
 Standard library only; the command line is stable (tests and other branches run it).
@@ -105,7 +108,7 @@ def check_includes(root, tree, layers, faults):
     public = os.path.realpath(os.path.join(root, "include"))
     trees = {t for t in os.listdir(root) if os.path.isfile(os.path.join(root, t, "layers.txt"))}
     trees.update({"shim", "decoder"})
-    inc = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+    inc = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
     for path in source_files(tree_dir):
         rel = os.path.relpath(path, tree_dir)
         folder = layers.folder_of(rel)
@@ -142,6 +145,28 @@ def check_includes(root, tree, layers, faults):
             elif not layers.may_use(folder, tfolder):
                 faults.append(f"{tree}/{rel}:{line}: includes {trel} ({tfolder}/), which "
                               f"{folder}/ may not use")
+
+
+def check_system_names(root, tree, faults):
+    """(d): every #include <NAME> of the tree against the files of the trees whose path ends
+    with /NAME."""
+    ours = []
+    for t in sorted({"shim", "decoder", tree}):
+        if os.path.isdir(os.path.join(root, t)):
+            ours += [os.path.relpath(p, root) for p in source_files(os.path.join(root, t))]
+    inc = re.compile(r'^[ \t]*#[ \t]*include[ \t]*<([^>]+)>', re.M)
+    tree_dir = os.path.join(root, tree)
+    for path in source_files(tree_dir):
+        with open(path, errors="replace") as f:
+            text = strip_comments(f.read())
+        for m in inc.finditer(text):
+            name = m.group(1)
+            same = [o for o in ours if o.endswith("/" + name)]
+            if same:
+                line = text.count("\n", 0, m.start()) + 1
+                faults.append(f"{os.path.relpath(path, root)}:{line}: #include <{name}> is also "
+                              f"{', '.join(same)}: a file of ours named like a system header "
+                              f"(rename ours)")
 
 
 def find_objects(build, root, tree):
@@ -353,6 +378,7 @@ def main():
         layers = Layers(lpath)
         faults.extend(layers.errors)
         check_includes(root, tree, layers, faults)
+        check_system_names(root, tree, faults)
         definer = check_objects(root, os.path.abspath(args.build), tree, layers, faults)
         if definer is None:
             setup.append(f"{tree}: no objects under {args.build}/{tree}/**/CMakeFiles/*.dir/")

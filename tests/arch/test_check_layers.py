@@ -8,8 +8,8 @@ objects are compiled with CC (default cc) into the same layout CMake uses
 (BUILD/mini/CMakeFiles/<target>.dir/<source>.o). Each plant is applied to a fresh copy, and the
 checker must exit 1 with the fault's own message: an upward include, an upward call (with no
 include to give it away), a call loop between two objects of one folder, a function declared
-in a header not named after its defining file, and a layers.txt that lists a folder using one
-above it.
+in a header not named after its defining file, a file named like a system header the tree
+includes, and a layers.txt that lists a folder using one above it.
 """
 import os
 import shutil
@@ -49,6 +49,11 @@ PLANTS = {
         {"base/a.h": "int tkp_a(int x);\nint tkp_c(int x);\n",
          "base/a.c": '#include "base/a.h"\nint tkp_a(int x) { return tkp_c(x) + 1; }\n'},
         "base/a.h: declares tkp_c, defined in mini/base/c.c (declare it in mini/base/c.h)"),
+    "system_header_name": (
+        {"base/limits.h": "/* ours, named like the system's */\n",
+         "top/b.c": '#include <limits.h>\n#include "top/b.h"\n#include "base/a.h"\n'
+                    'int tkp_b(void) { return tkp_a(3) + (INT_MAX < 0); }\n'},
+        "top/b.c:1: #include <limits.h> is also mini/base/limits.h"),
     "layers_upside_down": (
         {"layers.txt": "base top\ntop base\n. *\n"},
         "base uses top, which is not listed above it"),

@@ -3,7 +3,7 @@
  * seeded random records with extreme values, split into COLS at random points), every rule of
  * the section makes the chunk bad with a reason while the chunk before stays whole, extra fields
  * and elements are ignored, and COLS records read in a merged read. The COLS encoder here is
- * written from FORMAT.md alone (never shim/cupti.c). */
+ * written from FORMAT.md alone (never shim/gpu/activity.c). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>

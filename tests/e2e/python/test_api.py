@@ -5,7 +5,8 @@ Captures are made here: minillm on the simulated GPU under the shim (one with GP
 CUDA graphs, two processes into one directory, MoE with per-expert GEMMs and fused), a torn
 copy, and a Python loop with step markers. Then: .steps() row for row equal to `tokprof steps
 --json` and to `tokprof table steps` (the fleet's encoding; docs/FLEET.md's column lists too),
-.step_classes() and .moe() to `table step_classes|moe`, .kernels() to `kernels --json`,
+.step_classes() and .moe() to `table step_classes|moe`, .kernels() to `kernels --json` and
+`--csv` and `table kernels`,
 .calls() to the sums of `table calls`, .summary() to `summary --json`, .records() counts to
 the summary's, a merged directory, a torn capture (its whole chunks and a warning), every fuzz-corpus file (an
 exception or a table, never a crash), bad input (TokprofError naming the file), check() on a
@@ -16,6 +17,8 @@ usage: test_api.py --cli TOKPROF --lib LIBTOKPROF_DECODER --shim LIBTOKPROF --mi
 Prints "N passed, M failed"; exit 1 on any failure.
 """
 import argparse
+import csv
+import io
 import json
 import os
 import shutil
@@ -262,6 +265,37 @@ if have_runs:
             assert cols == IDENT + names, (table, cols, names)
 
     @test
+    def kernels_one_table():
+        """One description (model/columns.def), four views: `kernels --json` and `--csv` give the
+        same columns and values, the Python API's kernels() the JSON's rows; `table kernels` has
+        the CLI's columns less its local ones (base, mean_ns, share) after its hour_ns, in the
+        same order, and summed over the hours each name's class, count, total_ns and (the
+        largest of the hours') max_ns."""
+        want = cli_json("kernels", "--json", gpu)["rows"]
+        keys = list(want[0].keys())
+        assert keys[-1] == "max_ns" and "p99_ns" in keys, keys
+        assert tokprof.open(gpu).kernels().column_names == keys
+        rows = list(csv.DictReader(io.StringIO(cli("kernels", "--csv", gpu))))
+        assert len(rows) == len(want) and list(rows[0].keys()) == keys, (len(rows), rows[0])
+        for i, (w, c) in enumerate(zip(want, rows)):
+            v = {k: f"{x:.6f}" if isinstance(x, float) else str(x) for k, x in w.items()}
+            assert c == v, f"row {i}:\n  csv  {c}\n  json {v}"
+        fleet = [json.loads(x) for x in
+                 cli("table", "kernels", "--format", "json", "--compress", "none", gpu).splitlines()]
+        local = ("base", "mean_ns", "share")
+        assert list(fleet[0].keys()) == IDENT + ["hour_ns"] + [k for k in keys if k not in local]
+        got = {}
+        for r in fleet:
+            g = got.setdefault(r["name"], {"class": r["class"], "count": 0, "total_ns": 0,
+                                           "max_ns": 0})
+            assert g["class"] == r["class"], (g, r)
+            g["count"] += r["count"]
+            g["total_ns"] += r["total_ns"]
+            g["max_ns"] = max(g["max_ns"], r["max_ns"])
+        assert got == {w["name"]: {k: w[k] for k in ("class", "count", "total_ns", "max_ns")}
+                       for w in want}, (got, want)
+
+    @test
     def kernels_equal_cli():
         same_rows(tokprof.open(gpu).kernels(), cli_json("kernels", "--json", gpu)["rows"])
         same_rows(tokprof.open(gpu).kernels(by="class"),
@@ -370,6 +404,26 @@ if have_runs:
         tokens = [s for s in t if s["kind"] == "token"]
         assert len(tokens) == iters, t
         assert all(s["launches"] >= 1 for s in tokens), tokens
+
+
+@test
+def kernels_without_gpu():
+    """A capture without GPU records (tests/data/arch/golden.tokprof: a kernel name holds quotes):
+    `kernels --json` rows carry only the columns that are not GPU ones (name, base, class, count
+    by name; class, count by class), counts of launches; `--csv` reads back (RFC 4180) to the
+    JSON's values; kernels() is the JSON's rows; `table kernels` has no row (it is per GPU hour)."""
+    cap = os.path.join(A.src, "tests", "data", "arch", "golden.tokprof")
+    for by, keys in (("name", ["name", "base", "class", "count"]), ("class", ["class", "count"])):
+        j = cli_json("kernels", "--by", by, "--json", cap)
+        assert not j["gpu"]["available"] and j["rows"], j
+        assert all(list(r) == keys for r in j["rows"]), (by, j["rows"])
+        assert sum(r["count"] for r in j["rows"]) == j["kernels"], j
+        rows = list(csv.DictReader(io.StringIO(cli("kernels", "--by", by, "--csv", cap))))
+        want = [{k: str(v) for k, v in r.items()} for r in j["rows"]]
+        assert rows == want, (by, rows, want)
+        assert tokprof.open(cap).kernels(by=by).to_pylist() == j["rows"], by
+    assert any('"' in r["name"] for r in cli_json("kernels", "--json", cap)["rows"])
+    assert cli("table", "kernels", "--format", "json", "--compress", "none", cap) == ""
 
 
 @test

@@ -138,6 +138,93 @@ Test(shim_config, every_choice_in_the_table_is_what_the_parser_takes)
     cr_assert_geq(tried, 30);
 }
 
+/* What each alternative of settings.def sets, written here a second time on purpose: the parsers
+ * map the alternatives by their order in settings.def, so two swapped there ("sync|graph") would
+ * still be accepted, each meaning the other. Every alternative (filled as fill() fills it) must
+ * have its row here and give its value; a row no alternative reaches fails too. */
+Test(shim_config, every_choice_in_the_table_means_its_own_value)
+{
+    struct {
+        const char *name, *value;
+        const void *field; /* an int, or with wide a uint64_t */
+        int wide;
+        uint64_t want;
+        int seen;
+    } rows[] = {
+#define INT(name, value, field, want) {name, value, &(field), 0, (uint64_t)(want), 0}
+#define U64(name, value, field, want) {name, value, &(field), 1, (uint64_t)(want), 0}
+        INT("TOKPROF_LOG", "quiet", tkp_log_level, TKP_LOG_QUIET),
+        INT("TOKPROF_LOG", "warn", tkp_log_level, TKP_LOG_WARN),
+        INT("TOKPROF_LOG", "debug", tkp_log_level, TKP_LOG_DEBUG),
+        INT("TOKPROF_STEP", "auto", tkp_cfg.step_mode, TKP_STEPMODE_AUTO),
+        INT("TOKPROF_STEP", "sync", tkp_cfg.step_mode, TKP_STEPMODE_SYNC),
+        INT("TOKPROF_STEP", "graph", tkp_cfg.step_mode, TKP_STEPMODE_GRAPH),
+        INT("TOKPROF_STEP", "marker", tkp_cfg.step_mode, TKP_STEPMODE_MARKER),
+        INT("TOKPROF_STEP", "nvtx:^x$", tkp_cfg.step_mode, TKP_STEPMODE_NVTX),
+        INT("TOKPROF_STEP", "kernel:^x$", tkp_cfg.step_mode, TKP_STEPMODE_KERNEL),
+        INT("TOKPROF_STACKS", "off", tkp_cfg.stacks_mode, TKP_STACKS_OFF),
+        INT("TOKPROF_STACKS", "first:2", tkp_cfg.stacks_mode, TKP_STACKS_FIRST),
+        INT("TOKPROF_STACKS", "sample:2", tkp_cfg.stacks_mode, TKP_STACKS_SAMPLE),
+        INT("TOKPROF_STACKS_UNWINDER", "auto", tkp_cfg.stacks_unwinder, TKP_UNWINDER_AUTO),
+        INT("TOKPROF_STACKS_UNWINDER", "libunwind", tkp_cfg.stacks_unwinder,
+            TKP_UNWINDER_LIBUNWIND),
+        INT("TOKPROF_STACKS_UNWINDER", "backtrace", tkp_cfg.stacks_unwinder,
+            TKP_UNWINDER_BACKTRACE),
+        INT("TOKPROF_GPU", "always", tkp_cfg.gpu_mode, TKP_GPUMODE_ALWAYS),
+        INT("TOKPROF_GPU", "off", tkp_cfg.gpu_mode, TKP_GPUMODE_OFF),
+        INT("TOKPROF_GPU", "trigger", tkp_cfg.gpu_mode, TKP_GPUMODE_TRIGGER),
+        INT("TOKPROF_GPU", "window:2/3", tkp_cfg.gpu_mode, TKP_GPUMODE_WINDOW),
+        INT("TOKPROF_CLOCK", "auto", tkp_cfg.clock, TKP_CLOCK_AUTO),
+        INT("TOKPROF_CLOCK", "tsc", tkp_cfg.clock, TKP_CLOCK_TSC),
+        INT("TOKPROF_CLOCK", "monotonic", tkp_cfg.clock, TKP_CLOCK_MONOTONIC),
+        INT("TOKPROF_MODE", "stream", tkp_prod.flight, 0),
+        INT("TOKPROF_MODE", "flight", tkp_prod.flight, 1),
+        U64("TOKPROF_TRIGGER", "step>1.5ms", tkp_prod.step_ns, 1500000),
+        U64("TOKPROF_TRIGGER", "step>1.5us", tkp_prod.step_ns, 1500),
+        U64("TOKPROF_TRIGGER", "step>1.5s", tkp_prod.step_ns, 1500000000),
+        INT("TOKPROF_TRIGGER", "step>1.5*p50", tkp_prod.step_trigger, 2),
+        INT("TOKPROF_TRIGGER", "step>1.5xp50", tkp_prod.step_trigger, 2),
+        INT("TOKPROF_TRIGGER_SIGNAL", "none", tkp_prod.signal, 0),
+        INT("TOKPROF_TRIGGER_SIGNAL", "0", tkp_prod.signal, 0),
+        INT("TOKPROF_TRIGGER_SIGNAL", "USR1", tkp_prod.signal, SIGUSR1),
+        INT("TOKPROF_TRIGGER_SIGNAL", "USR2", tkp_prod.signal, SIGUSR2),
+        INT("TOKPROF_TRIGGER_SIGNAL", "HUP", tkp_prod.signal, SIGHUP),
+        INT("TOKPROF_TRIGGER_SIGNAL", "PWR", tkp_prod.signal, SIGPWR),
+        INT("TOKPROF_TRIGGER_SIGNAL", "RTMIN+1", tkp_prod.signal, SIGRTMIN + 1),
+        INT("TOKPROF_TRIGGER_SIGNAL", "SIGUSR1", tkp_prod.signal, SIGUSR1),
+        INT("TOKPROF_TRIGGER_SIGNAL", "SIGUSR2", tkp_prod.signal, SIGUSR2),
+        INT("TOKPROF_TRIGGER_SIGNAL", "SIGHUP", tkp_prod.signal, SIGHUP),
+        INT("TOKPROF_TRIGGER_SIGNAL", "SIGPWR", tkp_prod.signal, SIGPWR),
+        INT("TOKPROF_TRIGGER_SIGNAL", "SIGRTMIN+1", tkp_prod.signal, SIGRTMIN + 1),
+        INT("TOKPROF_TRIGGER_SIGNAL", "2", tkp_prod.signal, 2),
+#undef INT
+#undef U64
+    };
+    size_t nrows = sizeof rows / sizeof rows[0], n;
+    const struct tkp_setting *t = tkp_settings(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].kind != 'c' && t[i].kind != 'C') continue;
+        for (const char *w = t[i].values; *w;) {
+            size_t k = strcspn(w, "|"), r = 0;
+            char v[128];
+            fill(w, k, 1, v, sizeof v);
+            while (r < nrows && (strcmp(rows[r].name, t[i].name) || strcmp(rows[r].value, v)))
+                r++;
+            cr_assert_lt(r, nrows, "%s=%s: no row says what it sets", t[i].name, v);
+            cr_assert_eq(tkp_config_set(t[i].name, v), 0, "%s=%s refused", t[i].name, v);
+            uint64_t got = rows[r].wide ? *(const uint64_t *)rows[r].field
+                                        : (uint64_t)*(const int *)rows[r].field;
+            cr_assert_eq(got, rows[r].want, "%s=%s sets %llu, not %llu", t[i].name, v,
+                         (unsigned long long)got, (unsigned long long)rows[r].want);
+            rows[r].seen = 1;
+            w += k + (w[k] == '|');
+        }
+    }
+    for (size_t r = 0; r < nrows; r++)
+        cr_assert(rows[r].seen, "%s=%s is no alternative of settings.def", rows[r].name,
+                  rows[r].value);
+}
+
 Test(shim_config, unset_variables_get_the_tables_defaults)
 {
     unsetenv("TOKPROF_GPU"); /* ctest's environment sets always (tests/test_env.cmake.in) */

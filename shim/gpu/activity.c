@@ -15,14 +15,14 @@
  * ordinal}. No CUPTI call is made per launch; the cost is CUPTI's own callback dispatch plus
  * one ring slot. The writer thread's side (gpuenc.c) turns those events into a correlation table
  * and encodes the GPU records; it reads this file's buffers, filter and node map through the
- * hand-over functions of cupti.h, and nothing here calls it. Graph kernels carry CUPTI's
+ * hand-over functions of activity.h, and nothing here calls it. Graph kernels carry CUPTI's
  * graphNodeId; graph.c registers cuptiGetGraphNodeId of every node at instantiation, which maps it
  * to our capture-local graph and node ids.
  *
  * Buffers CUPTI hands back are pushed on a lock-free list and walked by the writer thread, never
  * in CUPTI's thread. Their total is capped (TOKPROF_GPU_BUFFER_MB): past it the request callback
  * declines and CUPTI counts drops, which we record. */
-#include "gpu/cupti.h"
+#include "gpu/activity.h"
 
 #include <cupti.h>
 #include <dlfcn.h>

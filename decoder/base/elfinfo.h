@@ -1,7 +1,7 @@
 /* tokprof decoder: what a program or shared object file says of itself in its ELF headers, for
  * tokprof doctor (can this host load it?). Reads the file; keeps nothing. */
-#ifndef TKP_ELF_H
-#define TKP_ELF_H
+#ifndef TKP_ELFINFO_H
+#define TKP_ELFINFO_H
 
 struct tkp_elf {
     int bits;         /* 32 or 64; 0: not an ELF file */

@@ -1,5 +1,5 @@
 /* Tier 2: GPU time from CUPTI activity, the side that runs on application threads and on
- * CUPTI's (cupti.c): the subscription, the API callback, the activity buffers, the window and
+ * CUPTI's (activity.c): the subscription, the API callback, the activity buffers, the window and
  * trigger switch, the graph node map. Internal to the shim. The writer thread's side, which
  * encodes the buffers into chunks, is gpuenc.c; it uses this header, never the other way round.
  *
@@ -12,8 +12,8 @@
  *   graph.c      tkp_cupti_graph_node() for every node of an instantiated graph.
  *   sink/flight.c  tkp_gpu_arm() when a snapshot begins.
  *   gpuenc.c     (the writer thread only) the hand-over functions at the end. */
-#ifndef TKP_GPU_CUPTI_H
-#define TKP_GPU_CUPTI_H
+#ifndef TKP_GPU_ACTIVITY_H
+#define TKP_GPU_ACTIVITY_H
 
 #include <cupti.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* tokprof decoder: ELF headers (base/elf.h). The file is mapped read-only and every offset is
+/* tokprof decoder: ELF headers (base/elfinfo.h). The file is mapped read-only and every offset is
  * checked against its size before it is followed: the file may be anything. */
 #include <elf.h>
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/elf.h"
+#include "base/elfinfo.h"
 
 unsigned tkp_elf_glibc_num(const char *v)
 {

@@ -23,9 +23,12 @@ Checks for the workloads (run_realstack.check_process for 2-6):
      thread, in order (launches; graph replays expanded into the version of the graph their exec
      had: llama.cpp updates its exec with cudaGraphExecUpdate when it re-captures);
   3. GPU records join every kernel and copy exactly (tests/e2e/gpu_compare.py);
-  4. token steps (TOKPROF_STEP=auto) = llama.cpp's decode evaluations: llama-bench's warm-up
-     prompt + 3 prompts + warm-up token + 3 x 32 tokens = 101; the server's
-     llamacpp:n_decode_total (its warm-up is off: --no-warmup);
+  4. token steps (TOKPROF_STEP=auto) = llama.cpp's decode evaluations, its llama_process() decode
+     calls (counted by llamacpp_decodes.c, preloaded in both runs), cross-checked by its own
+     counters: llama-bench's warm-up prompt + 3 prompts + warm-up token + 3 x 32 tokens = 101; the
+     server's llamacpp:n_decode_total (its warm-up is off: --no-warmup) + the one decode
+     common_context_can_seq_rm() makes at load; and each token step's tokens, where tokprof
+     knows them, equal to the evaluation's batch size (check_tokens);
   5. no kernel class is "other" but for names that say nothing of their family (soft_max_f32:
      attention's in a dense model, the router's in ggml's unfused MoE);
   6. `tokprof summary` reads it without a warning;
@@ -54,14 +57,56 @@ TIMING_KEYS = {"samples_ns", "samples_ts", "avg_ns", "stddev_ns", "avg_ts", "std
 BENCH_STEPS = (1 + 3) + (1 + 3 * 32)  # pp16: warm-up + 3 reps; tg32: warm-up token + 3 x 32
 
 
+def build_counter(a):
+    """llamacpp_decodes.c (llama.cpp's own count of its llama_process() calls), built against the
+    cache's llama.h into the work folder."""
+    so = os.path.join(a.workdir, "llamacpp_decodes.so")
+    src = os.path.join(a.cache, "src")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", so, os.path.join(HERE, "llamacpp_decodes.c"),
+                    "-I", os.path.join(src, "include"), "-I", os.path.join(src, "ggml", "include"), "-ldl"],
+                   check=True)
+    return so
+
+
 def env_for(a, d, shim, extra):
     env = dict(os.environ, LD_LIBRARY_PATH=a.simgpu + ":" + os.path.join(a.cache, "build", "bin"),
                SIMGPU_LOG=os.path.join(d, "truth.%p.jsonl"), SIMGPU_UNIMPL_LOG=os.path.join(d, "unimpl.log"),
-               **extra)
+               LLAMACPP_DECODES=os.path.join(d, "decodes.txt"), **extra)
     env.pop("LD_PRELOAD", None)
+    env["LD_PRELOAD"] = a.counter
     if shim:
-        env.update(LD_PRELOAD=shim_preload(a.shim), TOKPROF_OUT=d)
+        env.update(LD_PRELOAD=shim_preload(a.shim) + ":" + a.counter, TOKPROF_OUT=d)
     return env
+
+
+def decode_tokens(d):
+    """llama.cpp's decode evaluations in the run of folder d (llamacpp_decodes.c): the batch size
+    (tokens) of each llama_process() call of type decode that returned 0, in order; None when the
+    counter wrote nothing."""
+    try:
+        with open(os.path.join(d, "decodes.txt")) as f:
+            return [int(l.split()[2]) for l in f if l.split()[:2] == ["1", "0"]]
+    except OSError:
+        return None
+
+
+def check_tokens(a, cap, truth_tokens, errors):
+    """Tokens per token step (README "Tokens per step": ggml's mul_mat_vec_q<type, N> names carry
+    N, mul_mat_q says more than 8) against each evaluation's batch size, in order: every known
+    figure equal, never a wrong number; the unknown ones counted."""
+    out = subprocess.run([a.tokprof, "steps", "--json", cap], capture_output=True, text=True,
+                         timeout=300).stdout
+    rows = [s for s in json.loads(out or '{"steps":[]}')["steps"] if s["kind"] == "token"]
+    if len(rows) != len(truth_tokens):
+        return  # the step count's own check says it
+    wrong = [(i, r["tokens"], t) for i, (r, t) in enumerate(zip(rows, truth_tokens))
+             if r.get("tokens_source") and r["tokens"] != t]
+    unknown = sum(1 for r in rows if not r.get("tokens_source"))
+    print(f"tokens per step: {len(rows) - unknown} of {len(rows)} known "
+          f"({sum(t for r, t in zip(rows, truth_tokens) if r.get('tokens_source'))} tokens), "
+          f"{len(wrong)} wrong; {unknown} unknown (llama.cpp: {sum(truth_tokens)} tokens)")
+    if wrong:
+        errors.append("tokens per step (step, tokprof, llama.cpp): " + str(wrong[:8]))
 
 
 def run_bench(a, d, env):
@@ -213,6 +258,8 @@ def main():
         print("FAIL:\n" + "\n".join(errors) if errors else "ok: needed")
         return 1 if errors else 0
     shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    a.counter = build_counter(a)
     extra = {"GGML_CUDA_DISABLE_GRAPHS": "1"} if a.mode == "bench-nographs" else {}
     runs, truth = {}, {}
     for name in ("plain", "shim"):
@@ -220,16 +267,29 @@ def main():
         os.makedirs(d)
         env = env_for(a, d, name == "shim", extra)
         runs[name], truth[name] = (run_server if a.mode == "server" else run_bench)(a, d, env)
+        if truth[name]:
+            toks = decode_tokens(d)
+            truth[name]["decodes"] = len(toks) if toks is not None else -1
+            truth[name]["decode_tokens"] = toks
         print(f"{name}: exit {runs[name][0]}, llama.cpp's own figures {truth[name]}")
     errors = []
     if runs["plain"] != runs["shim"]:
         errors.append(f"exit/output differ: without the shim {runs['plain']!r}, with it {runs['shim']!r}")
-    if not truth["shim"] or truth["shim"]["steps"] < 0:
+    if not truth["shim"] or truth["shim"]["steps"] < 0 or truth["shim"]["decodes"] < 0:
         errors.append(f"the workload failed: see {a.workdir}/shim/stderr.txt")
     else:
+        # llama.cpp's evaluations are its llama_process() decode calls (llamacpp_decodes.c); its
+        # own counters cross-check them: llama-bench's 101, and the server's n_decode_total, which
+        # leaves out the one decode common_context_can_seq_rm() makes at load to test the context
+        t = truth["shim"]
+        counted = t["steps"] + (1 if a.mode == "server" else 0)
+        if t["decodes"] != counted:
+            errors.append(f"llama_process() decodes {t['decodes']}, llama.cpp's own count {t['steps']}"
+                          + (" + the load-time probe" if a.mode == "server" else ""))
         d = os.path.join(a.workdir, "shim")
         for t, cap in run_realstack.process_captures(d, 1, errors):
-            run_realstack.check_process(t, cap, a.tokprof, d, truth["shim"]["steps"], errors)
+            run_realstack.check_process(t, cap, a.tokprof, d, truth["shim"]["decodes"], errors)
+            check_tokens(a, cap, truth["shim"]["decode_tokens"], errors)
             sm = json.loads(subprocess.run([a.tokprof, "summary", "--json", cap], capture_output=True,
                                            text=True, timeout=300).stdout or "{}")
             mine, theirs = (sm.get("itl_ns") or {}).get("p50"), truth["shim"]["itl_p50_ns"]

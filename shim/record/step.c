@@ -15,8 +15,9 @@
  *     synchronous upload on the per-thread default stream: ggml's set_tensor) leaves it pending.
  *     When such a sync completed nothing and the next step's end copy is made on the same stream,
  *     the pending step is a *part* of that next step (STEP kind part): one evaluation read back
- *     in parts, as llama.cpp's decode split into micro-batches, each with its logits copy, with
- *     the second's inputs uploaded synchronously in between. With vLLM's async scheduling that wait comes after the
+ *     in parts, the host having waited only for its own uploads in between. (llama.cpp's ggml
+ *     splits a decode into micro-batches the other way: its scheduler syncs the compute stream
+ *     between them, which completes the first part; that split is not folded: README "Steps".) With vLLM's async scheduling that wait comes after the
  *     next step was launched, so completed steps are paired through the event they waited on.
  *     An event *query* that finds a step complete only notes when (ready_ns): vLLM's Model
  *     Runner V2 polls its output event right after launching, then waits for it (and takes the

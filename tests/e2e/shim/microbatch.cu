@@ -1,8 +1,9 @@
-// llama.cpp's decode loop as ggml-cuda drives it, reduced to its CUDA calls: a non-blocking compute
-// stream; each evaluation uploads its inputs synchronously on the per-thread default stream
-// (cudaMemcpyAsync + cudaStreamSynchronize(cudaStreamPerThread): ggml's set_tensor), launches
-// its kernels on the compute stream, copies its logits back on it into the host buffer, and the
-// host waits for the compute stream once. Every third evaluation is split into two micro-batches,
+// A decode loop on a non-blocking compute stream whose inputs are uploaded synchronously on the
+// per-thread default stream (cudaMemcpyAsync + cudaStreamSynchronize(cudaStreamPerThread), as
+// ggml's set_tensor does); each evaluation launches its kernels on the compute stream, copies its
+// logits back on it into the host buffer, and the host waits for the compute stream once (ggml's
+// own split into micro-batches also syncs the compute stream in between, which this loop does
+// not: README "Steps"). Every third evaluation is split into two micro-batches,
 // each with its own upload, kernels and logits copy (the second's into the buffer after the
 // first's), with one wait after both. `auto` must find N token steps, one per evaluation, and one
 // part step per split evaluation (README "Steps"); a sync on the per-thread stream completes no

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Runs tests/e2e/shim/microbatch (llama.cpp's decode loop reduced to its CUDA calls) under the
-shim on simgpu with TOKPROF_STEP=auto and checks: one token step per evaluation, one part step
-per evaluation split into micro-batches (the part ends where its token step ends: one wait), every
-step closed by the compute stream's sync (never by the per-thread stream's), and summary's counts.
+"""Runs tests/e2e/shim/microbatch (a decode loop with synchronous uploads on the per-thread
+stream) under the shim on simgpu with TOKPROF_STEP=auto and checks: one token step per
+evaluation, one part step per evaluation split into micro-batches (the part ends where its token
+step ends: one wait), every step closed by the compute stream's sync (never by the per-thread
+stream's), and summary's counts.
 
 usage: microbatch_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR N K"""
 import glob, json, os, shutil, subprocess, sys

@@ -189,8 +189,8 @@ Test(shim_step, auto_work_waited_for_before_any_step_is_outside)
 }
 
 /* CUDA's stream semantics: a sync on one stream does not wait for another (non-legacy) stream's
- * work. llama.cpp's ggml uploads its inputs with cudaMemcpyAsync + cudaStreamSynchronize on the
- * per-thread default stream (2) while its logits copy is in flight on its compute stream. */
+ * work. ggml (llama.cpp) uploads its inputs with cudaMemcpyAsync + cudaStreamSynchronize on the
+ * per-thread default stream (2), which waits for nothing on its compute stream. */
 enum { S_COMPUTE = 0x7f10, S_PER_THREAD = 2, S_OTHER = 0x7f20 };
 
 Test(shim_step, auto_a_sync_on_another_stream_leaves_the_step_pending)
@@ -227,10 +227,10 @@ Test(shim_step, auto_a_stream_that_waited_on_the_steps_event_covers_it)
     expect(0, 0, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 2, 1);
 }
 
-/* llama.cpp's decode of a batch ggml splits into two micro-batches: each ends with its logits
- * copy on the compute stream; the second's inputs are uploaded synchronously on the per-thread
- * stream in between (a sync that completes nothing); the host waits for the compute stream once,
- * after the second. One evaluation: the first segment is a part of the token step. */
+/* One evaluation read back in two parts: each micro-batch ends with its output copy on the
+ * compute stream; the second's inputs are uploaded synchronously on the per-thread stream in
+ * between (a sync that completes nothing); the host waits for the compute stream once, after the
+ * second. The first segment is a part of the token step. */
 Test(shim_step, auto_a_micro_batch_is_a_part_of_its_step)
 {
     launches(3), dtoh_on(2048, S_COMPUTE);

@@ -41,10 +41,12 @@
  *   stopped_why     str|null why, e.g. "incomplete chunk"
  *   missing_names   int      name references their chunk did not define (shown as "?")
  *   tokens          int|null tokens processed over the token steps (prompt + generated), from
- *                            library-call shapes (libcalls.h's rule, streamed: analysis.h);
- *                            null without library calls
+ *                            library-call shapes (libcalls.h's rule, streamed: analysis.h) or
+ *                            kernel names that carry them (ggml's mul_mat_vec_q); null without
+ *                            either
  *   tokens_unknown_steps int token steps whose tokens are unknown (a forward in several CUDA
- *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS); only when there are some
+ *                            graphs: analysis.h, TKP_HIDDEN_GRAPHS; a ggml mul_mat_q: more than
+ *                            8); only when there are some
  *   analysis        object   `tokprof analyze --json`'s series_tid, change_points,
  *                            host_only_shifts, slopes, idle and
  *                            verdict (the same as verdict below)
@@ -96,6 +98,8 @@ struct insight {
     struct tkp_analysis an;  /* change points and slopes */
     uint64_t tokens, tsteps; /* tokens over the token steps whose tokens are known */
     uint64_t hidden; /* token steps of unknown tokens: analysis.h, TKP_HIDDEN_GRAPHS */
+    uint64_t many;   /* ... and those whose kernel names say more than 8 (ggml's mul_mat_q) */
+    int kernels;     /* the tokens come from kernel names (tkp_acc_has_kernel_tokens) */
     uint64_t busy[3]; /* GPU busy per step p50, p90, p99 over the timed token steps (nr.gpu_steps) */
 };
 
@@ -243,12 +247,21 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     memset(in, 0, sizeof(*in));
     in->acc = acc;
     if (tkp_model_norms(m, &in->nr) || tkp_run_figs_make(m, &in->nr, &in->rf)) return TKP_ERR_NOMEM;
+    /* analysis.h's rule; counted: the tokens a step's own shapes or kernel names give (a part's
+     * in its token step's), not the rules that carry a figure over ("previous", "assumed") */
+    uint64_t *tok = malloc((m->nsteps ? m->nsteps : 1) * sizeof(*tok));
+    int *src = malloc((m->nsteps ? m->nsteps : 1) * sizeof(*src));
+    if (!tok || !src) return free(tok), free(src), TKP_ERR_NOMEM;
+    tkp_step_tokens(m, in->acc, tok, src);
+    in->kernels = tkp_acc_has_kernel_tokens(in->acc);
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_astep as;
         if (m->steps[i].kind != TKP_STEP_TOKEN || !tkp_acc_step_of(in->acc, m, i, &as)) continue;
-        if (as.tokens) in->tokens += as.tokens, in->tsteps++;
+        if (src[i] == TKP_TOK_SHAPES || src[i] == TKP_TOK_KERNELS) in->tokens += tok[i], in->tsteps++;
+        else if (src[i] == TKP_TOK_NONE && !as.hidden && in->kernels) in->many++;
         in->hidden += (uint64_t)as.hidden;
     }
+    free(tok), free(src);
     if (tkp_analysis_make(m, in->acc, &in->an)) return TKP_ERR_NOMEM;
     /* busy percentiles over the token steps that have GPU records (norms.h's set): a step that
      * was not timed (TOKPROF_GPU=window:N/M, trigger) is unknown, not a 0 among them */
@@ -286,7 +299,8 @@ static void print_json_insight(FILE *f, const struct tkp_model *m, const struct 
 {
     if (in->tsteps) fprintf(f, ",\"tokens\":%" PRIu64, in->tokens);
     else fputs(",\"tokens\":null", f);
-    if (in->hidden) fprintf(f, ",\"tokens_unknown_steps\":%" PRIu64, in->hidden);
+    if (in->hidden + in->many)
+        fprintf(f, ",\"tokens_unknown_steps\":%" PRIu64, in->hidden + in->many);
     fputs(",\"itl_ns\":{", f);
     static const char *const k[] = {"p50", "p90", "p99", "max"};
     for (int i = 0; i < 4; i++) {
@@ -351,7 +365,13 @@ static void print_text_insight(FILE *f, const struct summary *s, const struct tk
         threads += s->threads[i].mapped;
     fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
             threads == 1 ? "" : "s");
-    if (in->tsteps && in->hidden)
+    if (in->tsteps && in->kernels)
+        fprintf(f,
+                ", %" PRIu64 " tokens in %" PRIu64 " of them (%.2f per step, from kernel names: "
+                "ggml's mul_mat_vec_q); %" PRIu64 " unknown (mul_mat_q: more than 8)\n",
+                in->tokens, in->tsteps, (double)in->tokens / (double)in->tsteps,
+                in->many + in->hidden);
+    else if (in->tsteps && in->hidden)
         fprintf(f,
                 ", %" PRIu64 " tokens in %" PRIu64 " of them (%.2f per step, from library-call "
                 "shapes); %" PRIu64 " unknown (a forward in several CUDA graphs)\n",

@@ -5,7 +5,9 @@
 // own split into micro-batches also syncs the compute stream in between, which this loop does
 // not: README "Steps"). Every third evaluation is split into two micro-batches,
 // each with its own upload, kernels and logits copy (the second's into the buffer after the
-// first's), with one wait after both. `auto` must find N token steps, one per evaluation, and one
+// first's), with one wait after both. Its kernel is named as ggml's quantized matrix-vector
+// product, whose template argument is the micro-batch's tokens: a whole evaluation has 4, a split
+// one 3 + 2 (README "Tokens per step"). `auto` must find N token steps, one per evaluation, and one
 // part step per split evaluation (README "Steps"); a sync on the per-thread stream completes no
 // step (it has not waited for the compute stream).
 //
@@ -13,7 +15,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-extern "C" __global__ void ubatch_kernel(float *x, int i) { (void)x, (void)i; }
+enum ggml_type { GGML_TYPE_Q8_0 = 8 };
+template <ggml_type type, int ncols_dst> __global__ void mul_mat_vec_q(float *x, int i)
+{
+    (void)x, (void)i;
+}
 
 static const int VOCAB = 512;
 
@@ -23,9 +29,13 @@ static void upload(int *dev, const int *host)
     cudaStreamSynchronize(cudaStreamPerThread);
 }
 
-static void ubatch(cudaStream_t s, int k, float *dlogits, float *hlogits)
+static void ubatch(cudaStream_t s, int k, int tokens, float *dlogits, float *hlogits)
 {
-    for (int i = 0; i < k; i++) ubatch_kernel<<<2, 64, 0, s>>>(dlogits, i);
+    for (int i = 0; i < k; i++) {
+        if (tokens == 4) mul_mat_vec_q<GGML_TYPE_Q8_0, 4><<<2, 64, 0, s>>>(dlogits, i);
+        else if (tokens == 3) mul_mat_vec_q<GGML_TYPE_Q8_0, 3><<<2, 64, 0, s>>>(dlogits, i);
+        else mul_mat_vec_q<GGML_TYPE_Q8_0, 2><<<2, 64, 0, s>>>(dlogits, i);
+    }
     cudaMemcpyAsync(hlogits, dlogits, VOCAB * sizeof(float), cudaMemcpyDeviceToHost, s);
 }
 
@@ -41,11 +51,12 @@ int main(int argc, char **argv)
     cudaMallocHost(&hlogits, 2 * VOCAB * sizeof(float));
     cudaMallocHost(&hin, 64 * sizeof(int));
     for (int e = 0; e < n; e++) {
+        bool split = e % 3 == 2;
         upload(din, hin);
-        ubatch(s, k, dlogits, hlogits);
-        if (e % 3 == 2) { /* split: the second micro-batch's inputs, kernels and logits */
+        ubatch(s, k, split ? 3 : 4, dlogits, hlogits);
+        if (split) { /* the second micro-batch's inputs, kernels and logits */
             upload(din, hin);
-            ubatch(s, k, dlogits, hlogits + VOCAB);
+            ubatch(s, k, 2, dlogits, hlogits + VOCAB);
             splits++;
         }
         cudaStreamSynchronize(s);

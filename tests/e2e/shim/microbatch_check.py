@@ -3,7 +3,8 @@
 stream) under the shim on simgpu with TOKPROF_STEP=auto and checks: one token step per
 evaluation, one part step per evaluation split into micro-batches (the part ends where its token
 step ends: one wait), every step closed by the compute stream's sync (never by the per-thread
-stream's), and summary's counts.
+stream's), summary's counts, and tokens per step from the kernels' names (mul_mat_vec_q<type, N>:
+4 a whole evaluation, 3 + 2 a split one, counted in its token step).
 
 usage: microbatch_check.py PROGRAM SHIM TOKPROF SIMGPU_DIR WORKDIR N K"""
 import glob, json, os, shutil, subprocess, sys
@@ -41,10 +42,15 @@ sm = json.loads(subprocess.run([tokprof, "summary", "--json", cap], capture_outp
                                check=True).stdout)
 if (sm["steps"], sm["part_steps"]) != (n, splits):
     errors.append(f"summary: {sm['steps']} token steps, {sm['part_steps']} part, wanted {n}, {splits}")
+if (sm["tokens"], sm.get("tokens_unknown_steps")) != (4 * (n - splits) + 5 * splits, None):
+    errors.append(f"summary: tokens {sm['tokens']}, unknown {sm.get('tokens_unknown_steps')}")
 st = json.loads(subprocess.run([tokprof, "steps", "--json", cap], capture_output=True, text=True,
                                check=True).stdout)["steps"]
 if [s["kind"] for s in st] != want:
     errors.append(f"tokprof steps kinds {[s['kind'] for s in st]}")
+toks = [(s["tokens"], s["tokens_source"]) for s in st if s["kind"] == "token"]
+if toks != [(5 if e % 3 == 2 else 4, "kernels") for e in range(n)]:
+    errors.append(f"tokens per token step {toks}")
 if errors:
     print("FAIL:\n" + "\n".join(errors))
     sys.exit(1)

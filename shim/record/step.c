@@ -17,8 +17,9 @@
  *     the pending step is a *part* of that next step (STEP kind part): one evaluation read back
  *     in parts, the host having waited only for its own uploads in between. (llama.cpp's ggml
  *     splits a decode into micro-batches the other way: its scheduler syncs the compute stream
- *     between them, which completes the first part; that split is not folded: README "Steps".) With vLLM's async scheduling that wait comes after the
- *     next step was launched, so completed steps are paired through the event they waited on.
+ *     between them, which completes the first part; that split is not folded: README "Steps".)
+ *     With vLLM's async scheduling that wait comes after the next step was launched, so
+ *     completed steps are paired through the event they waited on.
  *     An event *query* that finds a step complete only notes when (ready_ns): vLLM's Model
  *     Runner V2 polls its output event right after launching, then waits for it (and takes the
  *     token) only after launching the next step; the wait paired with the step completes it. A
@@ -121,9 +122,9 @@ static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int
         struct tkp_pending *p = &s->pending[s->pending_head];
         if (upto >= 0 && (int64_t)p->seg > upto) break;
         int polled = p->ready_ns && !paired;
-        emit_step(r, p->seg, p->part ? TKP_STEP_PART : TKP_STEP_TOKEN, p->begin_ns, p->mark_ns, polled ? p->ready_ns : end_ns,
-                  polled ? TKP_CLOSE_EVENT_QUERY : closed_by, p->launches, p->graph_launches,
-                  p->copies);
+        emit_step(r, p->seg, p->part ? TKP_STEP_PART : TKP_STEP_TOKEN, p->begin_ns, p->mark_ns,
+                  polled ? p->ready_ns : end_ns, polled ? TKP_CLOSE_EVENT_QUERY : closed_by,
+                  p->launches, p->graph_launches, p->copies);
         s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
         s->npending--;
     }
@@ -277,7 +278,9 @@ static int covers(const struct tkp_stepstate *s, uint64_t h, const struct tkp_pe
 }
 
 /* A stream sync on h: completes the pending steps it covers, oldest first, up to the first it
- * does not. One that completed nothing passes over what is pending (tkp_step_on_copy). */
+ * does not. One that completed nothing passes over the pending steps it does not cover
+ * (tkp_step_on_copy); one it covers but could not complete yet (an older one before it is still
+ * in flight) was waited for, not passed over. */
 static void stream_sync(struct tkp_ring *r, uint64_t h, uint64_t end_ts, int closed_by)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
@@ -286,8 +289,10 @@ static void stream_sync(struct tkp_ring *r, uint64_t h, uint64_t end_ts, int clo
         close_pending(r, s->pending[s->pending_head].seg, end_ts, closed_by, 0);
         closed = 1;
     }
-    for (uint32_t i = 0; !closed && i < s->npending; i++)
-        s->pending[(s->pending_head + i) % TKP_PENDING_MAX].passed = 1;
+    for (uint32_t i = 0; !closed && i < s->npending; i++) {
+        struct tkp_pending *p = &s->pending[(s->pending_head + i) % TKP_PENDING_MAX];
+        if (!covers(s, h, p)) p->passed = 1;
+    }
 }
 
 static const int close_kind[] = {

@@ -247,6 +247,22 @@ Test(shim_step, auto_a_micro_batch_is_a_part_of_its_step)
     cr_expect_eq(steps[0].end, steps[1].end, "one wait completed both");
 }
 
+/* A sync on a later step's stream, while an older step on another stream is still in flight, has
+ * waited for that later step (it could not be reported before the older one): it is not passed
+ * over, and the next copy on its stream does not make it a part. */
+Test(shim_step, auto_a_step_waited_for_behind_an_older_one_is_no_part)
+{
+    launches(1), dtoh_on(4, S_OTHER);
+    launches(2), dtoh_on(4, S_COMPUTE);
+    sync_on(TKP_SYNC_STREAM, S_COMPUTE); /* covers the second, which waits behind the first */
+    launches(3), dtoh_on(4, S_COMPUTE);
+    sync_on(TKP_SYNC_DEVICE, 0);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    for (int i = 0; i < 3; i++)
+        expect(i, (uint32_t)i, TKP_STEP_TOKEN, TKP_CLOSE_DEVICE_SYNC, (uint32_t)i + 1, 1);
+}
+
 /* Two steps in flight, then one wait (a host running a step ahead, a stream sync for both): two
  * tokens, not parts. Nor is a step a part when the sync that passed it over was on its own
  * stream's copy of the next step, or the next copy is on another stream. */

@@ -135,7 +135,8 @@ static inline void tkp_emit_graph_launch(int via, uint64_t exec, uint64_t stream
 }
 
 /* Returns 1 when this copy marked the end of a step (auto mode). */
-static inline int tkp_emit_copy(int kind, int dir, uint64_t bytes, uint64_t stream, unsigned flags)
+static inline int tkp_emit_copy(int kind, int dir, uint64_t bytes, uint64_t stream, unsigned flags,
+                                uint64_t host)
 {
     if (tkp_skip_captured(stream, 0)) return 0;
     struct tkp_ring *r = tkp_ring_self();
@@ -146,8 +147,8 @@ static inline int tkp_emit_copy(int kind, int dir, uint64_t bytes, uint64_t stre
     uint64_t ts = tkp_stamp();
     uint32_t before = tkp_step_current(r);
     uint32_t step = kind == TKP_COPY_MEMCPY
-                        ? tkp_step_on_copy(r, ts, dir, bytes, flags & TKP_COPY_ASYNC, stream)
-                        : tkp_step_on_copy(r, ts, -1, bytes, 1, stream);
+                        ? tkp_step_on_copy(r, ts, dir, bytes, flags & TKP_COPY_ASYNC, stream, host)
+                        : tkp_step_on_copy(r, ts, -1, bytes, 1, stream, 0);
     struct tkp_ev *e = tkp_ring_reserve(r);
     if (e) {
         e->type = TKP_REC_COPY;

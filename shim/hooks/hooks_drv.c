@@ -389,7 +389,8 @@ static int rec_copy(int dir, size_t n, const void *host, CUstream s, int async)
     if (!tkp_should_record()) return -1;
     int e = errno;
     unsigned flags = (async ? TKP_COPY_ASYNC : 0) | (host && tkp_pinned_has(host) ? TKP_COPY_PINNED : 0);
-    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
+    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags,
+                               (uint64_t)(uintptr_t)host);
     errno = e;
     return marked;
 }

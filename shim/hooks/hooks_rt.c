@@ -353,7 +353,8 @@ static cudaError_t memcpy_common(cudaError_t (*real_sync)(void *, const void *, 
     int dir = copy_dir(k);
     const void *host = dir == TKP_DIR_DTOH ? dst : dir == TKP_DIR_HTOD ? src : NULL;
     unsigned flags = (real_async ? TKP_COPY_ASYNC : 0) | (host && tkp_pinned_has(host) ? TKP_COPY_PINNED : 0);
-    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags);
+    int marked = tkp_emit_copy(TKP_COPY_MEMCPY, dir, n, (uint64_t)(uintptr_t)s, flags,
+                               (uint64_t)(uintptr_t)host);
     errno = e_;
     if (real_async) return CALL_REAL(real_async(dst, src, n, k, s));
     uint64_t t0 = tkp_stamp();
@@ -400,7 +401,7 @@ static cudaError_t hook_cudaMemcpyAsync_ptsz(cudaMemcpyAsync_ptsz_fn real, void 
         if (tkp_should_record()) {                                                                \
             int e_ = errno;                                                                       \
             tkp_emit_copy(TKP_COPY_MEMSET, TKP_DIR_DTOD, n, (uint64_t)(uintptr_t)(stream),        \
-                         (async) ? TKP_COPY_ASYNC : 0);                                           \
+                         (async) ? TKP_COPY_ASYNC : 0, 0);                                        \
             errno = e_;                                                                           \
         }                                                                                         \
         return CALL_REAL(call);                                                                   \

@@ -52,7 +52,7 @@ enum { TKP_RING_FREE = 0, TKP_RING_OWNED = 1, TKP_RING_EXITED = 2 };
 
 /* Bytes of per-thread state kept beside each ring for the floor above (the step detector's,
  * record/step.h): the ring zeroes them when a thread claims the ring and knows nothing else. */
-#define TKP_RING_USER 1536
+#define TKP_RING_USER 2048
 
 struct tkp_ring {
     /* producer line */

@@ -15,9 +15,11 @@
  *     synchronous upload on the per-thread default stream: ggml's set_tensor) leaves it pending.
  *     When such a sync completed nothing and the next step's end copy is made on the same stream,
  *     the pending step is a *part* of that next step (STEP kind part): one evaluation read back
- *     in parts, the host having waited only for its own uploads in between. (llama.cpp's ggml
+ *     in parts, the host having waited only for its own uploads in between. llama.cpp's ggml
  *     splits a decode into micro-batches the other way: its scheduler syncs the compute stream
- *     between them, which completes the first part; that split is not folded: README "Steps".)
+ *     between them, which completes the first part; a complete step whose logits-sized copy
+ *     began at the thread's recurring output start is reported at the next end copy (report()),
+ *     as a part when that copy lands right after its own (continues()).
  *     With vLLM's async scheduling that wait comes after the next step was launched, so
  *     completed steps are paired through the event they waited on.
  *     An event *query* that finds a step complete only notes when (ready_ns): vLLM's Model
@@ -86,8 +88,11 @@ static void seg_reset(struct tkp_stepstate *s)
 static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int closed_by,
                           int paired);
 
-/* Ends the current segment's launches; it waits in `pending` for the host to see it complete. */
-static void mark_current(struct tkp_ring *r, uint64_t mark_ns, uint64_t stream)
+/* Ends the current segment's launches; it waits in `pending` for the host to see it complete.
+ * stream, dst, bytes: its end copy's; at_base: that copy began where the thread's previous
+ * evaluation's output did. */
+static void mark_current(struct tkp_ring *r, uint64_t mark_ns, uint64_t stream, uint64_t dst,
+                         uint64_t bytes, int at_base)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     if (s->npending == TKP_PENDING_MAX) {
@@ -104,11 +109,44 @@ static void mark_current(struct tkp_ring *r, uint64_t mark_ns, uint64_t stream)
     p->mark_ns = mark_ns;
     p->ready_ns = 0;
     p->stream = stream;
+    p->dst = dst, p->bytes = bytes;
     p->passed = p->part = 0;
+    p->at_base = (uint8_t)at_base;
     s->npending++;
     s->last_marked = s->seg;
     s->seen_token = 1;
     seg_reset(s);
+}
+
+static void emit_pending(struct tkp_ring *r, const struct tkp_pending *p, int kind, uint64_t end,
+                         int closed_by)
+{
+    emit_step(r, p->seg, kind, p->begin_ns, p->mark_ns, end, closed_by, p->launches,
+              p->graph_launches, p->copies);
+}
+
+/* Reports the held step (report()) as `kind`: TKP_STEP_PART when the next end copy continued it. */
+static void release_held(struct tkp_ring *r, int kind)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    if (!s->has_held) return;
+    s->has_held = 0;
+    emit_pending(r, &s->held, kind, s->held_end, s->held_closed_by);
+}
+
+/* Reports a completed step. One whose end copy began at the thread's recurring output start and
+ * is logits-sized (TKP_HOLD_MIN) may be the first part of an evaluation read back in parts, each
+ * part waited for (llama.cpp's micro-batches: ggml's scheduler syncs the compute stream between
+ * them): its report waits for the next end copy (tkp_step_on_copy), which says. */
+static void report(struct tkp_ring *r, const struct tkp_pending *p, uint64_t end, int closed_by)
+{
+    struct tkp_stepstate *s = tkp_step_state(r);
+    release_held(r, TKP_STEP_TOKEN);
+    if (!p->part && p->at_base && p->bytes >= TKP_HOLD_MIN) {
+        s->held = *p, s->held_end = end, s->held_closed_by = closed_by, s->has_held = 1;
+        return;
+    }
+    emit_pending(r, p, p->part ? TKP_STEP_PART : TKP_STEP_TOKEN, end, closed_by);
 }
 
 /* Completes pending steps up to and including segment `upto` (-1: all), at end_ns when the
@@ -122,9 +160,7 @@ static void close_pending(struct tkp_ring *r, int64_t upto, uint64_t end_ns, int
         struct tkp_pending *p = &s->pending[s->pending_head];
         if (upto >= 0 && (int64_t)p->seg > upto) break;
         int polled = p->ready_ns && !paired;
-        emit_step(r, p->seg, p->part ? TKP_STEP_PART : TKP_STEP_TOKEN, p->begin_ns, p->mark_ns,
-                  polled ? p->ready_ns : end_ns, polled ? TKP_CLOSE_EVENT_QUERY : closed_by,
-                  p->launches, p->graph_launches, p->copies);
+        report(r, p, polled ? p->ready_ns : end_ns, polled ? TKP_CLOSE_EVENT_QUERY : closed_by);
         s->pending_head = (s->pending_head + 1) % TKP_PENDING_MAX;
         s->npending--;
     }
@@ -198,8 +234,20 @@ int tkp_step_launch_boundary(struct tkp_ring *r, uint64_t key, int key_kind, uin
     return 1;
 }
 
+/* Whether an end copy (stream, dst) continues step p's output: the segment right after p's, on
+ * its stream, landing where p's logits-sized copy ended, p's having begun at the thread's
+ * recurring output start (a buffer an evaluation is read back into, in parts: llama.cpp's
+ * `logits + n_outputs_prev * n_vocab`; a loop appending each token to a growing array never
+ * begins twice at one place). */
+static int continues(const struct tkp_stepstate *s, const struct tkp_pending *p, uint64_t stream,
+                     uint64_t dst)
+{
+    return p->seg + 1 == s->seg && p->stream == stream && dst && p->at_base &&
+           p->bytes >= TKP_HOLD_MIN && dst == p->dst + p->bytes;
+}
+
 uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async,
-                          uint64_t stream)
+                          uint64_t stream, uint64_t host)
 {
     struct tkp_stepstate *s = tkp_step_state(r);
     (void)async;
@@ -208,12 +256,20 @@ uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t byt
     uint32_t seg = s->seg;
     if (tkp_cfg.step_mode == TKP_STEPMODE_AUTO && dir == TKP_DIR_DTOH &&
         bytes <= tkp_cfg.step_copy_max && seg_has_work(s)) {
-        if (s->npending) { /* the step just before, passed over by a sync: this one's first part */
+        int cont = 0;
+        if (s->has_held) { /* the step before, complete: this copy says whether it was a part */
+            cont = continues(s, &s->held, stream, host);
+            release_held(r, cont ? TKP_STEP_PART : TKP_STEP_TOKEN);
+        }
+        if (s->npending) { /* the step before, still pending: passed over by a sync, or continued */
             struct tkp_pending *t =
                 &s->pending[(s->pending_head + s->npending - 1) % TKP_PENDING_MAX];
-            if (t->passed && t->stream == stream && t->seg + 1 == s->seg) t->part = 1;
+            if ((t->passed && t->stream == stream && t->seg + 1 == s->seg) ||
+                continues(s, t, stream, host))
+                t->part = 1, cont = 1;
         }
-        mark_current(r, ts, stream);
+        mark_current(r, ts, stream, host, bytes, !cont && host && host == s->eval_base);
+        if (!cont) s->eval_base = host;
     }
     return seg;
 }
@@ -367,6 +423,7 @@ void tkp_step_on_nvtx(struct tkp_ring *r, int kind, const char *name, uint64_t t
 /* Program exit: report what is pending; trailing work after the last step is "outside". */
 void tkp_step_flush_thread(struct tkp_ring *r, uint64_t ts)
 {
+    release_held(r, TKP_STEP_TOKEN);
     close_pending(r, -1, ts, TKP_CLOSE_EXIT, 0);
     struct tkp_stepstate *s = tkp_step_state(r);
     if (!seg_has_work(s) && !s->copies) return;

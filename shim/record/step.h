@@ -12,13 +12,17 @@
 #define TKP_PENDING_MAX 16 /* steps marked but not yet seen complete by the host */
 #define TKP_EVMAP_MAX 16   /* recently recorded events -> latest marked segment */
 #define TKP_SWAIT_MAX 4    /* streams that waited on such an event -> that segment */
+#define TKP_HOLD_MIN 1024  /* an end copy this large (logits rows, not sampled ids) may be read
+                            * back in parts: its step's report waits for the next end copy */
 
 struct tkp_pending {
     uint32_t seg;
     uint32_t launches, graph_launches, copies;
     uint64_t stream;     /* of the copy that marked it */
+    uint64_t dst, bytes; /* that copy's host destination and size */
     uint8_t passed;      /* a stream sync that completed nothing left it pending (step.c) */
     uint8_t part;        /* the next step's end copy continues it: a part of that step */
+    uint8_t at_base;     /* its copy began where the thread's previous evaluation's output did */
     uint64_t begin_ns, mark_ns;
     uint64_t ready_ns; /* an event query first found it complete (0: none yet): its end unless
                         * an event wait paired with it comes before a later step is ready */
@@ -39,6 +43,10 @@ struct tkp_stepstate {
     uint64_t sw_stream[TKP_SWAIT_MAX]; /* streams made to wait (cudaStreamWaitEvent) on an event */
     int64_t sw_seg[TKP_SWAIT_MAX];     /* ... recorded after this marked segment */
     uint32_t sw_next;
+    uint64_t eval_base;            /* where the last evaluation's output began (its end copy) */
+    struct tkp_pending held;       /* a completed step whose report waits for the next end copy */
+    uint64_t held_end;
+    int held_closed_by, has_held;
     int in_range; /* nvtx/marker modes: inside a step range */
 };
 _Static_assert(sizeof(struct tkp_stepstate) <= TKP_RING_USER, "step state fits beside the ring");
@@ -58,7 +66,7 @@ void tkp_step_thread_init(struct tkp_ring *r);
 
 /* Each hook reports what it saw; the detector tags records with the current segment. */
 uint32_t tkp_step_on_copy(struct tkp_ring *r, uint64_t ts, int dir, uint64_t bytes, int async,
-                          uint64_t stream);
+                          uint64_t stream, uint64_t host);
 void tkp_step_on_copy_return(struct tkp_ring *r, uint64_t ts, int marked);
 uint32_t tkp_step_current(struct tkp_ring *r);
 void tkp_step_on_event_record(struct tkp_ring *r, uint64_t event);

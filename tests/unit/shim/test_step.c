@@ -48,9 +48,13 @@ static void graph_launch(void)
 {
     tkp_step_on_launch(R(), now += 10, 1);
 }
+static void dtoh_at(uint64_t bytes, uint64_t stream, uint64_t host)
+{
+    tkp_step_on_copy(R(), now += 10, TKP_DIR_DTOH, bytes, 1, stream, host);
+}
 static void dtoh_on(uint64_t bytes, uint64_t stream)
 {
-    tkp_step_on_copy(R(), now += 10, TKP_DIR_DTOH, bytes, 1, stream);
+    dtoh_at(bytes, stream, 0);
 }
 static void dtoh(uint64_t bytes)
 {
@@ -261,6 +265,45 @@ Test(shim_step, auto_a_step_waited_for_behind_an_older_one_is_no_part)
     cr_assert_eq(nsteps, 3);
     for (int i = 0; i < 3; i++)
         expect(i, (uint32_t)i, TKP_STEP_TOKEN, TKP_CLOSE_DEVICE_SYNC, (uint32_t)i + 1, 1);
+}
+
+/* llama.cpp's server: each evaluation reads its logits back into one host buffer; ggml splits a
+ * batch into micro-batches, each with its logits copy, the second's landing right after the
+ * first's, and its scheduler syncs the compute stream between them (the first part is complete
+ * before the second is launched). The first part is reported once the next end copy says it was
+ * continued; the next evaluation's copy begins at the buffer's start again. */
+enum { LOGITS = 0x7000000 };
+Test(shim_step, auto_a_micro_batch_waited_for_is_a_part_of_its_step)
+{
+    launches(2), dtoh_at(2048, S_COMPUTE, LOGITS), sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    launches(3), dtoh_at(2048, S_COMPUTE, LOGITS), sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    drain();
+    cr_assert_eq(nsteps, 1, "the second evaluation's report waits for the next end copy");
+    launches(4), dtoh_at(2048, S_COMPUTE, LOGITS + 2048), sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    launches(5), dtoh_at(16384, S_COMPUTE, LOGITS), sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    tkp_step_flush_thread(R(), now += 10);
+    drain();
+    cr_assert_eq(nsteps, 3);
+    expect(0, 1, TKP_STEP_PART, TKP_CLOSE_STREAM_SYNC, 3, 1);
+    expect(1, 2, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 4, 1);
+    expect(2, 3, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 5, 1);
+}
+
+/* A loop that appends each token's logits to a growing host array: every copy lands right after
+ * the last, but no output begins twice at one place: every step a token. Sampled ids (small
+ * copies) are never held: their steps are reported when complete. */
+Test(shim_step, auto_appended_outputs_and_small_reads_are_tokens)
+{
+    for (int i = 0; i < 4; i++)
+        launches(1), dtoh_at(2048, S_COMPUTE, LOGITS + 2048u * (unsigned)i),
+            sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    drain();
+    cr_assert_eq(nsteps, 4);
+    for (int i = 0; i < 4; i++) expect(i, (uint32_t)i, TKP_STEP_TOKEN, TKP_CLOSE_STREAM_SYNC, 1, 1);
+    for (int i = 0; i < 3; i++)
+        launches(1), dtoh_at(64, S_COMPUTE, LOGITS), sync_on(TKP_SYNC_STREAM, S_COMPUTE);
+    drain();
+    cr_assert_eq(nsteps, 3, "64-byte reads at one place: reported at once");
 }
 
 /* Two steps in flight, then one wait (a host running a step ahead, a stream sync for both): two

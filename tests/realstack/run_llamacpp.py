@@ -10,6 +10,8 @@ Exit 77 (ctest's skip) with one line when the cache is not complete (its .tokpro
   bench           llama-bench -p 16 -n 32 -r 3 -o json (CUDA graphs on: after two warm-up
                   evaluations each token is one cudaGraphLaunch of a relaxed-mode capture)
   bench-nographs  the same with GGML_CUDA_DISABLE_GRAPHS=1 (every kernel an eager launch)
+  bench-novmm     the same on a device without VMM (SIMGPU_VMM=0): ggml-cuda's legacy cudaMalloc
+                  pool, the path of a GGML_CUDA_NO_VMM build; its log must say "VMM: no"
   server          llama-server --metrics -np 8: 8 concurrent streaming completions over HTTP
                   (n_predict 32, ignore_eos, greedy), /metrics, then SIGTERM
   needed          readelf -d: libggml-cuda.so needs libcudart.so.13, libcublas.so.13 and
@@ -246,7 +248,7 @@ def main():
     for k in ("cache", "simgpu", "shim", "tokprof", "workdir"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("mode", choices=["bench", "bench-nographs", "server", "needed"])
+    ap.add_argument("mode", choices=["bench", "bench-nographs", "bench-novmm", "server", "needed"])
     a = ap.parse_args()
     for k in ("cache", "simgpu", "shim", "tokprof", "workdir"):
         setattr(a, k, os.path.abspath(getattr(a, k)))
@@ -260,7 +262,8 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     a.counter = build_counter(a)
-    extra = {"GGML_CUDA_DISABLE_GRAPHS": "1"} if a.mode == "bench-nographs" else {}
+    extra = {"bench-nographs": {"GGML_CUDA_DISABLE_GRAPHS": "1"},
+             "bench-novmm": {"SIMGPU_VMM": "0"}}.get(a.mode, {})
     runs, truth = {}, {}
     for name in ("plain", "shim"):
         d = os.path.join(a.workdir, name)
@@ -273,6 +276,11 @@ def main():
             truth[name]["decode_tokens"] = toks
         print(f"{name}: exit {runs[name][0]}, llama.cpp's own figures {truth[name]}")
     errors = []
+    if a.mode == "bench-novmm":  # ggml prints each device's VMM support at start
+        for name in ("plain", "shim"):
+            with open(os.path.join(a.workdir, name, "stderr.txt")) as f:
+                if "VMM: no" not in f.read():
+                    errors.append(f"{name}: llama.cpp's log does not say 'VMM: no'")
     if runs["plain"] != runs["shim"]:
         errors.append(f"exit/output differ: without the shim {runs['plain']!r}, with it {runs['shim']!r}")
     if not truth["shim"] or truth["shim"]["steps"] < 0 or truth["shim"]["decodes"] < 0:

@@ -189,8 +189,13 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUd
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: v = 0; break;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: v = 1; break;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
-    /* the VMM API is simulated (extra.c): llama.cpp's pool takes it only when this says so */
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: v = 1; break;
+    /* the VMM API is simulated (extra.c): llama.cpp's pool takes it only when this says so;
+     * SIMGPU_VMM=0 says no (a device without VMM: ggml's legacy pool, as a GGML_CUDA_NO_VMM build) */
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: {
+        const char *e = getenv("SIMGPU_VMM");
+        v = !(e && !strcmp(e, "0"));
+        break;
+    }
     case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: v = 1; break;
     case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: v = 1; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: v = CU_COMPUTEMODE_DEFAULT; break;

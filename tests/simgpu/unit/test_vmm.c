@@ -83,3 +83,17 @@ Test(mem, allocations_aligned_as_a_driver)
         CK(cuMemFree(d));
     }
 }
+
+/* SIMGPU_VMM=0: a device without VMM, so that llama.cpp's ggml-cuda takes its legacy pool (the path
+ * of a GGML_CUDA_NO_VMM build; realstack_llamacpp_bench_novmm). */
+Test(vmm, a_device_without_vmm_on_request)
+{
+    setenv("SIMGPU_VMM", "0", 1);
+    CK(cuInit(0));
+    int vmm = -1;
+    CK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    cr_expect_eq(vmm, 0);
+    setenv("SIMGPU_VMM", "1", 1);
+    CK(cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+    cr_expect_eq(vmm, 1);
+}

@@ -285,6 +285,13 @@ static int cmp_kernel(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* One kernel's tok_cols into a step's largest token count and its "more than that" flag. */
+static void tok_cols_fold(int c, int *kt, int *many)
+{
+    if (c > *kt) *kt = c;
+    else if (c < 0) *many = 1;
+}
+
 static int close_step(struct tkp_model *m, struct tkp_mstep *s)
 {
     struct tkp_mopen *o = s->open;
@@ -344,18 +351,12 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
     }
     if (m->has_tok_cols) { /* tokens its kernels' names carry (ggml's mul_mat_vec_q) */
         int many = 0, kt = 0;
-        for (size_t i = 0; i < o->nl; i++) {
-            int c = m->names[o->l[i].slot].tok_cols;
-            if (c > kt) kt = c;
-            else if (c < 0) many = 1;
-        }
+        for (size_t i = 0; i < o->nl; i++)
+            tok_cols_fold(m->names[o->l[i].slot].tok_cols, &kt, &many);
         for (size_t i = 0; i < o->ng; i++) {
             const struct tkp_mgraph *g = graph_find(m, o->g[i].graph);
-            for (uint32_t j = 0; g && j < g->n; j++) {
-                int c = m->names[g->slots[j]].tok_cols;
-                if (c > kt) kt = c;
-                else if (c < 0) many = 1;
-            }
+            for (uint32_t j = 0; g && j < g->n; j++)
+                tok_cols_fold(m->names[g->slots[j]].tok_cols, &kt, &many);
         }
         s->kern_tokens = (uint32_t)kt, s->kern_many = many;
     }

@@ -486,7 +486,7 @@ static int column_fail(struct dec *d, const char *name, const uint8_t *p, const 
 
 static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8_t *tm,
                      const uint8_t *tm_end, const uint8_t *ca, const uint8_t *ca_end, uint32_t n,
-                     uint32_t call0);
+                     uint32_t call0, int rep);
 static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8_t *kinds,
                       const uint8_t *tm, const uint8_t *ca, uint32_t n, uint32_t call0);
 
@@ -525,31 +525,37 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     if (end[0] - p[0] != n)
         return fail(d, "kinds has %u bytes for %u records", (uint32_t)(end[0] - p[0]), n);
     const uint8_t *kinds = p[0];
-    uint64_t badkind = 0;
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8) { /* eight kinds at a time: their sum is the library calls */
-        uint64_t w = tkp_load64(kinds + i);
-        badkind |= w & 0xfefefefefefefefeull;
-        libs += (uint32_t)((w * 0x0101010101010101ull) >> 56);
+    if (rep) {
+        libs = b->run.plibs; /* the repeated RUN's kinds and tmpls were checked with it */
+    } else {
+        uint64_t badkind = 0;
+        uint32_t i = 0;
+        for (; i + 8 <= n; i += 8) { /* eight kinds at a time: their sum is the library calls */
+            uint64_t w = tkp_load64(kinds + i);
+            badkind |= w & 0xfefefefefefefefeull;
+            libs += (uint32_t)((w * 0x0101010101010101ull) >> 56);
+        }
+        for (; i < n; i++) {
+            badkind |= kinds[i] & 0xfe;
+            libs += kinds[i] & 1;
+        }
+        if (badkind)
+            for (i = 0; i < n; i++)
+                if (kinds[i] > 1)
+                    return fail(d, "record %u: kind %u, expected 0 or 1", i, kinds[i]);
     }
-    for (; i < n; i++) {
-        badkind |= kinds[i] & 0xfe;
-        libs += kinds[i] & 1;
-    }
-    if (badkind)
-        for (i = 0; i < n; i++)
-            if (kinds[i] > 1) return fail(d, "record %u: kind %u, expected 0 or 1", i, kinds[i]);
     for (int c = 1; c < 5; c++)
-        if (!tkp_varints_ok(p[c], end[c], c == 4 ? libs : n))
+        if (!(c == 2 && rep) && !tkp_varints_ok(p[c], end[c], c == 4 ? libs : n))
             return column_fail(d, col[c], p[c], end[c], c == 4 ? libs : n);
     /* the columns are whole: the values that have limits */
-    if (!run_small(b, kinds, p[2], end[2], p[3], end[3], n, call0)) {
+    if (!run_small(b, kinds, p[2], end[2], p[3], end[3], n, call0, rep)) {
         int err = run_values(d, b, kinds, p[2], p[3], n, call0);
         if (err) return err;
     }
     uint32_t lens[5];
     for (int c = 0; c < 5; c++) lens[c] = (uint32_t)(end[c] - p[c]);
     tkp_run_begin(&b->run, n, r->step, call0, p, lens, rep);
+    b->run.plibs = libs;
     return 0;
 }
 
@@ -562,7 +568,7 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
  * (run_values, which says which value is out). */
 static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8_t *tm,
                      const uint8_t *tm_end, const uint8_t *ca, const uint8_t *ca_end, uint32_t n,
-                     uint32_t call0)
+                     uint32_t call0, int rep)
 {
     if (ca_end - ca != n) return 0;
     /* a template defined in this chunk stays defined in it */
@@ -571,7 +577,15 @@ static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8
         b->tmpl_ok_gen = b->gen;
     }
     unsigned calls = 0;
-    if (tm_end - tm == n) { /* one-byte ids (< 128): the ids used, then each looked up */
+    if (rep) { /* the template ids of the RUN it repeats, which were checked with it */
+        uint64_t w = 0;
+        uint32_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            w |= tkp_load64(ca + i);
+        for (; i < n; i++)
+            w |= ca[i];
+        calls = (w & 0xfefefefefefefefeull) ? 2 : (unsigned)(w != 0);
+    } else if (tm_end - tm == n) { /* one-byte ids (< 128): the ids used, then each looked up */
         uint64_t used[2][2] = {{0, 0}, {0, 0}}; /* by kind */
         for (uint32_t i = 0; i < n; i++) {
             used[kinds[i]][tm[i] >> 6] |= 1ull << (tm[i] & 63);

@@ -45,6 +45,7 @@ struct tkp_run {
     uint32_t pos, lib; /* records and library calls of the open run decoded so far */
     const uint8_t *pkind, *ptmpl; /* the chunk's last RUN (this pass): 0 records before the first */
     uint32_t pn, ptmpl_len;
+    uint32_t plibs; /* its library calls (the first pass's check) */
     struct tkp_run_val *pv; /* its values: dt by record, host_ns by library call */
     uint32_t pcap;
     uint8_t bkind[TKP_RUN_BATCH];

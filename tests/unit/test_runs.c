@@ -845,16 +845,16 @@ Test(runs, repeating_runs_decode_as_their_records)
 }
 
 /* A repeating RUN that breaks a rule of version 4 makes its chunk bad. */
-static void bad_repeat(const char *what, int first, uint32_t n, int nil, const char *host,
-                       const char *msg)
+static void bad_repeat_calls(const char *what, int first, uint32_t n, int nil, const char *host,
+                             const uint8_t *calls, const char *msg)
 {
     struct capw *w = good_first_chunk();
     if (!first) { /* a RUN of a launch and a library call before it */
         static const struct col c[5] = {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0"), B("\5")};
         pack_run(w, 1, 2, c);
     }
-    static const uint8_t dts[3] = {2, 2, 2}, calls[3] = {0, 0, 0}, kinds[3] = {0, 1, 0};
-    const uint8_t *p[5] = {kinds, dts, kinds, calls, (const uint8_t *)host};
+    static const uint8_t dts[3] = {2, 2, 2}, zeros[3] = {0, 0, 0}, kinds[3] = {0, 1, 0};
+    const uint8_t *p[5] = {kinds, dts, kinds, calls ? calls : zeros, (const uint8_t *)host};
     size_t len[5] = {CAPW_NIL, n, CAPW_NIL, n, strlen(host)};
     if (nil == 1) len[2] = n; /* tmpls a bin (of template 0s), kinds nil */
     if (nil == 2) len[0] = n; /* kinds a bin, tmpls nil */
@@ -864,6 +864,11 @@ static void bad_repeat(const char *what, int first, uint32_t n, int nil, const c
     expect_bad_last_chunk(w, what, "RUN record", msg, 2, &g);
     got_free(&g);
     capw_free(w);
+}
+static void bad_repeat(const char *what, int first, uint32_t n, int nil, const char *host,
+                       const char *msg)
+{
+    bad_repeat_calls(what, first, n, nil, host, NULL, msg);
 }
 
 Test(runs, a_repeating_run_breaking_a_rule_makes_the_chunk_bad)
@@ -877,6 +882,13 @@ Test(runs, a_repeating_run_breaking_a_rule_makes_the_chunk_bad)
     /* host_ns has a value per library call of the RUN repeated (one) */
     bad_repeat("host_ns of two values", 0, 2, 0, "\1\1", "column 'host_ns' has bytes after its 1 values");
     bad_repeat("host_ns empty", 0, 2, 0, "", "record 0: column 'host_ns' ends early");
+    /* its call ids are checked, though its template ids were checked with the RUN it repeats:
+     * the library call 1 + unzigzag(3) = -1 from call 0; a launch's step 5 in a run that is
+     * otherwise fine */
+    static const uint8_t below[2] = {0, 3}, launch_below[2] = {6, 0};
+    bad_repeat_calls("a call id below 0", 0, 2, 0, "\1", below, "record 1: call id out of range");
+    bad_repeat_calls("a launch's call id below 1", 0, 2, 0, "\1", launch_below,
+                     "record 0: call id out of range");
 }
 
 /* The same repeating RUN, with a RUN before it in its chunk and one host_ns value, is good. */

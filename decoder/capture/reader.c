@@ -224,6 +224,7 @@ void tkp_reader_release(struct tkp_reader *r)
     r->zbuf = r->raw = NULL;
     r->zcap = r->rawcap = 0;
     r->in_chunk = 0;
+    r->buf.run.i = r->buf.run.n = r->buf.run.left = 0; /* tkp_reader_next's fast path */
     if (!r->state) r->state = 1;
 }
 
@@ -300,6 +301,7 @@ static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
     r->err.offset = r->chunk_off;
     r->state = code;
     r->in_chunk = 0;
+    r->buf.run.i = r->buf.run.n = r->buf.run.left = 0; /* tkp_reader_next's fast path */
     return code;
 }
 
@@ -636,31 +638,39 @@ static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
     *resolved = name && mapped ? r->changes + 1 : 0;
 }
 
+/* What a RUN's next record (u->i) has besides its template's fields; u->i moves past it. */
+static inline __attribute__((always_inline)) void run_head(struct tkp_reader *r,
+                                                           struct tkp_record *rec,
+                                                           enum tkp_rec type, uint32_t thread,
+                                                           uint32_t tid)
+{
+    struct tkp_run *u = &r->buf.run;
+    rec->type = type;
+    rec->offset = r->chunk_off;
+    rec->pid = r->pid;
+    rec->step = u->step;
+    rec->host_ns = r->prev_ns += (uint64_t)u->bdt[u->i++];
+    rec->thread = thread;
+    rec->tid = tid;
+}
+
 static inline __attribute__((always_inline)) void run_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;
     if (u->i == u->n) tkp_record_run_batch(b);
-    uint32_t i = u->i++, id = u->btmpl[i];
+    uint32_t i = u->i, id = u->btmpl[i];
     uint64_t now = r->changes + 1; /* a template resolved since no NAME/THREAD changed a meaning */
-    rec->offset = r->chunk_off;
-    rec->pid = r->pid;
-    rec->step = u->step;
-    rec->host_ns = r->prev_ns += (uint64_t)u->bdt[i];
     if (!u->bkind[i]) {
         const struct tkp_launch_tmpl *t = &b->ltmpl[id];
-        rec->type = TKP_REC_LAUNCH;
-        rec->thread = t->thread;
-        rec->tid = t->tid;
+        run_head(r, rec, TKP_REC_LAUNCH, t->thread, t->tid);
         rec->launch = t->launch;
         rec->launch.call = u->bcall[i];
         if (t->resolved == now) return;
         rec->launch.name = name_get(r, rec->launch.name_id);
     } else {
         const struct tkp_lib_tmpl *t = &b->ctmpl[id];
-        rec->type = TKP_REC_LIB_CALL;
-        rec->thread = t->thread;
-        rec->tid = t->tid;
+        run_head(r, rec, TKP_REC_LIB_CALL, t->thread, t->tid);
         rec->lib_call = t->lib;
         rec->lib_call.call = u->bcall[i];
         rec->lib_call.call_ns = u->bhost[i];
@@ -723,19 +733,36 @@ static void cols_next(struct tkp_reader *r, struct tkp_record *rec)
 
 static int next_slow(struct tkp_reader *r, struct tkp_record *rec);
 
-/* The records of an open RUN or COLS first, without the frame of everything else (next_slow). */
+/* The records of a RUN's decoded batch whose template is resolved first: a leaf that calls
+ * nothing, so that it saves no registers (u->i < u->n only while a plain reader delivers a chunk:
+ * stop() and tkp_reader_release() empty the batch, a reader over others never has one). The
+ * rest, batches decoded included, takes the frame of everything else (next_slow). */
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
 {
-    if (__builtin_expect(!r->ops && !r->state && r->in_chunk, 1)) {
-        if (__builtin_expect(tkp_run_open(&r->buf.run), 1)) {
-            run_next(r, rec);
-            r->stats.records++;
-            return 1;
-        }
-        if (tkp_cols_open(&r->buf.cols)) {
-            cols_next(r, rec);
-            r->stats.records++;
-            return 1;
+    struct tkp_run *u = &r->buf.run;
+    uint32_t i = u->i;
+    if (__builtin_expect(i < u->n, 1)) {
+        uint64_t now = r->changes + 1;
+        uint32_t id = u->btmpl[i];
+        if (__builtin_expect(!u->bkind[i], 1)) {
+            const struct tkp_launch_tmpl *t = &r->buf.ltmpl[id];
+            if (__builtin_expect(t->resolved == now, 1)) {
+                run_head(r, rec, TKP_REC_LAUNCH, t->thread, t->tid);
+                rec->launch = t->launch;
+                rec->launch.call = u->bcall[i];
+                r->stats.records++;
+                return 1;
+            }
+        } else {
+            const struct tkp_lib_tmpl *t = &r->buf.ctmpl[id];
+            if (__builtin_expect(t->resolved == now, 1)) {
+                run_head(r, rec, TKP_REC_LIB_CALL, t->thread, t->tid);
+                rec->lib_call = t->lib;
+                rec->lib_call.call = u->bcall[i];
+                rec->lib_call.call_ns = u->bhost[i];
+                r->stats.records++;
+                return 1;
+            }
         }
     }
     return next_slow(r, rec);

@@ -259,6 +259,31 @@ Test(runs, extreme_times_wrap_as_single_records_do)
     capw_free(w);
 }
 
+/* A reader released in the middle of a RUN's batch (tkp_reader_release) delivers nothing more:
+ * its fast path reads the batch only while the chunk is open. */
+Test(runs, a_reader_released_inside_a_run_delivers_nothing_more)
+{
+    struct capw *w = capw_new();
+    struct run u = {.step = 1};
+    struct tkp_record rec;
+    head(w, 1000);
+    tmpl(w, 0, 3, 5, 64);
+    for (int i = 0; i < 5; i++) run_launch(&u, 10, 0, 0);
+    run_end(w, &u, 1);
+    capw_chunk_end(w);
+    struct tkp_reader *r = capr_open(w);
+    int k;
+    while ((k = tkp_reader_next(r, &rec)) == 1 && rec.type != TKP_REC_LAUNCH) continue;
+    cr_assert_eq(k, 1, "the RUN's first launch");
+    cr_assert_eq(rec.host_ns, 1010);
+    tkp_reader_release(r);
+    cr_assert_eq(tkp_reader_next(r, &rec), 0, "released: the end");
+    cr_assert_eq(tkp_reader_stats(r)->records, 5, "CHUNK, THREAD, 2 NAME, 1 launch");
+    tkp_reader_close(r);
+    run_free(&u);
+    capw_free(w);
+}
+
 /* A run of n records, launches with a library call every 7th: more than one batch of the
  * reader, the call base carried from batch to batch. */
 static void long_run(uint32_t n, int *end, size_t *got, uint64_t *last_ns, uint32_t *last_call)

@@ -609,8 +609,10 @@ void tkp_record_run_batch(struct tkp_decode_buf *b)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
-    if (u->rep)
-        run_batch(u, n, u->small, 1);
+    if (u->rep && u->small) /* each case its own loop: a repeating RUN is the usual one */
+        run_batch(u, n, 1, 1);
+    else if (u->rep)
+        run_batch(u, n, 0, 1);
     else if (u->small)
         run_batch(u, n, 1, 0);
     else

@@ -680,18 +680,22 @@ static inline __attribute__((always_inline)) void run_next(struct tkp_reader *r,
     rec->tid = thread_get(r, rec->thread);
 }
 
+/* The batch of the open RUN for a peek: decoded when the last is delivered (as run_next() does
+ * first). 0 when the next record is not a RUN's, or r is a reader over others. */
+static int peek_batch(struct tkp_reader *r)
+{
+    struct tkp_run *u = &r->buf.run;
+    if (u->i < u->n) return 1; /* only while a plain reader delivers a chunk (tkp_reader_next) */
+    if (r->ops || r->state || !r->in_chunk || !u->left) return 0;
+    tkp_record_run_batch(&r->buf);
+    return 1;
+}
+
 size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
 {
     struct tkp_decode_buf *d = &r->buf;
     struct tkp_run *u = &d->run;
-    if (r->ops || r->state || !r->in_chunk) return 0;
-    if (u->i < u->n) {
-        if (u->bkind[u->i]) return 0; /* a library call next */
-    } else if (u->left) {
-        tkp_record_run_batch(d); /* what run_next() would do first */
-    } else {
-        return 0;
-    }
+    if (!peek_batch(r) || u->bkind[u->i]) return 0; /* or a library call next */
     uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
     uint32_t i = u->i, end = u->n - u->i > TKP_LAUNCH_BULK ? u->i + TKP_LAUNCH_BULK : u->n;
     size_t k = 0;
@@ -702,6 +706,35 @@ size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
         b->thread = t->thread;
         b->host_ns[k] = ns += (uint64_t)u->bdt[i];
         b->name_id[k] = t->launch.name_id;
+    }
+    return k;
+}
+
+size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b)
+{
+    struct tkp_decode_buf *d = &r->buf;
+    struct tkp_run *u = &d->run;
+    if (!peek_batch(r)) return 0;
+    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
+    uint32_t i = u->i, end = u->n - u->i > TKP_LAUNCH_BULK ? u->i + TKP_LAUNCH_BULK : u->n;
+    uint32_t thread = u->bkind[i] ? d->ctmpl[u->btmpl[i]].thread : d->ltmpl[u->btmpl[i]].thread;
+    size_t k = 0;
+    b->l.step = u->step;
+    b->l.thread = thread;
+    for (; i < end; i++, k++) {
+        uint32_t id = u->btmpl[i];
+        if (!u->bkind[i]) {
+            const struct tkp_launch_tmpl *t = &d->ltmpl[id];
+            if (t->resolved != now || t->thread != thread) break;
+            b->l.name_id[k] = t->launch.name_id;
+            b->lib[k] = NULL;
+        } else {
+            const struct tkp_lib_tmpl *t = &d->ctmpl[id];
+            if (t->resolved != now || t->thread != thread) break;
+            b->l.name_id[k] = t->lib.op_id;
+            b->lib[k] = &t->lib;
+        }
+        b->l.host_ns[k] = ns += (uint64_t)u->bdt[i];
     }
     return k;
 }

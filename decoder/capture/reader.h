@@ -189,6 +189,17 @@ struct tkp_launch_bulk {
 };
 size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b);
 void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k);
+/* A RUN's launches and library calls in bulk (summary's pass): as tkp_reader_peek_launches(),
+ * the next records while they are LAUNCHes or LIB_CALLs of one thread from a RUN, their
+ * templates resolved. For a launch lib[i] is NULL and l.name_id[i] its name id; for a library
+ * call lib[i] is its template's fields (valid until the next call on r; the record's own call
+ * and call_ns are not given: they read 0 there) and l.name_id[i] its op id.
+ * tkp_reader_take(r, &b->l, k) consumes the first k. */
+struct tkp_run_bulk {
+    struct tkp_launch_bulk l;
+    const __typeof__(((struct tkp_record *)0)->lib_call) *lib[TKP_LAUNCH_BULK];
+};
+size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b);
 
 /* NULL while nothing went wrong; else why and where the reader stopped (owned by r). */
 const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);

@@ -531,20 +531,21 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_acc *acc = NULL;
     err = tkp_acc_bind(&m, &acc);
     uint64_t nrec = 0;
-    struct tkp_launch_bulk lb;
+    struct tkp_run_bulk rb;
     rec.type = TKP_REC_CHUNK;
     while (!err) {
         size_t nb;
-        /* a RUN's launches in bulk, as the fleet tables read them (table_rows.c): what
-         * summary_add and tkp_model_add do with each, a batch at a time; the first of a run
-         * comes through tkp_reader_next (the model's slow path opens the step) */
+        /* a RUN's launches and library calls in bulk: what summary_add and tkp_model_add do
+         * with each, a batch at a time; the first of a run comes through tkp_reader_next (the
+         * model's slow path opens the step) */
         if (!s->merged && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
-            (nb = tkp_reader_peek_launches(r, &lb)) && (nb = tkp_model_add_launches(&m, &lb, nb))) {
-            for (size_t i = 0; i < nb; i++)
-                saw_time(s, lb.host_ns[i]);
-            s->launches += nb;
+            (nb = tkp_reader_peek_run(r, &rb)) && (nb = tkp_model_add_run(&m, &rb, nb))) {
+            for (size_t i = 0; i < nb; i++) {
+                saw_time(s, rb.l.host_ns[i]);
+                s->launches += !rb.lib[i];
+            }
             nrec += nb;
-            tkp_reader_take(r, &lb, nb);
+            tkp_reader_take(r, &rb.l, nb);
             continue;
         }
         if (tkp_reader_next(r, &rec) != 1) break;

@@ -603,21 +603,25 @@ static __attribute__((noinline)) int add_lib_call_slow(struct tkp_model *m,
 /* LIB_CALL: an executed unbatched GEMM feeds its step's token figures (libcalls.h's rule) and the
  * capture-wide vote on the token dimension. A call in the previous record's step with room in
  * the weights table takes the path without a stack frame. */
-static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
+static inline int lib_call_take(struct tkp_model *m, const __typeof__(((struct tkp_record *)0)->lib_call) *c,
+                                uint64_t ns, uint32_t thread, uint64_t step)
 {
-    uint64_t gm = r->lib_call.m, gn = r->lib_call.n, ptr = r->lib_call.a_ptr;
+    uint64_t gm = c->m, gn = c->n, ptr = c->a_ptr;
     struct tkp_mstep *s = m->last;
-    if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
-    if (r->lib_call.status || (r->lib_call.flags & TKP_LIBF_CAPTURED) || !gm || !gn ||
-        !r->lib_call.k)
-        return 0;
-    if (r->lib_call.batch > 1) return 0; /* attention bmm: not a projection */
-    if (!s || s->thread != r->thread || s->seg != r->step || (ptr && weights_full(m)))
-        return add_lib_call_slow(m, r);
-    gemm_add(s, r->host_ns, gm, gn);
+    if (ns > m->now_ns) m->now_ns = ns;
+    if (c->status || (c->flags & TKP_LIBF_CAPTURED) || !gm || !gn || !c->k) return 1;
+    if (c->batch > 1) return 1; /* attention bmm: not a projection */
+    if (!s || s->thread != thread || s->seg != step || (ptr && weights_full(m))) return 0;
+    gemm_add(s, ns, gm, gn);
     m->has_tokens = 1;
     if (ptr) weight_vote(m, ptr, gm, gn);
-    return 0;
+    return 1;
+}
+
+static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
+{
+    return lib_call_take(m, &r->lib_call, r->host_ns, r->thread, r->step) ? 0
+                                                                          : add_lib_call_slow(m, r);
 }
 
 static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct tkp_record *r);
@@ -644,10 +648,13 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
     return add_other(m, r);
 }
 
-size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk *b, size_t n)
+/* n launches of (thread, step) in bulk, while tkp_model_add()'s first branch would take them:
+ * how many it took. */
+static inline size_t launches_take(struct tkp_model *m, uint32_t thread, uint64_t step,
+                                   const uint64_t *name_id, const uint64_t *host_ns, size_t n)
 {
     struct tkp_mopen *o = m->fast; /* the conditions of tkp_model_add()'s first branch */
-    if (!o || m->fast_seg != b->step || m->fast_thread != b->thread) return 0;
+    if (!o || m->fast_seg != step || m->fast_thread != thread) return 0;
     if (n > o->capl - o->nl) n = o->capl - o->nl;
     /* in locals: the stores below could alias the model's fields for the compiler */
     const uint32_t *id2slot = m->id2slot;
@@ -657,7 +664,7 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
     uint64_t now = m->now_ns;
     size_t i = 0;
     for (; i < n; i++) {
-        uint64_t id = b->name_id[i], ns = b->host_ns[i];
+        uint64_t id = name_id[i], ns = host_ns[i];
         if (id >= cap || !id2slot[id]) break;
         uint32_t slot = id2slot[id] - 1;
         now = ns > now ? ns : now;
@@ -667,6 +674,30 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
     m->now_ns = now;
     o->nl += i;
     return i;
+}
+
+size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk *b, size_t n)
+{
+    return launches_take(m, b->thread, b->step, b->name_id, b->host_ns, n);
+}
+
+size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_bulk *b, size_t n)
+{
+    const struct tkp_launch_bulk *l = &b->l;
+    size_t i = 0;
+    while (i < n) {
+        if (b->lib[i]) { /* a library call */
+            if (!lib_call_take(m, b->lib[i], l->host_ns[i], l->thread, l->step)) return i;
+            i++;
+            continue;
+        }
+        size_t j = i + 1; /* the launches up to the next library call */
+        while (j < n && !b->lib[j]) j++;
+        size_t k = launches_take(m, l->thread, l->step, l->name_id + i, l->host_ns + i, j - i);
+        i += k;
+        if (i < j) return i;
+    }
+    return n;
 }
 
 /* SYNC: its wait to its step (figures.h's verdict); held on the thread until the step exists

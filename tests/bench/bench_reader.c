@@ -1,8 +1,9 @@
 /* Reader throughput: reads a capture with tkp_reader_next() and nothing else, and prints the
  * records delivered, the seconds (CLOCK_MONOTONIC) and records/s. For the decode section of
- * scripts/bench.sh and for profiling the reader alone. With --bulk, the launches of RUNs are
- * taken a batch at a time (tkp_reader_peek_launches / tkp_reader_take, as the fleet tables and
- * summary read them) and the other records one by one.
+ * scripts/bench.sh and for profiling the reader alone. With --bulk, the launches and library
+ * calls of RUNs are taken a batch at a time (tkp_reader_peek_run / tkp_reader_take, as summary
+ * reads them; the fleet tables take launches alone, tkp_reader_peek_launches) and the other
+ * records one by one.
  * usage: bench_reader [--bulk] CAPTURE */
 #include <stdio.h>
 #include <string.h>
@@ -28,13 +29,13 @@ int main(int argc, char **argv)
     }
     int err;
     uint64_t sum = 0;
-    struct tkp_launch_bulk lb;
+    struct tkp_run_bulk rb;
     for (;;) {
         size_t k;
-        if (bulk && (k = tkp_reader_peek_launches(r, &lb))) {
+        if (bulk && (k = tkp_reader_peek_run(r, &rb))) {
             for (size_t i = 0; i < k; i++)
-                sum += lb.host_ns[i] + lb.name_id[i];
-            tkp_reader_take(r, &lb, k);
+                sum += rb.l.host_ns[i] + rb.l.name_id[i];
+            tkp_reader_take(r, &rb.l, k);
             continue;
         }
         if ((err = tkp_reader_next(r, &rec)) != 1) break;

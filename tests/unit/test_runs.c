@@ -13,6 +13,8 @@
 #include "base/err.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
+#include "model/classes.h"
+#include "model/model.h"
 
 /* ---- templates whose fields vary with their id ---- */
 
@@ -637,34 +639,63 @@ static void pair_lib(struct pair *p, int64_t dt, uint64_t step, uint32_t id, uin
 }
 
 static size_t bulk_taken; /* launches bulk_read() took in bulk, for the tests to see it did */
+static size_t bulk_libs;  /* library calls, with tkp_reader_peek_run */
 
-/* Reads w as drain() does, but takes launches in bulk (reader.h, tkp_reader_peek_launches) where
- * it can, a random number of those peeked (seed), and checks every record against want, the
- * record by record reading: a launch taken in bulk by its time, step, thread and name id. */
+/* A library call taken in bulk (tkp_reader_peek_run) against x, the record by record reading:
+ * its template's fields, with the record's call and call_ns, which the bulk does not give. */
+static void bulk_lib(const struct tkp_run_bulk *rb, size_t j, const struct seen *x,
+                     const char *what, size_t i)
+{
+    struct tkp_record rec = {.type = TKP_REC_LIB_CALL};
+    rec.lib_call = *rb->lib[j];
+    cr_assert_eq(rec.lib_call.call, 0, "%s: record %zu: call", what, i);
+    cr_assert_eq(rec.lib_call.call_ns, 0, "%s: record %zu: call_ns", what, i);
+    rec.lib_call.call = (uint32_t)x->x[0];
+    rec.lib_call.call_ns = x->x[11];
+    struct got one = {0};
+    note(&one, &rec);
+    cr_assert_eq(x->type, TKP_REC_LIB_CALL, "%s: record %zu taken in bulk", what, i);
+    cr_assert_eq(memcmp(one.s[0].x, x->x, sizeof(x->x)), 0, "%s: record %zu: fields", what, i);
+    cr_assert_str_eq(one.s[0].name, x->name, "%s: record %zu: op", what, i);
+    cr_assert_eq(rb->l.name_id[j], x->x[4], "%s: record %zu: op id", what, i);
+    got_free(&one);
+    bulk_libs++;
+}
+
+/* Reads w as drain() does, but takes launches in bulk (reader.h, tkp_reader_peek_launches), or
+ * launches and library calls (tkp_reader_peek_run), where it can, a random number of those
+ * peeked (seed), and checks every record against want, the record by record reading: a launch
+ * taken in bulk by its time, step, thread and name id. */
 static void bulk_read(struct capw *w, const struct got *want, uint64_t seed, const char *what)
 {
     struct tkp_reader *r = capr_open(w);
-    struct tkp_launch_bulk lb;
+    struct tkp_run_bulk rb;
+    struct tkp_launch_bulk *lb = &rb.l;
     struct tkp_record rec;
     size_t i = 0, taken = 0;
     int end;
     for (;;) {
         seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        size_t n = seed % 4 ? tkp_reader_peek_launches(r, &lb) : 0;
+        int run = seed >> 40 & 1; /* tkp_reader_peek_run */
+        size_t n = !(seed % 4) ? 0 : run ? tkp_reader_peek_run(r, &rb) : tkp_reader_peek_launches(r, lb);
         cr_assert_leq(n, TKP_LAUNCH_BULK);
         if (n) {
             size_t k = 1 + (seed >> 8) % n;
             for (size_t j = 0; j < k; j++, i++) {
                 cr_assert_lt(i, want->n, "%s: more records in bulk than one by one", what);
                 const struct seen *x = &want->s[i];
+                cr_assert_eq(lb->host_ns[j], x->host_ns, "%s: record %zu: host_ns", what, i);
+                cr_assert_eq(lb->step, x->step, "%s: record %zu: step", what, i);
+                cr_assert_eq(lb->thread, x->thread, "%s: record %zu: thread", what, i);
+                if (run && rb.lib[j]) {
+                    bulk_lib(&rb, j, x, what, i);
+                    continue;
+                }
                 cr_assert_eq(x->type, TKP_REC_LAUNCH, "%s: record %zu taken in bulk", what, i);
-                cr_assert_eq(lb.host_ns[j], x->host_ns, "%s: record %zu: host_ns", what, i);
-                cr_assert_eq(lb.step, x->step, "%s: record %zu: step", what, i);
-                cr_assert_eq(lb.thread, x->thread, "%s: record %zu: thread", what, i);
-                cr_assert_eq(lb.name_id[j], x->x[0], "%s: record %zu: name id", what, i);
+                cr_assert_eq(lb->name_id[j], x->x[0], "%s: record %zu: name id", what, i);
                 cr_assert_neq(x->name[0], '?', "%s: record %zu: an unresolved name in bulk", what, i);
             }
-            tkp_reader_take(r, &lb, k);
+            tkp_reader_take(r, lb, k);
             taken += k;
             continue;
         }
@@ -690,6 +721,58 @@ static void bulk_read(struct capw *w, const struct got *want, uint64_t seed, con
     bulk_taken += taken;
 }
 
+static size_t model_bulk; /* records model_same() fed to the model in bulk */
+
+/* w read into a model record by record (tkp_model_add) and, as summary reads it, with a RUN's
+ * launches and library calls in bulk (tkp_reader_peek_run, tkp_model_add_run): the same steps,
+ * names, GEMM figures and weights. */
+static void model_same(struct capw *w, const char *what)
+{
+    struct tkp_classes *cl;
+    struct tkp_model m[2];
+    struct tkp_run_bulk rb;
+    struct tkp_record rec;
+    cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
+    struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
+    for (int b = 0; b < 2; b++) {
+        struct tkp_reader *r = capr_open(w);
+        size_t n;
+        tkp_model_init(&m[b], &o);
+        for (;;) {
+            if (b && (n = tkp_reader_peek_run(r, &rb)) && (n = tkp_model_add_run(&m[b], &rb, n))) {
+                tkp_reader_take(r, &rb.l, n);
+                model_bulk += n;
+                continue;
+            }
+            if (tkp_reader_next(r, &rec) != 1) break;
+            cr_assert_eq(tkp_model_add(&m[b], &rec), 0);
+        }
+        cr_assert_eq(tkp_model_finish(&m[b]), 0);
+        tkp_reader_close(r);
+    }
+    cr_assert_eq(m[0].nsteps, m[1].nsteps, "%s: steps", what);
+    for (size_t i = 0; i < m[0].nsteps; i++) {
+        const struct tkp_mstep *x = &m[0].steps[i], *y = &m[1].steps[i];
+        uint64_t a[] = {x->thread, x->seg, (uint64_t)x->kind, x->launches, x->gemm_max_n,
+                        x->gemm_max_m, x->gemm_last_n, x->gemm_last_m, x->gemm_last_ns,
+                        x->launch_ns, x->begin_ns, x->end_ns, (uint64_t)x->index};
+        uint64_t c[] = {y->thread, y->seg, (uint64_t)y->kind, y->launches, y->gemm_max_n,
+                        y->gemm_max_m, y->gemm_last_n, y->gemm_last_m, y->gemm_last_ns,
+                        y->launch_ns, y->begin_ns, y->end_ns, (uint64_t)y->index};
+        for (size_t k = 0; k < sizeof(a) / sizeof(a[0]); k++)
+            cr_assert_eq(a[k], c[k], "%s: step %zu: field %zu", what, i, k);
+    }
+    cr_assert_eq(m[0].nnames, m[1].nnames, "%s: names", what);
+    for (size_t i = 0; i < m[0].nnames; i++)
+        cr_assert_eq(m[0].names[i].launches, m[1].names[i].launches, "%s: name %zu", what, i);
+    cr_assert_eq(m[0].nw, m[1].nw, "%s: weights", what);
+    cr_assert_eq(m[0].has_tokens, m[1].has_tokens, "%s: has_tokens", what);
+    cr_assert_eq(m[0].token_dim_m, m[1].token_dim_m, "%s: token_dim_m", what);
+    cr_assert_eq(m[0].now_ns, m[1].now_ns, "%s: now_ns", what);
+    for (int b = 0; b < 2; b++) tkp_model_free(&m[b]);
+    tkp_classes_free(cl);
+}
+
 /* Reads both and checks they deliver the same, and the RUN form with launches taken in bulk;
  * returns the v3 reading (free it). */
 static struct got pair_read(struct pair *p, const char *what)
@@ -701,6 +784,7 @@ static struct got pair_read(struct pair *p, const char *what)
     same(&a, &b, what);
     got_free(&a);
     for (uint64_t seed = 1; seed <= 3; seed++) bulk_read(p->v3, &b, seed * 0x9e3779b97f4a7c15ull, what);
+    model_same(p->v3, what);
     return b;
 }
 
@@ -1101,6 +1185,8 @@ Test(runs, differential_against_single_records)
 {
     for (uint64_t seed = 1; seed <= 12; seed++) differential(seed * 0x9e3779b97f4a7c15ull, 20000);
     cr_assert_gt(bulk_taken, 10000, "launches taken in bulk: %zu", bulk_taken);
+    cr_assert_gt(bulk_libs, 1000, "library calls taken in bulk: %zu", bulk_libs);
+    cr_assert_gt(model_bulk, 10000, "records the model took in bulk: %zu", model_bulk);
     cr_assert_gt(repeats_seen, 500, "repeating RUNs: %u", repeats_seen);
 }
 

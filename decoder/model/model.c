@@ -360,10 +360,14 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
         }
         s->kern_tokens = (uint32_t)kt, s->kern_many = many;
     }
-    uint64_t *min1 = &m->threads[s->thread].lgap_min1; /* the verdict's launch time */
-    for (size_t i = 1; i < o->nl; i++)
-        if (o->l[i].host_ns >= o->l[i - 1].host_ns)
-            s->launch_ns += tkp_launch_paced(o->l[i].host_ns - o->l[i - 1].host_ns, min1);
+    /* the verdict's launch time; in locals: the stores could alias o->l for the compiler */
+    uint64_t min1 = m->threads[s->thread].lgap_min1, paced = 0;
+    const struct olaunch *l = o->l;
+    for (size_t i = 1, nl = o->nl; i < nl; i++)
+        if (l[i].host_ns >= l[i - 1].host_ns)
+            paced += tkp_launch_paced(l[i].host_ns - l[i - 1].host_ns, &min1);
+    m->threads[s->thread].lgap_min1 = min1;
+    s->launch_ns += paced;
     if (!counted) /* counted when added (tkp_model_add), as most steps are */
         for (size_t i = 0; i < o->nl; i++)
             m->names[o->l[i].slot].launches--;
@@ -608,7 +612,6 @@ static inline int lib_call_take(struct tkp_model *m, const __typeof__(((struct t
 {
     uint64_t gm = c->m, gn = c->n, ptr = c->a_ptr;
     struct tkp_mstep *s = m->last;
-    if (ns > m->now_ns) m->now_ns = ns;
     if (c->status || (c->flags & TKP_LIBF_CAPTURED) || !gm || !gn || !c->k) return 1;
     if (c->batch > 1) return 1; /* attention bmm: not a projection */
     if (!s || s->thread != thread || s->seg != step || (ptr && weights_full(m))) return 0;
@@ -620,6 +623,7 @@ static inline int lib_call_take(struct tkp_model *m, const __typeof__(((struct t
 
 static __attribute__((noinline)) int add_lib_call(struct tkp_model *m, const struct tkp_record *r)
 {
+    if (r->host_ns > m->now_ns) m->now_ns = r->host_ns;
     return lib_call_take(m, &r->lib_call, r->host_ns, r->thread, r->step) ? 0
                                                                           : add_lib_call_slow(m, r);
 }
@@ -684,20 +688,30 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_bulk *b, size_t n)
 {
     const struct tkp_launch_bulk *l = &b->l;
-    size_t i = 0;
-    while (i < n) {
-        if (b->lib[i]) { /* a library call */
-            if (!lib_call_take(m, b->lib[i], l->host_ns[i], l->thread, l->step)) return i;
-            i++;
-            continue;
+    struct tkp_mopen *o = m->fast; /* launches: the conditions of tkp_model_add()'s first branch */
+    if (o && (m->fast_seg != l->step || m->fast_thread != l->thread)) o = NULL;
+    /* in locals: the stores below could alias the model's fields for the compiler */
+    const uint32_t *id2slot = m->id2slot;
+    const size_t cap = m->id2slot_cap, capl = o ? o->capl : 0; /* none: no launch taken */
+    struct tkp_mname *names = m->names;
+    struct olaunch *to = o ? o->l : NULL;
+    size_t nl = o ? o->nl : 0, i = 0;
+    uint64_t now = m->now_ns;
+    for (; i < n; i++) {
+        uint64_t ns = l->host_ns[i], id = l->name_id[i];
+        if (b->lib[i]) {
+            if (!lib_call_take(m, b->lib[i], ns, l->thread, l->step)) break;
+        } else {
+            if (nl == capl || id >= cap || !id2slot[id]) break;
+            uint32_t slot = id2slot[id] - 1;
+            to[nl++] = (struct olaunch){ns, slot};
+            names[slot].launches++; /* taken back if the step is not counted (close_step) */
         }
-        size_t j = i + 1; /* the launches up to the next library call */
-        while (j < n && !b->lib[j]) j++;
-        size_t k = launches_take(m, l->thread, l->step, l->name_id + i, l->host_ns + i, j - i);
-        i += k;
-        if (i < j) return i;
+        now = ns > now ? ns : now;
     }
-    return n;
+    if (o) o->nl = nl;
+    m->now_ns = now;
+    return i;
 }
 
 /* SYNC: its wait to its step (figures.h's verdict); held on the thread until the step exists

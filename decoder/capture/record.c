@@ -490,14 +490,15 @@ static int run_small(struct tkp_decode_buf *b, const uint8_t *kinds, const uint8
 static int run_values(struct dec *d, const struct tkp_decode_buf *b, const uint8_t *kinds,
                       const uint8_t *tm, const uint8_t *ca, uint32_t n, uint32_t call0);
 
-/* RUN: [step, n, call, kinds, dts, tmpls, calls, host_ns], every column read to its end here, so that
- * delivering its records (tkp_record_run_next) needs no check. The templates it uses must be
- * defined at this point of the chunk, as for LAUNCH_T and LIB_CALL_T. */
+/* RUN: [step, n, call, kinds, dts, tmpls, calls, host_ns] (run_check checks it). */
+static int run_check(struct dec *d, struct tkp_decode_buf *b, uint64_t step, uint32_t n,
+                     uint32_t call0, const uint8_t **p, const uint8_t **end, int rep);
+
 static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     static const char *const col[5] = {"kinds", "dts", "tmpls", "calls", "host_ns"};
     const uint8_t *p[5], *end[5];
-    uint32_t n, len, libs = 0, call0;
+    uint32_t n, len, call0;
     if (u64f(d, "step", &r->step) || u32f(d, "n", &n) || u32f(d, "call", &call0))
         return TKP_ERR_RECORD;
     if (n == 0 || n > TKP_RUN_MAX) return fail(d, "%u records, expected 1 to %u", n, TKP_RUN_MAX);
@@ -513,6 +514,39 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
         if (tkp_mp_bin(d->c, &p[i], &len)) return bad_type(d, col[i], "a bin", TKP_MP_BIN);
         end[i] = p[i] + len;
     }
+    return run_check(d, b, r->step, n, call0, p, end, rep);
+}
+
+/* The RUN whose header tkp_run_head() read, checked as run_open() checks it. Returns 1 when its
+ * header was read and it is good, a negative code when it is bad, 0 to read it the general way. */
+static int run_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
+                    size_t whylen)
+{
+    struct tkp_run_head h;
+    const uint8_t *after, *p[5], *end[5];
+    if (!tkp_run_head(c->p, c->end, &h, &after) || h.n > UINT32_MAX || h.call > UINT32_MAX)
+        return 0;
+    struct dec d = {c, "RUN", why, whylen, 8, 0};
+    for (int k = 0; k < 5; k++) /* kinds and tmpls NULL when it repeats */
+        p[k] = h.col[k], end[k] = h.col[k] ? h.col[k] + h.len[k] : NULL;
+    int err = run_check(&d, b, h.step, (uint32_t)h.n, (uint32_t)h.call, p, end, h.rep);
+    if (err) return err;
+    r->type = TKP_REC_RUN;
+    r->step = h.step;
+    c->p = after;
+    return 1;
+}
+
+/* A RUN of n records from call0 with columns [p, end) (kinds and tmpls unset when rep), every
+ * column read to its end here, so that delivering its records (tkp_record_run_batch) needs no
+ * check. The templates it uses must be defined at this point of the chunk, as for LAUNCH_T and
+ * LIB_CALL_T. */
+static int run_check(struct dec *d, struct tkp_decode_buf *b, uint64_t step, uint32_t n,
+                     uint32_t call0, const uint8_t **p, const uint8_t **end, int rep)
+{
+    static const char *const col[5] = {"kinds", "dts", "tmpls", "calls", "host_ns"};
+    uint32_t libs = 0;
+    if (n == 0 || n > TKP_RUN_MAX) return fail(d, "%u records, expected 1 to %u", n, TKP_RUN_MAX);
     if (rep) { /* the columns of the RUN it repeats, which was checked */
         struct tkp_run *u = &b->run;
         if (!u->pn) return fail(d, "repeats a RUN, none before it in the chunk");
@@ -554,7 +588,7 @@ static int run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *
     }
     uint32_t lens[5];
     for (int c = 0; c < 5; c++) lens[c] = (uint32_t)(end[c] - p[c]);
-    tkp_run_begin(&b->run, n, r->step, call0, p, lens, rep);
+    tkp_run_begin(&b->run, n, step, call0, p, lens, rep);
     b->run.plibs = libs;
     return 0;
 }
@@ -829,6 +863,8 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     uint32_t n;
     uint64_t type;
     const uint8_t *start = c->p;
+    int k = run_fast(c, r, b, why, whylen); /* most records of a capture are in RUNs */
+    if (k) return k < 0 ? k : TKP_DECODE_RUN;
     if (tkp_mp_array(c, &n))
         return tkp_mp_peek(c) == TKP_MP_ARRAY
                    ? fail(&d, "array longer than the payload")

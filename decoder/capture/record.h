@@ -216,6 +216,63 @@ static inline uint64_t tkp_uvar_ok(const uint8_t **pp)
     return v;
 }
 
+/* A RUN's header read inline (FORMAT.md "Runs"), for both of the reader's passes: a fixarray of
+ * 9, RUN, step, n and call as msgpack unsigned integers, then the five columns as bins, kinds and
+ * tmpls both nil or both bins. Returns 1 with *h filled and *after past the record; 0 for
+ * anything else (extra fields included), which the general decoder reads, with its reasons. */
+struct tkp_run_head {
+    uint64_t step, n, call;
+    const uint8_t *col[5];
+    uint32_t len[5];
+    int rep; /* kinds and tmpls nil */
+};
+static inline int tkp_run_uint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    if (p >= end) return 0;
+    if (*p <= 0x7f) {
+        *v = *p, *pp = p + 1;
+        return 1;
+    }
+    if (*p < 0xcc || *p > 0xcf) return 0;
+    unsigned size = 1u << (*p - 0xcc);
+    if ((size_t)(end - p) < 1 + size) return 0;
+    uint64_t x = 0;
+    for (unsigned i = 1; i <= size; i++) x = x << 8 | p[i];
+    *v = x, *pp = p + 1 + size;
+    return 1;
+}
+static inline int tkp_run_head(const uint8_t *p, const uint8_t *end, struct tkp_run_head *h,
+                               const uint8_t **after)
+{
+    if (end - p < 2 || p[0] != 0x99 || p[1] != TKP_REC_RUN) return 0;
+    p += 2;
+    if (!tkp_run_uint(&p, end, &h->step) || !tkp_run_uint(&p, end, &h->n) ||
+        !tkp_run_uint(&p, end, &h->call))
+        return 0;
+    h->rep = p < end && *p == 0xc0;
+    for (int k = 0; k < 5; k++) {
+        if (p >= end) return 0;
+        if (*p == 0xc0) { /* nil: kinds and tmpls of a repeating RUN only */
+            if (!h->rep || (k != 0 && k != 2)) return 0;
+            h->col[k] = NULL, h->len[k] = 0, p++;
+            continue;
+        }
+        if (h->rep && (k == 0 || k == 2)) return 0;
+        size_t room = (size_t)(end - p), len, hl;
+        if (*p == 0xc4 && room >= 2) len = p[1], hl = 2;
+        else if (*p == 0xc5 && room >= 3) len = (size_t)p[1] << 8 | p[2], hl = 3;
+        else if (*p == 0xc6 && room >= 5)
+            len = (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4], hl = 5;
+        else return 0;
+        if (room - hl < len) return 0;
+        h->col[k] = p + hl, h->len[k] = (uint32_t)len;
+        p += hl + len;
+    }
+    *after = p;
+    return 1;
+}
+
 /* Readable bytes a payload buffer needs past its end (tkp_varints_ok, tkp_uvar_ok). */
 #define TKP_PAYLOAD_PAD 8
 

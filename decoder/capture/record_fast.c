@@ -291,6 +291,15 @@ static int run_begin(struct tkp_mp *c, struct tkp_decode_buf *b)
     uint32_t n, len[5], k;
     uint64_t type, step, nrec, call0;
     const uint8_t *col[5];
+    struct tkp_run_head h; /* the usual header, inline */
+    if (tkp_run_head(c->p, c->end, &h, &at.p) && h.n && h.n <= TKP_RUN_MAX &&
+        h.call <= UINT32_MAX && h.n <= b->run.pcap && (!h.rep || b->run.pn == h.n)) {
+        if (h.rep) tkp_run_repeat(&b->run, h.col, h.len);
+        tkp_run_begin(&b->run, (uint32_t)h.n, h.step, (uint32_t)h.call, h.col, h.len, h.rep);
+        c->p = at.p;
+        return TKP_DECODE_RUN;
+    }
+    at = *c;
     if (tkp_mp_array(&at, &n) || n < 9 || tkp_mp_u64(&at, &type) || type != TKP_REC_RUN ||
         tkp_mp_u64(&at, &step) || tkp_mp_u64(&at, &nrec) || !nrec || nrec > TKP_RUN_MAX ||
         tkp_mp_u64(&at, &call0) || call0 > UINT32_MAX)

@@ -541,14 +541,15 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         if (!s->merged && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
             (nb = tkp_reader_peek_run(r, &rb)) && (nb = tkp_model_add_run(&m, &rb, nb))) {
             /* saw_time's result is the least time above 0 and the greatest, in any order */
-            uint64_t lo = UINT64_MAX, hi = 0;
+            uint64_t lo = UINT64_MAX, hi = 0, libs = 0;
             for (size_t i = 0; i < nb; i++) {
                 uint64_t ns = rb.l.host_ns[i];
                 hi = ns > hi ? ns : hi;
                 lo = ns && ns < lo ? ns : lo;
-                s->launches += !rb.lib[i];
+                libs += rb.lib[i] != NULL;
             }
             if (hi) saw_time(s, lo), saw_time(s, hi);
+            s->launches += nb - libs;
             nrec += nb;
             tkp_reader_take(r, &rb.l, nb);
             continue;

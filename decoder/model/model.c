@@ -360,12 +360,17 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
         }
         s->kern_tokens = (uint32_t)kt, s->kern_many = many;
     }
-    /* the verdict's launch time; in locals: the stores could alias o->l for the compiler */
+    /* the verdict's launch time (tkp_launch_paced, its cap kept while min1 holds); in locals:
+     * the stores could alias o->l for the compiler */
     uint64_t min1 = m->threads[s->thread].lgap_min1, paced = 0;
+    uint64_t cap = min1 ? tkp_launch_cap(min1) : 0;
     const struct olaunch *l = o->l;
-    for (size_t i = 1, nl = o->nl; i < nl; i++)
-        if (l[i].host_ns >= l[i - 1].host_ns)
-            paced += tkp_launch_paced(l[i].host_ns - l[i - 1].host_ns, &min1);
+    for (size_t i = 1, nl = o->nl; i < nl; i++) {
+        if (l[i].host_ns < l[i - 1].host_ns) continue;
+        uint64_t gap = l[i].host_ns - l[i - 1].host_ns;
+        if (!min1 || gap + 1 < min1) min1 = gap + 1, cap = tkp_launch_cap(min1);
+        paced += gap < cap ? gap : cap;
+    }
     m->threads[s->thread].lgap_min1 = min1;
     s->launch_ns += paced;
     if (!counted) /* counted when added (tkp_model_add), as most steps are */

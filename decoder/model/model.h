@@ -215,11 +215,15 @@ uint64_t tkp_mstep_span_ns(const struct tkp_mstep *s);
  * that (call stacks sampled at every launch, an old driver). */
 #define TKP_LAUNCH_PACED 2
 #define TKP_LAUNCH_CALL_NS 10000u
+static inline uint64_t tkp_launch_cap(uint64_t min1) /* the cap of a gap, min1 set */
+{
+    uint64_t cap = TKP_LAUNCH_PACED * (min1 - 1);
+    return cap < TKP_LAUNCH_CALL_NS ? TKP_LAUNCH_CALL_NS : cap;
+}
 static inline uint64_t tkp_launch_paced(uint64_t gap, uint64_t *min1)
 {
     if (!*min1 || gap + 1 < *min1) *min1 = gap + 1;
-    uint64_t cap = TKP_LAUNCH_PACED * (*min1 - 1);
-    if (cap < TKP_LAUNCH_CALL_NS) cap = TKP_LAUNCH_CALL_NS;
+    uint64_t cap = tkp_launch_cap(*min1);
     return gap < cap ? gap : cap;
 }
 

@@ -54,5 +54,6 @@ def main(path):
         print(f"| {k} | {counts.get(k.split('.')[0], '')} | {r} | {z} |")
 
 
-for a in sys.argv[1:]:
-    main(a)
+if __name__ == "__main__":
+    for a in sys.argv[1:]:
+        main(a)

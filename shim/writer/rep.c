@@ -253,6 +253,8 @@ void tkp_wrep_reset(void)
     R.nh = R.nt = 0;
     R.wait = 0;
     R.back = 0;
-    if (R.gsb.data) msgpack_sbuffer_clear(&R.gsb);
+    if (R.gsb.data) msgpack_sbuffer_destroy(&R.gsb); /* the parent's; init makes the child's */
+    memset(&R.gsb, 0, sizeof R.gsb);
+    R.out = NULL; /* groups off until the child's writer starts (tkp_wrep_init) */
     R.at[0] = 0;
 }

@@ -432,6 +432,7 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
         if (!first && r->rep && tkp_rep_is(&c)) { /* the records of a REP ("Repeats"), checked */
             int err = tkp_rep_expand(r->rep, &c, 0, why, sizeof(why));
             while (!err && tkp_rep_pending(r->rep)) {
+                if (tkp_rep_check_next(r->rep) > 0) continue;
                 tkp_rep_pack_next(r->rep);
                 if (tkp_record_check_fast(&r->rep->cur, &r->buf) < 0)
                     err = tkp_record_decode(&r->rep->cur, &rec, &r->buf, why, sizeof(why)) < 0;

@@ -224,6 +224,49 @@ void tkp_rep_pack_next(struct tkp_rep *u)
         ST_HEAD_##head fields extra break;                                                         \
     }
 
+/* The first pass's check of a fixed-layout record or a GRAPH_LAUNCH from its values: the range
+ * of each field's kind (records.def), as the record decoder checks it (record.c: u32f, u64f,
+ * threadf; a STEP's times are written unsigned, so any value is one). */
+#define CK_u32(k) ok &= x[k] <= UINT32_MAX;
+#define CK_u64(k) ok &= !(x[k] >> 63) || (h->type == TKP_REC_STEP && (k) >= 4 && (k) <= 6);
+#define CK_i64(k)
+#define CK_cenum(k) ok &= (int64_t)x[k] >= -1 && (int64_t)x[k] <= INT32_MAX;
+#define CK_dim3(k) ok &= x[k] <= UINT32_MAX && x[k + 1] <= UINT32_MAX && x[k + 2] <= UINT32_MAX;
+#define CK_N_u32 1
+#define CK_N_u64 1
+#define CK_N_i64 1
+#define CK_N_cenum 1
+#define CK_N_dim3 3
+#define CK_HEAD_HOST ok &= x[2] < TKP_THREADS_MAX && !(x[3] >> 63), e = 4;
+#define CK_HEAD_STEP ok &= !(x[1] >> 63) && x[2] < TKP_THREADS_MAX, e = 3;
+#define CK_HEAD_ANYTHREAD ok &= x[1] < TKP_THREADS_MAX || x[1] == UINT32_MAX, e = 2;
+#define CK_F(kind, name, wire) CK_##kind(e) e += CK_N_##kind;
+#define CK_X(ctype, name)
+#define CK_R(T, member, head, fields, extra)                                                       \
+    case TKP_REC_##T:                                                                              \
+        CK_HEAD_##head fields break;
+
+int tkp_rep_check_next(struct tkp_rep *u)
+{
+    const struct tkp_rep_rec *h = &u->h[(u->nh - u->xn + u->xi) % TKP_REP_MAX];
+    const uint64_t *x = u->x[u->xi];
+    uint32_t e = 1;
+    int ok = 1;
+    switch (h->type) {
+    case TKP_REC_GRAPH_LAUNCH: /* graph: unsigned or -1 */
+        CK_HEAD_HOST ok &= !(x[4] >> 63) || x[4] == UINT64_MAX;
+        ok &= !(x[5] >> 63) && x[6] <= UINT32_MAX;
+        break;
+        TKP_RECORDS_FIXED(CK_R, CK_F, CK_X)
+    default:
+        return 0; /* LAUNCH_T, LIB_CALL_T */
+    }
+    (void)e;
+    if (!ok) return -1;
+    u->xi++;
+    return 1;
+}
+
 int tkp_rep_store_next(struct tkp_rep *u, struct tkp_record *r, struct tkp_decode_buf *b)
 {
     const struct tkp_rep_rec *h = &u->h[(u->nh - u->xn + u->xi) % TKP_REP_MAX];

@@ -2,11 +2,13 @@
  * Internal to the reader.
  *
  * A REP stands for n records of the types of the groupable records before it. The reader expands
- * it into those records' values; the first pass packs each as msgpack exactly as a writer would
- * have written it and checks it with the record decoder, so whatever a REP stands for obeys every
- * rule of the records themselves; the delivering pass stores the values of the fixed-layout
- * records straight into the record (the same values the first pass checked) and decodes the
- * others (LAUNCH_T, LIB_CALL_T: templates) from their msgpack. Each pass over a chunk keeps its
+ * it into those records' values. The first pass checks the values of a fixed-layout record or a
+ * GRAPH_LAUNCH against its fields' ranges (generated from records.def, as the record decoder's
+ * checks are); a LAUNCH_T or LIB_CALL_T (templates), and any record that fails, is packed as
+ * msgpack exactly as a writer would have written it and checked by the record decoder, which
+ * says why it is bad: whatever a REP stands for obeys every rule of the records themselves. The
+ * delivering pass stores a fixed-layout record's values straight into the record (the values
+ * the first pass checked) and decodes the others from their msgpack. Each pass over a chunk keeps its
  * own history of the chunk's groupable records, which a REP's values are differences to. */
 #ifndef TKP_CAPTURE_REP_H
 #define TKP_CAPTURE_REP_H
@@ -61,6 +63,12 @@ int tkp_rep_expand(struct tkp_rep *u, struct tkp_mp *c, uint64_t chain, char *wh
 /* The next pending record packed as a writer would have written it, at u->cur (for the record
  * decoder: the check of the first pass, and the records with templates). */
 void tkp_rep_pack_next(struct tkp_rep *u);
+
+/* The first pass's check of the next pending record from its values, for the fixed-layout types
+ * and GRAPH_LAUNCH: 1 it is good (taken), -1 a value is out of its field's range, 0 another type
+ * (LAUNCH_T, LIB_CALL_T); on 0 and -1 nothing is taken: the caller packs it
+ * (tkp_rep_pack_next) for the record decoder, which checks it and says why it is bad. */
+int tkp_rep_check_next(struct tkp_rep *u);
 
 /* The next pending record stored into r and b->dt as tkp_record_decode_fast() would (names
  * unresolved), if it is of a fixed-layout type or a GRAPH_LAUNCH, which the first pass has

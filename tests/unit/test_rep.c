@@ -256,13 +256,25 @@ static void w_refs_2_15(struct capw *w)
     for (int i = 0; i < 5; i++) plain(w, &one[i]);
     rep_two(w, 1u << 15);
 }
-static void w_kind_2_32(struct capw *w) /* the record it stands for breaks COPY's rules */
+static void w_copy_field(struct capw *w, int k, uint64_t v) /* a COPY's element k set to v */
 {
     for (int i = 0; i < 5; i++) plain(w, &one[i]);
     struct coded ref = code(&one[4], 0, NULL), cur = code(&two[0], 0, NULL);
     ref.v[1] -= (uint64_t)one[2].v[6];
-    cur.v[4] = 1ull << 32;
+    cur.v[k] = v;
     rep(w, 1, 1, two, &cur, &ref);
+}
+static void w_kind_2_32(struct capw *w) /* the record it stands for breaks COPY's rules */
+{
+    w_copy_field(w, 4, 1ull << 32);
+}
+static void w_thread_65536(struct capw *w)
+{
+    w_copy_field(w, 2, 65536);
+}
+static void w_bytes_negative(struct capw *w)
+{
+    w_copy_field(w, 6, (uint64_t)-5);
 }
 
 static const struct bad bads[] = {
@@ -277,6 +289,8 @@ static const struct bad bads[] = {
     {"a STEP time's ref past the host times", "refers to host time 31 of 9", w_ref_past_times},
     {"refs of 2^15 or more", "a STEP's refs", w_refs_2_15},
     {"a COPY kind of 2^32", "kind", w_kind_2_32},
+    {"a COPY thread of 65536", "thread index 65536", w_thread_65536},
+    {"a COPY bytes of -5", "bytes", w_bytes_negative},
 };
 
 Test(rep, every_rule_makes_the_chunk_bad)

@@ -8,7 +8,8 @@
 #                               thread, launchloop 120 000 minus 20 000 launches, with minus without
 #                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine;
 #                               also with TOKPROF_STEP=kernel:RE (a regex no kernel matches)
-#   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf
+#   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf / vllm --graphs
+#                               (RUNS runs each, median; BEFORE_SHIM=other/libtokprof.so alternates)
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
 #                               capture size with stacks
@@ -109,18 +110,34 @@ if [ "$what" = all ] || [ "$what" = launchcg ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = bytes ]; then
-    echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off) | launches | graph launches | bytes | bytes per launch |"
-    echo "|---|---|---|---|---|"
+    # Bytes move with the host's timing jitter (that is what the times encode): RUNS runs each,
+    # the median (min-max). BEFORE_SHIM=path/libtokprof.so (e.g. main's build) alternates that
+    # shim with this one run by run and prints both.
+    shims="$SHIM"; [ -n "${BEFORE_SHIM:-}" ] && shims="$BEFORE_SHIM $SHIM"
+    echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off, 400 steps, median of $RUNS) | shim | launches | graph launches | bytes | bytes per launch or graph launch |"
+    echo "|---|---|---|---|---|---|"
     for style in "vllm" "hf" "vllm --graphs"; do
-        d="$work/bytes"; rm -rf "$d"; mkdir -p "$d"
-        LD_LIBRARY_PATH=$SIM LD_PRELOAD=$SHIM TOKPROF_OUT=$d TOKPROF_GPU=off "$B/kernels/minillm" --style $style \
-            --steps 400 >/dev/null
-        cap=$(ls "$d"/minillm.*.tokprof)
-        read -r launches glaunches < <("$TKP" summary --json "$cap" |
-            python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["launches"], j["graph_launches"])')
-        bytes=$(stat -c %s "$cap")
-        printf '| `--style %s --steps 400` | %s | %s | %s | %.2f |\n' "$style" "$launches" "$glaunches" \
-            "$bytes" "$(echo "$bytes / ($launches + $glaunches)" | bc -l)"
+        for s in $shims; do : >"$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"; done
+        for i in $(seq "$RUNS"); do
+            for s in $shims; do
+                d="$work/bytes"; rm -rf "$d"; mkdir -p "$d"
+                LD_LIBRARY_PATH=$SIM LD_PRELOAD=$s TOKPROF_OUT=$d TOKPROF_GPU=off "$B/kernels/minillm" \
+                    --style $style --steps 400 >/dev/null
+                cap=$(ls "$d"/minillm.*.tokprof)
+                read -r launches glaunches < <("$TKP" summary --json "$cap" |
+                    python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["launches"], j["graph_launches"])')
+                echo "$(stat -c %s "$cap") $launches $glaunches" >>"$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"
+            done
+        done
+        for s in $shims; do
+            f="$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"
+            read -r launches glaunches < <(awk 'NR==1 {print $2, $3}' "$f")
+            b=$(awk '{print $1}' "$f" | median)
+            printf '| `--style %s` | %s | %s | %s | %s | **%.2f** (%.2f-%.2f) |\n' "$style" "$s" "$launches" \
+                "$glaunches" "$b" "$(echo "$b / ($launches + $glaunches)" | bc -l)" \
+                "$(awk -v n=$((launches + glaunches)) 'NR==1 || $1<m {m=$1} END {print m/n}' "$f")" \
+                "$(awk -v n=$((launches + glaunches)) '$1>m {m=$1} END {print m/n}' "$f")"
+        done
     done
 fi
 

@@ -23,6 +23,7 @@
 #include "base/grow.h"
 #include "capture/record.h"
 #include "capture/record_fast.h"
+#include "capture/rep.h"
 #include "capture/steplearn.h"
 
 /* One name id. `chunk` is 1 + the ordinal of the last chunk that defined it: a chunk may only
@@ -90,6 +91,7 @@ struct tkp_reader {
     size_t nahead, ahead_cap, ahead_i, ahead_bytes;
     int keep;      /* the prescan's reader: keeps each chunk it decompresses (up to AHEAD_MAX) */
     int raw_given; /* keep: raw is the last chunk kept, not this reader's to reuse or free */
+    struct tkp_rep *rep; /* format v5's REP records (capture/rep.h); NULL in older captures */
     char *prescan_path; /* the prescan is still to run, on the first read (a reader opened only
                          * to check a file, or read for its META, never pays for it) */
 };
@@ -146,6 +148,11 @@ int tkp_reader_open_stream(FILE *f, struct tkp_reader **rp, char *why, size_t wh
     r->flags = h[10] | h[11] << 8;
     r->off = hlen;
     r->learn = tkp_steplearn_new(); /* NULL: the steps as the shim wrote them */
+    if (version >= 5 && !(r->rep = malloc(sizeof(*r->rep)))) {
+        tkp_reader_close(r);
+        return tkp_why(why, whylen, TKP_ERR_NOMEM, "out of memory");
+    }
+    if (r->rep) tkp_rep_chunk(r->rep);
     *rp = r;
     return 0;
 }
@@ -246,6 +253,7 @@ void tkp_reader_close(struct tkp_reader *r)
     free(r->retired);
     free(r->threads);
     tkp_steplearn_free(r->learn);
+    free(r->rep);
     free(r);
 }
 
@@ -418,15 +426,29 @@ static int validate(struct tkp_reader *r, size_t raw_len, uint32_t seq)
     char why[160];
     int first = 1;
     tkp_run_chunk(&r->buf.run);
+    if (r->rep) tkp_rep_chunk(r->rep);
     tkp_mp_init(&c, r->raw, raw_len);
     while (tkp_mp_left(&c)) {
         size_t at = (size_t)(c.p - r->raw);
+        const uint8_t *p = c.p;
+        if (!first && r->rep && tkp_rep_is(&c)) { /* the records of a REP ("Repeats"), checked */
+            int err = tkp_rep_expand(r->rep, &c, 0, why, sizeof(why));
+            while (!err && tkp_rep_pending(r->rep)) {
+                if (tkp_rep_check_next(r->rep) > 0) continue;
+                tkp_rep_pack_next(r->rep);
+                if (tkp_record_check_fast(&r->rep->cur, &r->buf) < 0)
+                    err = tkp_record_decode(&r->rep->cur, &rec, &r->buf, why, sizeof(why)) < 0;
+            }
+            if (err) return stop(r, TKP_ERR_RECORD, "payload byte %zu: %s", at, why);
+            continue;
+        }
         int t = tkp_record_check_fast(&c, &r->buf), k = 1; /* t: a frequent type, never CHUNK */
         if (t >= 0)
             rec.type = (enum tkp_rec)t;
         else
             k = tkp_record_decode(&c, &rec, &r->buf, why, sizeof(why));
         if (k < 0) return stop(r, k, "payload byte %zu: %s", at, why);
+        if (r->rep) tkp_rep_note(r->rep, p, c.p, 0);
         if (first && (k != 1 || rec.type != TKP_REC_CHUNK))
             return stop(r, TKP_ERR_RECORD, "first record is not CHUNK");
         if (first && rec.chunk.seq != seq)
@@ -543,6 +565,7 @@ static int begin_chunk(struct tkp_reader *r, uint32_t rlen, uint32_t seq, uint64
     r->off = end;
     tkp_mp_init(&r->cur, r->raw, rlen);
     tkp_run_chunk(&r->buf.run); /* pass 2: no RUN before the chunk's first */
+    if (r->rep) tkp_rep_chunk(r->rep); /* nor a groupable record */
     r->in_chunk = 1;
     r->prev_ns = 0;
     return 1;
@@ -765,6 +788,31 @@ static void cols_next(struct tkp_reader *r, struct tkp_record *rec)
 }
 
 static int next_slow(struct tkp_reader *r, struct tkp_record *rec);
+static void deliver(struct tkp_reader *r, struct tkp_record *rec);
+
+/* ---- repeats (FORMAT.md "Repeats", capture/rep.h) ----
+ * A REP's records are decoded from the bytes it expands to, then go where the payload's do. The
+ * payload's groupable records join the history a REP refers to. 1: rec delivered, 0: go on with
+ * the payload (a REP just expanded is delivered from the next call), <0: stopped. */
+static int next_rep(struct tkp_reader *r, struct tkp_record *rec)
+{
+    char why[160];
+    struct tkp_rep *u = r->rep;
+    if (!tkp_rep_pending(u)) {
+        if (!tkp_mp_left(&r->cur) || !tkp_rep_is(&r->cur)) return 0;
+        if (tkp_rep_expand(u, &r->cur, r->prev_ns, why, sizeof(why))) /* pass 1 accepted it */
+            return stop(r, TKP_ERR_RECORD, "%s", why);
+    }
+    if (!tkp_rep_store_next(u, rec, &r->buf)) { /* LAUNCH_T, LIB_CALL_T: by their templates */
+        tkp_rep_pack_next(u);
+        int k = tkp_record_decode_fast(&u->cur, rec, &r->buf);
+        if (!k) k = tkp_record_decode(&u->cur, rec, &r->buf, why, sizeof(why));
+        if (k != 1) /* pass 1 decoded these very bytes */
+            return stop(r, k < 0 ? k : TKP_ERR_RECORD, "a REP's record: %s", k < 0 ? why : "?");
+    }
+    deliver(r, rec);
+    return 1;
+}
 
 /* The records of a RUN's decoded batch whose template is resolved first: a leaf that calls
  * nothing, so that it saves no registers (u->i < u->n only while a plain reader delivers a chunk:
@@ -827,12 +875,17 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
             r->stats.records++;
             return 1;
         }
+        if (r->rep) { /* format v5: the records of a REP, and what a REP refers to */
+            int k = next_rep(r, rec);
+            if (k) return k;
+        }
         if (!tkp_mp_left(&r->cur)) {
             r->in_chunk = 0;
             r->nchunk++;
             r->stats.chunks++;
             continue;
         }
+        const uint8_t *at = r->cur.p;
         int k = tkp_record_decode_fast(&r->cur, rec, &r->buf);
         if (!k) k = tkp_record_decode(&r->cur, rec, &r->buf, why, sizeof(why));
         if (k < 0) /* pass 1 accepted this payload: only memory can fail here */
@@ -849,11 +902,17 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
             if (r->bare) r->buf.run.left = r->buf.run.n = r->buf.cols.left = r->buf.cols.n = 0;
             continue;
         }
-        apply(r, rec);
-        if (r->learn && ((rec->type == TKP_REC_COPY && rec->copy.dir == TKP_DIR_DTOH) ||
-                         rec->type == TKP_REC_STEP || rec->type == TKP_REC_META))
-            tkp_steplearn_feed(r->learn, rec);
-        r->stats.records++;
+        deliver(r, rec);
+        if (r->rep) tkp_rep_note(r->rep, at, r->cur.p, r->prev_ns);
         return 1;
     }
+}
+
+static void deliver(struct tkp_reader *r, struct tkp_record *rec)
+{
+    apply(r, rec);
+    if (r->learn && ((rec->type == TKP_REC_COPY && rec->copy.dir == TKP_DIR_DTOH) ||
+                     rec->type == TKP_REC_STEP || rec->type == TKP_REC_META))
+        tkp_steplearn_feed(r->learn, rec);
+    r->stats.records++;
 }

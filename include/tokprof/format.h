@@ -1,4 +1,4 @@
-/* tokprof capture format v4: the constants shared by the writer (shim/) and the reader (decoder/).
+/* tokprof capture format v5: the constants shared by the writer (shim/) and the reader (decoder/).
  * docs/FORMAT.md is the normative description; this header only names its numbers. */
 #ifndef TOKPROF_FORMAT_H
 #define TOKPROF_FORMAT_H
@@ -9,9 +9,9 @@
  * transfers that mangle text are detected. */
 #define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
 #define TKP_FILE_MAGIC_LEN 8
-#define TKP_FORMAT_VERSION 4     /* what the shim writes */
+#define TKP_FORMAT_VERSION 5     /* what the shim writes */
 #define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates, v2 no runs,
-                                    v3 no repeating runs */
+                                    v3 no repeating runs, v4 no REP */
 #define TKP_FILE_HEADER_LEN 16
 
 /* File header flags */
@@ -68,6 +68,9 @@ enum tkp_rec {
     TKP_REC_COLS = 29,         /* [29, type, n, nfields, col_1 .. col_nfields]: n records of an
                                    all-integer type (GPU_KERNEL, GPU_COPY) as columns of
                                    zigzag deltas (bins of LEB128 varints) */
+    /* 33 REP [33, n, back, times, others]: n records of the types of the groupable records
+       `back` before them, as differences (v5; TKP_REC_REP in include/tokprof/rep.h, outside
+       this enum: the reader expands it before the record decoder sees it) */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,

@@ -37,6 +37,7 @@
 #include "tokprof/format.h"
 #include "writer/fixed.h"
 #include "writer/meta.h"
+#include "writer/rep.h"
 #include "writer/tables.h"
 #include "writer/writer.h"
 
@@ -80,6 +81,8 @@ static struct {
     uint32_t prev_n, run_libs;
     struct tkp_run_v { int64_t dt; uint64_t host; } *run_v, *prev_v;
     uint32_t run_vcap, prev_vcap;
+    /* the first records of the open run, which a short run's LAUNCH_T / LIB_CALL_T come from */
+    struct { uint32_t tmpl, call; uint8_t lib; } run_first[8];
     int failed;
     uint64_t events, cpu_ns; /* ring events drained by the thread, its CPU time (at its end) */
     char path[PATH_MAX];
@@ -100,6 +103,7 @@ static void chunk_begin(void)
     if (writer.chunk_open) return;
     writer.chunk_open = 1;
     writer.prev_n = 0; /* a RUN repeats one of its own chunk */
+    tkp_wrep_chunk();  /* and a REP records of it */
     writer.prev_ns = tkp_now_ns();
     int first; /* writer.seq counts chunks over the process; a file counts its own (the sink) */
     uint32_t seq = writer.sink->chunk_begin(writer.seq, &first);
@@ -120,9 +124,17 @@ static int64_t next_dt(uint64_t stamp)
     return dt;
 }
 
-static void pack_dt(uint64_t stamp)
+/* ---- groups (writer/rep.h; FORMAT.md "Repeats") ----
+ * Every record of a groupable type is packed through gpk() and then gadded(): it goes into the
+ * group, which becomes a REP when it repeats the records of the step before. */
+static msgpack_packer *gpk(void)
 {
-    msgpack_pack_int64(&writer.pk, next_dt(stamp));
+    return tkp_wrep_on() ? tkp_wrep_packer() : &writer.pk;
+}
+
+static void gadded(void)
+{
+    if (tkp_wrep_on()) tkp_wrep_added(writer.prev_ns);
 }
 
 /* ---- runs (FORMAT.md, "Runs") ----
@@ -148,10 +160,17 @@ static void pack_col(msgpack_packer *pk, struct tkp_col *c)
  * and differences made that capture 3 % larger (docs/BENCH.md, "Capture size"). */
 #define RUN_REPEAT_MIN 8u
 
+static void run_to_group(void);
+
 static void run_flush(void)
 {
     uint32_t n = writer.run_n, libs = writer.run_libs;
     if (!n) return;
+    if (n < RUN_REPEAT_MIN && tkp_wrep_on()) { /* a short run: its records join the group */
+        run_to_group();
+        return;
+    }
+    tkp_wrep_flush(); /* its records came before the run's */
     struct tkp_col *c = writer.run;
     int rep = writer.prev_n == n && n >= RUN_REPEAT_MIN && c[RUN_KIND].n == writer.prev_kind.n &&
               c[RUN_TMPL].n == writer.prev_tmpl.n &&
@@ -194,6 +213,50 @@ static void run_flush(void)
     writer.run_n = 0;
 }
 
+/* A short run as LAUNCH_T and LIB_CALL_T records in the group (the columns are dropped): on
+ * minillm --graphs a step's three launches around its graph launch, which repeat with it. */
+static void run_to_group(void)
+{
+    uint32_t n = writer.run_n;
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) sum += writer.run_v[i].dt;
+    uint64_t end = writer.prev_ns; /* the run's last record's host time */
+    writer.prev_ns = end - (uint64_t)sum;
+    uint32_t lib = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_packer *pk = gpk();
+        int64_t dt = writer.run_v[i].dt;
+        writer.prev_ns += (uint64_t)dt;
+        uint32_t c = writer.run_first[i].call;
+        if (writer.run_first[i].lib) { /* [LIB_CALL_T, dt, step, call, tmpl, host_ns] */
+            msgpack_pack_array(pk, 6);
+            msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
+            msgpack_pack_int64(pk, dt);
+            msgpack_pack_uint32(pk, writer.run_step);
+            msgpack_pack_uint32(pk, c);
+            msgpack_pack_uint32(pk, writer.run_first[i].tmpl);
+            msgpack_pack_uint64(pk, writer.run_v[lib++].host);
+        } else { /* [LAUNCH_T, dt, step, tmpl] [, call] */
+            msgpack_pack_array(pk, c ? 5 : 4);
+            msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
+            msgpack_pack_int64(pk, dt);
+            msgpack_pack_uint32(pk, writer.run_step);
+            msgpack_pack_uint32(pk, writer.run_first[i].tmpl);
+            if (c) msgpack_pack_uint32(pk, c);
+        }
+        gadded();
+    }
+    for (int k = 0; k < RUN_COLS; k++) writer.run[k].n = 0;
+    writer.run_n = 0; /* the chunk's previous RUN stays the one a next RUN may repeat */
+}
+
+/* Every record before the one to be packed now is in the chunk: the open run, then the group. */
+static void pending_flush(void)
+{
+    run_flush();
+    tkp_wrep_flush();
+}
+
 /* Room for one more record in every column; 0 when memory ran out (the caller writes the
  * record on its own, as LAUNCH_T / LIB_CALL_T). */
 static int run_room(uint32_t step)
@@ -222,6 +285,9 @@ static int run_room(uint32_t step)
 static void run_add(int lib, uint64_t stamp, uint32_t tmpl, uint32_t call, uint64_t host_ns)
 {
     int64_t dt = next_dt(stamp);
+    if (writer.run_n < 8)
+        writer.run_first[writer.run_n].tmpl = tmpl, writer.run_first[writer.run_n].call = call,
+        writer.run_first[writer.run_n].lib = (uint8_t)lib;
     writer.run[RUN_KIND].p[writer.run[RUN_KIND].n++] = (uint8_t)lib;
     tkp_col_put(&writer.run[RUN_DT], tkp_zigzag(dt));
     writer.run_v[writer.run_n].dt = dt;
@@ -366,7 +432,7 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     int fresh = 0;
     int64_t t = tkp_tmpl_id(&writer.lib_tm, key, writer.seq, &fresh);
     if (t < 0) { /* no template: the full form */
-        run_flush();
+        pending_flush();
         struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
         struct tkp_fixed_LIB_CALL v = lib_fields(e, op);
         tkp_fixed_pack_LIB_CALL(pk, &h, &v);
@@ -384,13 +450,15 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
         run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
         return;
     }
+    pk = gpk(); /* LIB_CALL_T is groupable */
     msgpack_pack_array(pk, 6);
     msgpack_pack_int(pk, TKP_REC_LIB_CALL_T);
-    pack_dt(e->ts);
+    msgpack_pack_int64(pk, next_dt(e->ts));
     msgpack_pack_uint32(pk, e->step);
     msgpack_pack_uint32(pk, e->u[4]);
     msgpack_pack_uint32(pk, (uint32_t)t);
     msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
+    gadded();
 }
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread);
@@ -437,14 +505,15 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
                 run_add(0, e->ts, (uint32_t)t, e->u[7], 0);
                 break;
             }
-            run_flush(); /* a launch with a stack is a record of its own */
+            run_flush(); /* a launch with a stack is a record of its own, groupable */
+            pk = gpk();
             msgpack_pack_array(pk, stk ? 6 : e->u[7] ? 5 : 4);
             msgpack_pack_int(pk, TKP_REC_LAUNCH_T);
-            pack_dt(e->ts);
+            msgpack_pack_int64(pk, next_dt(e->ts));
             msgpack_pack_uint32(pk, e->step);
             msgpack_pack_uint32(pk, (uint32_t)t);
         } else {
-            run_flush();
+            pending_flush();
             /* trailing `call` inside a library call (0 when only `stack` follows), then `stack` */
             struct tkp_fixed_head h = {next_dt(e->ts), thread, e->step};
             struct tkp_fixed_LAUNCH v = launch_fields(e, nm);
@@ -452,6 +521,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
         }
         if (e->u[7] || stk) msgpack_pack_uint32(pk, e->u[7]);
         if (stk) msgpack_pack_uint32(pk, stk);
+        if (t >= 0) gadded();
         break;
     }
     case TKP_REC_LIB_CALL:
@@ -474,7 +544,7 @@ static void encode(void *ctx, const struct tkp_ev *e, uint32_t thread, int os_ti
  * comes from in the ring event (record/ring_types.h). 0 when e is not one of them. */
 static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
 {
-    msgpack_packer *pk = &writer.pk;
+    msgpack_packer *pk = gpk(); /* every type here but NVTX is groupable (tokprof/rep.h) */
     struct tkp_fixed_head h = {0, thread, e->step};
     switch (e->type) {
     case TKP_REC_COPY:
@@ -483,23 +553,23 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
                             &(struct tkp_fixed_COPY){.kind = e->sub, .dir = e->flags & 0xffu,
                                                      .bytes = e->a, .stream = e->b,
                                                      .flags = (uint32_t)e->flags >> 8});
-        return 1;
+        break;
     case TKP_REC_SYNC:
         h.dt = next_dt(e->ts);
         tkp_fixed_pack_SYNC(pk, &h,
                             &(struct tkp_fixed_SYNC){.kind = e->sub, .handle = e->a,
                                                      .wait_ns = tkp_stamp_dur_ns(e->b)});
-        return 1;
+        break;
     case TKP_REC_EVENT_RECORD:
         h.dt = next_dt(e->ts);
         tkp_fixed_pack_EVENT_RECORD(
             pk, &h, &(struct tkp_fixed_EVENT_RECORD){.event = e->a, .stream = e->b});
-        return 1;
+        break;
     case TKP_REC_STREAM_WAIT:
         h.dt = next_dt(e->ts);
         tkp_fixed_pack_STREAM_WAIT(pk, &h,
                                    &(struct tkp_fixed_STREAM_WAIT){.stream = e->a, .event = e->b});
-        return 1;
+        break;
     case TKP_REC_STEP: { /* its times are absolute: no dt */
         struct tkp_fixed_STEP v = {.kind = e->sub, .begin_ns = tkp_stamp_ns(e->ts),
                                    .mark_ns = tkp_stamp_ns(e->a), .end_ns = tkp_stamp_ns(e->b),
@@ -508,12 +578,13 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
         if (writer.sink->on_step)
             writer.sink->on_step(e->sub, v.begin_ns, v.end_ns); /* flight: slow? */
         tkp_fixed_pack_STEP(pk, &h, &v);
-        return 1;
+        break;
     }
-    case TKP_REC_NVTX: {
+    case TKP_REC_NVTX: { /* not groupable: into the chunk after the group */
         uint32_t nm = name_id((const char *)(uintptr_t)e->a); /* its NAME first */
+        tkp_wrep_flush();
         h.dt = next_dt(e->ts);
-        tkp_fixed_pack_NVTX(pk, &h,
+        tkp_fixed_pack_NVTX(&writer.pk, &h,
                             &(struct tkp_fixed_NVTX){.kind = e->sub, .name_id = nm,
                                                      .range_id = e->u[0]});
         return 1;
@@ -522,10 +593,12 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
         h.dt = next_dt(e->ts);
         tkp_fixed_pack_MARKER(pk, &h,
                               &(struct tkp_fixed_MARKER){.kind = e->sub, .value = (int64_t)e->a});
-        return 1;
+        break;
     default:
         return 0;
     }
+    gadded();
+    return 1;
 }
 
 static void encode_other(const struct tkp_ev *e, uint32_t thread)
@@ -533,21 +606,24 @@ static void encode_other(const struct tkp_ev *e, uint32_t thread)
     if (encode_fixed(e, thread)) return;
     msgpack_packer *pk = &writer.pk;
     switch (e->type) {
-    case TKP_REC_GRAPH_LAUNCH: {
+    case TKP_REC_GRAPH_LAUNCH: { /* groupable; its GRAPH into the chunk before */
         struct gl_ctx g = {UINT32_MAX};
         tkp_graph_with(e->a, e->ts, emit_graph_and_id, &g);
+        pk = gpk();
         msgpack_pack_array(pk, 7);
         msgpack_pack_int(pk, TKP_REC_GRAPH_LAUNCH);
-        pack_dt(e->ts);
+        msgpack_pack_int64(pk, next_dt(e->ts));
         msgpack_pack_uint32(pk, thread);
         msgpack_pack_uint32(pk, e->step);
         if (g.id == UINT32_MAX) msgpack_pack_int(pk, -1); /* topology never seen */
         else msgpack_pack_uint32(pk, g.id);
         msgpack_pack_uint64(pk, e->b);
         msgpack_pack_int(pk, e->sub);
+        gadded();
         break;
     }
     case TKP_REC_LOSS: /* an exiting thread's final count (tkp_rings_drain) */
+        tkp_wrep_flush();
         tkp_fixed_pack_LOSS(pk, &(struct tkp_fixed_head){.thread = thread},
                             &(struct tkp_fixed_LOSS){.dropped = e->a});
         break;
@@ -562,7 +638,7 @@ static msgpack_packer *enc_packer(void *ctx)
 {
     (void)ctx;
     chunk_begin();
-    run_flush(); /* GPU records come after the run before them */
+    pending_flush(); /* GPU records come after the run and the group before them */
     return &writer.pk;
 }
 
@@ -696,7 +772,7 @@ static void flush_chunk(void)
         atomic_store(&tkp_state, -1);
         tkp_rings_drain(encode, NULL);
     }
-    run_flush();
+    pending_flush();
     emit_losses(stop, 0);
     size_t raw = writer.sb.size;
     size_t zn = compress_chunk();
@@ -781,6 +857,7 @@ int tkp_writer_start(const struct tkp_sink *sink)
     snprintf(writer.path, sizeof writer.path, "%s", sink->path());
     msgpack_sbuffer_init(&writer.sb);
     msgpack_packer_init(&writer.pk, &writer.sb, msgpack_sbuffer_write);
+    tkp_wrep_init(&writer.pk, tkp_prod.test_rep);
     writer.cctx = ZSTD_createCCtx();
     if (!writer.cctx) return -1;
     ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_compressionLevel, 3);
@@ -833,6 +910,7 @@ void tkp_writer_after_fork(void)
     writer.run_n = 0; /* the parent's open run was the parent's */
     writer.prev_n = 0;
     for (int c = 0; c < RUN_COLS; c++) writer.run[c].n = 0;
+    tkp_wrep_reset();
     tkp_gen_clear(&writer.names.gen);
     memset(seen, 0, sizeof seen); /* names the child's chunks have not defined */
     tkp_gen_clear(&writer.threads);

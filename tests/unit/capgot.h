@@ -42,7 +42,8 @@ static inline uint64_t zz(int64_t v)
 
 /* ---- reading ---- */
 
-/* A delivered record's fields that a RUN, a COLS or their single records set, names as strings. */
+/* A delivered record's fields that a RUN, a COLS, a REP or their single records set, names as
+ * strings. */
 struct seen {
     int type;
     uint64_t host_ns, step, x[17];
@@ -107,6 +108,24 @@ static inline void note(struct got *g, const struct tkp_record *r)
     } else if (r->type == TKP_REC_MARKER) {
         x[0] = r->marker.kind;
         x[1] = (uint64_t)r->marker.value;
+    } else if (r->type == TKP_REC_COPY) {
+        const __typeof__(r->copy) *q = &r->copy;
+        uint64_t v[] = {q->kind, q->dir, q->bytes, q->stream, q->flags};
+        memcpy(x, v, sizeof(v));
+    } else if (r->type == TKP_REC_SYNC) {
+        uint64_t v[] = {r->sync.kind, r->sync.handle, r->sync.wait_ns};
+        memcpy(x, v, sizeof(v));
+    } else if (r->type == TKP_REC_EVENT_RECORD || r->type == TKP_REC_STREAM_WAIT) {
+        x[0] = r->type == TKP_REC_EVENT_RECORD ? r->event_record.event : r->stream_wait.event;
+        x[1] = r->type == TKP_REC_EVENT_RECORD ? r->event_record.stream : r->stream_wait.stream;
+    } else if (r->type == TKP_REC_STEP) {
+        const __typeof__(r->step_rec) *q = &r->step_rec;
+        uint64_t v[] = {q->kind,      q->begin_ns, q->mark_ns,        q->end_ns,
+                        q->closed_by, q->launches, q->graph_launches, q->copies};
+        memcpy(x, v, sizeof(v));
+    } else if (r->type == TKP_REC_GRAPH_LAUNCH) {
+        uint64_t v[] = {r->graph_launch.graph, r->graph_launch.stream, r->graph_launch.via};
+        memcpy(x, v, sizeof(v));
     } else if (r->type == TKP_REC_CHUNK) {
         x[0] = r->chunk.seq;
         x[1] = r->chunk.base_ns;

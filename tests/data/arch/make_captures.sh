@@ -22,6 +22,9 @@ run moe -- --steps 6 --moe 8,2 --zipf 1.1 --batch 4
 run moe_fused_graphs -- --steps 6 --moe-fused --graphs --sched async
 run threads_driver -- --steps 4 --threads 4 --graphs --driver
 run hf_exc -- --steps 6 --style hf --exc
+# added later, each with the build named in README.md: vllm_v4 (main at 4467925), graphs_v5
+[ -n "${V4:-}" ] && run vllm_v4 -- --steps 12 --style vllm
+[ -n "${V5:-}" ] && run graphs_v5 -- --steps 12 --style vllm --graphs --sched async
 "$B/tests/unit/mkcapture" golden golden.tokprof
 "$B/tests/unit/mkcapture" torn torn.tokprof
 ls -l *.tokprof

@@ -6,7 +6,7 @@ usage: multi_check.py CASE BUILD_DIR WORKDIR
           processes' launches and threads; `dump DIR` interleaves them by host time with "pid" on
           every record, and equals `dump FILE FILE`; steps, kernels, export and analyze read the
           directory; stacks and moe refuse a merge of two processes with one line, exit 2
-  rotate  TOKPROF_MAX_MB=0.25: a rotated capture (three or more files) reads as one process: the
+  rotate  TOKPROF_MAX_MB=0.08: a rotated capture (three or more files) reads as one process: the
           directory's counts are the sums of the files', its threads and steps are not doubled,
           and `dump DIR` gives each file's records in rotation order
   errors  an empty directory, a directory holding a non-capture, stdin merged: exit 2, one line
@@ -109,7 +109,7 @@ if case == "fork":
 
 elif case == "rotate":
     p = subprocess.run([os.path.join(build, "kernels/minillm"), "--steps", "10000", "--graphs"],
-                       env=env(TOKPROF_MAX_MB=0.25, TOKPROF_FLUSH_MS=20, TOKPROF_GPU="off"),
+                       env=env(TOKPROF_MAX_MB=0.08, TOKPROF_FLUSH_MS=20, TOKPROF_GPU="off"),
                        capture_output=True, text=True, timeout=120)
     if p.returncode or p.stderr:
         fail(f"minillm exit {p.returncode}: {p.stderr}")

@@ -19,7 +19,7 @@ usage: prod_check.py CASE BUILD_DIR WORKDIR
   The flight cases run minillm with TOKPROF_LOG=debug and wait for what the shim says it did (ready,
   snapshot begun, snapshot complete, trigger suppressed) before the next step: no sleeping for it,
   so a loaded machine or ASan (2-5x slower) changes how long they take, not what they see.
-  rotate_keep    TOKPROF_MAX_MB=0.25, TOKPROF_KEEP=3: the newest three files remain, each starts
+  rotate_keep    TOKPROF_MAX_MB=0.08, TOKPROF_KEEP=3: the newest three files remain, each starts
                  with META, decodes on its own, stays under the cap plus one chunk
   unwritable     TOKPROF_OUT under a regular file: one warning, no file, program output unchanged
   efbig          RLIMIT_FSIZE (SIGXFSZ left at its default, which kills): one warning, the program
@@ -268,7 +268,7 @@ elif case == "snapshot_keep":
     print("3 snapshots, the newest 2 kept")
 
 elif case == "rotate_keep":
-    cap = 0.25
+    cap = 0.08  # format 5: a graph step is ~25 bytes
     e = env(TOKPROF_MAX_MB=cap, TOKPROF_KEEP=3, TOKPROF_FLUSH_MS=20)
     p = subprocess.run([MINILLM, "--steps", "20000", "--graphs"], env=e, capture_output=True,
                        text=True, timeout=120)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs end to end (docs/FORMAT.md, "Runs"): minillm on simgpu, captured by the shim in format 3
-with sampled stacks off and on (a launch with a stack is a record of its own and ends the open
+with sampled stacks off and on (format 5 since REP records) (a launch with a stack is a record of its own and ends the open
 run). What the reader delivers must agree with what the shim counted at capture time and with the
 other capture:
 - per thread and step, the launch records equal the STEP record's `launches` (the step detector's
@@ -39,8 +39,8 @@ def capture(name, stacks):
         sys.exit(f"FAIL: {len(cap)} captures in {out}")
     with open(cap[0], "rb") as f:
         version = int.from_bytes(f.read(16)[8:10], "little")
-    if version != 4:
-        fails.append(f"{name}: format version {version}, expected 4")
+    if version != 5:
+        fails.append(f"{name}: format version {version}, expected 5")
     d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap[0]],
                        capture_output=True, text=True, timeout=120)
     if d.returncode:

@@ -886,7 +886,7 @@ def case_hostile():
     rot = os.path.join(work, "rot")
     os.makedirs(rot)
     env = dict(os.environ, LD_LIBRARY_PATH=SIM, LD_PRELOAD=shim_preload(SHIM), TOKPROF_OUT=rot,
-               TOKPROF_MAX_MB="0.25", TOKPROF_FLUSH_MS="20", TOKPROF_GPU="off")
+               TOKPROF_MAX_MB="0.08", TOKPROF_FLUSH_MS="20", TOKPROF_GPU="off")
     subprocess.run([MINILLM, "--steps", "10000", "--graphs"], env=env, check=True,
                    capture_output=True, timeout=300)
     files = sorted(glob.glob(os.path.join(rot, "*.tokprof")))

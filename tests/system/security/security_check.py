@@ -21,7 +21,7 @@ usage: security_check.py CASE BUILD_DIR WORKDIR SECPROBE EVILCUPTI
             without the capabilities (control) captures, warns about TOKPROF_MODE and loads it.
             Needs root, unshare, overlayfs and setcap: otherwise skipped (exit 77)
   budget    the default disk bounds: a capture with nothing set records them in META (256 MB
-            files, 4 kept, floor 1024 MB or 5 %); with only TOKPROF_MAX_MB=0.25 a long run
+            files, 4 kept, floor 1024 MB or 5 %); with only TOKPROF_MAX_MB=0.08 a long run
             rotates and keeps the default 4 newest files, each under the cap plus one chunk
   floor     a filesystem near full: an 8 MB tmpfs mounted for the test, TOKPROF_MIN_FREE_MB=7,
             a run that would write ~2 MB: one warning, the program runs to its end (exit 0),
@@ -322,7 +322,7 @@ elif case == "budget":
         fail(f"default bounds {got}, documented {want} (docs/OPERATIONS.md, README.md)")
     out = os.path.join(work, "rotate")
     os.mkdir(out, 0o700)
-    cap = 0.25
+    cap = 0.08  # format 5: a graph step is ~25 bytes
     p = subprocess.run([MINILLM, "--steps", "20000", "--graphs"],
                        env=env(TOKPROF_OUT=out, TOKPROF_MAX_MB=cap, TOKPROF_FLUSH_MS=20),
                        capture_output=True, text=True, timeout=120)

@@ -672,33 +672,43 @@ static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
 static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
                                                        const struct tkp_nside *s, double *d)
 {
-    int t = nterm(E, &s->a, d);
-    if (!s->op) return t;
+    if (!s->op) return nterm(E, &s->a, d);
     double e = 0;
-    int u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    int t, u;
+    if (s->same) {
+        /* `r.x - prev r.x`: the field once, the `prev` fed with it */
+        *d = 0;
+        t = E->r ? rnum(E->r, s->a.attr, d) : VT_UNK;
+        e = *d;
+        u = prev_num(E, s->b.slot, s->b.in_step, t, &e);
+    } else {
+        t = nterm(E, &s->a, d);
+        u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    }
     if (t == VT_UNK || u == VT_UNK || (s->op == VO_DIV && e == 0)) return VT_UNK;
     *d = s->op == VO_ADD ? *d + e : s->op == VO_SUB ? *d - e : s->op == VO_MUL ? *d * e : *d / e;
     return VT_NUM;
+}
+
+/* One comparison of a straight form: 1, 0, -1 unknown. o as run_num computes it (NaN: 0). */
+static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const struct tkp_ncmp *c)
+{
+    double x = 0, y = 0;
+    int tx = nside(E, &c->l, &x), ty;
+    if (c->rk) y = c->r.a.v, ty = c->r.a.t;
+    else ty = nside(E, &c->r, &y);
+    if (tx == VT_UNK || ty == VT_UNK) return -1;
+    return c->tab[(x > y) - (x < y) + 1];
 }
 
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
+    if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;
-    for (int j = 0; j < b->n; j++) {
-        const struct tkp_ncmp *c = &b->c[j];
-        double x = 0, y = 0;
-        int tx = nside(E, &c->l, &x), ty = nside(E, &c->r, &y), v;
-        if (tx == VT_UNK || ty == VT_UNK) {
-            v = -1;
-        } else {
-            int o = x < y ? -1 : x > y;
-            v = c->op == VO_EQ ? o == 0 : c->op == VO_NE ? o != 0 : c->op == VO_LT ? o < 0
-                : c->op == VO_LE ? o <= 0 : c->op == VO_GT ? o > 0 : o >= 0;
-        }
-        res = and3(res, v);
-    }
+    for (int j = 0; j < b->n; j++)
+        res = and3(res, ncmp(E, &b->c[j]));
     return res;
 }
 

@@ -91,11 +91,14 @@ struct tkp_nterm {
 };
 struct tkp_nside {
     struct tkp_nterm a, b;
-    int op; /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+    int op;   /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+    int same; /* a is r.<attr> and b `prev` of the same attribute: the field is read once */
 };
 struct tkp_ncmp {
     struct tkp_nside l, r;
-    int op; /* VO_EQ ... VO_GE */
+    int op;         /* VO_EQ ... VO_GE */
+    int rk;         /* r is a lone constant (r.a.t, r.a.v) */
+    uint8_t tab[3]; /* op's truth where l < r, l == r (neither less nor greater), l > r */
 };
 struct tkp_nbound {
     int n;

@@ -328,13 +328,18 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
         case VO_ONCE: case VO_HIST: {
             /* once updates on a true operand, historically on a false one; near misses see
              * every point where they score conjuncts, else only the hits (a window's hit
-             * outside it: tkp_near_note returns at once for the rest) */
-            int slot = E->sp->n[i->node].slot;
+             * outside it: tkp_near_note returns at once for the rest). A `once` whose operand
+             * the shape makes true is a mark (tkp_shape_marks): one bit of state, or a hit
+             * (its latest and earliest points, its near misses' hit) unless it keeps a ring of
+             * values (bounded [a,b], a > 0) */
+            const struct tkp_node *x = &E->sp->n[i->node];
+            int slot = x->slot, ring = x->has_iv && x->num > 0 && isfinite(x->hi);
             const struct tkp_nearplan *np = &E->sp->code->near[slot];
             l = st[k - 1];
-            if (l == 2 || (i->op == VO_ONCE && np->on && (l == 1 || np->nconj))) *noop = 0;
+            if (l == 2 || (i->op == VO_ONCE && np->on && l != 1 && np->nconj)) *noop = 0;
             else if (l == (i->op == VO_ONCE ? 1 : 0)) {
-                if (i->x && slot < 64) *marks |= 1ull << slot;
+                if (slot < 64 && (i->x || (i->op == VO_ONCE && !ring && !tkp_check_general)))
+                    *marks |= 1ull << slot;
                 else *noop = 0;
             }
             st[k - 1] = 2;
@@ -391,9 +396,19 @@ void tkp_shape_marks(struct tkp_eval *E, uint64_t marks)
     for (; marks; marks &= marks - 1) {
         int slot = __builtin_ctzll(marks);
         struct tkp_tstate *t = &E->ts[slot];
-        if (sp->n[sp->code->slot_node[slot]].in_step && t->scope != E->scope)
-            scope_enter(t, E->scope);
+        const struct tkp_node *x = &sp->n[sp->code->slot_node[slot]];
+        if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+        const struct tkp_nearplan *np = &sp->code->near[slot];
+        if (x->op != OP_ONCE || (!x->has_iv && !np->on)) {
+            t->valid = 1; /* one bit (once_op) */
+            continue;
+        }
+        /* a hit, as temporal() takes it */
+        int64_t now = at(E, x);
+        if (!t->valid) t->first = now;
+        t->last = now;
         t->valid = 1;
+        if (np->on && E->near_note) E->near_note(E, np, t, 1, now);
     }
 }
 

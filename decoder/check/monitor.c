@@ -120,6 +120,10 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         if (a->fast < 0) m->rec_slow = 1;
         else m->rec_low |= 1ull << (2 * a->fast);
     }
+    for (int s = 0; s < sp->nslots_temporal && s < 64; s++) {
+        const struct tkp_node *x = &sp->n[c->slot_node[s]];
+        if (x->op == OP_ONCE && (x->has_iv || c->near[s].on)) m->hit_slots |= 1ull << s;
+    }
     m->er = (struct tkp_eval){.sp = sp, .shapes = m->shapes, .update = 1, .near_note = tkp_near_note};
     m->es = (struct tkp_eval){.sp = sp, .shapes = m->shapes};
     for (int s = 0; s < sp->nslots_run; s++) {
@@ -251,14 +255,14 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     E->r = x;
     if (!x->atoms_ok) tkp_atoms_fill(E, x);
     E->ts = h->ts, E->scope = (int64_t)x->step;
-    if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
     int set = 0;
-    if (x->pmarks[x->is_gpu]) {
+    if (x->marks[x->is_gpu] || x->pmarks[x->is_gpu]) {
         set = 1;
         E->point = (int64_t)h->recs;
         E->now_ns = (int64_t)(x->is_gpu ? x->gpu_start : x->host_ns);
         E->cls_r = NULL; /* x is reused for the next record */
-        tkp_prev_marks(E, x->pmarks[x->is_gpu]);
+        if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
+        if (x->pmarks[x->is_gpu]) tkp_prev_marks(E, x->pmarks[x->is_gpu]);
     }
     for (int j = 0; j < n; j++) {
         const struct tkp_assert *a = &sp->as[list[j]];
@@ -293,10 +297,10 @@ static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     struct tkp_eval *E = &m->er;
     E->r = x;
     E->ts = h->ts, E->scope = (int64_t)x->step;
-    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
     E->point = (int64_t)h->recs;
     E->now_ns = (int64_t)x->host_ns;
     E->cls_r = NULL; /* x is reused for the next record */
+    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
     if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -560,17 +564,19 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
                          uint64_t token, uint64_t step)
 {
-    if (e->marks[0]) {
+    if (e->marks[0] & ~m->hit_slots) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
-        tkp_shape_marks(&m->er, e->marks[0]);
+        tkp_shape_marks(&m->er, e->marks[0] & ~m->hit_slots);
     }
-    if (e->pmarks[0]) {
-        /* the `prev`s its shape does not decide: their operands on the record, decoded */
+    if (e->pmarks[0] || (e->marks[0] & m->hit_slots)) {
+        /* the `prev`s its shape does not decide: their operands on the record, decoded; the
+         * hits of windows (their near misses keep the record) */
         last_decode(h, o);
         struct tkp_eval *E = &m->er;
         E->r = &o->last, E->ts = h->ts, E->scope = (int64_t)step, E->cls_r = NULL;
         E->point = (int64_t)h->recs, E->now_ns = (int64_t)o->last.host_ns;
-        tkp_prev_marks(E, e->pmarks[0]);
+        if (e->marks[0] & m->hit_slots) tkp_shape_marks(E, e->marks[0] & m->hit_slots);
+        if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     }
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else

@@ -92,6 +92,8 @@ struct tkp_mon {
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
+    uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read
+                                   the record: tkp_shape_marks) */
 };
 
 /* What a step-level violation's witness draws from. */

@@ -19,8 +19,10 @@
  * when the shape leaves every temporal state as it is (`once P` with P false, ...) and the
  * formula holds whatever those values are, a record of that shape is a pass without running
  * it (TKP_FAST_PASS; TKP_FAST_QUIET when its guard is false). The one state change a shape
- * may make is an unbounded `once` (or `historically`) that holds from now on: its slot is set
- * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
+ * may make is a `once` whose operand it makes true: an unbounded `once` (or `historically`)
+ * that holds from now on, or a hit of a `once` with a window or near misses that keeps no ring
+ * (its latest and earliest points, the hit its near misses are measured from): its slot is set
+ * in the shape's marks (eval.c tkp_shape_marks). `argmax -> once in step gemm` runs on the argmax records only. A guard
  * that is Boolean over atoms in front of a body without temporal operators is decided the same
  * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
  * the DtoH copies', and those alone are decoded and run. A shape whose guard such a guard

@@ -112,9 +112,15 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         m->run_owner[s] = c->run_owner[s];
         if (sp->n[c->run_node[s]].gpu) m->need_gpu = 1;
     }
-    if (!(m->rec_skip = calloc((size_t)m->nrec_host + 1, sizeof(uint64_t)))) return TKP_ERR_NOMEM;
+    if (!(m->rec_skip = calloc((size_t)m->nrec_host + 1, sizeof(uint64_t))) ||
+        !(m->rh = calloc((size_t)m->nrec_host + 1, sizeof(*m->rh))))
+        return TKP_ERR_NOMEM;
     for (int j = 0; j < m->nrec_host; j++) {
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
+        const struct tkp_nbound *b = c->prog[a->body_prog].bound;
+        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
+                                  .body_prog = a->body_prog, .when_prog = a->when_prog,
+                                  .skip = a->skip};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
         if (a->fast < 0) m->rec_slow = 1;
@@ -293,7 +299,6 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
 static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
                        struct tkp_shape *e)
 {
-    const struct tkp_spec *sp = m->sp;
     struct tkp_eval *E = &m->er;
     E->r = x;
     E->ts = h->ts, E->scope = (int64_t)x->step;
@@ -309,12 +314,12 @@ static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
         }
     for (uint32_t b = e->run; b; b &= b - 1) {
-        int j = __builtin_ctz(b), as = m->rec_host[j];
-        const struct tkp_assert *a = &sp->as[as];
-        int t = tkp_truth_fast(E, a->body_prog);
-        if (x->token < a->skip || (e->bodyonly >> j & 1)) continue;
-        if (!(e->body >> j & 1) && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
-        tkp_evaluated(m, E, as, t, NULL, x, NULL);
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        int t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
+        if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
+        if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
+        tkp_evaluated(m, E, q->as, t, NULL, x, NULL);
     }
 }
 
@@ -856,7 +861,7 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->run_capvals), free(m->run_top), free(m->run_ntop);
     fold_free(m->fold, sp->nslots_agg);
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
-    free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip);
+    free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
     tkp_shapes_free(m->shapes);
     free(m);
 }

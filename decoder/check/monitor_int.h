@@ -57,6 +57,13 @@ struct thr {
     uint32_t npend, pend_head, pend_cap;
 };
 
+/* A host record-level assertion as a shape's plan runs it (eval_shape), by position in rec_host. */
+struct rhost {
+    const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
+    int as, body_prog, when_prog;
+    uint64_t skip;
+};
+
 struct tkp_mon {
     const struct tkp_spec *sp;
     struct thr *t;
@@ -90,6 +97,7 @@ struct tkp_mon {
                                    state advances), its streamed aggregates (r and the step) */
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
+    struct rhost *rh;           /* by position in rec_host */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
     uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read

@@ -720,6 +720,17 @@ static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const 
  * run_num computes it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
+    if (b->delta) {
+        /* `r.x - prev r.x OP k`, what ncmp computes of it */
+        const struct tkp_ncmp *c = &b->c[0];
+        double d = 0, e;
+        int t = E->r ? rnum(E->r, c->l.a.attr, &d) : VT_UNK;
+        e = d;
+        int u = prev_num(E, c->l.b.slot, c->l.b.in_step, t, &e);
+        if (t == VT_UNK || u == VT_UNK) return -1;
+        d -= e;
+        return c->tab[(d > c->r.a.v) - (d < c->r.a.v) + 1];
+    }
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;
     for (int j = 0; j < b->n; j++)

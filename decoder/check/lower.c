@@ -341,6 +341,7 @@ static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *
         for (struct tkp_nside *s = &c->l; s <= &c->r; s++)
             s->same = s->op && s->a.kind == 1 && s->b.kind == 2 && s->a.attr == s->b.attr;
     }
+    nb.delta = nb.n == 1 && nb.c[0].l.same && nb.c[0].l.op == VO_SUB && nb.c[0].rk;
     struct tkp_nbound *out = malloc(sizeof(*out));
     if (out) *out = nb;
     return out;

@@ -104,6 +104,7 @@ struct tkp_ncmp {
 };
 struct tkp_nbound {
     int n;
+    int delta; /* one comparison `r.x - prev r.x OP constant` (its sides' same and rk) */
     struct tkp_ncmp c[TKP_NB_MAX];
 };
 

@@ -718,18 +718,28 @@ static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const 
 
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
+/* `r.x - prev r.x OP k` on r.x's value: what ncmp computes of it */
+static inline __attribute__((always_inline)) int delta(struct tkp_eval *E,
+                                                       const struct tkp_ncmp *c, int t, double d)
+{
+    double e = d;
+    int u = prev_num(E, c->l.b.slot, c->l.b.in_step, t, &e);
+    if (t == VT_UNK || u == VT_UNK) return -1;
+    d -= e;
+    return c->tab[(d > c->r.a.v) - (d < c->r.a.v) + 1];
+}
+
+int tkp_bound_delta(struct tkp_eval *E, const struct tkp_nbound *b, int t, double d)
+{
+    return delta(E, &b->c[0], t, d);
+}
+
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
     if (b->delta) {
-        /* `r.x - prev r.x OP k`, what ncmp computes of it */
-        const struct tkp_ncmp *c = &b->c[0];
-        double d = 0, e;
-        int t = E->r ? rnum(E->r, c->l.a.attr, &d) : VT_UNK;
-        e = d;
-        int u = prev_num(E, c->l.b.slot, c->l.b.in_step, t, &e);
-        if (t == VT_UNK || u == VT_UNK) return -1;
-        d -= e;
-        return c->tab[(d > c->r.a.v) - (d < c->r.a.v) + 1];
+        double d = 0;
+        int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
+        return delta(E, &b->c[0], t, d);
     }
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;

@@ -9,6 +9,8 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
 /* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
+/* A delta form's (b->delta) verdict on its field's value, given: type t (VT_NUM, VT_UNK), d. */
+int tkp_bound_delta(struct tkp_eval *E, const struct tkp_nbound *b, int t, double d);
 
 /* tkp_truth, calling a straight form directly (the monitor's per-record judging) */
 static inline int tkp_truth_fast(struct tkp_eval *E, int prog)

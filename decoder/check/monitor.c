@@ -565,6 +565,26 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     e->want = 1;
 }
 
+/* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
+ * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts. */
+static void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
+{
+    e->col = 0;
+    if (tkp_check_general || e->pmarks[0] || (e->marks[0] & m->hit_slots)) return;
+    if (e->want == 1) {
+        e->col = 1;
+        return;
+    }
+    if (!e->plan || m->nstream || m->nbuffered || e->bodyonly) return;
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        if (!q->bound || !q->bound->delta || q->bound->c[0].l.a.attr != A_R_HOST) return;
+        if (!(e->body >> j & 1) && q->when_prog >= 0) return;
+    }
+    e->col = 2;
+}
+
 /* A record its shape e decides: record-level passes and marks, the streamed counts of atoms. */
 static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
                          uint64_t token, uint64_t step)
@@ -631,7 +651,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
     if (e) {
-        if (!e->want) shape_plan(m, e);
+        if (!e->want) shape_plan(m, e), shape_col(m, e);
         if (e->want == 1) {
             o->last_raw = *r;
             o->last_id = m->next_id;
@@ -769,6 +789,140 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *r)
         return host_record(m, r);
     default:
         return feed_other(m, r);
+    }
+}
+
+/* ---- launches in bulk (a RUN's columns) ---- */
+
+/* Record i of b as the reader delivers it. */
+static void bulk_record(const struct tkp_run_bulk *b, size_t i, struct tkp_record *rec)
+{
+    rec->offset = b->offset;
+    rec->host_ns = b->host_ns[i];
+    rec->thread = b->thread, rec->tid = b->tid;
+    rec->pid = b->pid, rec->step = b->step;
+    if (b->lib[i]) {
+        rec->type = TKP_REC_LIB_CALL;
+        rec->lib_call = *b->lib[i];
+        rec->lib_call.call = b->call[i], rec->lib_call.call_ns = b->call_ns[i];
+        return;
+    }
+    rec->type = TKP_REC_LAUNCH;
+    rec->launch = *b->launch[i];
+    rec->launch.call = b->call[i];
+}
+
+/* Launch i of b, of shape e, decoded into its open step's last record as host_record would
+ * (for a witness). */
+static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct open_step *o,
+                                    const struct tkp_shape *e, const struct tkp_run_bulk *b,
+                                    size_t i, uint32_t pos)
+{
+    struct tkp_record rec;
+    struct tkp_srec *x = &o->last;
+    bulk_record(b, i, &rec);
+    decode(h, &rec, m->next_id, x);
+    x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
+    x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
+    x->atoms_ok = 1;
+    x->pos = pos;
+    o->last_lazy = 0;
+    return x;
+}
+
+/* Launch i of b, of shape e (col), in open step o at pos > 0 (not late): what host_record and
+ * shape_record or eval_shape do, from the columns. Returns whether it decoded the record. */
+static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
+                    const struct tkp_run_bulk *b, size_t i, uint64_t token)
+{
+    uint32_t pos = (uint32_t)o->len++;
+    o->launches++, o->work++;
+    struct tkp_eval *E = &m->er;
+    E->ts = h->ts, E->scope = (int64_t)b->step;
+    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]); /* one bit each (shape_col) */
+    if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
+    else
+        for (uint64_t q = e->pass; q; q &= q - 1) {
+            int j = __builtin_ctzll(q);
+            m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
+        }
+    if (e->col == 1) {
+        for (uint64_t q = e->counts; q; q &= q - 1)
+            o->fold[m->stream[__builtin_ctzll(q)]].cnt++;
+        return 0;
+    }
+    int dec = 0;
+    uint64_t ns = b->host_ns[i];
+    E->point = (int64_t)h->recs, E->now_ns = (int64_t)ns, E->cls_r = NULL;
+    for (uint32_t q = e->run; q; q &= q - 1) {
+        const struct rhost *a = &m->rh[__builtin_ctz(q)];
+        int t = tkp_bound_delta(E, a->bound, ns ? VT_NUM : VT_UNK, (double)ns);
+        if (token < a->skip) continue;
+        if (t == 1) {
+            m->res[a->as].evaluated++;
+            continue;
+        }
+        if (!dec) E->r = bulk_decode(m, h, o, e, b, i, pos), dec = 1;
+        tkp_evaluated(m, E, a->as, t, NULL, E->r, NULL);
+    }
+    return dec;
+}
+
+int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
+{
+    struct tkp_record rec;
+    int rc;
+    for (size_t i = 0; i < k;) {
+        struct thr *h = b->thread < m->nt && m->t[b->thread].seen ? &m->t[b->thread] : NULL;
+        struct open_step *o = h && h->cur && h->cur->used && h->cur->seg == b->step ? h->cur : NULL;
+        size_t j = i;
+        if (o && o->len && !(h->last_closed && b->step <= h->last_closed && h->tokens)) {
+            uint64_t token = b->step > h->outside ? b->step - h->outside : 0;
+            struct tkp_srec key;
+            size_t dec = k; /* the record last decoded into o->last */
+            for (; j < k && !b->lib[j]; j++) {
+                key.name = b->launch[j]->name;
+                key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
+                key.has_lib = b->call[j] && b->call[j] == h->call;
+                key.op = key.has_lib ? h->lib.op : NULL, key.lib = key.has_lib ? h->lib.lib : 0;
+                key.small = tkp_shape_small(&key);
+                struct tkp_shape *e = tkp_shape_find(m->shapes, &key);
+                if (!e || !e->col) break;
+                m->next_id++, m->st.records++, h->recs++;
+                if (bulk_one(m, h, o, e, b, j, token)) dec = j;
+            }
+            if (j == k && j > i && dec != j - 1) {
+                /* the step's last record, kept raw as shape_record keeps it (a record of the
+                 * batch after the stretch, one by one, overwrites it) */
+                bulk_record(b, j - 1, &o->last_raw);
+                decode_shape(h, &o->last_raw, &o->last);
+                o->last_id = m->next_id;
+                o->last_lazy = 1;
+            }
+        }
+        if (j == i) { /* one by one: a library call, the first of a step, a shape not planned */
+            bulk_record(b, j++, &rec);
+            if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
+        }
+        i = j;
+    }
+    return 0;
+}
+
+int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
+{
+    struct tkp_record rec;
+    struct tkp_run_bulk b;
+    int rc;
+    for (;;) {
+        size_t k = tkp_check_general ? 0 : tkp_reader_peek_run(r, &b);
+        if (k) {
+            if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
+            tkp_reader_take_run(r, &b, k);
+            continue;
+        }
+        if ((rc = tkp_reader_next(r, &rec)) != 1) return rc;
+        if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
     }
 }
 

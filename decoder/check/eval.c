@@ -164,7 +164,7 @@ static int or3(int l, int r) { return l == 1 || r == 1 ? 1 : (l < 0 || r < 0) ? 
 /* ---- temporal operators ---- */
 
 /* 'in step': the operator sees only the current step's points (its buffers are kept) */
-static void scope_enter(struct tkp_tstate *t, int64_t scope)
+void tkp_scope_enter(struct tkp_tstate *t, int64_t scope)
 {
     uint8_t *ring = t->ring;
     uint32_t len = t->ring_len;
@@ -211,7 +211,7 @@ static int ring_once(struct tkp_tstate *t, const struct tkp_node *x, int64_t now
 static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
 {
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     int64_t now = at(E, x);
     if (x->op == OP_SINCE) {
         if (E->update) {
@@ -253,7 +253,7 @@ static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
 static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct tkp_val v)
 {
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     /* A re-read (a witness's operands, after the point was evaluated) sees what the point saw:
      * the value before this point's update, not the point's own */
     if (!E->update) return t->prev_out;
@@ -271,7 +271,7 @@ static inline int once_op(struct tkp_eval *E, const struct tkp_ins *i, int l)
     const struct tkp_node *x = &E->sp->n[i->node];
     if (!i->x) return temporal(E, x, 0, l);
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     if (i->op == VO_HIST) l = not3(l);
     if (E->update && l == 1) t->valid = 1;
     return i->op == VO_HIST ? !t->valid : t->valid;
@@ -397,7 +397,7 @@ void tkp_shape_marks(struct tkp_eval *E, uint64_t marks)
         int slot = __builtin_ctzll(marks);
         struct tkp_tstate *t = &E->ts[slot];
         const struct tkp_node *x = &sp->n[sp->code->slot_node[slot]];
-        if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+        if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
         const struct tkp_nearplan *np = &sp->code->near[slot];
         if (x->op != OP_ONCE || (!x->has_iv && !np->on)) {
             t->valid = 1; /* one bit (once_op) */
@@ -626,7 +626,7 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
             }
             const struct tkp_node *x = &sp->n[i->node];
             struct tkp_tstate *s = &E->ts[x->slot];
-            if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
+            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
             if (E->update) {
                 struct tkp_val out = s->prev_set ? s->prev : UNK;
                 s->prev_first = !s->prev_set;
@@ -654,24 +654,6 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
     }
 }
 
-/* `prev` at the point: its value before (prev_out), the operand (type t, number d) kept; what
- * prev() does on a struct tkp_val. */
-static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E, int slot,
-                                                          int in_step, int t, double *d)
-{
-    struct tkp_tstate *s = &E->ts[slot];
-    if (in_step && s->scope != E->scope) scope_enter(s, E->scope);
-    if (E->update) {
-        struct tkp_val out = s->prev_set ? s->prev : UNK;
-        s->prev_first = !s->prev_set;
-        s->prev = (struct tkp_val){t, t == VT_UNK ? 0 : *d, NULL};
-        s->prev_set = 1;
-        s->prev_out = out;
-    }
-    *d = s->prev_out.n;
-    return s->prev_out.t;
-}
-
 static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
                                                        const struct tkp_nterm *x, double *d)
 {
@@ -681,7 +663,7 @@ static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
     }
     *d = 0;
     int t = E->r ? rnum(E->r, x->attr, d) : VT_UNK;
-    return x->kind == 1 ? t : prev_num(E, x->slot, x->in_step, t, d);
+    return x->kind == 1 ? t : tkp_prev_num(E, x->slot, x->in_step, t, d);
 }
 
 static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
@@ -695,7 +677,7 @@ static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
         *d = 0;
         t = E->r ? rnum(E->r, s->a.attr, d) : VT_UNK;
         e = *d;
-        u = prev_num(E, s->b.slot, s->b.in_step, t, &e);
+        u = tkp_prev_num(E, s->b.slot, s->b.in_step, t, &e);
     } else {
         t = nterm(E, &s->a, d);
         u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
@@ -718,28 +700,12 @@ static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const 
 
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
-/* `r.x - prev r.x OP k` on r.x's value: what ncmp computes of it */
-static inline __attribute__((always_inline)) int delta(struct tkp_eval *E,
-                                                       const struct tkp_ncmp *c, int t, double d)
-{
-    double e = d;
-    int u = prev_num(E, c->l.b.slot, c->l.b.in_step, t, &e);
-    if (t == VT_UNK || u == VT_UNK) return -1;
-    d -= e;
-    return c->tab[(d > c->r.a.v) - (d < c->r.a.v) + 1];
-}
-
-int tkp_bound_delta(struct tkp_eval *E, const struct tkp_nbound *b, int t, double d)
-{
-    return delta(E, &b->c[0], t, d);
-}
-
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
     if (b->delta) {
         double d = 0;
         int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
-        return delta(E, &b->c[0], t, d);
+        return tkp_bound_delta(E, b, t, d);
     }
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;

@@ -794,6 +794,15 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *r)
 
 /* ---- launches in bulk (a RUN's columns) ---- */
 
+/* The probe of tkp_shape_find's cache alone, inline (the column loop's); NULL: ask the table. */
+static inline struct tkp_shape *shape_recent(struct tkp_shapes *t, const struct tkp_srec *k)
+{
+    uint32_t c = t->recent[tkp_shape_slot(k->name, k->op, k->small)];
+    if (!c) return NULL;
+    struct tkp_shape *e = &t->v[c - 1];
+    return e->name == k->name && e->op == k->op && e->small == k->small ? e : NULL;
+}
+
 /* Record i of b as the reader delivers it. */
 static void bulk_record(const struct tkp_run_bulk *b, size_t i, struct tkp_record *rec)
 {
@@ -886,7 +895,8 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
                 key.has_lib = b->call[j] && b->call[j] == h->call;
                 key.op = key.has_lib ? h->lib.op : NULL, key.lib = key.has_lib ? h->lib.lib : 0;
                 key.small = tkp_shape_small(&key);
-                struct tkp_shape *e = tkp_shape_find(m->shapes, &key);
+                struct tkp_shape *e = shape_recent(m->shapes, &key);
+                if (!e) e = tkp_shape_find(m->shapes, &key);
                 if (!e || !e->col) break;
                 m->next_id++, m->st.records++, h->recs++;
                 if (bulk_one(m, h, o, e, b, j, token)) dec = j;

@@ -823,15 +823,13 @@ void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
     for (; slots; slots &= slots - 1) {
         const struct tkp_node *x = &sp->n[c->slot_node[__builtin_ctzll(slots)]];
         const struct tkp_prog *p = &c->prog[c->node_prog[x->a]];
-        struct tkp_val v;
         if (p->attr >= 0 && E->r && !tkp_check_general) {
             /* `prev r.<field>`: the field, read */
-            v.s = NULL;
-            v.t = rnum(E->r, p->attr, &v.n);
-            if (v.t == VT_UNK) v.n = 0;
-        } else {
-            v = run(E, p);
+            double d;
+            int t = rnum(E->r, p->attr, &d);
+            tkp_prev_num(E, x->slot, x->in_step, t, &d);
+            continue;
         }
-        prev(E, x, v);
+        prev(E, x, run(E, p));
     }
 }

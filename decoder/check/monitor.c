@@ -567,7 +567,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
  * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts. */
-static void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
+static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
 {
     e->col = 0;
     if (tkp_check_general || e->pmarks[0] || (e->marks[0] & m->hit_slots)) return;
@@ -925,7 +925,9 @@ int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
     struct tkp_run_bulk b;
     int rc;
     for (;;) {
-        size_t k = tkp_check_general ? 0 : tkp_reader_peek_run(r, &b);
+        /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
+         * would only add the columns' copy to tkp_mon_feed's work) */
+        size_t k = tkp_check_general || !m->shapes->n ? 0 : tkp_reader_peek_run(r, &b);
         if (k) {
             if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
             tkp_reader_take_run(r, &b, k);

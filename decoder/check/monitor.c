@@ -130,6 +130,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         const struct tkp_node *x = &sp->n[c->slot_node[s]];
         if (x->op == OP_ONCE && (x->has_iv || c->near[s].on)) m->hit_slots |= 1ull << s;
     }
+    m->bulk_off = tkp_check_general;
     m->er = (struct tkp_eval){.sp = sp, .shapes = m->shapes, .update = 1, .near_note = tkp_near_note};
     m->es = (struct tkp_eval){.sp = sp, .shapes = m->shapes};
     for (int s = 0; s < sp->nslots_run; s++) {
@@ -911,11 +912,15 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
             }
         }
         if (j == i) { /* one by one: a library call, the first of a step, a shape not planned */
+            m->bulk_ones++;
             bulk_record(b, j++, &rec);
             if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
         }
         i = j;
     }
+    /* few from the columns: the copies cost more than they save (tkp_mon_read) */
+    m->bulk_all += k;
+    if (m->bulk_ones > 4096 && 5 * m->bulk_ones > 4 * m->bulk_all) m->bulk_off = 1;
     return 0;
 }
 
@@ -927,7 +932,7 @@ int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
     for (;;) {
         /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
          * would only add the columns' copy to tkp_mon_feed's work) */
-        size_t k = tkp_check_general || !m->shapes->n ? 0 : tkp_reader_peek_run(r, &b);
+        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_run(r, &b);
         if (k) {
             if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
             tkp_reader_take_run(r, &b, k);

@@ -100,6 +100,8 @@ struct tkp_mon {
     struct rhost *rh;           /* by position in rec_host */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
+    uint64_t bulk_all, bulk_ones;  /* RUN records fed in bulk; of them, judged one by one */
+    int bulk_off;                  /* too few from the columns: one by one from now on */
     uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read
                                    the record: tkp_shape_marks) */
 };

@@ -149,105 +149,11 @@ void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const d
     m->figures = m->er.figures = m->es.figures = figures;
 }
 
-/* ---- decoding ---- */
-
-static uint32_t prod3(const uint32_t *v) { return v[0] * v[1] * v[2]; }
-
-/* The fields of a record that make its shape (prog.h), and its token: all a record needs when
- * its shape decides everything about it. */
-static inline __attribute__((always_inline)) void decode_shape(const struct thr *h, const struct tkp_record *r, struct tkp_srec *x)
-{
-    x->token = r->step > h->outside ? r->step - h->outside : 0;
-    x->op = NULL;
-    x->lib = x->dir = 0;
-    x->has_lib = x->has_dir = x->sync = x->async = 0;
-    x->atoms_ok = 0;
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->kind = RK_KERNEL, x->name = r->launch.name;
-        if (r->launch.call && r->launch.call == h->call)
-            x->has_lib = 1, x->lib = h->lib.lib, x->op = h->lib.op;
-        break;
-    case TKP_REC_GRAPH_LAUNCH: x->kind = RK_GRAPH, x->name = "graph"; break;
-    case TKP_REC_COPY:
-        x->kind = r->copy.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
-        x->name = x->kind == RK_MEMSET ? "memset" : "memcpy";
-        x->dir = r->copy.dir, x->has_dir = 1;
-        x->async = (r->copy.flags & TKP_COPY_ASYNC) != 0;
-        x->sync = !x->async; /* a blocking copy waits for the device */
-        break;
-    case TKP_REC_SYNC: x->kind = RK_SYNC, x->name = "sync", x->sync = 1; break;
-    case TKP_REC_EVENT_RECORD: x->kind = RK_EVENT, x->name = "event"; break;
-    case TKP_REC_STREAM_WAIT: x->kind = RK_WAIT, x->name = "wait"; break;
-    case TKP_REC_NVTX: x->kind = RK_NVTX, x->name = r->nvtx.name; break;
-    case TKP_REC_MARKER: x->kind = RK_MARKER, x->name = "marker"; break;
-    case TKP_REC_LIB_CALL:
-        x->kind = RK_API, x->name = r->lib_call.op, x->op = r->lib_call.op, x->has_lib = 1;
-        x->lib = r->lib_call.lib;
-        break;
-    default: /* TKP_REC_GPU_KERNEL, TKP_REC_GPU_COPY */
-        x->kind = r->type == TKP_REC_GPU_KERNEL ? RK_KERNEL
-                  : r->gpu.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
-        x->name = r->gpu.name;
-        if (r->type == TKP_REC_GPU_COPY) x->dir = r->gpu.dir, x->has_dir = 1;
-        break;
-    }
-    x->small = tkp_shape_small(x);
-}
-
-/* Decodes the rest of a record (the id'th) into x, whose shape is decoded: x is reused. A
- * launch reads the thread's library call when its shape says it is inside it. */
-static void decode_rest(const struct thr *h, const struct tkp_record *r, uint64_t id,
-                        struct tkp_srec *x)
-{
-    x->id = id;
-    x->host_ns = r->host_ns;
-    x->gpu_start = x->gpu_end = 0;
-    x->step = r->step;
-    x->stream = x->bytes = x->wait_ns = 0;
-    x->m = x->n = x->k = x->batch = 0;
-    x->thread = r->thread;
-    x->pos = x->grid = x->block = 0;
-    x->is_gpu = 0;
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->stream = r->launch.stream;
-        x->grid = prod3(r->launch.grid), x->block = prod3(r->launch.block);
-        if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
-        return;
-    case TKP_REC_GRAPH_LAUNCH: x->stream = r->graph_launch.stream; return;
-    case TKP_REC_COPY: x->bytes = r->copy.bytes, x->stream = r->copy.stream; return;
-    case TKP_REC_SYNC: x->wait_ns = r->sync.wait_ns, x->stream = r->sync.handle; return;
-    case TKP_REC_EVENT_RECORD: x->stream = r->event_record.stream; return;
-    case TKP_REC_STREAM_WAIT: x->stream = r->stream_wait.stream; return;
-    case TKP_REC_NVTX: case TKP_REC_MARKER: return;
-    case TKP_REC_LIB_CALL:
-        x->m = r->lib_call.m, x->n = r->lib_call.n;
-        x->k = r->lib_call.k, x->batch = r->lib_call.batch, x->stream = r->lib_call.stream;
-        return;
-    default: /* GPU records */
-        x->is_gpu = 1;
-        x->host_ns = 0;
-        x->gpu_start = r->gpu.start_ns;
-        x->gpu_end = r->gpu.end_ns > r->gpu.start_ns ? r->gpu.end_ns : r->gpu.start_ns + 1;
-        x->stream = r->gpu.stream, x->bytes = r->gpu.bytes;
-        if (r->type == TKP_REC_GPU_KERNEL) x->grid = prod3(r->gpu.grid), x->block = prod3(r->gpu.block);
-        return;
-    }
-}
-
-static void decode(const struct thr *h, const struct tkp_record *r, uint64_t id,
-                   struct tkp_srec *x)
-{
-    decode_shape(h, r, x);
-    decode_rest(h, r, id, x);
-}
-
 /* The open step's last record, decoded (it was kept raw while only its shape was needed). */
 static void last_decode(struct thr *h, struct open_step *o)
 {
     if (!o->last_lazy) return;
-    decode_rest(h, &o->last_raw, o->last_id, &o->last);
+    tkp_decode_rest(h, &o->last_raw, o->last_id, &o->last);
     o->last.pos = (uint32_t)(o->len - 1);
     o->last_lazy = 0;
 }
@@ -647,7 +553,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     if (!o) return rc;
     struct tkp_srec *x = &o->last;
     uint32_t pos = (uint32_t)o->len++;
-    decode_shape(h, r, x);
+    tkp_decode_shape(h, r, x);
     o->launches += x->kind == RK_KERNEL || x->kind == RK_GRAPH;
     o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
@@ -677,7 +583,7 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
     struct tkp_srec *x = &o->last;
     int rc;
     uint8_t ok = x->atoms_ok;
-    decode_rest(h, r, m->next_id, x);
+    tkp_decode_rest(h, r, m->next_id, x);
     x->atoms_ok = ok;
     x->pos = pos;
     o->last_lazy = 0;
@@ -710,7 +616,7 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
     if (!h) return TKP_ERR_NOMEM;
     h->gpu_seen = 1;
     struct tkp_srec *x = &m->gpu_rec;
-    decode(h, r, m->next_id, x);
+    tkp_decode(h, r, m->next_id, x);
     if (m->nrec_gpu) eval_records(m, h, x, m->rec_gpu, m->nrec_gpu);
     if (!m->need_gpu) return 0;
     int rc;
@@ -790,156 +696,6 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *r)
         return host_record(m, r);
     default:
         return feed_other(m, r);
-    }
-}
-
-/* ---- launches in bulk (a RUN's columns) ---- */
-
-/* The probe of tkp_shape_find's cache alone, inline (the column loop's); NULL: ask the table. */
-static inline struct tkp_shape *shape_recent(struct tkp_shapes *t, const struct tkp_srec *k)
-{
-    uint32_t c = t->recent[tkp_shape_slot(k->name, k->op, k->small)];
-    if (!c) return NULL;
-    struct tkp_shape *e = &t->v[c - 1];
-    return e->name == k->name && e->op == k->op && e->small == k->small ? e : NULL;
-}
-
-/* Record i of b as the reader delivers it. */
-static void bulk_record(const struct tkp_run_bulk *b, size_t i, struct tkp_record *rec)
-{
-    rec->offset = b->offset;
-    rec->host_ns = b->host_ns[i];
-    rec->thread = b->thread, rec->tid = b->tid;
-    rec->pid = b->pid, rec->step = b->step;
-    if (b->lib[i]) {
-        rec->type = TKP_REC_LIB_CALL;
-        rec->lib_call = *b->lib[i];
-        rec->lib_call.call = b->call[i], rec->lib_call.call_ns = b->call_ns[i];
-        return;
-    }
-    rec->type = TKP_REC_LAUNCH;
-    rec->launch = *b->launch[i];
-    rec->launch.call = b->call[i];
-}
-
-/* Launch i of b, of shape e, decoded into its open step's last record as host_record would
- * (for a witness). */
-static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct open_step *o,
-                                    const struct tkp_shape *e, const struct tkp_run_bulk *b,
-                                    size_t i, uint32_t pos)
-{
-    struct tkp_record rec;
-    struct tkp_srec *x = &o->last;
-    bulk_record(b, i, &rec);
-    decode(h, &rec, m->next_id, x);
-    x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
-    x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
-    x->atoms_ok = 1;
-    x->pos = pos;
-    o->last_lazy = 0;
-    return x;
-}
-
-/* Launch i of b, of shape e (col), in open step o at pos > 0 (not late): what host_record and
- * shape_record or eval_shape do, from the columns. Returns whether it decoded the record. */
-static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
-                    const struct tkp_run_bulk *b, size_t i, uint64_t token)
-{
-    uint32_t pos = (uint32_t)o->len++;
-    o->launches++, o->work++;
-    struct tkp_eval *E = &m->er;
-    E->ts = h->ts, E->scope = (int64_t)b->step;
-    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]); /* one bit each (shape_col) */
-    if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
-    else
-        for (uint64_t q = e->pass; q; q &= q - 1) {
-            int j = __builtin_ctzll(q);
-            m->res[m->rec_host[j]].evaluated += token >= m->rec_skip[j];
-        }
-    if (e->col == 1) {
-        for (uint64_t q = e->counts; q; q &= q - 1)
-            o->fold[m->stream[__builtin_ctzll(q)]].cnt++;
-        return 0;
-    }
-    int dec = 0;
-    uint64_t ns = b->host_ns[i];
-    E->point = (int64_t)h->recs, E->now_ns = (int64_t)ns, E->cls_r = NULL;
-    for (uint32_t q = e->run; q; q &= q - 1) {
-        const struct rhost *a = &m->rh[__builtin_ctz(q)];
-        int t = tkp_bound_delta(E, a->bound, ns ? VT_NUM : VT_UNK, (double)ns);
-        if (token < a->skip) continue;
-        if (t == 1) {
-            m->res[a->as].evaluated++;
-            continue;
-        }
-        if (!dec) E->r = bulk_decode(m, h, o, e, b, i, pos), dec = 1;
-        tkp_evaluated(m, E, a->as, t, NULL, E->r, NULL);
-    }
-    return dec;
-}
-
-int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
-{
-    struct tkp_record rec;
-    int rc;
-    for (size_t i = 0; i < k;) {
-        struct thr *h = b->thread < m->nt && m->t[b->thread].seen ? &m->t[b->thread] : NULL;
-        struct open_step *o = h && h->cur && h->cur->used && h->cur->seg == b->step ? h->cur : NULL;
-        size_t j = i;
-        if (o && o->len && !(h->last_closed && b->step <= h->last_closed && h->tokens)) {
-            uint64_t token = b->step > h->outside ? b->step - h->outside : 0;
-            struct tkp_srec key;
-            size_t dec = k; /* the record last decoded into o->last */
-            for (; j < k && !b->lib[j]; j++) {
-                key.name = b->launch[j]->name;
-                key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
-                key.has_lib = b->call[j] && b->call[j] == h->call;
-                key.op = key.has_lib ? h->lib.op : NULL, key.lib = key.has_lib ? h->lib.lib : 0;
-                key.small = tkp_shape_small(&key);
-                struct tkp_shape *e = shape_recent(m->shapes, &key);
-                if (!e) e = tkp_shape_find(m->shapes, &key);
-                if (!e || !e->col) break;
-                m->next_id++, m->st.records++, h->recs++;
-                if (bulk_one(m, h, o, e, b, j, token)) dec = j;
-            }
-            if (j == k && j > i && dec != j - 1) {
-                /* the step's last record, kept raw as shape_record keeps it (a record of the
-                 * batch after the stretch, one by one, overwrites it) */
-                bulk_record(b, j - 1, &o->last_raw);
-                decode_shape(h, &o->last_raw, &o->last);
-                o->last_id = m->next_id;
-                o->last_lazy = 1;
-            }
-        }
-        if (j == i) { /* one by one: a library call, the first of a step, a shape not planned */
-            m->bulk_ones++;
-            bulk_record(b, j++, &rec);
-            if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
-        }
-        i = j;
-    }
-    /* few from the columns: the copies cost more than they save (tkp_mon_read) */
-    m->bulk_all += k;
-    if (m->bulk_ones > 4096 && 5 * m->bulk_ones > 4 * m->bulk_all) m->bulk_off = 1;
-    return 0;
-}
-
-int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
-{
-    struct tkp_record rec;
-    struct tkp_run_bulk b;
-    int rc;
-    for (;;) {
-        /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
-         * would only add the columns' copy to tkp_mon_feed's work) */
-        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_run(r, &b);
-        if (k) {
-            if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
-            tkp_reader_take_run(r, &b, k);
-            continue;
-        }
-        if ((rc = tkp_reader_next(r, &rec)) != 1) return rc;
-        if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
     }
 }
 

@@ -82,13 +82,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out);
 /* baseline run aggregate values (by run slot) and JSON figures (by node); either NULL */
 void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const double *figures);
 int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
-/* The k records of b (a RUN's, tkp_reader_peek_run), judged as tkp_mon_feed would judge them
- * one by one; those whose shape decides everything but straight bounds on r.host_ts are taken
- * from b's columns, the record decoded only for a witness. 0 or a negative tkp_err. */
-int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k);
-/* Feeds every record of r (RUNs' launches through tkp_mon_feed_run); returns what the last
- * tkp_reader_next returned (0 at the clean end, a negative code), or tkp_mon_feed's error. */
-int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r);
+/* (a reader's records in bulk: check/bulk.h tkp_mon_read) */
 int tkp_mon_finish(struct tkp_mon *m);
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 /* The verdict of assertion as: 1 pass, 0 violated, -1 inconclusive (some evaluation was, or it

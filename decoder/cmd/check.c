@@ -13,6 +13,7 @@
 #include "base/grow.h"
 #include "capture/reader.h"
 #include "check/ast.h"
+#include "check/bulk.h"
 #include "check/monitor.h"
 #include "check/results.h"
 #include "check/parse.h"

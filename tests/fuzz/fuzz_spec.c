@@ -13,6 +13,7 @@
 
 #include "capture/reader.h"
 #include "check/ast.h"
+#include "check/bulk.h"
 #include "check/compile.h"
 #include "check/monitor.h"
 #include "check/parse.h"

@@ -5,8 +5,10 @@
  * launch whose shape's plan reads nothing of it but its host time — the shape decides every
  * record-level assertion (struct tkp_shape col 1), or they are all straight bounds
  * `r.host_ts - prev r.host_ts OP k` (col 2) — is judged from the columns: no struct tkp_record,
- * nothing decoded unless a witness needs the record. Every other record goes to tkp_mon_feed one
- * by one, as the reader would have delivered it. */
+ * nothing decoded unless a witness needs the record. A launch of another shape with a plan and
+ * no streamed or buffered aggregate (col 3) is decoded and judged by its plan without the rest
+ * of tkp_mon_feed's dispatch. Every other record (library calls, a step's first record, shapes
+ * not planned yet) goes to tkp_mon_feed one by one, as the reader would have delivered it. */
 #include "check/bulk.h"
 
 #include "check/eval.h"
@@ -65,6 +67,10 @@ static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struc
 {
     uint32_t pos = (uint32_t)o->len++;
     o->launches++, o->work++;
+    if (e->col == 3) { /* host_full's work, the record decoded from the columns */
+        tkp_eval_shape(m, h, bulk_decode(m, h, o, e, b, i, pos), e);
+        return 1;
+    }
     struct tkp_eval *E = &m->er;
     E->ts = h->ts, E->scope = (int64_t)b->step;
     if (e->marks[0]) tkp_shape_marks(E, e->marks[0]); /* one bit each (shape_col) */

@@ -203,7 +203,7 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
  * shape's verdicts read once for all its assertions: its passes counted per shape, the
  * assertions it runs visited alone. */
-static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
+void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
                        struct tkp_shape *e)
 {
     struct tkp_eval *E = &m->er;
@@ -477,12 +477,15 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
 {
     e->col = 0;
-    if (tkp_check_general || e->pmarks[0] || (e->marks[0] & m->hit_slots)) return;
+    if (tkp_check_general) return;
+    int plain = !e->pmarks[0] && !(e->marks[0] & m->hit_slots); /* nothing reads the record */
     if (e->want == 1) {
-        e->col = 1;
+        e->col = plain;
         return;
     }
-    if (!e->plan || m->nstream || m->nbuffered || e->bodyonly) return;
+    if (!e->plan || m->nstream || m->nbuffered) return;
+    e->col = 3;
+    if (!plain || e->bodyonly) return;
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
@@ -568,7 +571,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         }
         x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
         x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
-        /* (eval_shape reads the shape's own) */
+        /* (tkp_eval_shape reads the shape's own) */
         if (!e->plan) x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
         x->atoms_ok = 1;
     }
@@ -589,7 +592,7 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
     o->last_lazy = 0;
     if (!pos) o->first = *x;
     if (m->nrec_host) {
-        if (e && e->plan) eval_shape(m, h, x, e);
+        if (e && e->plan) tkp_eval_shape(m, h, x, e);
         else eval_records(m, h, x, m->rec_host, m->nrec_host);
     }
     if (!m->nstream && !m->nbuffered) return 0;

@@ -57,7 +57,8 @@ struct thr {
     uint32_t npend, pend_head, pend_cap;
 };
 
-/* A host record-level assertion as a shape's plan runs it (eval_shape), by position in rec_host. */
+/* A host record-level assertion as a shape's plan runs it (tkp_eval_shape), by position in
+ * rec_host. */
 struct rhost {
     const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
     int as, body_prog, when_prog;

@@ -214,8 +214,9 @@ struct tkp_shape {
      * body runs for its temporal state, nothing is judged); valid with plan. (The entry stays
      * 128 bytes: a lookup indexes the table by it.) */
     uint32_t run, body, bodyonly;
-    uint32_t col; /* its launches from a RUN's columns (monitor.c tkp_mon_feed_run): 0 no, 1 the
-                     shape decides all, 2 and its runs are straight bounds on r.host_ts */
+    uint32_t col; /* its launches from a RUN's columns (check/bulk.c): 0 no, 1 the shape decides
+                     all, 2 its runs are straight bounds on r.host_ts, 3 decoded and judged by the
+                     plan (no streamed or buffered aggregate takes records) */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

@@ -703,7 +703,7 @@ void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size
     r->stats.records += k;
 }
 
-size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b)
+size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
 {
     struct tkp_decode_buf *d = &r->buf;
     struct tkp_run *u = &d->run;
@@ -733,7 +733,7 @@ size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b)
     return k;
 }
 
-void tkp_reader_take_run(struct tkp_reader *r, const struct tkp_run_bulk *b, size_t k)
+void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k)
 {
     r->buf.run.i += (uint32_t)k;
     r->prev_ns = b->host_ns[k - 1];

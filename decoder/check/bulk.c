@@ -1,7 +1,7 @@
 /* tokprof check: a RUN's records into the monitor in bulk (tkp_mon_read, tkp_mon_feed_run).
  *
  * The reader hands a RUN's launches and library calls over a batch at a time, by column: the
- * templates' fields by pointer, the call ids, the host times (reader.h tkp_reader_peek_run). A
+ * templates' fields by pointer, the call ids, the host times (reader.h tkp_reader_peek_full). A
  * launch whose shape's plan reads nothing of it but its host time — the shape decides every
  * record-level assertion (struct tkp_shape col 1), or they are all straight bounds
  * `r.host_ts - prev r.host_ts OP k` (col 2) — is judged from the columns: no struct tkp_record,
@@ -25,7 +25,7 @@ static inline struct tkp_shape *shape_recent(struct tkp_shapes *t, const struct 
 }
 
 /* Record i of b as the reader delivers it. */
-static void bulk_record(const struct tkp_run_bulk *b, size_t i, struct tkp_record *rec)
+static void bulk_record(const struct tkp_run_full *b, size_t i, struct tkp_record *rec)
 {
     rec->offset = b->offset;
     rec->host_ns = b->host_ns[i];
@@ -45,7 +45,7 @@ static void bulk_record(const struct tkp_run_bulk *b, size_t i, struct tkp_recor
 /* Launch i of b, of shape e, decoded into its open step's last record as host_record would
  * (for a witness). */
 static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct open_step *o,
-                                    const struct tkp_shape *e, const struct tkp_run_bulk *b,
+                                    const struct tkp_shape *e, const struct tkp_run_full *b,
                                     size_t i, uint32_t pos)
 {
     struct tkp_record rec;
@@ -63,7 +63,7 @@ static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct ope
 /* Launch i of b, of shape e (col), in open step o at pos > 0 (not late): what host_record and
  * shape_record or eval_shape do, from the columns. Returns whether it decoded the record. */
 static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
-                    const struct tkp_run_bulk *b, size_t i, uint64_t token)
+                    const struct tkp_run_full *b, size_t i, uint64_t token)
 {
     uint32_t pos = (uint32_t)o->len++;
     o->launches++, o->work++;
@@ -102,7 +102,7 @@ static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struc
     return dec;
 }
 
-int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
+int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
 {
     struct tkp_record rec;
     int rc;
@@ -151,15 +151,15 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k)
 int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
 {
     struct tkp_record rec;
-    struct tkp_run_bulk b;
+    struct tkp_run_full b;
     int rc;
     for (;;) {
         /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
          * would only add the columns' copy to tkp_mon_feed's work) */
-        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_run(r, &b);
+        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_full(r, &b);
         if (k) {
             if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
-            tkp_reader_take_run(r, &b, k);
+            tkp_reader_take_full(r, &b, k);
             continue;
         }
         if ((rc = tkp_reader_next(r, &rec)) != 1) return rc;

@@ -7,10 +7,10 @@
 #include "capture/reader.h"
 #include "check/monitor.h"
 
-/* The k records of b (a RUN's, tkp_reader_peek_run), judged as tkp_mon_feed would judge them
+/* The k records of b (a RUN's, tkp_reader_peek_full), judged as tkp_mon_feed would judge them
  * one by one; those whose shape decides everything but straight bounds on r.host_ts are taken
  * from b's columns, the record decoded only for a witness. 0 or a negative tkp_err. */
-int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_bulk *b, size_t k);
+int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k);
 /* Feeds every record of r (RUNs' launches and library calls through tkp_mon_feed_run); returns
  * what the last tkp_reader_next returned (0 at the clean end, a negative code), or
  * tkp_mon_feed's error. */

@@ -24,7 +24,7 @@
  * (tkp_mon_feed_run: up to TKP_LAUNCH_BULK of one thread and segment at a time), the rest one by
  * one. */
 static int bulk;
-static struct tkp_run_bulk bulk_b;
+static struct tkp_run_full bulk_b;
 static __typeof__(((struct tkp_record *)0)->launch) bulk_launch[TKP_LAUNCH_BULK];
 static __typeof__(((struct tkp_record *)0)->lib_call) bulk_lib[TKP_LAUNCH_BULK];
 static size_t bulk_n;

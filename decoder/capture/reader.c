@@ -769,6 +769,43 @@ void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size
     r->stats.records += k;
 }
 
+size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
+{
+    struct tkp_decode_buf *d = &r->buf;
+    struct tkp_run *u = &d->run;
+    if (r->ops || r->state || !r->in_chunk) return 0;
+    if (u->i == u->n) {
+        if (!u->left) return 0;
+        tkp_record_run_batch(d); /* what run_next() would do first */
+    }
+    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
+    size_t k = 0;
+    b->step = u->step, b->pid = r->pid, b->offset = r->chunk_off;
+    for (uint32_t i = u->i; i < u->n; i++, k++) {
+        if (!u->bkind[i]) {
+            const struct tkp_launch_tmpl *t = &d->ltmpl[u->btmpl[i]];
+            if (t->resolved != now || (k && t->thread != b->thread)) break;
+            b->thread = t->thread, b->tid = t->tid;
+            b->launch[k] = &t->launch, b->lib[k] = NULL;
+        } else {
+            const struct tkp_lib_tmpl *t = &d->ctmpl[u->btmpl[i]];
+            if (t->resolved != now || (k && t->thread != b->thread)) break;
+            b->thread = t->thread, b->tid = t->tid;
+            b->lib[k] = &t->lib, b->call_ns[k] = u->bhost[i];
+        }
+        b->call[k] = u->bcall[i];
+        b->host_ns[k] = ns += (uint64_t)u->bdt[i];
+    }
+    return k;
+}
+
+void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k)
+{
+    r->buf.run.i += (uint32_t)k;
+    r->prev_ns = b->host_ns[k - 1];
+    r->stats.records += k;
+}
+
 /* ---- columns (FORMAT.md "Columns") ----
  * A COLS's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
  * resolves them. */

@@ -201,6 +201,26 @@ struct tkp_run_bulk {
 };
 size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b);
 
+/* A RUN's records in bulk with every field: tkp_reader_peek_full() fills *b with the next
+ * records while they are LAUNCHes and LIB_CALLs of one thread from a RUN whose templates are
+ * resolved, and returns how many (at most TKP_LAUNCH_BULK; 0 when the next record is anything
+ * else, or r merges several captures). Record i is what tkp_reader_next() would deliver: b's
+ * offset, pid, thread, tid and step, host_ns[i]; when lib[i] is NULL a LAUNCH, launch = *launch[i]
+ * with launch.call = call[i], else a LIB_CALL, lib_call = *lib[i] with lib_call.call = call[i] and
+ * lib_call.call_ns = call_ns[i] (the templates' fields, valid until the next call on r).
+ * tkp_reader_take_full() then consumes the first k, as tkp_reader_take() does. (check's monitor:
+ * tkp_mon_read.) */
+struct tkp_run_full {
+    uint32_t thread, tid;
+    uint64_t step, pid, offset;
+    const __typeof__(((struct tkp_record *)0)->launch) *launch[TKP_LAUNCH_BULK];
+    const __typeof__(((struct tkp_record *)0)->lib_call) *lib[TKP_LAUNCH_BULK];
+    uint32_t call[TKP_LAUNCH_BULK];
+    uint64_t host_ns[TKP_LAUNCH_BULK], call_ns[TKP_LAUNCH_BULK];
+};
+size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b);
+void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k);
+
 /* NULL while nothing went wrong; else why and where the reader stopped (owned by r). */
 const struct tkp_reader_err *tkp_reader_error(const struct tkp_reader *r);
 const struct tkp_reader_stats *tkp_reader_stats(const struct tkp_reader *r);

@@ -164,7 +164,7 @@ static int or3(int l, int r) { return l == 1 || r == 1 ? 1 : (l < 0 || r < 0) ? 
 /* ---- temporal operators ---- */
 
 /* 'in step': the operator sees only the current step's points (its buffers are kept) */
-static void scope_enter(struct tkp_tstate *t, int64_t scope)
+void tkp_scope_enter(struct tkp_tstate *t, int64_t scope)
 {
     uint8_t *ring = t->ring;
     uint32_t len = t->ring_len;
@@ -211,7 +211,7 @@ static int ring_once(struct tkp_tstate *t, const struct tkp_node *x, int64_t now
 static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
 {
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     int64_t now = at(E, x);
     if (x->op == OP_SINCE) {
         if (E->update) {
@@ -253,7 +253,7 @@ static int temporal(struct tkp_eval *E, const struct tkp_node *x, int l, int v)
 static struct tkp_val prev(struct tkp_eval *E, const struct tkp_node *x, struct tkp_val v)
 {
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     /* A re-read (a witness's operands, after the point was evaluated) sees what the point saw:
      * the value before this point's update, not the point's own */
     if (!E->update) return t->prev_out;
@@ -271,7 +271,7 @@ static inline int once_op(struct tkp_eval *E, const struct tkp_ins *i, int l)
     const struct tkp_node *x = &E->sp->n[i->node];
     if (!i->x) return temporal(E, x, 0, l);
     struct tkp_tstate *t = &E->ts[x->slot];
-    if (x->in_step && t->scope != E->scope) scope_enter(t, E->scope);
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
     if (i->op == VO_HIST) l = not3(l);
     if (E->update && l == 1) t->valid = 1;
     return i->op == VO_HIST ? !t->valid : t->valid;
@@ -328,13 +328,18 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
         case VO_ONCE: case VO_HIST: {
             /* once updates on a true operand, historically on a false one; near misses see
              * every point where they score conjuncts, else only the hits (a window's hit
-             * outside it: tkp_near_note returns at once for the rest) */
-            int slot = E->sp->n[i->node].slot;
+             * outside it: tkp_near_note returns at once for the rest). A `once` whose operand
+             * the shape makes true is a mark (tkp_shape_marks): one bit of state, or a hit
+             * (its latest and earliest points, its near misses' hit) unless it keeps a ring of
+             * values (bounded [a,b], a > 0) */
+            const struct tkp_node *x = &E->sp->n[i->node];
+            int slot = x->slot, ring = x->has_iv && x->num > 0 && isfinite(x->hi);
             const struct tkp_nearplan *np = &E->sp->code->near[slot];
             l = st[k - 1];
-            if (l == 2 || (i->op == VO_ONCE && np->on && (l == 1 || np->nconj))) *noop = 0;
+            if (l == 2 || (i->op == VO_ONCE && np->on && l != 1 && np->nconj)) *noop = 0;
             else if (l == (i->op == VO_ONCE ? 1 : 0)) {
-                if (i->x && slot < 64) *marks |= 1ull << slot;
+                if (slot < 64 && (i->x || (i->op == VO_ONCE && !ring && !tkp_check_general)))
+                    *marks |= 1ull << slot;
                 else *noop = 0;
             }
             st[k - 1] = 2;
@@ -391,9 +396,19 @@ void tkp_shape_marks(struct tkp_eval *E, uint64_t marks)
     for (; marks; marks &= marks - 1) {
         int slot = __builtin_ctzll(marks);
         struct tkp_tstate *t = &E->ts[slot];
-        if (sp->n[sp->code->slot_node[slot]].in_step && t->scope != E->scope)
-            scope_enter(t, E->scope);
+        const struct tkp_node *x = &sp->n[sp->code->slot_node[slot]];
+        if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
+        const struct tkp_nearplan *np = &sp->code->near[slot];
+        if (x->op != OP_ONCE || (!x->has_iv && !np->on)) {
+            t->valid = 1; /* one bit (once_op) */
+            continue;
+        }
+        /* a hit, as temporal() takes it */
+        int64_t now = at(E, x);
+        if (!t->valid) t->first = now;
+        t->last = now;
         t->valid = 1;
+        if (np->on && E->near_note) E->near_note(E, np, t, 1, now);
     }
 }
 
@@ -611,7 +626,7 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
             }
             const struct tkp_node *x = &sp->n[i->node];
             struct tkp_tstate *s = &E->ts[x->slot];
-            if (x->in_step && s->scope != E->scope) scope_enter(s, E->scope);
+            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
             if (E->update) {
                 struct tkp_val out = s->prev_set ? s->prev : UNK;
                 s->prev_first = !s->prev_set;
@@ -639,24 +654,6 @@ static __attribute__((noinline)) int run_num(struct tkp_eval *E, const struct tk
     }
 }
 
-/* `prev` at the point: its value before (prev_out), the operand (type t, number d) kept; what
- * prev() does on a struct tkp_val. */
-static inline __attribute__((always_inline)) int prev_num(struct tkp_eval *E, int slot,
-                                                          int in_step, int t, double *d)
-{
-    struct tkp_tstate *s = &E->ts[slot];
-    if (in_step && s->scope != E->scope) scope_enter(s, E->scope);
-    if (E->update) {
-        struct tkp_val out = s->prev_set ? s->prev : UNK;
-        s->prev_first = !s->prev_set;
-        s->prev = (struct tkp_val){t, t == VT_UNK ? 0 : *d, NULL};
-        s->prev_set = 1;
-        s->prev_out = out;
-    }
-    *d = s->prev_out.n;
-    return s->prev_out.t;
-}
-
 static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
                                                        const struct tkp_nterm *x, double *d)
 {
@@ -666,39 +663,54 @@ static inline __attribute__((always_inline)) int nterm(struct tkp_eval *E,
     }
     *d = 0;
     int t = E->r ? rnum(E->r, x->attr, d) : VT_UNK;
-    return x->kind == 1 ? t : prev_num(E, x->slot, x->in_step, t, d);
+    return x->kind == 1 ? t : tkp_prev_num(E, x->slot, x->in_step, t, d);
 }
 
 static inline __attribute__((always_inline)) int nside(struct tkp_eval *E,
                                                        const struct tkp_nside *s, double *d)
 {
-    int t = nterm(E, &s->a, d);
-    if (!s->op) return t;
+    if (!s->op) return nterm(E, &s->a, d);
     double e = 0;
-    int u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    int t, u;
+    if (s->same) {
+        /* `r.x - prev r.x`: the field once, the `prev` fed with it */
+        *d = 0;
+        t = E->r ? rnum(E->r, s->a.attr, d) : VT_UNK;
+        e = *d;
+        u = tkp_prev_num(E, s->b.slot, s->b.in_step, t, &e);
+    } else {
+        t = nterm(E, &s->a, d);
+        u = nterm(E, &s->b, &e); /* evaluated whatever a is: a `prev` in it must update */
+    }
     if (t == VT_UNK || u == VT_UNK || (s->op == VO_DIV && e == 0)) return VT_UNK;
     *d = s->op == VO_ADD ? *d + e : s->op == VO_SUB ? *d - e : s->op == VO_MUL ? *d * e : *d / e;
     return VT_NUM;
+}
+
+/* One comparison of a straight form: 1, 0, -1 unknown. o as run_num computes it (NaN: 0). */
+static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const struct tkp_ncmp *c)
+{
+    double x = 0, y = 0;
+    int tx = nside(E, &c->l, &x), ty;
+    if (c->rk) y = c->r.a.v, ty = c->r.a.t;
+    else ty = nside(E, &c->r, &y);
+    if (tx == VT_UNK || ty == VT_UNK) return -1;
+    return c->tab[(x > y) - (x < y) + 1];
 }
 
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 {
-    int res = 1;
-    for (int j = 0; j < b->n; j++) {
-        const struct tkp_ncmp *c = &b->c[j];
-        double x = 0, y = 0;
-        int tx = nside(E, &c->l, &x), ty = nside(E, &c->r, &y), v;
-        if (tx == VT_UNK || ty == VT_UNK) {
-            v = -1;
-        } else {
-            int o = x < y ? -1 : x > y;
-            v = c->op == VO_EQ ? o == 0 : c->op == VO_NE ? o != 0 : c->op == VO_LT ? o < 0
-                : c->op == VO_LE ? o <= 0 : c->op == VO_GT ? o > 0 : o >= 0;
-        }
-        res = and3(res, v);
+    if (b->delta) {
+        double d = 0;
+        int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
+        return tkp_bound_delta(E, b, t, d);
     }
+    if (b->n == 1) return ncmp(E, &b->c[0]);
+    int res = 1;
+    for (int j = 0; j < b->n; j++)
+        res = and3(res, ncmp(E, &b->c[j]));
     return res;
 }
 
@@ -811,15 +823,13 @@ void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
     for (; slots; slots &= slots - 1) {
         const struct tkp_node *x = &sp->n[c->slot_node[__builtin_ctzll(slots)]];
         const struct tkp_prog *p = &c->prog[c->node_prog[x->a]];
-        struct tkp_val v;
         if (p->attr >= 0 && E->r && !tkp_check_general) {
             /* `prev r.<field>`: the field, read */
-            v.s = NULL;
-            v.t = rnum(E->r, p->attr, &v.n);
-            if (v.t == VT_UNK) v.n = 0;
-        } else {
-            v = run(E, p);
+            double d;
+            int t = rnum(E->r, p->attr, &d);
+            tkp_prev_num(E, x->slot, x->in_step, t, &d);
+            continue;
         }
-        prev(E, x, v);
+        prev(E, x, run(E, p));
     }
 }

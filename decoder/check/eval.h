@@ -9,6 +9,41 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
 /* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
+/* 'in step': a state slot enters step `scope` (its buffers kept). */
+void tkp_scope_enter(struct tkp_tstate *t, int64_t scope);
+
+/* `prev` (state slot `slot`) at E's point: its value before (prev_out), the operand (type t,
+ * number *d) kept; what eval.c's prev() does on a struct tkp_val. Inline: the straight bounds'
+ * and the monitor's column path. */
+static inline __attribute__((always_inline)) int tkp_prev_num(struct tkp_eval *E, int slot,
+                                                              int in_step, int t, double *d)
+{
+    struct tkp_tstate *s = &E->ts[slot];
+    if (in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
+    if (E->update) {
+        struct tkp_val out = s->prev_set ? s->prev : (struct tkp_val){VT_UNK, 0, NULL};
+        s->prev_first = !s->prev_set;
+        s->prev = (struct tkp_val){t, t == VT_UNK ? 0 : *d, NULL};
+        s->prev_set = 1;
+        s->prev_out = out;
+    }
+    *d = s->prev_out.n;
+    return s->prev_out.t;
+}
+
+/* A delta form's (b->delta: `r.x - prev r.x OP k`) verdict on r.x's value, given: type t
+ * (VT_NUM, VT_UNK), number d; what tkp_run_bound computes of it. */
+static inline __attribute__((always_inline)) int tkp_bound_delta(struct tkp_eval *E,
+                                                                 const struct tkp_nbound *b,
+                                                                 int t, double d)
+{
+    const struct tkp_ncmp *c = &b->c[0];
+    double e = d;
+    int u = tkp_prev_num(E, c->l.b.slot, c->l.b.in_step, t, &e);
+    if (t == VT_UNK || u == VT_UNK) return -1;
+    d -= e;
+    return c->tab[(d > c->r.a.v) - (d < c->r.a.v) + 1];
+}
 
 /* tkp_truth, calling a straight form directly (the monitor's per-record judging) */
 static inline int tkp_truth_fast(struct tkp_eval *E, int prog)

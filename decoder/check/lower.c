@@ -313,7 +313,7 @@ static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *
         case VO_EQ: case VO_NE: case VO_LT: case VO_LE: case VO_GT: case VO_GE:
             if (k < 2 || st[k - 2].what == T_CMP || st[k - 1].what == T_CMP) return NULL;
             if (nb.n == TKP_NB_MAX) return NULL;
-            nb.c[nb.n++] = (struct tkp_ncmp){st[k - 2].side, st[k - 1].side, i->op};
+            nb.c[nb.n++] = (struct tkp_ncmp){.l = st[k - 2].side, .r = st[k - 1].side, .op = i->op};
             st[k - 2].what = T_CMP;
             k--;
             break;
@@ -331,6 +331,17 @@ static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *
         }
     }
     /* a conjunction's comparisons are in postfix order, left to right: its order */
+    for (int j = 0; j < nb.n; j++) {
+        struct tkp_ncmp *c = &nb.c[j];
+        static const uint8_t tab[6][3] = {
+            [VO_EQ - VO_EQ] = {0, 1, 0}, [VO_NE - VO_EQ] = {1, 0, 1}, [VO_LT - VO_EQ] = {1, 0, 0},
+            [VO_LE - VO_EQ] = {1, 1, 0}, [VO_GT - VO_EQ] = {0, 0, 1}, [VO_GE - VO_EQ] = {0, 1, 1}};
+        memcpy(c->tab, tab[c->op - VO_EQ], 3);
+        c->rk = !c->r.op && !c->r.a.kind;
+        for (struct tkp_nside *s = &c->l; s <= &c->r; s++)
+            s->same = s->op && s->a.kind == 1 && s->b.kind == 2 && s->a.attr == s->b.attr;
+    }
+    nb.delta = nb.n == 1 && nb.c[0].l.same && nb.c[0].l.op == VO_SUB && nb.c[0].rk;
     struct tkp_nbound *out = malloc(sizeof(*out));
     if (out) *out = nb;
     return out;

@@ -112,14 +112,25 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         m->run_owner[s] = c->run_owner[s];
         if (sp->n[c->run_node[s]].gpu) m->need_gpu = 1;
     }
-    if (!(m->rec_skip = calloc((size_t)m->nrec_host + 1, sizeof(uint64_t)))) return TKP_ERR_NOMEM;
+    if (!(m->rec_skip = calloc((size_t)m->nrec_host + 1, sizeof(uint64_t))) ||
+        !(m->rh = calloc((size_t)m->nrec_host + 1, sizeof(*m->rh))))
+        return TKP_ERR_NOMEM;
     for (int j = 0; j < m->nrec_host; j++) {
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
+        const struct tkp_nbound *b = c->prog[a->body_prog].bound;
+        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
+                                  .body_prog = a->body_prog, .when_prog = a->when_prog,
+                                  .skip = a->skip};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
         if (a->fast < 0) m->rec_slow = 1;
         else m->rec_low |= 1ull << (2 * a->fast);
     }
+    for (int s = 0; s < sp->nslots_temporal && s < 64; s++) {
+        const struct tkp_node *x = &sp->n[c->slot_node[s]];
+        if (x->op == OP_ONCE && (x->has_iv || c->near[s].on)) m->hit_slots |= 1ull << s;
+    }
+    m->bulk_off = tkp_check_general;
     m->er = (struct tkp_eval){.sp = sp, .shapes = m->shapes, .update = 1, .near_note = tkp_near_note};
     m->es = (struct tkp_eval){.sp = sp, .shapes = m->shapes};
     for (int s = 0; s < sp->nslots_run; s++) {
@@ -138,105 +149,11 @@ void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const d
     m->figures = m->er.figures = m->es.figures = figures;
 }
 
-/* ---- decoding ---- */
-
-static uint32_t prod3(const uint32_t *v) { return v[0] * v[1] * v[2]; }
-
-/* The fields of a record that make its shape (prog.h), and its token: all a record needs when
- * its shape decides everything about it. */
-static inline __attribute__((always_inline)) void decode_shape(const struct thr *h, const struct tkp_record *r, struct tkp_srec *x)
-{
-    x->token = r->step > h->outside ? r->step - h->outside : 0;
-    x->op = NULL;
-    x->lib = x->dir = 0;
-    x->has_lib = x->has_dir = x->sync = x->async = 0;
-    x->atoms_ok = 0;
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->kind = RK_KERNEL, x->name = r->launch.name;
-        if (r->launch.call && r->launch.call == h->call)
-            x->has_lib = 1, x->lib = h->lib.lib, x->op = h->lib.op;
-        break;
-    case TKP_REC_GRAPH_LAUNCH: x->kind = RK_GRAPH, x->name = "graph"; break;
-    case TKP_REC_COPY:
-        x->kind = r->copy.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
-        x->name = x->kind == RK_MEMSET ? "memset" : "memcpy";
-        x->dir = r->copy.dir, x->has_dir = 1;
-        x->async = (r->copy.flags & TKP_COPY_ASYNC) != 0;
-        x->sync = !x->async; /* a blocking copy waits for the device */
-        break;
-    case TKP_REC_SYNC: x->kind = RK_SYNC, x->name = "sync", x->sync = 1; break;
-    case TKP_REC_EVENT_RECORD: x->kind = RK_EVENT, x->name = "event"; break;
-    case TKP_REC_STREAM_WAIT: x->kind = RK_WAIT, x->name = "wait"; break;
-    case TKP_REC_NVTX: x->kind = RK_NVTX, x->name = r->nvtx.name; break;
-    case TKP_REC_MARKER: x->kind = RK_MARKER, x->name = "marker"; break;
-    case TKP_REC_LIB_CALL:
-        x->kind = RK_API, x->name = r->lib_call.op, x->op = r->lib_call.op, x->has_lib = 1;
-        x->lib = r->lib_call.lib;
-        break;
-    default: /* TKP_REC_GPU_KERNEL, TKP_REC_GPU_COPY */
-        x->kind = r->type == TKP_REC_GPU_KERNEL ? RK_KERNEL
-                  : r->gpu.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
-        x->name = r->gpu.name;
-        if (r->type == TKP_REC_GPU_COPY) x->dir = r->gpu.dir, x->has_dir = 1;
-        break;
-    }
-    x->small = tkp_shape_small(x);
-}
-
-/* Decodes the rest of a record (the id'th) into x, whose shape is decoded: x is reused. A
- * launch reads the thread's library call when its shape says it is inside it. */
-static void decode_rest(const struct thr *h, const struct tkp_record *r, uint64_t id,
-                        struct tkp_srec *x)
-{
-    x->id = id;
-    x->host_ns = r->host_ns;
-    x->gpu_start = x->gpu_end = 0;
-    x->step = r->step;
-    x->stream = x->bytes = x->wait_ns = 0;
-    x->m = x->n = x->k = x->batch = 0;
-    x->thread = r->thread;
-    x->pos = x->grid = x->block = 0;
-    x->is_gpu = 0;
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->stream = r->launch.stream;
-        x->grid = prod3(r->launch.grid), x->block = prod3(r->launch.block);
-        if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
-        return;
-    case TKP_REC_GRAPH_LAUNCH: x->stream = r->graph_launch.stream; return;
-    case TKP_REC_COPY: x->bytes = r->copy.bytes, x->stream = r->copy.stream; return;
-    case TKP_REC_SYNC: x->wait_ns = r->sync.wait_ns, x->stream = r->sync.handle; return;
-    case TKP_REC_EVENT_RECORD: x->stream = r->event_record.stream; return;
-    case TKP_REC_STREAM_WAIT: x->stream = r->stream_wait.stream; return;
-    case TKP_REC_NVTX: case TKP_REC_MARKER: return;
-    case TKP_REC_LIB_CALL:
-        x->m = r->lib_call.m, x->n = r->lib_call.n;
-        x->k = r->lib_call.k, x->batch = r->lib_call.batch, x->stream = r->lib_call.stream;
-        return;
-    default: /* GPU records */
-        x->is_gpu = 1;
-        x->host_ns = 0;
-        x->gpu_start = r->gpu.start_ns;
-        x->gpu_end = r->gpu.end_ns > r->gpu.start_ns ? r->gpu.end_ns : r->gpu.start_ns + 1;
-        x->stream = r->gpu.stream, x->bytes = r->gpu.bytes;
-        if (r->type == TKP_REC_GPU_KERNEL) x->grid = prod3(r->gpu.grid), x->block = prod3(r->gpu.block);
-        return;
-    }
-}
-
-static void decode(const struct thr *h, const struct tkp_record *r, uint64_t id,
-                   struct tkp_srec *x)
-{
-    decode_shape(h, r, x);
-    decode_rest(h, r, id, x);
-}
-
 /* The open step's last record, decoded (it was kept raw while only its shape was needed). */
 static void last_decode(struct thr *h, struct open_step *o)
 {
     if (!o->last_lazy) return;
-    decode_rest(h, &o->last_raw, o->last_id, &o->last);
+    tkp_decode_rest(h, &o->last_raw, o->last_id, &o->last);
     o->last.pos = (uint32_t)(o->len - 1);
     o->last_lazy = 0;
 }
@@ -251,14 +168,14 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     E->r = x;
     if (!x->atoms_ok) tkp_atoms_fill(E, x);
     E->ts = h->ts, E->scope = (int64_t)x->step;
-    if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
     int set = 0;
-    if (x->pmarks[x->is_gpu]) {
+    if (x->marks[x->is_gpu] || x->pmarks[x->is_gpu]) {
         set = 1;
         E->point = (int64_t)h->recs;
         E->now_ns = (int64_t)(x->is_gpu ? x->gpu_start : x->host_ns);
         E->cls_r = NULL; /* x is reused for the next record */
-        tkp_prev_marks(E, x->pmarks[x->is_gpu]);
+        if (x->marks[x->is_gpu]) tkp_shape_marks(E, x->marks[x->is_gpu]);
+        if (x->pmarks[x->is_gpu]) tkp_prev_marks(E, x->pmarks[x->is_gpu]);
     }
     for (int j = 0; j < n; j++) {
         const struct tkp_assert *a = &sp->as[list[j]];
@@ -286,17 +203,16 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
  * shape's verdicts read once for all its assertions: its passes counted per shape, the
  * assertions it runs visited alone. */
-static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
+void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
                        struct tkp_shape *e)
 {
-    const struct tkp_spec *sp = m->sp;
     struct tkp_eval *E = &m->er;
     E->r = x;
     E->ts = h->ts, E->scope = (int64_t)x->step;
-    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
     E->point = (int64_t)h->recs;
     E->now_ns = (int64_t)x->host_ns;
     E->cls_r = NULL; /* x is reused for the next record */
+    if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
     if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -305,12 +221,12 @@ static void eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
         }
     for (uint32_t b = e->run; b; b &= b - 1) {
-        int j = __builtin_ctz(b), as = m->rec_host[j];
-        const struct tkp_assert *a = &sp->as[as];
-        int t = tkp_truth_fast(E, a->body_prog);
-        if (x->token < a->skip || (e->bodyonly >> j & 1)) continue;
-        if (!(e->body >> j & 1) && a->when_prog >= 0 && tkp_truth(E, a->when_prog) != 1) continue;
-        tkp_evaluated(m, E, as, t, NULL, x, NULL);
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        int t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
+        if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
+        if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
+        tkp_evaluated(m, E, q->as, t, NULL, x, NULL);
     }
 }
 
@@ -556,21 +472,46 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     e->want = 1;
 }
 
+/* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
+ * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts. */
+static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
+{
+    e->col = 0;
+    if (tkp_check_general) return;
+    int plain = !e->pmarks[0] && !(e->marks[0] & m->hit_slots); /* nothing reads the record */
+    if (e->want == 1) {
+        e->col = plain;
+        return;
+    }
+    if (!e->plan || m->nstream || m->nbuffered) return;
+    e->col = 3;
+    if (!plain || e->bodyonly) return;
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        if (!q->bound || !q->bound->delta || q->bound->c[0].l.a.attr != A_R_HOST) return;
+        if (!(e->body >> j & 1) && q->when_prog >= 0) return;
+    }
+    e->col = 2;
+}
+
 /* A record its shape e decides: record-level passes and marks, the streamed counts of atoms. */
 static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
                          uint64_t token, uint64_t step)
 {
-    if (e->marks[0]) {
+    if (e->marks[0] & ~m->hit_slots) {
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
-        tkp_shape_marks(&m->er, e->marks[0]);
+        tkp_shape_marks(&m->er, e->marks[0] & ~m->hit_slots);
     }
-    if (e->pmarks[0]) {
-        /* the `prev`s its shape does not decide: their operands on the record, decoded */
+    if (e->pmarks[0] || (e->marks[0] & m->hit_slots)) {
+        /* the `prev`s its shape does not decide: their operands on the record, decoded; the
+         * hits of windows (their near misses keep the record) */
         last_decode(h, o);
         struct tkp_eval *E = &m->er;
         E->r = &o->last, E->ts = h->ts, E->scope = (int64_t)step, E->cls_r = NULL;
         E->point = (int64_t)h->recs, E->now_ns = (int64_t)o->last.host_ns;
-        tkp_prev_marks(E, e->pmarks[0]);
+        if (e->marks[0] & m->hit_slots) tkp_shape_marks(E, e->marks[0] & m->hit_slots);
+        if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     }
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -615,12 +556,12 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     if (!o) return rc;
     struct tkp_srec *x = &o->last;
     uint32_t pos = (uint32_t)o->len++;
-    decode_shape(h, r, x);
+    tkp_decode_shape(h, r, x);
     o->launches += x->kind == RK_KERNEL || x->kind == RK_GRAPH;
     o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
     if (e) {
-        if (!e->want) shape_plan(m, e);
+        if (!e->want) shape_plan(m, e), shape_col(m, e);
         if (e->want == 1) {
             o->last_raw = *r;
             o->last_id = m->next_id;
@@ -630,7 +571,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         }
         x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
         x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
-        /* (eval_shape reads the shape's own) */
+        /* (tkp_eval_shape reads the shape's own) */
         if (!e->plan) x->pmarks[0] = e->pmarks[0], x->pmarks[1] = e->pmarks[1];
         x->atoms_ok = 1;
     }
@@ -645,13 +586,13 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
     struct tkp_srec *x = &o->last;
     int rc;
     uint8_t ok = x->atoms_ok;
-    decode_rest(h, r, m->next_id, x);
+    tkp_decode_rest(h, r, m->next_id, x);
     x->atoms_ok = ok;
     x->pos = pos;
     o->last_lazy = 0;
     if (!pos) o->first = *x;
     if (m->nrec_host) {
-        if (e && e->plan) eval_shape(m, h, x, e);
+        if (e && e->plan) tkp_eval_shape(m, h, x, e);
         else eval_records(m, h, x, m->rec_host, m->nrec_host);
     }
     if (!m->nstream && !m->nbuffered) return 0;
@@ -678,7 +619,7 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
     if (!h) return TKP_ERR_NOMEM;
     h->gpu_seen = 1;
     struct tkp_srec *x = &m->gpu_rec;
-    decode(h, r, m->next_id, x);
+    tkp_decode(h, r, m->next_id, x);
     if (m->nrec_gpu) eval_records(m, h, x, m->rec_gpu, m->nrec_gpu);
     if (!m->need_gpu) return 0;
     int rc;
@@ -850,7 +791,7 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->run_capvals), free(m->run_top), free(m->run_ntop);
     fold_free(m->fold, sp->nslots_agg);
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
-    free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip);
+    free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
     tkp_shapes_free(m->shapes);
     free(m);
 }

@@ -82,6 +82,12 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out);
 /* baseline run aggregate values (by run slot) and JSON figures (by node); either NULL */
 void tkp_mon_set_baseline(struct tkp_mon *m, const struct tkp_val *runs, const double *figures);
 int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
+/* (a reader's records in bulk: check/bulk.h tkp_mon_read) */
+/* Internal, for check/bulk.c: a decoded host record x of thread h whose shape e has a plan
+ * (e->plan): its record-level assertions, by the shape's verdicts (monitor_int.h's types). */
+struct thr;
+struct tkp_shape;
+void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, struct tkp_shape *e);
 int tkp_mon_finish(struct tkp_mon *m);
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 /* The verdict of assertion as: 1 pass, 0 violated, -1 inconclusive (some evaluation was, or it

@@ -57,6 +57,14 @@ struct thr {
     uint32_t npend, pend_head, pend_cap;
 };
 
+/* A host record-level assertion as a shape's plan runs it (tkp_eval_shape), by position in
+ * rec_host. */
+struct rhost {
+    const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
+    int as, body_prog, when_prog;
+    uint64_t skip;
+};
+
 struct tkp_mon {
     const struct tkp_spec *sp;
     struct thr *t;
@@ -90,8 +98,13 @@ struct tkp_mon {
                                    state advances), its streamed aggregates (r and the step) */
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
+    struct rhost *rh;           /* by position in rec_host */
     int rec_slow;               /* a host record-level assertion without shape verdicts */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
+    uint64_t bulk_all, bulk_ones;  /* RUN records fed in bulk; of them, judged one by one */
+    int bulk_off;                  /* too few from the columns: one by one from now on */
+    uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read
+                                   the record: tkp_shape_marks) */
 };
 
 /* What a step-level violation's witness draws from. */
@@ -100,6 +113,100 @@ struct wctx {
     const struct tkp_srec *first, *last;
     const struct tkp_fold *fold;         /* streamed aggregates (their kept records), by slot */
 };
+
+static inline uint32_t tkp_prod3(const uint32_t *v) { return v[0] * v[1] * v[2]; }
+
+/* The fields of a record that make its shape (prog.h), and its token: all a record needs when
+ * its shape decides everything about it. */
+static inline __attribute__((always_inline)) void tkp_decode_shape(const struct thr *h,
+                                                                   const struct tkp_record *r,
+                                                                   struct tkp_srec *x)
+{
+    x->token = r->step > h->outside ? r->step - h->outside : 0;
+    x->op = NULL;
+    x->lib = x->dir = 0;
+    x->has_lib = x->has_dir = x->sync = x->async = 0;
+    x->atoms_ok = 0;
+    switch (r->type) {
+    case TKP_REC_LAUNCH:
+        x->kind = RK_KERNEL, x->name = r->launch.name;
+        if (r->launch.call && r->launch.call == h->call)
+            x->has_lib = 1, x->lib = h->lib.lib, x->op = h->lib.op;
+        break;
+    case TKP_REC_GRAPH_LAUNCH: x->kind = RK_GRAPH, x->name = "graph"; break;
+    case TKP_REC_COPY:
+        x->kind = r->copy.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
+        x->name = x->kind == RK_MEMSET ? "memset" : "memcpy";
+        x->dir = r->copy.dir, x->has_dir = 1;
+        x->async = (r->copy.flags & TKP_COPY_ASYNC) != 0;
+        x->sync = !x->async; /* a blocking copy waits for the device */
+        break;
+    case TKP_REC_SYNC: x->kind = RK_SYNC, x->name = "sync", x->sync = 1; break;
+    case TKP_REC_EVENT_RECORD: x->kind = RK_EVENT, x->name = "event"; break;
+    case TKP_REC_STREAM_WAIT: x->kind = RK_WAIT, x->name = "wait"; break;
+    case TKP_REC_NVTX: x->kind = RK_NVTX, x->name = r->nvtx.name; break;
+    case TKP_REC_MARKER: x->kind = RK_MARKER, x->name = "marker"; break;
+    case TKP_REC_LIB_CALL:
+        x->kind = RK_API, x->name = r->lib_call.op, x->op = r->lib_call.op, x->has_lib = 1;
+        x->lib = r->lib_call.lib;
+        break;
+    default: /* TKP_REC_GPU_KERNEL, TKP_REC_GPU_COPY */
+        x->kind = r->type == TKP_REC_GPU_KERNEL ? RK_KERNEL
+                  : r->gpu.kind == TKP_COPY_MEMSET ? RK_MEMSET : RK_MEMCPY;
+        x->name = r->gpu.name;
+        if (r->type == TKP_REC_GPU_COPY) x->dir = r->gpu.dir, x->has_dir = 1;
+        break;
+    }
+    x->small = tkp_shape_small(x);
+}
+
+/* Decodes the rest of a record (the id'th) into x, whose shape is decoded: x is reused. A
+ * launch reads the thread's library call when its shape says it is inside it. */
+static inline void tkp_decode_rest(const struct thr *h, const struct tkp_record *r, uint64_t id,
+                                   struct tkp_srec *x)
+{
+    x->id = id;
+    x->host_ns = r->host_ns;
+    x->gpu_start = x->gpu_end = 0;
+    x->step = r->step;
+    x->stream = x->bytes = x->wait_ns = 0;
+    x->m = x->n = x->k = x->batch = 0;
+    x->thread = r->thread;
+    x->pos = x->grid = x->block = 0;
+    x->is_gpu = 0;
+    switch (r->type) {
+    case TKP_REC_LAUNCH:
+        x->stream = r->launch.stream;
+        x->grid = tkp_prod3(r->launch.grid), x->block = tkp_prod3(r->launch.block);
+        if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
+        return;
+    case TKP_REC_GRAPH_LAUNCH: x->stream = r->graph_launch.stream; return;
+    case TKP_REC_COPY: x->bytes = r->copy.bytes, x->stream = r->copy.stream; return;
+    case TKP_REC_SYNC: x->wait_ns = r->sync.wait_ns, x->stream = r->sync.handle; return;
+    case TKP_REC_EVENT_RECORD: x->stream = r->event_record.stream; return;
+    case TKP_REC_STREAM_WAIT: x->stream = r->stream_wait.stream; return;
+    case TKP_REC_NVTX: case TKP_REC_MARKER: return;
+    case TKP_REC_LIB_CALL:
+        x->m = r->lib_call.m, x->n = r->lib_call.n;
+        x->k = r->lib_call.k, x->batch = r->lib_call.batch, x->stream = r->lib_call.stream;
+        return;
+    default: /* GPU records */
+        x->is_gpu = 1;
+        x->host_ns = 0;
+        x->gpu_start = r->gpu.start_ns;
+        x->gpu_end = r->gpu.end_ns > r->gpu.start_ns ? r->gpu.end_ns : r->gpu.start_ns + 1;
+        x->stream = r->gpu.stream, x->bytes = r->gpu.bytes;
+        if (r->type == TKP_REC_GPU_KERNEL) x->grid = tkp_prod3(r->gpu.grid), x->block = tkp_prod3(r->gpu.block);
+        return;
+    }
+}
+
+static inline void tkp_decode(const struct thr *h, const struct tkp_record *r, uint64_t id,
+                              struct tkp_srec *x)
+{
+    tkp_decode_shape(h, r, x);
+    tkp_decode_rest(h, r, id, x);
+}
 
 /* Segment seg of thread h closed as a set-up segment: it has no token. */
 static inline int tkp_is_setup(const struct thr *h, uint64_t seg)

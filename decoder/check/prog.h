@@ -19,8 +19,10 @@
  * when the shape leaves every temporal state as it is (`once P` with P false, ...) and the
  * formula holds whatever those values are, a record of that shape is a pass without running
  * it (TKP_FAST_PASS; TKP_FAST_QUIET when its guard is false). The one state change a shape
- * may make is an unbounded `once` (or `historically`) that holds from now on: its slot is set
- * in the shape's marks. `argmax -> once in step gemm` runs on the argmax records only. A guard
+ * may make is a `once` whose operand it makes true: an unbounded `once` (or `historically`)
+ * that holds from now on, or a hit of a `once` with a window or near misses that keeps no ring
+ * (its latest and earliest points, the hit its near misses are measured from): its slot is set
+ * in the shape's marks (eval.c tkp_shape_marks). `argmax -> once in step gemm` runs on the argmax records only. A guard
  * that is Boolean over atoms in front of a body without temporal operators is decided the same
  * way, whatever the body reads: `[record, when d2h]: r.bytes == 1` is QUIET on every shape but
  * the DtoH copies', and those alone are decoded and run. A shape whose guard such a guard
@@ -91,14 +93,18 @@ struct tkp_nterm {
 };
 struct tkp_nside {
     struct tkp_nterm a, b;
-    int op; /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+    int op;   /* 0: a alone, else VO_ADD ... VO_DIV of a and b */
+    int same; /* a is r.<attr> and b `prev` of the same attribute: the field is read once */
 };
 struct tkp_ncmp {
     struct tkp_nside l, r;
-    int op; /* VO_EQ ... VO_GE */
+    int op;         /* VO_EQ ... VO_GE */
+    int rk;         /* r is a lone constant (r.a.t, r.a.v) */
+    uint8_t tab[3]; /* op's truth where l < r, l == r (neither less nor greater), l > r */
 };
 struct tkp_nbound {
     int n;
+    int delta; /* one comparison `r.x - prev r.x OP constant` (its sides' same and rk) */
     struct tkp_ncmp c[TKP_NB_MAX];
 };
 
@@ -208,6 +214,9 @@ struct tkp_shape {
      * body runs for its temporal state, nothing is judged); valid with plan. (The entry stays
      * 128 bytes: a lookup indexes the table by it.) */
     uint32_t run, body, bodyonly;
+    uint32_t col; /* its launches from a RUN's columns (check/bulk.c): 0 no, 1 the shape decides
+                     all, 2 its runs are straight bounds on r.host_ts, 3 decoded and judged by the
+                     plan (no streamed or buffered aggregate takes records) */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

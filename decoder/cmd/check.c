@@ -13,6 +13,7 @@
 #include "base/grow.h"
 #include "capture/reader.h"
 #include "check/ast.h"
+#include "check/bulk.h"
 #include "check/monitor.h"
 #include "check/results.h"
 #include "check/parse.h"
@@ -88,9 +89,7 @@ static int run_capture(struct tkp_ctx *ctx, const char *path, struct tkp_mon *m)
     struct tkp_reader *r;
     int rc = tkp_cmd_open(ctx, path, &r);
     if (rc) return rc;
-    struct tkp_record rec;
-    while ((rc = tkp_reader_next(r, &rec)) == 1)
-        if ((rc = tkp_mon_feed(m, &rec)) < 0) break;
+    rc = tkp_mon_read(m, r);
     if (rc == TKP_ERR_NOMEM) {
         tkp_reader_close(r);
         return tkp_cmd_fail(ctx, rc, "out of memory");
@@ -232,9 +231,7 @@ static int check_run(int argc, char **argv, struct tkp_ctx *ctx)
     tkp_mon_set_baseline(m, bm ? tkp_mon_runs(bm) : NULL, fig);
     struct tkp_reader *r;
     if ((rc = tkp_cmd_open(ctx, cap, &r))) goto out;
-    struct tkp_record rec;
-    while ((rc = tkp_reader_next(r, &rec)) == 1)
-        if ((rc = tkp_mon_feed(m, &rec)) < 0) break;
+    rc = tkp_mon_read(m, r);
     if (rc == TKP_ERR_NOMEM) {
         tkp_reader_close(r);
         rc = tkp_cmd_fail(ctx, rc, "out of memory");

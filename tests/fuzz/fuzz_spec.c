@@ -13,13 +13,54 @@
 
 #include "capture/reader.h"
 #include "check/ast.h"
+#include "check/bulk.h"
 #include "check/compile.h"
 #include "check/monitor.h"
 #include "check/parse.h"
 #include "check/prog.h"
 #include "check/results.h"
 
-/* The synthetic capture: thread 0 of process 1, segment 0 set-up, 1..3 token steps. */
+/* With `bulk`, launches and library calls go to the monitor as a RUN's records do
+ * (tkp_mon_feed_run: up to TKP_LAUNCH_BULK of one thread and segment at a time), the rest one by
+ * one. */
+static int bulk;
+static struct tkp_run_full bulk_b;
+static __typeof__(((struct tkp_record *)0)->launch) bulk_launch[TKP_LAUNCH_BULK];
+static __typeof__(((struct tkp_record *)0)->lib_call) bulk_lib[TKP_LAUNCH_BULK];
+static size_t bulk_n;
+
+static void flush(struct tkp_mon *m)
+{
+    if (bulk_n) tkp_mon_feed_run(m, &bulk_b, bulk_n);
+    bulk_n = 0;
+}
+
+static void put(struct tkp_mon *m, const struct tkp_record *r)
+{
+    int run = r->type == TKP_REC_LAUNCH || r->type == TKP_REC_LIB_CALL;
+    if (!bulk || !run) {
+        flush(m);
+        tkp_mon_feed(m, r);
+        return;
+    }
+    if (bulk_n && (bulk_n == TKP_LAUNCH_BULK || bulk_b.thread != r->thread ||
+                   bulk_b.step != r->step || bulk_b.pid != r->pid))
+        flush(m);
+    size_t i = bulk_n++;
+    bulk_b.thread = r->thread, bulk_b.tid = r->tid, bulk_b.step = r->step, bulk_b.pid = r->pid;
+    bulk_b.offset = r->offset, bulk_b.host_ns[i] = r->host_ns;
+    if (r->type == TKP_REC_LAUNCH) {
+        bulk_launch[i] = r->launch, bulk_launch[i].call = 0;
+        bulk_b.launch[i] = &bulk_launch[i], bulk_b.lib[i] = NULL, bulk_b.call[i] = r->launch.call;
+    } else {
+        bulk_lib[i] = r->lib_call, bulk_lib[i].call = 0, bulk_lib[i].call_ns = 0;
+        bulk_b.lib[i] = &bulk_lib[i], bulk_b.call[i] = r->lib_call.call;
+        bulk_b.call_ns[i] = r->lib_call.call_ns;
+    }
+}
+
+/* The synthetic capture: thread 0 of process 1, segment 0 set-up, 1..3 token steps; a token
+ * step ends with a launch after its sync. */
 static void feed(struct tkp_mon *m, int gpu)
 {
     static const char *const kern[] = {"fill_random_kernel", "paged_attention_decode_kernel",
@@ -28,10 +69,10 @@ static void feed(struct tkp_mon *m, int gpu)
     uint64_t t = 1000000, g = 5000000;
     memset(&r, 0, sizeof(r));
     r.type = TKP_REC_THREAD, r.pid = 1, r.tid = 42;
-    tkp_mon_feed(m, &r);
+    put(m, &r);
     memset(&r, 0, sizeof(r));
     r.type = TKP_REC_GPU_INFO, r.pid = 1, r.gpu_info.status = gpu ? TKP_GPU_ON : TKP_GPU_OFF;
-    tkp_mon_feed(m, &r);
+    put(m, &r);
     for (uint64_t seg = 0; seg < 4; seg++) {
         uint64_t begin = t;
         for (int k = seg ? 1 : 0; k < (seg ? 4 : 1); k++) {
@@ -41,7 +82,7 @@ static void feed(struct tkp_mon *m, int gpu)
                 r.type = TKP_REC_LAUNCH, r.launch.name = kern[k], r.launch.call = (uint32_t)seg;
                 r.launch.grid[0] = r.launch.block[0] = 8, r.launch.grid[1] = r.launch.grid[2] = 1;
                 r.launch.block[1] = r.launch.block[2] = 1;
-                tkp_mon_feed(m, &r);
+                put(m, &r);
                 r.type = TKP_REC_LIB_CALL, r.lib_call.call = (uint32_t)seg;
                 r.lib_call.lib = TKP_LIB_CUBLASLT, r.lib_call.op = "cublasLtMatmul";
                 r.lib_call.m = seg == 3 ? 4096 : 1024, r.lib_call.n = seg == 1 ? 8 : 1;
@@ -51,34 +92,44 @@ static void feed(struct tkp_mon *m, int gpu)
                 r.launch.grid[0] = r.launch.grid[1] = r.launch.grid[2] = 1;
                 r.launch.block[0] = r.launch.block[1] = r.launch.block[2] = 32;
             }
-            tkp_mon_feed(m, &r);
+            put(m, &r);
         }
         memset(&r, 0, sizeof(r));
         r.type = TKP_REC_COPY, r.pid = 1, r.tid = 42, r.step = seg, r.host_ns = t += 1000;
         r.copy.kind = TKP_COPY_MEMCPY, r.copy.dir = seg ? TKP_DIR_DTOH : TKP_DIR_HTOD;
         r.copy.bytes = seg ? 4 : 1 << 20;
-        tkp_mon_feed(m, &r);
+        put(m, &r);
         r.type = TKP_REC_SYNC, r.sync.wait_ns = 500, r.host_ns = t += 1000;
-        tkp_mon_feed(m, &r);
+        put(m, &r);
+        if (seg) {
+            memset(&r, 0, sizeof(r));
+            r.type = TKP_REC_LAUNCH, r.pid = 1, r.tid = 42, r.step = seg, r.host_ns = t += 1000;
+            r.launch.name = kern[0];
+            r.launch.grid[0] = r.launch.grid[1] = r.launch.grid[2] = 1;
+            r.launch.block[0] = r.launch.block[1] = r.launch.block[2] = 32;
+            put(m, &r);
+        }
         memset(&r, 0, sizeof(r));
         r.type = TKP_REC_STEP, r.pid = 1, r.tid = 42, r.step = seg;
         r.step_rec.kind = seg ? TKP_STEP_TOKEN : TKP_STEP_OUTSIDE;
         r.step_rec.begin_ns = begin, r.step_rec.mark_ns = r.step_rec.end_ns = t += 1000;
         r.step_rec.launches = seg ? 3 : 1, r.step_rec.copies = 1;
-        tkp_mon_feed(m, &r);
+        put(m, &r);
         for (int k = 0; gpu && k < 3; k++) {
             memset(&r, 0, sizeof(r));
             r.type = TKP_REC_GPU_KERNEL, r.pid = 1, r.step = seg, r.gpu.name = kern[k + 1];
             r.gpu.start_ns = g += 300, r.gpu.end_ns = g += 2000 * (seg + 1);
-            tkp_mon_feed(m, &r);
+            put(m, &r);
         }
     }
+    flush(m);
     tkp_mon_finish(m);
 }
 
 /* The reports (table and JSON) of a spec over the synthetic capture, in a malloc'd string; with
- * `general`, by the general interpreter alone (check/prog.h tkp_check_general). */
-static char *reports(const struct tkp_spec *sp, int gpu, int general)
+ * `general`, by the general interpreter alone (check/prog.h tkp_check_general); with `in_bulk`,
+ * launches and library calls fed in bulk. */
+static char *reports(const struct tkp_spec *sp, int gpu, int general, int in_bulk)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -87,7 +138,9 @@ static char *reports(const struct tkp_spec *sp, int gpu, int general)
     tkp_check_general = general;
     struct tkp_mon *m = NULL;
     if (!tkp_mon_new(sp, &m)) {
+        bulk = in_bulk;
         feed(m, gpu);
+        bulk = 0;
         tkp_report_table(f, sp, m);
         tkp_report_json(f, sp, m);
     }
@@ -98,8 +151,8 @@ static char *reports(const struct tkp_spec *sp, int gpu, int general)
 }
 
 /* Runs a compiled spec over the synthetic capture, with and without GPU time: the fast paths
- * (numeric programs, verdicts and `prev` updates by shape) must report what the general
- * interpreter does, byte for byte. */
+ * (numeric programs, verdicts and `prev` updates by shape, launches in bulk) must report what
+ * the general interpreter does, byte for byte. */
 static void run_spec(const struct tkp_spec *sp)
 {
     FILE *null = fopen("/dev/null", "w");
@@ -107,14 +160,19 @@ static void run_spec(const struct tkp_spec *sp)
     tkp_report_explain(null, sp);
     fclose(null);
     for (int gpu = 0; gpu < 2; gpu++) {
-        char *fast = reports(sp, gpu, 0), *general = reports(sp, gpu, 1);
-        if (fast && general && strcmp(fast, general)) {
-            fprintf(stderr, "fuzz_spec: the fast paths and the general interpreter disagree "
-                            "(%s GPU time)\n--- fast\n%s--- general\n%s", gpu ? "with" : "without",
-                    fast, general);
-            abort();
+        char *general = reports(sp, gpu, 1, 0);
+        for (int in_bulk = 0; in_bulk < 2; in_bulk++) {
+            char *fast = reports(sp, gpu, 0, in_bulk);
+            if (fast && general && strcmp(fast, general)) {
+                fprintf(stderr,
+                        "fuzz_spec: the fast paths%s and the general interpreter disagree "
+                        "(%s GPU time)\n--- fast\n%s--- general\n%s", in_bulk ? " in bulk" : "",
+                        gpu ? "with" : "without", fast, general);
+                abort();
+            }
+            free(fast);
         }
-        free(fast), free(general);
+        free(general);
     }
 }
 

@@ -1,0 +1,19 @@
+/* tokprof check: a reader's records into the monitor, a RUN's in bulk (bulk.c). */
+#ifndef TKP_CHECK_BULK_H
+#define TKP_CHECK_BULK_H
+
+#include <stddef.h>
+
+#include "capture/reader.h"
+#include "check/monitor.h"
+
+/* The k records of b (a RUN's, tkp_reader_peek_full), judged as tkp_mon_feed would judge them
+ * one by one; those whose shape decides everything but straight bounds on r.host_ts are taken
+ * from b's columns, the record decoded only for a witness. 0 or a negative tkp_err. */
+int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k);
+/* Feeds every record of r (RUNs' launches and library calls through tkp_mon_feed_run); returns
+ * what the last tkp_reader_next returned (0 at the clean end, a negative code), or
+ * tkp_mon_feed's error. */
+int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r);
+
+#endif

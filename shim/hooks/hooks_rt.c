@@ -95,6 +95,42 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
     return rv;
 }
 
+/* ---- driver entry points ---------------------------------------------------------------- */
+
+/* The driver pointers cudart hands the program: its cuGetProcAddress call, from cudart's code,
+ * is told apart from cudart filling its own table by tkp_tls.entry_point (hooks_drv.c,
+ * wrap_pointer: the program always gets our wrappers; cudart's own table the real
+ * cuLaunchKernel). The deprecated form and the by-version one, each also _ptsz. */
+#define ENTRY_POINT_BODY(call)                                                                    \
+    {                                                                                             \
+        tkp_tls.entry_point++;                                                                    \
+        cudaError_t rv = (call);                                                                  \
+        tkp_tls.entry_point--;                                                                    \
+        return rv;                                                                                \
+    }
+#define ENTRY_POINT(name)                                                                         \
+    RT_PAIR(cudaError_t, name, NOSYM,                                                             \
+            (const char *sym, void **fp, unsigned long long flags,                                \
+             enum cudaDriverEntryPointQueryResult *st),                                           \
+            (sym, fp, flags, st))                                                                 \
+    static cudaError_t hook_##name(name##_fn real, const char *sym, void **fp,                    \
+                                   unsigned long long flags,                                      \
+                                   enum cudaDriverEntryPointQueryResult *st)                      \
+        ENTRY_POINT_BODY(real(sym, fp, flags, st))
+#define ENTRY_POINT_BY_VERSION(name)                                                              \
+    RT_PAIR(cudaError_t, name, NOSYM,                                                             \
+            (const char *sym, void **fp, unsigned ver, unsigned long long flags,                  \
+             enum cudaDriverEntryPointQueryResult *st),                                           \
+            (sym, fp, ver, flags, st))                                                            \
+    static cudaError_t hook_##name(name##_fn real, const char *sym, void **fp, unsigned ver,      \
+                                   unsigned long long flags,                                      \
+                                   enum cudaDriverEntryPointQueryResult *st)                      \
+        ENTRY_POINT_BODY(real(sym, fp, ver, flags, st))
+ENTRY_POINT(cudaGetDriverEntryPoint)
+ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
+ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)
+ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)
+
 /* ---- launches ----------------------------------------------------------------------------- */
 
 #define LAUNCH_BODY(via, key, kind, stream, g, b, smem, call)                                      \

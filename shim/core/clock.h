@@ -24,7 +24,7 @@ static inline uint64_t tkp_stamp(void)
     return tkp_now_ns();
 }
 void tkp_clock_init(void);                 /* at capture start, before any record */
-void tkp_clock_anchor(void);               /* writer: a new (tsc, ns) anchor, once per cycle */
+void tkp_clock_anchor(void);               /* writer: a new segment of the conversion, each cycle */
 uint64_t tkp_stamp_ns(uint64_t stamp);     /* writer: a stamp as CLOCK_MONOTONIC ns */
 uint64_t tkp_stamp_dur_ns(uint64_t ticks); /* writer: a difference of stamps as ns */
 

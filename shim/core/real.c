@@ -56,6 +56,7 @@ static pthread_mutex_t text_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct seg_find {
     uintptr_t p, lo, hi;
+    const char *name; /* the object's path as the loader has it ("" for the program) */
 };
 
 static int find_seg(struct dl_phdr_info *info, size_t size, void *arg)
@@ -67,19 +68,40 @@ static int find_seg(struct dl_phdr_info *info, size_t size, void *arg)
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
         if (f->p >= lo && f->p < hi) {
-            f->lo = lo, f->hi = hi;
+            f->lo = lo, f->hi = hi, f->name = info->dlpi_name;
             return 1;
         }
     }
     return 0;
 }
 
+static void note_seg(const struct seg_find *f);
+
 /* Notes the executable segment holding p (a runtime function) in tkp_cudart_text, once. */
 static void note_cudart_text(void *p)
 {
     if (!p || tkp_from_cudart(p)) return;
-    struct seg_find f = {(uintptr_t)p, 0, 0};
-    if (!dl_iterate_phdr(find_seg, &f)) return;
+    struct seg_find f = {(uintptr_t)p, 0, 0, NULL};
+    if (dl_iterate_phdr(find_seg, &f)) note_seg(&f);
+}
+
+int tkp_note_cudart_caller(const void *from)
+{
+    if (!from) return 0;
+    if (tkp_from_cudart(from)) return 1;
+    struct seg_find f = {(uintptr_t)from, 0, 0, NULL};
+    if (!dl_iterate_phdr(find_seg, &f) || !f.name) return 0;
+    const char *base = strrchr(f.name, '/');
+    base = base ? base + 1 : f.name;
+    if (strncmp(base, "libcudart.so.12", 15) != 0 && strncmp(base, "libcudart.so.13", 15) != 0)
+        return 0;
+    note_seg(&f);
+    return tkp_from_cudart(from);
+}
+
+static void note_seg(const struct seg_find *fp)
+{
+    struct seg_find f = *fp;
     pthread_mutex_lock(&text_lock);
     for (int i = 0; i < 4; i += 2) {
         if (__atomic_load_n(&tkp_cudart_text[i + 1], __ATOMIC_RELAXED) == 0) {

@@ -20,6 +20,11 @@ void *tkp_real_cudart(const char *name, const char *version);
  * hook recorded it. Empty ranges are [UINTPTR_MAX, 0), so that a reader that sees one bound
  * updated and not the other finds no address inside (read lo, then hi). Read by assembly. */
 extern uintptr_t tkp_cudart_text[4]; /* lo0, hi0, lo1, hi1 */
+/* 1 when from (a return address) lies in a shared libcudart.so.12 or .13 (its soname's file;
+ * not a runtime linked statically into cuBLAS or a program), whose code is then noted in
+ * tkp_cudart_text as tkp_real_cudart does. For cudart filling its driver table before any hooked
+ * runtime function was called (hooks_drv.c). Takes the loader's lock: not on a hot path. */
+int tkp_note_cudart_caller(const void *from);
 static inline int tkp_from_cudart(const void *ret)
 {
     uintptr_t a = (uintptr_t)ret;

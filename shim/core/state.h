@@ -20,6 +20,7 @@ struct tkp_tls {
     uint32_t lib_call;  /* id of the library call in progress, 0 none: LAUNCH records carry it */
     uint32_t lib_seq;   /* last library call id of this thread */
     uint32_t stk_left;  /* TOKPROF_STACKS=sample:N: launches until the next sampled one */
+    uint32_t entry_point; /* >0 inside cudaGetDriverEntryPoint*: driver pointers for the program */
 };
 extern __thread struct tkp_tls tkp_tls __attribute__((tls_model("initial-exec")));
 

@@ -27,7 +27,8 @@ static inline int tkp_skip_captured(uint64_t stream, int ptsz)
            tkp_stream_capturing(stream, ptsz);
 }
 
-/* A LAUNCH's slot (ring_types.h's layout), eight 64-bit stores. */
+/* A LAUNCH's slot (ring_types.h's layout), eight 64-bit stores. The runtime launch exports'
+ * assembly (hooks_rt.c, RT_LAUNCH_FAST) writes the same words: change both together. */
 static inline __attribute__((always_inline)) void
 tkp_launch_fill(struct tkp_ev *e, uint64_t w0, uint64_t ts, uint64_t key, uint64_t stream,
                 uint64_t gxy, uint64_t bxy, uint32_t gz, uint32_t bz, uint32_t smem)
@@ -79,39 +80,6 @@ tkp_emit_launch(int via, uint64_t key, int key_kind, uint64_t stream, unsigned g
     tkp_launch_fill(e, TKP_EV_LAUNCH_W0(via, key_kind, step), ts, key, stream,
                     gx | (uint64_t)gy << 32, bx | (uint64_t)by << 32, gz, bz, smem);
     tkp_ring_commit(r);
-}
-
-/* ---- the launch fast path (issue 32) ------------------------------------------------------ *
- * A runtime launch hook (hooks_rt.c) records inline and leaves by a tail jump to the real
- * function when all of this holds, else it jumps to its full path (tkp_emit_launch, then the
- * real function):
- *   - the gate word is 1 (state.h: capturing, no stream capturing a graph, TSC stamps, no kernel
- *     step mode, no stacks): one compare for what were five branches on settings and state;
- *   - the thread is in none of our hooks (tkp_tls.depth) and has its ring;
- *   - the head is below the ring's fast_limit (ring.h): a free slot, and no writer nudge due.
- * What the full path would do besides is then nothing: so the record is the same. The slot is
- * eight plain 64-bit stores (ring_types.h's launch layout keeps dim3's x,y register whole). */
-static inline __attribute__((always_inline)) int tkp_launch_fast_ok(struct tkp_ring *r,
-                                                                     uint64_t *h)
-{
-    if (TKP_UNLIKELY(tkp_tls.depth || !r)) return 0; /* the caller asked tkp_gate_open() */
-    *h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    return TKP_LIKELY(*h < r->fast_limit);
-}
-
-static inline __attribute__((always_inline)) void
-tkp_launch_fast(struct tkp_ring *r, uint64_t h, int via, int key_kind, uint64_t key,
-                uint64_t stream, uint64_t gxy, uint64_t bxy, uint32_t gz, uint32_t bz,
-                uint32_t smem)
-{
-    uint64_t ts = __builtin_ia32_rdtsc(); /* the gate says the stamps are TSC */
-    uint32_t seg = tkp_step_on_launch(r, ts, 0);
-    struct tkp_ev *e = &r->slots[h & r->mask];
-    /* tkp_ring_reserve's prefetch; past the ring's end near its wrap (a prefetch never faults) */
-    __builtin_prefetch(e + 4, 1, 3);
-    tkp_launch_fill(e, TKP_EV_LAUNCH_W0(via, key_kind, seg), ts, key, stream, gxy, bxy, gz, bz,
-                    smem);
-    atomic_store_explicit(&r->head, h + 1, memory_order_release); /* tkp_ring_commit, no nudge due */
 }
 
 static inline void tkp_emit_graph_launch(int via, uint64_t exec, uint64_t stream)

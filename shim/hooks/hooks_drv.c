@@ -469,21 +469,22 @@ MEMCPY_ASYNC(cuMemcpyAsync_ptsz, H_MEMCPY_ASYNC_PTSZ)
 /* ---- cuGetProcAddress ---------------------------------------------------------------------- */
 
 static CUresult gpa_v2_impl(const char *, void **, int, cuuint64_t,
-                            CUdriverProcAddressQueryResult *);
+                            CUdriverProcAddressQueryResult *, const void *);
 TKP_EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, cuuint64_t flags,
                                         CUdriverProcAddressQueryResult *st)
 {
-    return gpa_v2_impl(sym, pfn, ver, flags, st);
+    return gpa_v2_impl(sym, pfn, ver, flags, st, __builtin_return_address(0));
 }
 typedef CUresult (*gpa_v1_fn)(const char *, void **, int, cuuint64_t);
-static void *wrap_pointer(const char *sym, int ver, cuuint64_t flags, void *p);
+static void *wrap_pointer(const char *sym, int ver, cuuint64_t flags, void *p, const void *from);
 CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags);
 TKP_EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, cuuint64_t flags)
 {
     gpa_v1_fn real = REAL(H_GPA_V1, "cuGetProcAddress", gpa_v1_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
     CUresult rv = real(sym, pfn, ver, flags);
-    if (rv == CUDA_SUCCESS && sym && pfn && *pfn) *pfn = wrap_pointer(sym, ver, flags, *pfn);
+    if (rv == CUDA_SUCCESS && sym && pfn && *pfn)
+        *pfn = wrap_pointer(sym, ver, flags, *pfn, __builtin_return_address(0));
     return rv;
 }
 
@@ -563,7 +564,15 @@ static void *adopt(int h, void *p)
     return p;
 }
 
-static void *wrap_pointer(const char *sym, int ver, cuuint64_t flags, void *p)
+/* from: the return address of the cuGetProcAddress call. cudart's own driver table (asked for from
+ * cudart's code, not on behalf of cudaGetDriverEntryPoint*: tkp_tls.entry_point, hooks_rt.c) gets
+ * the real cuLaunchKernel(_ptsz), adopted as the entries' real function: cudart calls it only
+ * from its runtime launches, which our runtime hook recorded before jumping to cudart, and which
+ * reached the driver through the entry's return-address test before (nine instructions a launch,
+ * issue 32). cudart fills its table at its first call, often one we do not hook (cudaMalloc):
+ * tkp_note_cudart_caller tells a shared libcudart's code by its file and notes its range. A
+ * runtime linked statically (cuBLAS, a static program) is not one: it gets the wrapper. */
+static void *wrap_pointer(const char *sym, int ver, cuuint64_t flags, void *p, const void *from)
 {
     int want_ptsz = (flags & PTSZ_FLAG) != 0;
     int best = -1;
@@ -573,18 +582,22 @@ static void *wrap_pointer(const char *sym, int ver, cuuint64_t flags, void *p)
         if (k->ptsz >= 0 && k->ptsz != want_ptsz) continue;
         if (best < 0 || k->min_ver > hooks[best].min_ver) best = h;
     }
-    return best < 0 ? p : adopt(best, p);
+    if (best < 0) return p;
+    if ((best == H_LAUNCH || best == H_LAUNCH_PTSZ) && !tkp_tls.entry_point &&
+        tkp_note_cudart_caller(from) && adopt(best, p) == hooks[best].wrapper)
+        return p;
+    return adopt(best, p);
 }
 
 typedef CUresult (*gpa_v2_fn)(const char *, void **, int, cuuint64_t,
                               CUdriverProcAddressQueryResult *);
 static CUresult gpa_v2_impl(const char *sym, void **pfn, int ver, cuuint64_t flags,
-                            CUdriverProcAddressQueryResult *st)
+                            CUdriverProcAddressQueryResult *st, const void *from)
 {
     gpa_v2_fn real = REAL(H_GPA_V2, "cuGetProcAddress_v2", gpa_v2_fn);
     if (!real) return CUDA_ERROR_NOT_FOUND;
     CUresult rv = real(sym, pfn, ver, flags, st);
-    if (rv == CUDA_SUCCESS && sym && pfn && *pfn) *pfn = wrap_pointer(sym, ver, flags, *pfn);
+    if (rv == CUDA_SUCCESS && sym && pfn && *pfn) *pfn = wrap_pointer(sym, ver, flags, *pfn, from);
     return rv;
 }
 

@@ -10,6 +10,7 @@
  * launch path call cudaLaunchKernel. Kernel names come from __cudaRegisterFunction, which runs in
  * the program's constructors before anything else of ours. */
 #include <cuda_runtime_api.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core/real.h"
@@ -94,6 +95,42 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
     return rv;
 }
 
+/* ---- driver entry points ---------------------------------------------------------------- */
+
+/* The driver pointers cudart hands the program: its cuGetProcAddress call, from cudart's code,
+ * is told apart from cudart filling its own table by tkp_tls.entry_point (hooks_drv.c,
+ * wrap_pointer: the program always gets our wrappers; cudart's own table the real
+ * cuLaunchKernel). The deprecated form and the by-version one, each also _ptsz. */
+#define ENTRY_POINT_BODY(call)                                                                    \
+    {                                                                                             \
+        tkp_tls.entry_point++;                                                                    \
+        cudaError_t rv = (call);                                                                  \
+        tkp_tls.entry_point--;                                                                    \
+        return rv;                                                                                \
+    }
+#define ENTRY_POINT(name)                                                                         \
+    RT_PAIR(cudaError_t, name, NOSYM,                                                             \
+            (const char *sym, void **fp, unsigned long long flags,                                \
+             enum cudaDriverEntryPointQueryResult *st),                                           \
+            (sym, fp, flags, st))                                                                 \
+    static cudaError_t hook_##name(name##_fn real, const char *sym, void **fp,                    \
+                                   unsigned long long flags,                                      \
+                                   enum cudaDriverEntryPointQueryResult *st)                      \
+        ENTRY_POINT_BODY(real(sym, fp, flags, st))
+#define ENTRY_POINT_BY_VERSION(name)                                                              \
+    RT_PAIR(cudaError_t, name, NOSYM,                                                             \
+            (const char *sym, void **fp, unsigned ver, unsigned long long flags,                  \
+             enum cudaDriverEntryPointQueryResult *st),                                           \
+            (sym, fp, ver, flags, st))                                                            \
+    static cudaError_t hook_##name(name##_fn real, const char *sym, void **fp, unsigned ver,      \
+                                   unsigned long long flags,                                      \
+                                   enum cudaDriverEntryPointQueryResult *st)                      \
+        ENTRY_POINT_BODY(real(sym, fp, ver, flags, st))
+ENTRY_POINT(cudaGetDriverEntryPoint)
+ENTRY_POINT(cudaGetDriverEntryPoint_ptsz)
+ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion)
+ENTRY_POINT_BY_VERSION(cudaGetDriverEntryPointByVersion_ptsz)
+
 /* ---- launches ----------------------------------------------------------------------------- */
 
 #define LAUNCH_BODY(via, key, kind, stream, g, b, smem, call)                                      \
@@ -105,13 +142,14 @@ static cudaError_t hook___cudaGetKernel(__cudaGetKernel_fn real, cudaKernel_t *k
     } while (0)
 
 /* The launches of signature (key, grid, block, args, smem, stream): every nvcc kernel<<<>>> and
- * PyTorch's. Each export records inline (hooks.h, tkp_launch_fast) and leaves by a tail jump to
- * the real function: no frame, no depth guard around the call. cudart's own driver launch inside
- * it is told apart by where it comes from (hooks_drv.c: a cuLaunchKernel called from libcudart's
- * code passes straight through; core/real.c notes that code's address range when it resolves a
- * runtime function, before any real one is called). When the fast path does not hold, the export
- * jumps to its full path, of the same signature (the stack arguments stay where they are), which
- * records as every hook does and refreshes the ring's fast bound. */
+ * PyTorch's. Each export is a few instructions of assembly (RT_LAUNCH_FAST below) that record
+ * inline and leave by a tail jump to the real function: no frame, no depth guard around the call,
+ * the caller's registers and stack handed on as they are. cudart's own driver launch inside it is
+ * told apart by where it comes from (hooks_drv.c: a cuLaunchKernel called from libcudart's code
+ * passes straight through; core/real.c notes that code's address range when it resolves a runtime
+ * function, before any real one is called). When the fast path does not hold, the export jumps to
+ * its full path, of the same signature (the stack arguments stay where they are), which records
+ * as every hook does and refreshes the ring's fast bound. */
 static inline __attribute__((always_inline)) void launch_full(int via, uint64_t key, int kind,
                                                               cudaStream_t s, uint64_t gxy,
                                                               uint32_t gz, uint64_t bxy,
@@ -133,7 +171,125 @@ static inline __attribute__((always_inline)) void launch_full(int via, uint64_t 
         cudaStream_t s
 #define RT_LAUNCH_ARGS k, gxy, gz, bxy, bz, args, smem, s
 
-#define RT_LAUNCH_ONE(ver, name, KT, via, kind)                                                   \
+/* The fast path (issue 32), what hooks.h's tkp_launch_fast did in C, in 43 instructions where
+ * GCC's code took 69 (it saved five registers and copied the two stack arguments onto themselves
+ * before the tail jump, because rdtsc takes rdx, where gz is). It runs when all of this holds,
+ * else the export jumps to its full path:
+ *   - the gate word is 1 (state.h: capturing, no stream capturing a graph, TSC stamps, no kernel
+ *     step mode, no stacks): one compare for what were five branches on settings and state;
+ *   - the thread has its ring and is in none of our hooks (tkp_tls.depth);
+ *   - the real function is known;
+ *   - the head is below the ring's fast_limit (ring.h): a free slot, and no writer nudge due.
+ * What the full path would do besides is then nothing: so the record is the same. Registers:
+ * %rdi k, %rsi grid x|y, %rdx grid z, %rcx block x|y, %r8 block z, %r9 args, 8(%rsp) smem,
+ * 16(%rsp) stream; %rax, %r10, %r11 are free (caller-saved, not arguments). The slot's stores go
+ * first (gz and bz as 32-bit stores, so %rdx is free for the moves from memory), the TSC last,
+ * then the step detector's count (record/step.h, tkp_step_on_launch), %rdx back to gz (its high
+ * half is unspecified: zero is as good) and the commit: the head, which only this thread writes,
+ * one higher (a plain store releases on x86: the slot's stores are seen first). The offsets are
+ * checked below. */
+#define TKP_STR_(x) #x
+#define TKP_STR(x) TKP_STR_(x)
+#define A_TLS_RING 0
+#define A_TLS_DEPTH 8
+#define A_TLS_LIBCALL 16
+#define A_RING_HEAD 0
+#define A_RING_MASK 24
+#define A_RING_SLOTS 32
+#define A_RING_FAST_LIMIT 48
+#define A_STEP_SEG 192
+#define A_STEP_LAUNCHES 196
+#define A_STEP_BEGIN 208
+#define A_STEP_LAST 216
+_Static_assert(offsetof(struct tkp_tls, ring) == A_TLS_RING && offsetof(struct tkp_tls, depth) ==
+                   A_TLS_DEPTH && offsetof(struct tkp_tls, lib_call) == A_TLS_LIBCALL,
+               "tkp_tls as the launch assembly reads it");
+_Static_assert(offsetof(struct tkp_ring, head) == A_RING_HEAD &&
+                   offsetof(struct tkp_ring, mask) == A_RING_MASK &&
+                   offsetof(struct tkp_ring, slots) == A_RING_SLOTS &&
+                   offsetof(struct tkp_ring, fast_limit) == A_RING_FAST_LIMIT,
+               "tkp_ring as the launch assembly reads it");
+_Static_assert(offsetof(struct tkp_ring, user) + offsetof(struct tkp_stepstate, seg) == A_STEP_SEG &&
+                   offsetof(struct tkp_ring, user) + offsetof(struct tkp_stepstate, launches) ==
+                       A_STEP_LAUNCHES &&
+                   offsetof(struct tkp_ring, user) + offsetof(struct tkp_stepstate, begin_ns) ==
+                       A_STEP_BEGIN &&
+                   offsetof(struct tkp_ring, user) + offsetof(struct tkp_stepstate, last_ns) ==
+                       A_STEP_LAST,
+               "the step state as the launch assembly counts in it");
+_Static_assert(sizeof(struct tkp_ev) == 64 && sizeof(((struct tkp_tls *)0)->depth) == 4 &&
+                   sizeof(((struct tkp_stepstate *)0)->launches) == 4,
+               "a slot is 64 bytes; depth and the count are 32-bit");
+/* The slot's words as tkp_launch_fill (hooks.h) writes them: w0 (its low half the constant below,
+ * its high half the segment), ts, key, stream, grid x|y, block x|y, grid z | block z << 32,
+ * smem | library call << 32. */
+#define W0_RT_KERNEL 0x1010a      /* TKP_EV_LAUNCH_W0(TKP_VIA_RUNTIME, TKP_KEY_KERNEL, 0) */
+#define W0_RT_PTSZ_KERNEL 0x1110a /* ... TKP_VIA_RUNTIME | TKP_VIA_PTSZ */
+#define W0_RT_HOSTFUN 0x10a
+#define W0_RT_PTSZ_HOSTFUN 0x110a
+_Static_assert(TKP_EV_LAUNCH_W0(TKP_VIA_RUNTIME, TKP_KEY_KERNEL, 0) == W0_RT_KERNEL &&
+                   TKP_EV_LAUNCH_W0(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_KERNEL, 0) ==
+                       W0_RT_PTSZ_KERNEL &&
+                   TKP_EV_LAUNCH_W0(TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN, 0) == W0_RT_HOSTFUN &&
+                   TKP_EV_LAUNCH_W0(TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_HOSTFUN, 0) ==
+                       W0_RT_PTSZ_HOSTFUN,
+               "the launch assembly's record words");
+#define AO(x) TKP_STR(x)
+#define RT_LAUNCH_FAST(exp, real, full, w0)                                                       \
+    "    .text\n"                                                                                 \
+    "    .p2align 4\n"                                                                            \
+    "    .globl " exp "\n"                                                                        \
+    "    .type " exp ", @function\n" exp ":\n"                                                   \
+    "    .cfi_startproc\n"                                                                        \
+    "    cmpq $1, tkp_gate(%rip)\n"                                                              \
+    "    jne " full "\n"                                                                          \
+    "    movq tkp_tls@GOTTPOFF(%rip), %r11\n"                                                    \
+    "    movq %fs:" AO(A_TLS_RING) "(%r11), %r10\n"                                              \
+    "    testq %r10, %r10\n"                                                                      \
+    "    jz " full "\n"                                                                           \
+    "    cmpl $0, %fs:" AO(A_TLS_DEPTH) "(%r11)\n"                                               \
+    "    jne " full "\n"                                                                          \
+    "    cmpq $0, " real "(%rip)\n"                                                              \
+    "    je " full "\n"                                                                           \
+    "    movq " AO(A_RING_HEAD) "(%r10), %rax\n"                                                 \
+    "    cmpq " AO(A_RING_FAST_LIMIT) "(%r10), %rax\n"                                           \
+    "    jae " full "\n"                                                                          \
+    "    andq " AO(A_RING_MASK) "(%r10), %rax\n"                                                 \
+    "    shlq $6, %rax\n"                                                                         \
+    "    addq " AO(A_RING_SLOTS) "(%r10), %rax\n"                                                \
+    "    prefetcht0 256(%rax)\n" /* tkp_ring_reserve's: four slots on */                         \
+    "    movl %edx, 48(%rax)\n"                                                                   \
+    "    movl %r8d, 52(%rax)\n"                                                                   \
+    "    movq %rdi, 16(%rax)\n"                                                                   \
+    "    movq %rsi, 32(%rax)\n"                                                                   \
+    "    movq %rcx, 40(%rax)\n"                                                                   \
+    "    movl %fs:" AO(A_TLS_LIBCALL) "(%r11), %edx\n"                                           \
+    "    movl %edx, 60(%rax)\n"                                                                   \
+    "    movl 8(%rsp), %edx\n"                                                                    \
+    "    movl %edx, 56(%rax)\n"                                                                   \
+    "    movq 16(%rsp), %rdx\n"                                                                   \
+    "    movq %rdx, 24(%rax)\n"                                                                   \
+    "    movl " AO(A_STEP_SEG) "(%r10), %edx\n"                                                  \
+    "    movl %edx, 4(%rax)\n"                                                                    \
+    "    movl $" AO(w0) ", (%rax)\n"                                                              \
+    "    movq %rax, %r11\n"                                                                       \
+    "    rdtsc\n"                                                                                 \
+    "    shlq $32, %rdx\n"                                                                        \
+    "    orq %rdx, %rax\n"                                                                        \
+    "    movq %rax, 8(%r11)\n"                                                                    \
+    "    addl $1, " AO(A_STEP_LAUNCHES) "(%r10)\n"                                               \
+    "    cmpq $0, " AO(A_STEP_BEGIN) "(%r10)\n"                                                  \
+    "    je 2f\n"                                                                                 \
+    "1:  movq %rax, " AO(A_STEP_LAST) "(%r10)\n"                                                 \
+    "    movl 48(%r11), %edx\n"                                                                   \
+    "    addq $1, " AO(A_RING_HEAD) "(%r10)\n"                                                   \
+    "    jmp *" real "(%rip)\n"                                                                   \
+    "2:  movq %rax, " AO(A_STEP_BEGIN) "(%r10)\n"                                                \
+    "    jmp 1b\n"                                                                                \
+    "    .cfi_endproc\n"                                                                          \
+    "    .size " exp ", .-" exp "\n"
+
+#define RT_LAUNCH_ONE(ver, name, KT, via, kind, w0)                                               \
     static name##_fn real##ver##_##name;                                                          \
     __attribute__((used, noinline, noclone)) static cudaError_t full##ver##_##name(              \
         RT_LAUNCH_PARAMS(KT))                                                                     \
@@ -145,53 +301,28 @@ static inline __attribute__((always_inline)) void launch_full(int via, uint64_t 
                     smem);                                                                        \
         return real_(RT_LAUNCH_ARGS);                                                             \
     }                                                                                             \
-    __attribute__((used, noinline, noclone)) static cudaError_t fast##ver##_##name(              \
-        RT_LAUNCH_PARAMS(KT))                                                                     \
-    {                                                                                             \
-        struct tkp_ring *r_ = tkp_tls.ring;                                                       \
-        uint64_t h_;                                                                              \
-        if (TKP_UNLIKELY(!__atomic_load_n(&real##ver##_##name, __ATOMIC_RELAXED)) ||              \
-            !tkp_launch_fast_ok(r_, &h_))                                                         \
-            return full##ver##_##name(RT_LAUNCH_ARGS);                                            \
-        tkp_launch_fast(r_, h_, via, kind, (uint64_t)(uintptr_t)k, (uint64_t)(uintptr_t)s, gxy,   \
-                        bxy, (uint32_t)gz, (uint32_t)bz, (uint32_t)smem);                         \
-        /* loaded again rather than kept in a register across the record */                       \
-        return __atomic_load_n(&real##ver##_##name, __ATOMIC_RELAXED)(RT_LAUNCH_ARGS);            \
-    }                                                                                             \
-    /* The export: the gate (tkp_gate_open) first, alone, in three instructions of assembly (the  \
-     * compiler saves registers before any check in a function that records, and copies the     \
-     * stack arguments onto themselves before a tail call): settings that never take the fast    \
-     * path (a monotonic clock, kernel step mode, stacks) and captures in progress go to the     \
-     * full path at once. */                                                                      \
     TKP_EXPORT cudaError_t tkp##ver##_##name(RT_LAUNCH_PARAMS(KT));                               \
-    __asm__("    .text\n"                                                                         \
-            "    .p2align 4\n"                                                                    \
-            "    .globl tkp" #ver "_" #name "\n"                                                  \
-            "    .type tkp" #ver "_" #name ", @function\n"                                        \
-            "tkp" #ver "_" #name ":\n"                                                            \
-            "    .cfi_startproc\n"                                                                \
-            "    cmpq $1, tkp_gate(%rip)\n"                                                       \
-            "    jne full" #ver "_" #name "\n"                                                    \
-            "    jmp fast" #ver "_" #name "\n"                                                    \
-            "    .cfi_endproc\n"                                                                  \
-            "    .size tkp" #ver "_" #name ", .-tkp" #ver "_" #name "\n");
-#define RT_LAUNCH(name, KT, via, kind)                                                            \
+    __asm__(RT_LAUNCH_FAST("tkp" #ver "_" #name, "real" #ver "_" #name, "full" #ver "_" #name, w0));
+#define RT_LAUNCH(name, KT, via, kind, w0)                                                        \
     typedef cudaError_t (*name##_fn)(RT_LAUNCH_PARAMS(KT));                                       \
-    RT_LAUNCH_ONE(12, name, KT, via, kind)                                                        \
-    RT_LAUNCH_ONE(13, name, KT, via, kind)                                                        \
+    RT_LAUNCH_ONE(12, name, KT, via, kind, w0)                                                    \
+    RT_LAUNCH_ONE(13, name, KT, via, kind, w0)                                                    \
     __asm__(".symver tkp12_" #name ", " #name "@libcudart.so.12");                               \
     __asm__(".symver tkp13_" #name ", " #name "@@libcudart.so.13");
 _Static_assert(sizeof(dim3) == 12 && _Alignof(dim3) == 4, "dim3 is passed as two registers");
 
-RT_LAUNCH(__cudaLaunchKernel, cudaKernel_t, TKP_VIA_RUNTIME, TKP_KEY_KERNEL)
-RT_LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_KERNEL)
-RT_LAUNCH(cudaLaunchKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN)
-RT_LAUNCH(cudaLaunchKernel_ptsz, const void *, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_HOSTFUN)
-RT_LAUNCH(cudaLaunchCooperativeKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN)
+RT_LAUNCH(__cudaLaunchKernel, cudaKernel_t, TKP_VIA_RUNTIME, TKP_KEY_KERNEL, W0_RT_KERNEL)
+RT_LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_KERNEL,
+          W0_RT_PTSZ_KERNEL)
+RT_LAUNCH(cudaLaunchKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN, W0_RT_HOSTFUN)
+RT_LAUNCH(cudaLaunchKernel_ptsz, const void *, TKP_VIA_RUNTIME | TKP_VIA_PTSZ, TKP_KEY_HOSTFUN,
+          W0_RT_PTSZ_HOSTFUN)
+RT_LAUNCH(cudaLaunchCooperativeKernel, const void *, TKP_VIA_RUNTIME, TKP_KEY_HOSTFUN,
+          W0_RT_HOSTFUN)
 /* Not hooked before: its driver launch came through as a driver launch; from cudart's code it
  * now passes through there, so the runtime records it. */
 RT_LAUNCH(cudaLaunchCooperativeKernel_ptsz, const void *, TKP_VIA_RUNTIME | TKP_VIA_PTSZ,
-          TKP_KEY_HOSTFUN)
+          TKP_KEY_HOSTFUN, W0_RT_PTSZ_HOSTFUN)
 
 static cudaError_t launch_exc(cudaError_t (*real)(const cudaLaunchConfig_t *, const void *,
                                                   void **),

@@ -6,17 +6,15 @@
  * TSC ticks instead (~8 ns), and the writer converts them to CLOCK_MONOTONIC ns before they reach
  * the capture, so the format and every reader see nanoseconds as before.
  *
- * Conversion: a stamp converts through a continuous, piecewise-linear function of the tick count,
- * the same whenever it is converted. The writer reads a (tsc, ns) pair at every cycle (at most one
- * every 5 ms) and starts a segment there: at the value the previous segment gives at that tick (so
- * a tick converted before and after the new segment gives the same ns: a step's begin, written
- * when the step is reported, equals its first launch's time, written a cycle earlier), with a rate
- * measured from the first pair to the latest (a baseline that grows with the capture) plus a
- * steering term that closes the gap to the pair read within one period, at most 0.1 % of the rate
- * (so the function never decreases). A stamp takes the segment it falls in, found among the last
- * TKP_SEGS (at 5 ms or more each, at least 5 s back; older stamps take the oldest). Stamps are at
- * most one writer period from the pair that steered their segment: the error against
- * CLOCK_MONOTONIC is far below a microsecond. TOKPROF_CLOCK=monotonic forces clock_gettime. */
+ * Conversion: through the (tsc, ns) pairs the writer reads (anchors), a stamp between two of them
+ * interpolated linearly, so that it converts to the same ns whenever it is converted (a step's
+ * begin, written when the step is reported, is its first launch's stamp, written cycles earlier)
+ * and within the pairs' own jitter of CLOCK_MONOTONIC. A stamp newer than the latest anchor (one
+ * stamped while the writer drains) takes a new anchor first: every stamp lies between two. The
+ * writer reads a pair at every cycle; the last TKP_ANCHORS are kept (a stamp older than them, a
+ * step begun that many cycles ago, takes the oldest two). The pairs' clock values never go back
+ * against their ticks (a pair read out of order is moved up to keep at least half the rate).
+ * TOKPROF_CLOCK=monotonic forces clock_gettime. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,39 +25,27 @@
 
 int tkp_clock_tsc;
 
-/* Segments of the conversion, a ring: [latest] is the newest, each starts at (tsc, ns) with mult
- * ns per tick << 32. Written and read by the writer thread only (capture start excepted). */
-#define TKP_SEGS 1024
-#define TKP_SEG_MIN_NS 5000000 /* a new segment at most every 5 ms */
-static struct seg {
-    uint64_t tsc, ns, mult;
-} segs[TKP_SEGS];
-static unsigned nsegs, latest;
-static uint64_t tsc0, ns0, rate; /* the first pair; the baseline's rate, ns per tick << 32 */
+/* The anchors, a ring: [latest] the newest; tsc and ns both increase. Written and read by the
+ * writer thread only (capture start excepted). */
+#define TKP_ANCHORS 4096
+static struct anchor {
+    uint64_t tsc, ns;
+} anchors[TKP_ANCHORS];
+static unsigned nanchors, latest;
+static uint64_t rate; /* ns per tick << 32, from the first anchor to the latest */
 
-static uint64_t seg_ns(const struct seg *g, uint64_t stamp)
+/* t's ns on the line through anchors a and b (a before b; b == a: a's tick at the rate) */
+static uint64_t on_line(const struct anchor *a, const struct anchor *b, uint64_t t)
 {
-    int64_t d = (int64_t)(stamp - g->tsc);
-    __int128 off = ((__int128)d * (__int128)g->mult) >> 32;
-    return (uint64_t)((__int128)g->ns + off);
+    int64_t d = (int64_t)(t - a->tsc);
+    if (b->tsc == a->tsc) return (uint64_t)((__int128)a->ns + (((__int128)d * rate) >> 32));
+    __int128 off = (__int128)d * (__int128)(b->ns - a->ns) / (__int128)(b->tsc - a->tsc);
+    return (uint64_t)((__int128)a->ns + off);
 }
 
-/* The segment a stamp falls in: the newest whose start is at or before it, else the oldest. */
-static const struct seg *seg_of(uint64_t stamp)
+static const struct anchor *at_age(unsigned age) /* 0 the newest */
 {
-    const struct seg *g = &segs[latest];
-    if (TKP_LIKELY(stamp >= g->tsc || nsegs == 1)) return g;
-    const struct seg *p = &segs[(latest + TKP_SEGS - 1) % TKP_SEGS];
-    if (stamp >= p->tsc) return p; /* stamped in the last cycle, drained in this one */
-    unsigned lo = 0, hi = nsegs - 1; /* by age: 0 the oldest; [hi] is after the stamp */
-    unsigned first = (latest + TKP_SEGS + 1 - nsegs) % TKP_SEGS;
-    if (stamp < segs[first].tsc) return &segs[first];
-    while (hi - lo > 1) { /* segs[first + lo] <= stamp < segs[first + hi] */
-        unsigned mid = lo + (hi - lo) / 2;
-        if (segs[(first + mid) % TKP_SEGS].tsc <= stamp) lo = mid;
-        else hi = mid;
-    }
-    return &segs[(first + lo) % TKP_SEGS];
+    return &anchors[(latest + TKP_ANCHORS - age) % TKP_ANCHORS];
 }
 
 static int file_has(const char *path, const char *word, int whole_line)
@@ -100,6 +86,24 @@ static void pair(uint64_t *tsc, uint64_t *ns)
     }
 }
 
+static void add_anchor(void)
+{
+    uint64_t t, n;
+    pair(&t, &n);
+    const struct anchor *g = at_age(0);
+    if (nanchors) {
+        if (t <= g->tsc) return; /* cannot happen with a constant TSC; keep what we have */
+        uint64_t least = g->ns + (uint64_t)((((unsigned __int128)(t - g->tsc)) * (rate / 2)) >> 32);
+        if (n < least) n = least;
+        latest = (latest + 1) % TKP_ANCHORS;
+    }
+    anchors[latest] = (struct anchor){t, n};
+    if (nanchors < TKP_ANCHORS) nanchors++;
+    const struct anchor *o = at_age(nanchors - 1);
+    if (nanchors > 1 && t > o->tsc && n > o->ns)
+        rate = (uint64_t)(((unsigned __int128)(n - o->ns) << 32) / (t - o->tsc));
+}
+
 void tkp_clock_init(void)
 {
     tkp_clock_tsc =
@@ -107,39 +111,43 @@ void tkp_clock_init(void)
         file_has("/sys/devices/system/clocksource/clocksource0/current_clocksource", "tsc", 1) &&
         file_has("/proc/cpuinfo", "constant_tsc", 0) && file_has("/proc/cpuinfo", "nonstop_tsc", 0);
     if (!tkp_clock_tsc) return;
-    pair(&tsc0, &ns0);
-    /* a first rate over ~1 ms, refined by every pair */
-    uint64_t t, n;
-    do pair(&t, &n); while (n - ns0 < 1000000);
-    rate = (uint64_t)(((unsigned __int128)(n - ns0) << 32) / (t - tsc0));
-    segs[0] = (struct seg){tsc0, ns0, rate};
-    nsegs = 1, latest = 0;
+    nanchors = 0, latest = 0;
+    uint64_t t0, n0, t, n;
+    pair(&t0, &n0);
+    /* a first rate over ~1 ms, for a stamp older than the first anchor */
+    do pair(&t, &n); while (n - n0 < 1000000);
+    rate = (uint64_t)(((unsigned __int128)(n - n0) << 32) / (t - t0));
+    anchors[0] = (struct anchor){t0, n0};
+    nanchors = 1;
+    anchors[1] = (struct anchor){t, n};
+    latest = 1, nanchors = 2;
 }
 
 void tkp_clock_anchor(void)
 {
-    if (!tkp_clock_tsc) return;
-    uint64_t t, n;
-    pair(&t, &n);
-    const struct seg *g = &segs[latest];
-    if (t <= g->tsc || n <= ns0) return;
-    uint64_t at = seg_ns(g, t); /* where the function is at t: the new segment starts there */
-    if (at < g->ns + TKP_SEG_MIN_NS) return;
-    rate = (uint64_t)(((unsigned __int128)(n - ns0) << 32) / (t - tsc0));
-    /* steer: reach the clock's value one more such interval on */
-    __int128 corr = ((__int128)((int64_t)(n - at)) << 32) / (__int128)(t - g->tsc);
-    __int128 cap = rate / 1000;
-    if (corr > cap) corr = cap;
-    if (corr < -cap) corr = -cap;
-    latest = (latest + 1) % TKP_SEGS;
-    segs[latest] = (struct seg){t, at, (uint64_t)((__int128)rate + corr)};
-    if (nsegs < TKP_SEGS) nsegs++;
+    if (tkp_clock_tsc) add_anchor();
 }
 
 uint64_t tkp_stamp_ns(uint64_t stamp)
 {
     if (!tkp_clock_tsc || !stamp) return stamp;
-    return seg_ns(seg_of(stamp), stamp);
+    const struct anchor *b = at_age(0);
+    if (TKP_UNLIKELY(stamp > b->tsc)) { /* stamped after the latest anchor: read a new one */
+        add_anchor();
+        b = at_age(0);
+        if (stamp > b->tsc) return on_line(b, b, stamp); /* another CPU's TSC ahead: at the rate */
+    }
+    const struct anchor *a = at_age(1);
+    if (TKP_LIKELY(stamp >= a->tsc)) return on_line(a, b, stamp);
+    /* older: the two anchors around it (by age: [lo] at or before the stamp, [hi] after it) */
+    unsigned lo = nanchors - 1, hi = 1;
+    if (stamp < at_age(lo)->tsc) return on_line(at_age(lo), at_age(lo - 1), stamp);
+    while (lo - hi > 1) {
+        unsigned mid = hi + (lo - hi) / 2;
+        if (at_age(mid)->tsc <= stamp) lo = mid;
+        else hi = mid;
+    }
+    return on_line(at_age(lo), at_age(hi), stamp);
 }
 
 uint64_t tkp_stamp_dur_ns(uint64_t ticks)

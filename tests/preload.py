@@ -9,8 +9,13 @@ ${TOKPROF_TEST_PRELOAD_PREFIX:+$TOKPROF_TEST_PRELOAD_PREFIX:}$shim.
 Scripts in tests/*/ import it with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from preload import shim_preload
+Beside it: shim_env (a program on simgpu under a build's shim), capture_one (run one, return its
+one capture) and format_version (a capture's header field), which the shim's e2e scripts share.
 """
+import glob
 import os
+import subprocess
+import sys
 
 
 def shim_preload(shim):
@@ -36,3 +41,32 @@ def asan_host(env):
     CPython's heap is not ours to leak-check (foreign_host). Elsewhere `env` unchanged."""
     prefix = env.get("TOKPROF_TEST_PRELOAD_PREFIX")
     return foreign_host(dict(env, LD_PRELOAD=prefix)) if prefix else env
+
+
+def shim_env(build, out, **settings):
+    """The environment of a program run on `build`'s simgpu under its shim, capturing into `out`,
+    with `settings` (TOKPROF_*, SIMGPU_* variables) on top of this process's environment."""
+    return dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"),
+                LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")),
+                TOKPROF_OUT=out, **settings)
+
+
+def capture_one(build, out, argv, settings, timeout=300):
+    """Runs `argv` with shim_env(build, out, **settings) and returns the path of the one capture it
+    wrote into `out` (made if missing); a failed run or not exactly one capture ends the test with
+    a FAIL line."""
+    os.makedirs(out, exist_ok=True)
+    p = subprocess.run(argv, env=shim_env(build, out, **settings), capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode:
+        sys.exit(f"FAIL: {' '.join(argv)}: exit {p.returncode}: {p.stderr}")
+    caps = glob.glob(os.path.join(out, "*.tokprof"))
+    if len(caps) != 1:
+        sys.exit(f"FAIL: {len(caps)} captures in {out}")
+    return caps[0]
+
+
+def format_version(cap):
+    """The format version a capture's header declares (docs/FORMAT.md: bytes 8-9, little-endian)."""
+    with open(cap, "rb") as f:
+        return int.from_bytes(f.read(16)[8:10], "little")

@@ -118,7 +118,6 @@ void tkp_clock_init(void)
     do pair(&t, &n); while (n - n0 < 1000000);
     rate = (uint64_t)(((unsigned __int128)(n - n0) << 32) / (t - t0));
     anchors[0] = (struct anchor){t0, n0};
-    nanchors = 1;
     anchors[1] = (struct anchor){t, n};
     latest = 1, nanchors = 2;
 }

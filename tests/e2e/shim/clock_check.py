@@ -6,19 +6,16 @@ sees the launch after the shim stamped it: so for every kernel, launch host_ns +
 start_ns, and on an idle stream the difference is a few microseconds at most.
 
 usage: clock_check.py BUILD_DIR WORKDIR MODE"""
-import glob, json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
+from preload import capture_one  # noqa: E402  (tests/preload.py)
 
 build, work, mode = sys.argv[1:4]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), TOKPROF_OUT=work,
-           LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")), TOKPROF_GPU="off",
-           TOKPROF_CLOCK=mode, SIMGPU_LOG=os.path.join(work, "truth.jsonl"))
-subprocess.run([os.path.join(build, "kernels/minillm"), "--style", "hf", "--steps", "40"], env=env,
-               check=True, stdout=subprocess.DEVNULL)
-cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
+cap = capture_one(build, work, [os.path.join(build, "kernels/minillm"), "--style", "hf", "--steps", "40"],
+                  dict(TOKPROF_GPU="off", TOKPROF_CLOCK=mode,
+                       SIMGPU_LOG=os.path.join(work, "truth.jsonl")))
 out = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", "--type", "launch", cap],
                      capture_output=True, text=True, check=True).stdout
 launches = [json.loads(l) for l in out.splitlines()]

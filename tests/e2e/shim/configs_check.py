@@ -3,19 +3,17 @@
 name and configuration, in order, whether the writer encoded it by template or in full.
 
 usage: configs_check.py PROGRAM BUILD_DIR WORKDIR N"""
-import glob, json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
+from preload import capture_one  # noqa: E402  (tests/preload.py)
 
 prog, build, work, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), TOKPROF_OUT=work,
-           LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")), TOKPROF_GPU="off",
-           SIMGPU_ZERO="1", TOKPROF_RING_KB="65536", TOKPROF_FLUSH_MS="50")
-subprocess.run([prog, str(n)], env=env, check=True, stdout=subprocess.DEVNULL)
-cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
+cap = capture_one(build, work, [prog, str(n)],
+                  dict(TOKPROF_GPU="off", SIMGPU_ZERO="1", TOKPROF_RING_KB="65536",
+                       TOKPROF_FLUSH_MS="50"))
 out = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", "--type", "launch", cap],
                      capture_output=True, text=True, check=True).stdout
 got = [(l["name"], tuple(l["grid"]), tuple(l["block"]), l["smem"])

@@ -9,9 +9,9 @@ capture must hold REPs (else nothing was compared). Configurations: the serving 
 stacks (LAUNCH_T records of their own), several chunks.
 
 usage: rep_check.py BUILD_DIR UNREP WORKDIR"""
-import glob, os, re, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
+from preload import capture_one, format_version  # noqa: E402  (tests/preload.py)
 
 build, unrep, work = sys.argv[1:4]
 tokprof = os.path.join(build, "decoder/tokprof")
@@ -37,30 +37,19 @@ def dump(cap):
 
 
 for name, (args, extra) in CONFIGS.items():
-    out = os.path.join(work, name)
-    os.makedirs(out)
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"),
-               LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")),
-               TOKPROF_OUT=out, TOKPROF_GPU="off", TOKPROF_TEST_REP="shadow",
-               TOKPROF_FLUSH_MS="20", TOKPROF_RING_KB="8192")
-    env.update(extra)
-    p = subprocess.run([os.path.join(build, "kernels/minillm"), "--steps", "200"] + args, env=env,
-                       capture_output=True, text=True, timeout=300)
-    if p.returncode:
-        sys.exit(f"FAIL: minillm {name}: exit {p.returncode}: {p.stderr}")
-    caps = glob.glob(os.path.join(out, "*.tokprof"))
-    if len(caps) != 1:
-        sys.exit(f"FAIL: {name}: {len(caps)} captures")
-    with open(caps[0], "rb") as f:
-        version = int.from_bytes(f.read(16)[8:10], "little")
+    cap = capture_one(build, os.path.join(work, name),
+                      [os.path.join(build, "kernels/minillm"), "--steps", "200"] + args,
+                      dict(dict(TOKPROF_GPU="off", TOKPROF_TEST_REP="shadow", TOKPROF_FLUSH_MS="20",
+                                TOKPROF_RING_KB="8192"), **extra))
+    version = format_version(cap)
     if version != 5:
         fails.append(f"{name}: format version {version}, expected 5")
     plain = os.path.join(work, name + ".plain.tokprof")
-    u = subprocess.run([unrep, caps[0], plain], capture_output=True, text=True, timeout=120)
+    u = subprocess.run([unrep, cap, plain], capture_output=True, text=True, timeout=120)
     if u.returncode:
         fails.append(f"{name}: unrep exit {u.returncode} ({u.stderr.strip() or 'no REP'})")
         continue
-    a, b = dump(caps[0]), dump(plain)
+    a, b = dump(cap), dump(plain)
     if a != b:
         diff = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         fails.append(f"{name}: {len(a)} records with REPs, {len(b)} without; first difference at "

@@ -14,34 +14,24 @@ other capture:
   within its STEP's begin_ns .. mark_ns (times the shim wrote as absolute fields).
 
 usage: runs_check.py BUILD_DIR WORKDIR"""
-import glob, json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
+from preload import capture_one, format_version  # noqa: E402  (tests/preload.py)
 
 build, work = sys.argv[1:3]
 fails = []
 
 
 def capture(name, stacks):
-    out = os.path.join(work, name)
-    os.makedirs(out)
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), SIMGPU_ZERO="1",
-               LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")),
-               TOKPROF_OUT=out, TOKPROF_GPU="off", TOKPROF_STACKS=stacks,
-               TOKPROF_RING_KB="8192", TOKPROF_FLUSH_MS="20")
-    p = subprocess.run([os.path.join(build, "kernels/minillm"), "--style", "hf", "--steps", "40",
-                        "--layers", "2", "--threads", "2"], env=env, capture_output=True,
-                       text=True, timeout=120)
-    if p.returncode:
-        sys.exit(f"FAIL: minillm exit {p.returncode}: {p.stderr}")
-    cap = glob.glob(os.path.join(out, "*.tokprof"))
-    if len(cap) != 1:
-        sys.exit(f"FAIL: {len(cap)} captures in {out}")
-    with open(cap[0], "rb") as f:
-        version = int.from_bytes(f.read(16)[8:10], "little")
+    cap = capture_one(build, os.path.join(work, name),
+                      [os.path.join(build, "kernels/minillm"), "--style", "hf", "--steps", "40",
+                       "--layers", "2", "--threads", "2"],
+                      dict(SIMGPU_ZERO="1", TOKPROF_GPU="off", TOKPROF_STACKS=stacks,
+                           TOKPROF_RING_KB="8192", TOKPROF_FLUSH_MS="20"), timeout=120)
+    version = format_version(cap)
     if version != 5:
         fails.append(f"{name}: format version {version}, expected 5")
-    d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap[0]],
+    d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap],
                        capture_output=True, text=True, timeout=120)
     if d.returncode:
         sys.exit(f"FAIL: tokprof dump {name}: exit {d.returncode}: {d.stderr}")

@@ -8,22 +8,16 @@ THREADS*LAUNCHES + THREADS + 1. Counting, not timing: the result is exact howeve
 the threads interleave.
 
 usage: stress_check.py PROGRAM BUILD_DIR WORKDIR THREADS LAUNCHES"""
-import glob, json, os, shutil, subprocess, sys
+import json, os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from preload import shim_preload  # noqa: E402  (tests/preload.py)
+from preload import capture_one  # noqa: E402  (tests/preload.py)
 
 prog, build, work, n, m = sys.argv[1:6]
 n, m = int(n), int(m)
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
-env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "tests/simgpu"), SIMGPU_ZERO="1",
-           LD_PRELOAD=shim_preload(os.path.join(build, "shim/libtokprof.so")), TOKPROF_OUT=work,
-           TOKPROF_RING_KB="4", TOKPROF_GPU="off")
-p = subprocess.run([prog, str(n), str(m)], env=env, capture_output=True, text=True, timeout=300)
-if p.returncode:
-    print(f"FAIL: exit {p.returncode}: {p.stderr}")
-    sys.exit(1)
-cap = glob.glob(os.path.join(work, "*.tokprof"))[0]
+cap = capture_one(build, work, [prog, str(n), str(m)],
+                  dict(SIMGPU_ZERO="1", TOKPROF_RING_KB="4", TOKPROF_GPU="off"))
 counts, last_loss = {}, {}
 d = subprocess.Popen([os.path.join(build, "decoder/tokprof"), "dump", cap], stdout=subprocess.PIPE,
                      text=True)

@@ -61,7 +61,8 @@ if [ $DRY = 1 ]; then
     say "  4. tests/system/gpu/torch_generate.py: a small random Llama, generate(64 tokens), eager and CUDA"
     say "     graphs, under the shim and under torch.profiler: kernel counts, per-kernel GPU time,"
     say "     Triton launches seen, steps == generated tokens"
-    say "  5. cost: minillm tokens/s with and without the shim (stream; CUPTI on and off)"
+    say "  5. cost: minillm tokens/s with and without the shim (stream; CUPTI on and off); launchloop"
+    say "     ns/launch with and without it, and within one process (paired)"
     say "  6. the default of TOKPROF_GPU (docs/OPERATIONS.md, \"GPU time\"): launchloop ns/launch and"
     say "     minillm (vllm async graphs; hf eager) tokens/s, median of 3, with TOKPROF_GPU=off,"
     say "     window:2/20 (the default) and always, and the GPU records each wrote"
@@ -130,6 +131,10 @@ row "tokens/s | without $a | shim, no CUPTI $b | shim + CUPTI $c"
 l0=$("$BIN/launchloop" 300000 5000 20000 | awk '{print $1}')
 l1=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" TOKPROF_GPU=off "$BIN/launchloop" 300000 5000 20000 | awk '{print $1}')
 row "ns/launch (real GPU) | without $l0 | with shim $l1"
+# Within one process: hooked vs libcudart's own __cudaLaunchKernel in alternating bursts
+# (docs/BENCH.md, "the shim's cost measured within one process").
+lp=$(env LD_PRELOAD="$SHIM" TOKPROF_OUT="$OUT" TOKPROF_GPU=off "$BIN/launchloop" 300000 5000 20000 paired)
+row "ns/launch added (real GPU, within one process) | $lp"
 
 # The figures that decide TOKPROF_GPU's default (docs/OPERATIONS.md, "GPU time"): what CUPTI
 # activity tracing costs a launch-bound program, always against the default window (2 steps of

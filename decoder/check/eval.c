@@ -313,6 +313,7 @@ static int probe(struct tkp_eval *E, const struct tkp_prog *p, int *noop, uint64
         case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
         case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
         case VO_TOBOOL: if (st[k - 1] != 2) st[k - 1] = E->r && st[k - 1] == 1; break;
+        case VO_PREV: st[k - 1] = 2; break; /* the previous point's: open */
         case VO_NOT: if (st[k - 1] != 2) st[k - 1] = (int8_t)not3(st[k - 1]); break;
         case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
             l = st[k - 1];
@@ -370,11 +371,20 @@ static void shape_verdicts(struct tkp_eval *E, struct tkp_srec *r)
         const struct tkp_prog *body = &sp->code->prog[a->body_prog];
         /* a body that is not Boolean has no temporal operator but `prev`s (lower.c): open, 2 */
         int noop = 1, gnoop = 1, v = body->boolean ? probe(E, body, &noop, &marks) : 2, g = 1;
+        /* `A -> B` (lower.c imp_prog): where the shape makes A false the body holds whatever B
+         * is (its `prev`s still see the record: pmarks), where it makes A true the body is B
+         * (TKP_FAST_BODY runs B alone when it has no `prev`: monitor.c tkp_eval_shape) */
+        int ia = a->imp_prog >= 0 ? probe(E, &sp->code->prog[a->imp_prog], &noop, &marks) : -1;
+        if (ia == 0) v = 1;
         if (!body->boolean && a->prevs) noop = 0;
         if (a->when_prog >= 0) g = probe(E, &sp->code->prog[a->when_prog], &gnoop, &gmarks);
         if (!gnoop || gmarks || g == 2) continue; /* TKP_FAST_RUN: the guard runs */
         int f = TKP_FAST_RUN;
-        if (g == 1) f = noop && v == 1 ? TKP_FAST_PASS : tkp_check_general ? TKP_FAST_RUN : TKP_FAST_BODY;
+        if (g == 1 && noop && v == 1) f = TKP_FAST_PASS;
+        else if (g == 1 && ia == 0 && !tkp_check_general) {
+            f = TKP_FAST_PASS; /* but for the `prev`s */
+            r->pmarks[a->gpu != 0] |= a->prevs;
+        } else if (g == 1) f = tkp_check_general || ia == 2 ? TKP_FAST_RUN : TKP_FAST_BODY;
         else if (noop) f = TKP_FAST_QUIET;
         else if (a->prevs && !body->boolean && !tkp_check_general) {
             f = TKP_FAST_QUIET; /* but for the `prev`s */

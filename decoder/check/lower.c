@@ -204,6 +204,23 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
 }
 
 /* Every instruction computes a truth value from truth values, and so does the last. */
+/* Truth values only, but for `prev`s of them: what eval.c's probe reads (a `prev` open). */
+static int probes(const struct tkp_prog *p)
+{
+    for (int k = 0; k < p->n; k++) {
+        const struct tkp_ins *i = &p->ins[k];
+        if (i->op == VO_PREV) continue;
+        if (i->op == VO_CONST && i->v.t == VT_BOOL) continue;
+        switch (i->op) {
+        case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NOT: case VO_AND_L: case VO_OR_L:
+        case VO_IMPL_L: case VO_AND: case VO_OR: case VO_END:
+            break;
+        default: return 0;
+        }
+    }
+    return 1;
+}
+
 static int is_boolean(const struct buf *b)
 {
     for (int k = 0; k < b->n; k++) {
@@ -399,8 +416,29 @@ static void conjuncts(struct lw *L, int n, int *out, int *k)
     out[(*k)++] = n;
 }
 
+/* The atoms a conjunction of atoms and classes needs true (its top-level conjuncts that are
+ * atoms, through the classes it names): where one is false or unknown, so is the conjunction,
+ * and a class is false. */
+static uint64_t needed_atoms(struct lw *L, int n, int depth)
+{
+    int cj[CONJ_MAX], k = 0;
+    uint64_t need = 0;
+    if (depth > 8) return 0;
+    conjuncts(L, n, cj, &k);
+    for (int i = 0; i < k; i++) {
+        int a = atom_ok(L, cj[i]) ? atom_for(L, cj[i]) : -1;
+        if (a >= 0) need |= 1ull << a;
+        else if (X(cj[i]).op == OP_CLASS)
+            need |= needed_atoms(L, L->sp->cls[X(cj[i]).cls].expr, depth + 1);
+    }
+    return need;
+}
+
 /* Splits conjuncts into atoms and one program (a chain of new AND nodes) for the rest; only
- * those that are early when `only_early`. c->prog holds a node until programs are made. */
+ * those that are early when `only_early`. c->prog holds a node until programs are made. A class
+ * in the rest adds the atoms it needs (needed_atoms) to c->atoms: a record whose shape fails one
+ * is not taken, without running the program (`count(big_gemm in s)`, big_gemm = `r.lib ==
+ * "cublas" and r.m >= 1024`, runs on cuBLAS calls only). */
 static int split(struct lw *L, const int *cj, int k, int only_early, struct tkp_conj *c)
 {
     memset(c, 0, sizeof(*c));
@@ -414,6 +452,7 @@ static int split(struct lw *L, const int *cj, int k, int only_early, struct tkp_
             c->atoms |= 1ull << a;
             continue;
         }
+        if (X(n).op == OP_CLASS) c->atoms |= needed_atoms(L, L->sp->cls[X(n).cls].expr, 0);
         if (c->prog < 0) {
             c->prog = n;
             continue;
@@ -584,12 +623,21 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
          * fail the guard need no more than their shape */
         w->fast = -1;
         w->prevs = 0;
+        w->imp_prog = w->cons_prog = -1;
         int guard_bool = w->when_prog < 0 || c->prog[w->when_prog].boolean, ok = 1;
         uint64_t prevs = a->level == LV_RECORD ? prev_only(L, a->body, 0, &ok) : 0;
         if (!ok) prevs = 0;
+        /* `A -> B` whose A is Boolean (a shape may make it false) and whose temporal operators
+         * are none or all `prev`s; B alone (a record whose shape makes A true) without them */
+        const struct tkp_node *bn = &sp->n[a->body];
+        int imp = a->level == LV_RECORD && bn->op == OP_IMPLIES &&
+                  !c->prog[w->body_prog].boolean && (!bn->temporal || prevs);
+        if (imp && (w->imp_prog = root(L, bn->a)) < 0) goto out;
+        if (imp && !probes(&c->prog[w->imp_prog])) w->imp_prog = -1, imp = 0;
+        if (imp && !bn->temporal && (w->cons_prog = root(L, bn->b)) < 0) goto out;
         if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
             (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal) ||
-             prevs))
+             prevs || imp))
             w->fast = nfast++;
         /* a `prev`'s operand alone, for the points whose shape needs no more (prog.h) */
         if (w->fast >= 0)

@@ -118,9 +118,11 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
     for (int j = 0; j < m->nrec_host; j++) {
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
         const struct tkp_nbound *b = c->prog[a->body_prog].bound;
+        const struct tkp_nbound *cb = a->cons_prog >= 0 ? c->prog[a->cons_prog].bound : NULL;
         m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
                                   .body_prog = a->body_prog, .when_prog = a->when_prog,
-                                  .skip = a->skip};
+                                  .skip = a->skip, .cbound = tkp_check_general ? NULL : cb,
+                                  .cons_prog = tkp_check_general ? -1 : a->cons_prog};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
         if (a->fast < 0) m->rec_slow = 1;
@@ -223,7 +225,10 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
-        int t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
+        int t;
+        if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B` where the shape makes A true */
+            t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
+        else t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
         tkp_evaluated(m, E, q->as, t, NULL, x, NULL);

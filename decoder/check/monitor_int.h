@@ -62,6 +62,10 @@ struct thr {
 struct rhost {
     const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
     int as, body_prog, when_prog;
+    /* a body `A -> B` whose A the shape decides (struct tkp_assert imp_prog): B's program and
+     * straight form, which a shape making A true (its TKP_FAST_BODY) runs alone; -1 none */
+    const struct tkp_nbound *cbound;
+    int cons_prog;
     uint64_t skip;
 };
 

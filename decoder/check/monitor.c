@@ -565,6 +565,14 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     o->launches += x->kind == RK_KERNEL || x->kind == RK_GRAPH;
     o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
+    if (!e && pos && !m->nrec_host && !m->nstream && !m->nbuffered) {
+        /* nothing reads host records (step and run assertions on the step's own figures): kept
+         * raw, as a shape that decides everything keeps it (the step's last, for witnesses) */
+        o->last_raw = *r;
+        o->last_id = m->next_id;
+        o->last_lazy = 1;
+        return 0;
+    }
     if (e) {
         if (!e->want) shape_plan(m, e), shape_col(m, e);
         if (e->want == 1) {

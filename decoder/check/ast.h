@@ -105,9 +105,11 @@ struct tkp_assert {
     int fast;        /* record level: its 2 bits in a shape's verdict word (prog.h), -1 none */
     uint64_t prevs;  /* record level, a body whose temporal operators are all `prev` of
                         operands without one (prog.h "Shape verdicts"): their state slots */
-    int imp_prog;    /* record level, a body `A -> B`, A a function of the record's shape, B
-                        without temporal operators: A's program (prog.h "Shape verdicts"), else -1 */
-    int cons_prog;   /* and B's, which a record whose shape makes A true runs alone */
+    int imp_prog;    /* record level, a body `A -> B` that is not Boolean, A Boolean over atoms
+                        and `prev`s, no temporal operator but `prev`s: A's program (prog.h "Shape
+                        verdicts"), else -1 */
+    int cons_prog;   /* and B's when the body has no `prev`: a record whose shape makes A true
+                        runs it alone; else -1 */
 };
 
 struct tkp_spec {

@@ -203,7 +203,6 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
     }
 }
 
-/* Every instruction computes a truth value from truth values, and so does the last. */
 /* Truth values only, but for `prev`s of them: what eval.c's probe reads (a `prev` open). */
 static int probes(const struct tkp_prog *p)
 {
@@ -221,6 +220,7 @@ static int probes(const struct tkp_prog *p)
     return 1;
 }
 
+/* Every instruction computes a truth value from truth values, and so does the last. */
 static int is_boolean(const struct buf *b)
 {
     for (int k = 0; k < b->n; k++) {

@@ -125,8 +125,7 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
                                   .cons_prog = tkp_check_general ? -1 : a->cons_prog};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
-        if (a->fast < 0) m->rec_slow = 1;
-        else m->rec_low |= 1ull << (2 * a->fast);
+        if (a->fast >= 0) m->rec_low |= 1ull << (2 * a->fast);
     }
     for (int s = 0; s < sp->nslots_temporal && s < 64; s++) {
         const struct tkp_node *x = &sp->n[c->slot_node[s]];
@@ -452,15 +451,16 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     e->want = 2;
     e->pass = e->counts = e->run = e->body = e->bodyonly = 0;
     e->plan = 0;
-    if (m->rec_slow || m->nrec_host > 64 || m->nstream > 64) return;
+    if (m->nrec_host > 64 || m->nstream > 64) return;
     int runs = 0;
     for (int j = 0; j < m->nrec_host; j++) {
+        /* an assertion without shape verdicts runs on every record, the others as planned */
         int f = sp->as[m->rec_host[j]].fast;
-        unsigned v = (unsigned)(e->fast >> (2 * f)) & 3;
+        unsigned v = f < 0 ? TKP_FAST_RUN : (unsigned)(e->fast >> (2 * f)) & 3;
         uint32_t bit = j < 32 ? 1u << j : 0;
         runs |= v == TKP_FAST_RUN || v == TKP_FAST_BODY;
         if (v == TKP_FAST_RUN || v == TKP_FAST_BODY) e->run |= bit;
-        if (v == TKP_FAST_RUN && (e->gfalse >> f & 1)) e->bodyonly |= bit;
+        if (v == TKP_FAST_RUN && f >= 0 && (e->gfalse >> f & 1)) e->bodyonly |= bit;
         if (v == TKP_FAST_BODY) e->body |= bit;
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }

@@ -103,7 +103,6 @@ struct tkp_mon {
     uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     struct rhost *rh;           /* by position in rec_host */
-    int rec_slow;               /* a host record-level assertion without shape verdicts */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */
     uint64_t bulk_all, bulk_ones;  /* RUN records fed in bulk; of them, judged one by one */
     int bulk_off;                  /* too few from the columns: one by one from now on */

@@ -108,8 +108,8 @@ struct tkp_assert {
     int imp_prog;    /* record level, a body `A -> B` that is not Boolean, A Boolean over atoms
                         and `prev`s, no temporal operator but `prev`s: A's program (prog.h "Shape
                         verdicts"), else -1 */
-    int cons_prog;   /* and B's when the body has no `prev`: a record whose shape makes A true
-                        runs it alone; else -1 */
+    int cons_prog;   /* and B's: a record whose shape makes A true runs it alone, and the
+                        body with `prev`s runs as A and B (eval.c tkp_truth_imp); else -1 */
 };
 
 struct tkp_spec {

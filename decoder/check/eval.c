@@ -519,6 +519,21 @@ static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
             k--;
             st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
             break;
+        case VO_PREV: { /* of a truth value (bool_prev), kept as run_num keeps it */
+            const struct tkp_node *x = &E->sp->n[i->node];
+            struct tkp_tstate *s = &E->ts[x->slot];
+            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
+            if (E->update) {
+                struct tkp_val out = s->prev_set ? s->prev : UNK;
+                s->prev_first = !s->prev_set;
+                l = st[k - 1];
+                s->prev = (struct tkp_val){l < 0 ? VT_UNK : VT_BOOL, l > 0, NULL};
+                s->prev_set = 1;
+                s->prev_out = out;
+            }
+            st[k - 1] = (int8_t)truth(s->prev_out);
+            break;
+        }
         default: /* VO_END */
             return st[0];
         }
@@ -802,10 +817,17 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
     return run(E, &E->sp->code->prog[prog]);
 }
 
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct tkp_nbound *cb)
+{
+    int a = tkp_truth(E, imp_prog);
+    int b = cb ? tkp_run_bound(E, cb) : tkp_truth(E, cons_prog);
+    return or3(not3(a), b);
+}
+
 int tkp_truth(struct tkp_eval *E, int prog)
 {
     const struct tkp_prog *p = &E->sp->code->prog[prog];
-    if (p->boolean) return run_bool(E, p);
+    if (p->boolean || (p->bool_prev && !tkp_check_general)) return run_bool(E, p);
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tkp_run_bound(E, p->bound);
         double d;

@@ -9,6 +9,10 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
 /* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
+/* An implication assertion's body `A -> B` with `prev`s (struct tkp_assert imp_prog, cons_prog;
+ * cb: B's straight form or NULL) run as its two sides, both evaluated as the whole program
+ * evaluates both when a side holds a `prev`: 1 true, 0 false, -1 unknown. */
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct tkp_nbound *cb);
 /* 'in step': a state slot enters step `scope` (its buffers kept). */
 void tkp_scope_enter(struct tkp_tstate *t, int64_t scope);
 

@@ -203,11 +203,11 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
     }
 }
 
-/* Truth values only, but for `prev`s of them: what eval.c's probe reads (a `prev` open). */
-static int probes(const struct tkp_prog *p)
+/* Truth values only, but for `prev`s of them: what eval.c's probe and run_bool read. */
+static int bool_prev(const struct buf *p)
 {
     for (int k = 0; k < p->n; k++) {
-        const struct tkp_ins *i = &p->ins[k];
+        const struct tkp_ins *i = &p->v[k];
         if (i->op == VO_PREV) continue;
         if (i->op == VO_CONST && i->v.t == VT_BOOL) continue;
         switch (i->op) {
@@ -379,7 +379,7 @@ static int new_prog(struct lw *L, int n, int atomise)
         return -1;
     }
     struct tkp_prog *p = &c->prog[c->nprog];
-    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL};
+    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL, 0};
     if (p->numeric && !(p->nins = fuse(&b))) {
         free(b.v);
         lerr(L, n, "out of memory");
@@ -387,6 +387,7 @@ static int new_prog(struct lw *L, int n, int atomise)
     }
     if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
     if (p->numeric) p->bound = straight(L->sp, &b); /* none (or no memory): run_num runs it */
+    p->bool_prev = !p->boolean && bool_prev(&b);
     return c->nprog++;
 }
 
@@ -633,8 +634,9 @@ int tkp_spec_lower(struct tkp_spec *sp, struct tkp_spec_err *e)
         int imp = a->level == LV_RECORD && bn->op == OP_IMPLIES &&
                   !c->prog[w->body_prog].boolean && (!bn->temporal || prevs);
         if (imp && (w->imp_prog = root(L, bn->a)) < 0) goto out;
-        if (imp && !probes(&c->prog[w->imp_prog])) w->imp_prog = -1, imp = 0;
-        if (imp && !bn->temporal && (w->cons_prog = root(L, bn->b)) < 0) goto out;
+        if (imp && !c->prog[w->imp_prog].boolean && !c->prog[w->imp_prog].bool_prev)
+            w->imp_prog = -1, imp = 0;
+        if (imp && (w->cons_prog = root(L, bn->b)) < 0) goto out;
         if (a->level == LV_RECORD && nfast < TKP_FAST_MAX && guard_bool &&
             (c->prog[w->body_prog].boolean || (w->when_prog >= 0 && !sp->n[a->body].temporal) ||
              prevs || imp))

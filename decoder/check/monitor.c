@@ -122,7 +122,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
                                   .body_prog = a->body_prog, .when_prog = a->when_prog,
                                   .skip = a->skip, .cbound = tkp_check_general ? NULL : cb,
-                                  .cons_prog = tkp_check_general ? -1 : a->cons_prog};
+                                  .cons_prog = tkp_check_general ? -1 : a->cons_prog,
+                                  .imp_prog = tkp_check_general || !a->prevs ? -1 : a->imp_prog};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
         if (a->fast >= 0) m->rec_low |= 1ull << (2 * a->fast);
@@ -225,7 +226,9 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
         int t;
-        if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B` where the shape makes A true */
+        if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
+            t = tkp_truth_imp(E, q->imp_prog, q->cons_prog, q->cbound);
+        else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
         else t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;

@@ -66,6 +66,7 @@ struct rhost {
      * straight form, which a shape making A true (its TKP_FAST_BODY) runs alone; -1 none */
     const struct tkp_nbound *cbound;
     int cons_prog;
+    int imp_prog; /* and A's when the body holds `prev`s (run as A and B: tkp_truth_imp), else -1 */
     uint64_t skip;
 };
 

@@ -121,6 +121,8 @@ struct tkp_prog {
     struct tkp_ins *nins; /* numeric: the instructions run_num runs, common pairs fused */
     int attr;    /* numeric: a lone record attribute (`r.host_ts`), else -1 */
     struct tkp_nbound *bound; /* numeric: its straight form, NULL when it has none */
+    int bool_prev; /* not Boolean only for `prev`s of truth values (`kern and prev kern`):
+                      run_bool runs it too, but under tkp_check_general */
 };
 
 /* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,

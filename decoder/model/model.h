@@ -55,7 +55,7 @@
 struct tkp_reader;
 struct tkp_record;
 struct tkp_launch_bulk;
-struct tkp_run_bulk;
+struct tkp_run_full;
 
 #define TKP_MODEL_LATE_FLUSHES 10        /* the watermark window, in flush periods: see above */
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
@@ -180,10 +180,11 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r);
  * the step of the previous one, of a name it knows, with room in the step's buffer), and returns
  * how many it took; the rest, from the first it did not take, go through tkp_model_add(). */
 size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk *b, size_t n);
-/* The same over launches and library calls (reader.h, tkp_reader_peek_run): a library call as
- * tkp_model_add() takes it while it needs no step lookup (of the step of the last record the
- * model looked up, room in the weights table). */
-size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_bulk *b, size_t n);
+/* The same over launches and library calls (reader.h, tkp_reader_peek_full: the reader's columns
+ * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
+ * while it needs no step lookup (of the step of the last record the model looked up, room in the
+ * weights table). */
+size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);
 /* Decides the token dimension (token_dim_m) from the GEMM weights seen so far; finish does it

@@ -575,14 +575,22 @@ static int eq_weight(const void *ctx, uint32_t id, const void *key)
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    uint64_t h = tkp_mix64(ptr);
-    struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
-    if (!ms->id1) {
-        m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};
-        tkp_map_put(&m->w_ix, ms, h, (uint32_t)m->nw++);
-        return;
+    /* a model's weights repeat every step: the last one seen at these bits of its address
+     * first (device allocations are 256-byte aligned), the table when it is another */
+    uint32_t *recent = &m->w_recent[(ptr >> 8 ^ ptr >> 16) & 255];
+    struct tkp_mweight *w = *recent ? &m->w[*recent - 1] : NULL;
+    if (!w || w->a != ptr) {
+        uint64_t h = tkp_mix64(ptr);
+        struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
+        if (!ms->id1) {
+            m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};
+            tkp_map_put(&m->w_ix, ms, h, (uint32_t)m->nw++);
+            *recent = (uint32_t)m->nw;
+            return;
+        }
+        *recent = ms->id1;
+        w = &m->w[ms->id1 - 1];
     }
-    struct tkp_mweight *w = &m->w[ms->id1 - 1];
     if (w->m != mm) w->mvar = 1;
     if (w->n != n) w->nvar = 1;
 }

@@ -167,6 +167,7 @@ struct tkp_model {
     struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
+    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its bits 8..15 */
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
     int has_tok_cols;            /* a kernel name carries tokens (tkp_kernel_token_cols) */
     int finished;

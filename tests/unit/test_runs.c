@@ -1257,3 +1257,34 @@ Test(runs, in_a_merged_read)
     snprintf(path, sizeof(path), "rm -rf %s", dir);
     cr_assert_eq(system(path), 0);
 }
+
+/* The model's token vote with two weights whose addresses meet in its cache of recent weights
+ * (model.c weight_vote: bits 8..15 of 0x10000000 and 0x20000000 both fold to 0), alternating
+ * step by step as a model's layers do: each keeps its own n, and its m (the tokens) varies, so
+ * that the vote says m (taken for one another, the one weight would see n vary as much). */
+Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
+{
+    struct tkp_classes *cl;
+    struct tkp_model m;
+    cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
+    struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
+    tkp_model_init(&m, &o);
+    uint64_t ns = 1000;
+    for (uint64_t step = 1; step <= 4; step++)
+        for (int w = 0; w < 2; w++) {
+            struct tkp_record r;
+            memset(&r, 0, sizeof(r));
+            r.type = TKP_REC_LIB_CALL, r.step = step, r.host_ns = ns += 1000;
+            r.lib_call.lib = TKP_LIB_CUBLAS, r.lib_call.op = "cublasGemmEx";
+            r.lib_call.a_ptr = w ? 0x20000000 : 0x10000000;
+            r.lib_call.m = step, r.lib_call.n = w ? 1024 : 4096, r.lib_call.k = 256;
+            r.lib_call.batch = 1;
+            cr_assert_eq(tkp_model_add(&m, &r), 0);
+        }
+    cr_assert_eq(m.nw, 2, "two weights, got %zu", m.nw);
+    cr_assert_eq(tkp_model_finish(&m), 0);
+    cr_assert(m.has_tokens);
+    cr_assert_eq(m.token_dim_m, 1, "the tokens are m");
+    tkp_model_free(&m);
+    tkp_classes_free(cl);
+}

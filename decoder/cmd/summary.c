@@ -540,16 +540,10 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
          * model's slow path opens the step) */
         if (!s->merged && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
             (nb = tkp_reader_peek_full(r, &rb)) && (nb = tkp_model_add_run(&m, &rb, nb))) {
-            /* saw_time's result is the least time above 0 and the greatest, in any order
-             * (lo1: the least time - 1, a time of 0 wrapping to the greatest) */
-            uint64_t lo1 = UINT64_MAX, hi = 0, libs = 0;
-            for (size_t i = 0; i < nb; i++) {
-                uint64_t ns = rb.host_ns[i];
-                hi = ns > hi ? ns : hi;
-                lo1 = ns - 1 < lo1 ? ns - 1 : lo1;
-                libs += rb.kind[i];
-            }
-            if (hi) saw_time(s, lo1 + 1), saw_time(s, hi);
+            /* saw_time's result is the least time above 0 and the greatest, in any order: the
+             * model's figures of the records it took */
+            uint64_t libs = m.run_libs;
+            if (m.run_hi) saw_time(s, m.run_lo1 + 1), saw_time(s, m.run_hi);
             s->launches += nb - libs;
             nrec += nb;
             tkp_reader_take_full(r, &rb, nb);

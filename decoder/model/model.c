@@ -713,12 +713,13 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
     const __typeof__(b->lib[0]) *lib = b->lib;
     struct tkp_mname *names = m->names;
     struct olaunch *to = o ? o->l : NULL;
-    size_t nl = o ? o->nl : 0, i = 0;
-    uint64_t now = m->now_ns;
+    size_t nl = o ? o->nl : 0, i = 0, libs = 0;
+    uint64_t hi = 0, lo1 = UINT64_MAX;
     for (; i < n; i++) {
         uint64_t ns = host_ns[i];
         if (kind[i]) {
             if (!lib_call_take(m, lib[i], ns, thread, step)) break;
+            libs++;
         } else {
             uint64_t id = launch[i]->name_id;
             uint32_t s1 = id < cap ? id2slot[id] : 0;
@@ -726,10 +727,12 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
             to[nl++] = (struct olaunch){ns, s1 - 1};
             names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
         }
-        now = ns > now ? ns : now;
+        hi = ns > hi ? ns : hi;
+        lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
     }
     if (o) o->nl = nl;
-    m->now_ns = now;
+    if (hi > m->now_ns) m->now_ns = hi;
+    m->run_lo1 = lo1, m->run_hi = hi, m->run_libs = libs;
     return i;
 }
 

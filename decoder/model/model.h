@@ -168,6 +168,9 @@ struct tkp_model {
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
     uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its bits 8..15 */
+    /* the records tkp_model_add_run() took last: their least host time above 0 less 1 (UINT64_MAX
+     * when none is above 0), their greatest, their library calls */
+    uint64_t run_lo1, run_hi, run_libs;
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
     int has_tok_cols;            /* a kernel name carries tokens (tkp_kernel_token_cols) */
     int finished;
@@ -184,7 +187,8 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
 /* The same over launches and library calls (reader.h, tkp_reader_peek_full: the reader's columns
  * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
  * while it needs no step lookup (of the step of the last record the model looked up, room in the
- * weights table). */
+ * weights table). The records it took: their times and library calls in m->run_lo1, run_hi and
+ * run_libs. */
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);

@@ -757,6 +757,18 @@ static void model_same(struct capw *w, const char *what)
         tkp_model_init(&m[b], &o);
         for (;;) {
             if (b && (n = tkp_reader_peek_full(r, &rb)) && (n = tkp_model_add_run(&m[b], &rb, n))) {
+                /* the figures summary takes of the records taken: least time above 0, greatest,
+                 * library calls */
+                uint64_t lo = 0, hi = 0, libs = 0;
+                for (size_t j = 0; j < n; j++) {
+                    uint64_t ns = rb.host_ns[j];
+                    if (ns && (!lo || ns < lo)) lo = ns;
+                    if (ns > hi) hi = ns;
+                    libs += rb.kind[j];
+                }
+                cr_assert_eq(m[b].run_hi, hi, "%s: run_hi", what);
+                cr_assert_eq(m[b].run_libs, libs, "%s: run_libs", what);
+                if (hi) cr_assert_eq(m[b].run_lo1 + 1, lo, "%s: run_lo1", what);
                 tkp_reader_take_full(r, &rb, n);
                 model_bulk += n;
                 continue;

@@ -672,7 +672,7 @@ static inline __attribute__((always_inline)) void run_head(struct tkp_reader *r,
     rec->offset = r->chunk_off;
     rec->pid = r->pid;
     rec->step = u->step;
-    rec->host_ns = r->prev_ns += (uint64_t)u->bdt[u->i++];
+    rec->host_ns = r->prev_ns = u->bns[u->i++];
     rec->thread = thread;
     rec->tid = tid;
 }
@@ -681,7 +681,7 @@ static inline __attribute__((always_inline)) void run_next(struct tkp_reader *r,
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;
-    if (u->i == u->n) tkp_record_run_batch(b);
+    if (u->i == u->n) tkp_record_run_batch(b, r->prev_ns);
     uint32_t i = u->i, id = u->btmpl[i];
     uint64_t now = r->changes + 1; /* a template resolved since no NAME/THREAD changed a meaning */
     if (!u->bkind[i]) {
@@ -710,7 +710,7 @@ static int peek_batch(struct tkp_reader *r)
     struct tkp_run *u = &r->buf.run;
     if (u->i < u->n) return 1; /* only while a plain reader delivers a chunk (tkp_reader_next) */
     if (r->ops || r->state || !r->in_chunk || !u->left) return 0;
-    tkp_record_run_batch(&r->buf);
+    tkp_record_run_batch(&r->buf, r->prev_ns);
     return 1;
 }
 
@@ -719,7 +719,7 @@ size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
     struct tkp_decode_buf *d = &r->buf;
     struct tkp_run *u = &d->run;
     if (!peek_batch(r) || u->bkind[u->i]) return 0; /* or a library call next */
-    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
+    uint64_t now = r->changes + 1; /* resolved: as run_next() tells it */
     uint32_t i = u->i, end = u->n - u->i > TKP_LAUNCH_BULK ? u->i + TKP_LAUNCH_BULK : u->n;
     size_t k = 0;
     b->step = u->step;
@@ -727,37 +727,8 @@ size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
         const struct tkp_launch_tmpl *t = &d->ltmpl[u->btmpl[i]];
         if (t->resolved != now || (k && t->thread != b->thread)) break;
         b->thread = t->thread;
-        b->host_ns[k] = ns += (uint64_t)u->bdt[i];
+        b->host_ns[k] = u->bns[i];
         b->name_id[k] = t->launch.name_id;
-    }
-    return k;
-}
-
-size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b)
-{
-    struct tkp_decode_buf *d = &r->buf;
-    struct tkp_run *u = &d->run;
-    if (!peek_batch(r)) return 0;
-    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
-    uint32_t i = u->i, end = u->n - u->i > TKP_LAUNCH_BULK ? u->i + TKP_LAUNCH_BULK : u->n;
-    uint32_t thread = u->bkind[i] ? d->ctmpl[u->btmpl[i]].thread : d->ltmpl[u->btmpl[i]].thread;
-    size_t k = 0;
-    b->l.step = u->step;
-    b->l.thread = thread;
-    for (; i < end; i++, k++) {
-        uint32_t id = u->btmpl[i];
-        if (!u->bkind[i]) {
-            const struct tkp_launch_tmpl *t = &d->ltmpl[id];
-            if (t->resolved != now || t->thread != thread) break;
-            b->l.name_id[k] = t->launch.name_id;
-            b->lib[k] = NULL;
-        } else {
-            const struct tkp_lib_tmpl *t = &d->ctmpl[id];
-            if (t->resolved != now || t->thread != thread) break;
-            b->l.name_id[k] = t->lib.op_id;
-            b->lib[k] = &t->lib;
-        }
-        b->l.host_ns[k] = ns += (uint64_t)u->bdt[i];
     }
     return k;
 }
@@ -769,32 +740,37 @@ void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size
     r->stats.records += k;
 }
 
+_Static_assert(TKP_RUN_BATCH <= TKP_LAUNCH_BULK, "a peek holds a whole batch");
+
 size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
 {
     struct tkp_decode_buf *d = &r->buf;
     struct tkp_run *u = &d->run;
-    if (r->ops || r->state || !r->in_chunk) return 0;
-    if (u->i == u->n) {
-        if (!u->left) return 0;
-        tkp_record_run_batch(d); /* what run_next() would do first */
-    }
-    uint64_t now = r->changes + 1, ns = r->prev_ns; /* resolved: as run_next() tells it */
-    size_t k = 0;
+    if (!peek_batch(r)) return 0;
+    uint64_t now = r->changes + 1; /* resolved: as run_next() tells it */
+    uint32_t i = u->i, thread;
+    size_t k = 0, n = u->n - i;
+    /* the columns in place: the batch's, from the next record */
+    const uint8_t *kind = b->kind = u->bkind + i;
+    const uint32_t *tm = u->btmpl + i;
+    const struct tkp_launch_tmpl *lt = d->ltmpl;
+    const struct tkp_lib_tmpl *ct = d->ctmpl;
+    b->host_ns = u->bns + i, b->call = u->bcall + i, b->call_ns = u->bhost + i;
     b->step = u->step, b->pid = r->pid, b->offset = r->chunk_off;
-    for (uint32_t i = u->i; i < u->n; i++, k++) {
-        if (!u->bkind[i]) {
-            const struct tkp_launch_tmpl *t = &d->ltmpl[u->btmpl[i]];
-            if (t->resolved != now || (k && t->thread != b->thread)) break;
-            b->thread = t->thread, b->tid = t->tid;
-            b->launch[k] = &t->launch, b->lib[k] = NULL;
+    if (!kind[0])
+        thread = b->thread = lt[tm[0]].thread, b->tid = lt[tm[0]].tid;
+    else
+        thread = b->thread = ct[tm[0]].thread, b->tid = ct[tm[0]].tid;
+    for (; k < n; k++) {
+        if (!kind[k]) {
+            const struct tkp_launch_tmpl *t = &lt[tm[k]];
+            if (t->resolved != now || t->thread != thread) break;
+            b->launch[k] = &t->launch;
         } else {
-            const struct tkp_lib_tmpl *t = &d->ctmpl[u->btmpl[i]];
-            if (t->resolved != now || (k && t->thread != b->thread)) break;
-            b->thread = t->thread, b->tid = t->tid;
-            b->lib[k] = &t->lib, b->call_ns[k] = u->bhost[i];
+            const struct tkp_lib_tmpl *t = &ct[tm[k]];
+            if (t->resolved != now || t->thread != thread) break;
+            b->lib[k] = &t->lib;
         }
-        b->call[k] = u->bcall[i];
-        b->host_ns[k] = ns += (uint64_t)u->bdt[i];
     }
     return k;
 }

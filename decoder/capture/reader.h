@@ -189,34 +189,26 @@ struct tkp_launch_bulk {
 };
 size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b);
 void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k);
-/* A RUN's launches and library calls in bulk (summary's pass): as tkp_reader_peek_launches(),
- * the next records while they are LAUNCHes or LIB_CALLs of one thread from a RUN, their
- * templates resolved. For a launch lib[i] is NULL and l.name_id[i] its name id; for a library
- * call lib[i] is its template's fields (valid until the next call on r; the record's own call
- * and call_ns are not given: they read 0 there) and l.name_id[i] its op id.
- * tkp_reader_take(r, &b->l, k) consumes the first k. */
-struct tkp_run_bulk {
-    struct tkp_launch_bulk l;
-    const __typeof__(((struct tkp_record *)0)->lib_call) *lib[TKP_LAUNCH_BULK];
-};
-size_t tkp_reader_peek_run(struct tkp_reader *r, struct tkp_run_bulk *b);
-
-/* A RUN's records in bulk with every field: tkp_reader_peek_full() fills *b with the next
- * records while they are LAUNCHes and LIB_CALLs of one thread from a RUN whose templates are
- * resolved, and returns how many (at most TKP_LAUNCH_BULK; 0 when the next record is anything
- * else, or r merges several captures). Record i is what tkp_reader_next() would deliver: b's
- * offset, pid, thread, tid and step, host_ns[i]; when lib[i] is NULL a LAUNCH, launch = *launch[i]
- * with launch.call = call[i], else a LIB_CALL, lib_call = *lib[i] with lib_call.call = call[i] and
- * lib_call.call_ns = call_ns[i] (the templates' fields, valid until the next call on r).
- * tkp_reader_take_full() then consumes the first k, as tkp_reader_take() does. (check's monitor:
- * tkp_mon_read.) */
+/* A RUN's records in bulk with every field (summary's model, check's monitor, the bulk reader
+ * benchmark): tkp_reader_peek_full() fills *b with the next records while they are LAUNCHes and
+ * LIB_CALLs of one thread from a RUN whose templates are resolved, and returns how many (at most
+ * TKP_LAUNCH_BULK; 0 when the next record is anything else, or r merges several captures).
+ * Record i is what tkp_reader_next() would deliver: b's offset, pid, thread, tid and step,
+ * host_ns[i]; when kind[i] is 0 a LAUNCH, launch = *launch[i] with launch.call = call[i], else a
+ * LIB_CALL, lib_call = *lib[i] with lib_call.call = call[i] and lib_call.call_ns = call_ns[i]
+ * (launch[i] is set for a launch only, lib[i] for a library call only). The columns kind,
+ * host_ns, call and call_ns are the reader's decoded batch in place, and the templates' fields
+ * the reader's own: all valid until the next call on r. tkp_reader_take_full() then consumes the
+ * first k, as tkp_reader_take() does. (A pass that reads of a library call only its template's
+ * fields, as summary's, ignores call and call_ns: they cost it nothing.) */
 struct tkp_run_full {
     uint32_t thread, tid;
     uint64_t step, pid, offset;
+    const uint8_t *kind;
+    const uint64_t *host_ns, *call_ns;
+    const uint32_t *call;
     const __typeof__(((struct tkp_record *)0)->launch) *launch[TKP_LAUNCH_BULK];
     const __typeof__(((struct tkp_record *)0)->lib_call) *lib[TKP_LAUNCH_BULK];
-    uint32_t call[TKP_LAUNCH_BULK];
-    uint64_t host_ns[TKP_LAUNCH_BULK], call_ns[TKP_LAUNCH_BULK];
 };
 size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b);
 void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k);

@@ -48,9 +48,9 @@ struct tkp_run {
     uint32_t plibs; /* its library calls (the first pass's check) */
     struct tkp_run_val *pv; /* its values: dt by record, host_ns by library call */
     uint32_t pcap;
-    uint8_t bkind[TKP_RUN_BATCH];
+    const uint8_t *bkind; /* the batch's kinds: the kinds column in place */
     uint32_t btmpl[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
-    int64_t bdt[TKP_RUN_BATCH];
+    uint64_t bns[TKP_RUN_BATCH]; /* host times: the record's dt added to the time before it */
     uint64_t bhost[TKP_RUN_BATCH];
 };
 /* Opens a run of n records with its base call id and five columns (kinds, dts, tmpls, calls,

@@ -581,7 +581,7 @@ int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b)
 
 /* The next n records of run u; `small`: every template id and call step is one byte (a
  * constant where it is called, so each case gets its own loop). */
-INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep)
+INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_t ns)
 {
     const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
     int64_t call = u->call;
@@ -589,14 +589,14 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep)
      * RUN's, which they replace there for the next (wrapping, as the dt chain does) */
     struct tkp_run_val *pv = u->pv + u->pos;
     uint32_t lib = u->lib;
+    u->bkind = kind; /* checked 0 or 1 */
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
         uint64_t c = small ? *ca++ : tkp_uvar_ok(&ca);
-        u->bkind[i] = (uint8_t)k;
         uint64_t d = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&dt));
         if (rep) d += (uint64_t)pv[i].dt;
         pv[i].dt = (int64_t)d;
-        u->bdt[i] = (int64_t)d;
+        u->bns[i] = ns += d; /* unsigned wrap-around makes a negative dt subtract */
         u->btmpl[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
         if (k) {
             call += 1 + tkp_unzigzag(c);
@@ -614,18 +614,18 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep)
     u->pos += n, u->lib = lib;
 }
 
-void tkp_record_run_batch(struct tkp_decode_buf *b)
+void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
     if (u->rep && u->small) /* each case its own loop: a repeating RUN is the usual one */
-        run_batch(u, n, 1, 1);
+        run_batch(u, n, 1, 1, ns);
     else if (u->rep)
-        run_batch(u, n, 0, 1);
+        run_batch(u, n, 0, 1, ns);
     else if (u->small)
-        run_batch(u, n, 1, 0);
+        run_batch(u, n, 1, 0, ns);
     else
-        run_batch(u, n, 0, 0);
+        run_batch(u, n, 0, 0, ns);
     u->left -= n;
     u->i = 0;
     u->n = n;

@@ -26,9 +26,10 @@ int tkp_record_decode_fast(struct tkp_mp *c, struct tkp_record *r, struct tkp_de
  * or -1 when it declined (the cursor has not moved). */
 int tkp_record_check_fast(struct tkp_mp *c, const struct tkp_decode_buf *b);
 
-/* Decodes the next batch of the RUN open in b->run (b->run.left > 0) into its arrays. The run
- * was checked whole when it was opened. */
-void tkp_record_run_batch(struct tkp_decode_buf *b);
+/* Decodes the next batch of the RUN open in b->run (b->run.left > 0) into its arrays, the host
+ * times from ns, the time of the record before the batch. The run was checked whole when it was
+ * opened. */
+void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns);
 
 /* Decodes the next batch of the COLS open in b->cols (b->cols.left > 0) into b->cols.bv. The
  * COLS was checked whole when it was opened. */

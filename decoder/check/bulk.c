@@ -31,7 +31,7 @@ static void bulk_record(const struct tkp_run_full *b, size_t i, struct tkp_recor
     rec->host_ns = b->host_ns[i];
     rec->thread = b->thread, rec->tid = b->tid;
     rec->pid = b->pid, rec->step = b->step;
-    if (b->lib[i]) {
+    if (b->kind[i]) {
         rec->type = TKP_REC_LIB_CALL;
         rec->lib_call = *b->lib[i];
         rec->lib_call.call = b->call[i], rec->lib_call.call_ns = b->call_ns[i];
@@ -114,7 +114,7 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
             uint64_t token = b->step > h->outside ? b->step - h->outside : 0;
             struct tkp_srec key;
             size_t dec = k; /* the record last decoded into o->last */
-            for (; j < k && !b->lib[j]; j++) {
+            for (; j < k && !b->kind[j]; j++) {
                 key.name = b->launch[j]->name;
                 key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
                 key.has_lib = b->call[j] && b->call[j] == h->call;

@@ -531,7 +531,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
     struct tkp_acc *acc = NULL;
     err = tkp_acc_bind(&m, &acc);
     uint64_t nrec = 0;
-    struct tkp_run_bulk rb;
+    struct tkp_run_full rb;
     rec.type = TKP_REC_CHUNK;
     while (!err) {
         size_t nb;
@@ -539,19 +539,14 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
          * with each, a batch at a time; the first of a run comes through tkp_reader_next (the
          * model's slow path opens the step) */
         if (!s->merged && (rec.type == TKP_REC_LAUNCH || rec.type == TKP_REC_LIB_CALL) &&
-            (nb = tkp_reader_peek_run(r, &rb)) && (nb = tkp_model_add_run(&m, &rb, nb))) {
-            /* saw_time's result is the least time above 0 and the greatest, in any order */
-            uint64_t lo = UINT64_MAX, hi = 0, libs = 0;
-            for (size_t i = 0; i < nb; i++) {
-                uint64_t ns = rb.l.host_ns[i];
-                hi = ns > hi ? ns : hi;
-                lo = ns && ns < lo ? ns : lo;
-                libs += rb.lib[i] != NULL;
-            }
-            if (hi) saw_time(s, lo), saw_time(s, hi);
+            (nb = tkp_reader_peek_full(r, &rb)) && (nb = tkp_model_add_run(&m, &rb, nb))) {
+            /* saw_time's result is the least time above 0 and the greatest, in any order: the
+             * model's figures of the records it took */
+            uint64_t libs = m.run_libs;
+            if (m.run_hi) saw_time(s, m.run_lo1 + 1), saw_time(s, m.run_hi);
             s->launches += nb - libs;
             nrec += nb;
-            tkp_reader_take(r, &rb.l, nb);
+            tkp_reader_take_full(r, &rb, nb);
             continue;
         }
         if (tkp_reader_next(r, &rec) != 1) break;

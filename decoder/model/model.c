@@ -575,14 +575,22 @@ static int eq_weight(const void *ctx, uint32_t id, const void *key)
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    uint64_t h = tkp_mix64(ptr);
-    struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
-    if (!ms->id1) {
-        m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};
-        tkp_map_put(&m->w_ix, ms, h, (uint32_t)m->nw++);
-        return;
+    /* a model's weights repeat every step: the last one seen at these bits of its address
+     * first (device allocations are 256-byte aligned), the table when it is another */
+    uint32_t *recent = &m->w_recent[(ptr >> 8 ^ ptr >> 16) & 255];
+    struct tkp_mweight *w = *recent ? &m->w[*recent - 1] : NULL;
+    if (!w || w->a != ptr) {
+        uint64_t h = tkp_mix64(ptr);
+        struct tkp_map_slot *ms = tkp_map_probe(&m->w_ix, h, eq_weight, m, &ptr);
+        if (!ms->id1) {
+            m->w[m->nw] = (struct tkp_mweight){ptr, mm, n, 0, 0};
+            tkp_map_put(&m->w_ix, ms, h, (uint32_t)m->nw++);
+            *recent = (uint32_t)m->nw;
+            return;
+        }
+        *recent = ms->id1;
+        w = &m->w[ms->id1 - 1];
     }
-    struct tkp_mweight *w = &m->w[ms->id1 - 1];
     if (w->m != mm) w->mvar = 1;
     if (w->n != n) w->nvar = 1;
 }
@@ -690,32 +698,41 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
     return launches_take(m, b->thread, b->step, b->name_id, b->host_ns, n);
 }
 
-size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_bulk *b, size_t n)
+size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n)
 {
-    const struct tkp_launch_bulk *l = &b->l;
+    const uint32_t thread = b->thread;
+    const uint64_t step = b->step;
     struct tkp_mopen *o = m->fast; /* launches: the conditions of tkp_model_add()'s first branch */
-    if (o && (m->fast_seg != l->step || m->fast_thread != l->thread)) o = NULL;
-    /* in locals: the stores below could alias the model's fields for the compiler */
+    if (o && (m->fast_seg != step || m->fast_thread != thread)) o = NULL;
+    /* in locals: the stores below could alias the model's fields and b's for the compiler */
     const uint32_t *id2slot = m->id2slot;
     const size_t cap = m->id2slot_cap, capl = o ? o->capl : 0; /* none: no launch taken */
+    const uint8_t *kind = b->kind;
+    const uint64_t *host_ns = b->host_ns;
+    const __typeof__(b->launch[0]) *launch = b->launch;
+    const __typeof__(b->lib[0]) *lib = b->lib;
     struct tkp_mname *names = m->names;
     struct olaunch *to = o ? o->l : NULL;
-    size_t nl = o ? o->nl : 0, i = 0;
-    uint64_t now = m->now_ns;
+    size_t nl = o ? o->nl : 0, i = 0, libs = 0;
+    uint64_t hi = 0, lo1 = UINT64_MAX;
     for (; i < n; i++) {
-        uint64_t ns = l->host_ns[i], id = l->name_id[i];
-        if (b->lib[i]) {
-            if (!lib_call_take(m, b->lib[i], ns, l->thread, l->step)) break;
+        uint64_t ns = host_ns[i];
+        if (kind[i]) {
+            if (!lib_call_take(m, lib[i], ns, thread, step)) break;
+            libs++;
         } else {
-            if (nl == capl || id >= cap || !id2slot[id]) break;
-            uint32_t slot = id2slot[id] - 1;
-            to[nl++] = (struct olaunch){ns, slot};
-            names[slot].launches++; /* taken back if the step is not counted (close_step) */
+            uint64_t id = launch[i]->name_id;
+            uint32_t s1 = id < cap ? id2slot[id] : 0;
+            if (nl == capl || !s1) break;
+            to[nl++] = (struct olaunch){ns, s1 - 1};
+            names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
         }
-        now = ns > now ? ns : now;
+        hi = ns > hi ? ns : hi;
+        lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
     }
     if (o) o->nl = nl;
-    m->now_ns = now;
+    if (hi > m->now_ns) m->now_ns = hi;
+    m->run_lo1 = lo1, m->run_hi = hi, m->run_libs = libs;
     return i;
 }
 

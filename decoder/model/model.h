@@ -55,7 +55,7 @@
 struct tkp_reader;
 struct tkp_record;
 struct tkp_launch_bulk;
-struct tkp_run_bulk;
+struct tkp_run_full;
 
 #define TKP_MODEL_LATE_FLUSHES 10        /* the watermark window, in flush periods: see above */
 #define TKP_MODEL_LATE_NS 2000000000ull /* 10x the default flush period of 200 ms */
@@ -167,6 +167,10 @@ struct tkp_model {
     struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
+    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its bits 8..15 */
+    /* the records tkp_model_add_run() took last: their least host time above 0 less 1 (UINT64_MAX
+     * when none is above 0), their greatest, their library calls */
+    uint64_t run_lo1, run_hi, run_libs;
     int has_tokens, token_dim_m; /* an executed GEMM seen; tokens are its m (else its n) */
     int has_tok_cols;            /* a kernel name carries tokens (tkp_kernel_token_cols) */
     int finished;
@@ -180,10 +184,12 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r);
  * the step of the previous one, of a name it knows, with room in the step's buffer), and returns
  * how many it took; the rest, from the first it did not take, go through tkp_model_add(). */
 size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk *b, size_t n);
-/* The same over launches and library calls (reader.h, tkp_reader_peek_run): a library call as
- * tkp_model_add() takes it while it needs no step lookup (of the step of the last record the
- * model looked up, room in the weights table). */
-size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_bulk *b, size_t n);
+/* The same over launches and library calls (reader.h, tkp_reader_peek_full: the reader's columns
+ * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
+ * while it needs no step lookup (of the step of the last record the model looked up, room in the
+ * weights table). The records it took: their times and library calls in m->run_lo1, run_hi and
+ * run_libs. */
+size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);
 /* Decides the token dimension (token_dim_m) from the GEMM weights seen so far; finish does it

@@ -1,7 +1,7 @@
 /* Reader throughput: reads a capture with tkp_reader_next() and nothing else, and prints the
  * records delivered, the seconds (CLOCK_MONOTONIC) and records/s. For the decode section of
  * scripts/bench.sh and for profiling the reader alone. With --bulk, the launches and library
- * calls of RUNs are taken a batch at a time (tkp_reader_peek_run / tkp_reader_take, as summary
+ * calls of RUNs are taken a batch at a time (tkp_reader_peek_full / tkp_reader_take_full, as summary
  * reads them; the fleet tables take launches alone, tkp_reader_peek_launches) and the other
  * records one by one.
  * usage: bench_reader [--bulk] CAPTURE */
@@ -29,13 +29,13 @@ int main(int argc, char **argv)
     }
     int err;
     uint64_t sum = 0;
-    struct tkp_run_bulk rb;
+    struct tkp_run_full rb;
     for (;;) {
         size_t k;
-        if (bulk && (k = tkp_reader_peek_run(r, &rb))) {
-            for (size_t i = 0; i < k; i++)
-                sum += rb.l.host_ns[i] + rb.l.name_id[i];
-            tkp_reader_take(r, &rb.l, k);
+        if (bulk && (k = tkp_reader_peek_full(r, &rb))) {
+            for (size_t i = 0; i < k; i++) /* the name id, as summary's model reads it */
+                sum += rb.host_ns[i] + (rb.kind[i] ? rb.lib[i]->op_id : rb.launch[i]->name_id);
+            tkp_reader_take_full(r, &rb, k);
             continue;
         }
         if ((err = tkp_reader_next(r, &rec)) != 1) break;

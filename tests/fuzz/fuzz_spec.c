@@ -27,10 +27,15 @@ static int bulk;
 static struct tkp_run_full bulk_b;
 static __typeof__(((struct tkp_record *)0)->launch) bulk_launch[TKP_LAUNCH_BULK];
 static __typeof__(((struct tkp_record *)0)->lib_call) bulk_lib[TKP_LAUNCH_BULK];
+static uint8_t bulk_kind[TKP_LAUNCH_BULK]; /* the columns b points at (the reader's batch) */
+static uint64_t bulk_host[TKP_LAUNCH_BULK], bulk_call_ns[TKP_LAUNCH_BULK];
+static uint32_t bulk_call[TKP_LAUNCH_BULK];
 static size_t bulk_n;
 
 static void flush(struct tkp_mon *m)
 {
+    bulk_b.kind = bulk_kind, bulk_b.host_ns = bulk_host, bulk_b.call = bulk_call;
+    bulk_b.call_ns = bulk_call_ns;
     if (bulk_n) tkp_mon_feed_run(m, &bulk_b, bulk_n);
     bulk_n = 0;
 }
@@ -48,14 +53,14 @@ static void put(struct tkp_mon *m, const struct tkp_record *r)
         flush(m);
     size_t i = bulk_n++;
     bulk_b.thread = r->thread, bulk_b.tid = r->tid, bulk_b.step = r->step, bulk_b.pid = r->pid;
-    bulk_b.offset = r->offset, bulk_b.host_ns[i] = r->host_ns;
+    bulk_b.offset = r->offset, bulk_host[i] = r->host_ns;
     if (r->type == TKP_REC_LAUNCH) {
         bulk_launch[i] = r->launch, bulk_launch[i].call = 0;
-        bulk_b.launch[i] = &bulk_launch[i], bulk_b.lib[i] = NULL, bulk_b.call[i] = r->launch.call;
+        bulk_b.launch[i] = &bulk_launch[i], bulk_kind[i] = 0, bulk_call[i] = r->launch.call;
     } else {
         bulk_lib[i] = r->lib_call, bulk_lib[i].call = 0, bulk_lib[i].call_ns = 0;
-        bulk_b.lib[i] = &bulk_lib[i], bulk_b.call[i] = r->lib_call.call;
-        bulk_b.call_ns[i] = r->lib_call.call_ns;
+        bulk_b.lib[i] = &bulk_lib[i], bulk_kind[i] = 1, bulk_call[i] = r->lib_call.call;
+        bulk_call_ns[i] = r->lib_call.call_ns;
     }
 }
 

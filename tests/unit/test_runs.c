@@ -639,63 +639,80 @@ static void pair_lib(struct pair *p, int64_t dt, uint64_t step, uint32_t id, uin
 }
 
 static size_t bulk_taken; /* launches bulk_read() took in bulk, for the tests to see it did */
-static size_t bulk_libs;  /* library calls, with tkp_reader_peek_run */
+static size_t bulk_libs;  /* library calls, with tkp_reader_peek_full */
 
-/* A library call taken in bulk (tkp_reader_peek_run) against x, the record by record reading:
- * its template's fields, with the record's call and call_ns, which the bulk does not give. */
-static void bulk_lib(const struct tkp_run_bulk *rb, size_t j, const struct seen *x,
-                     const char *what, size_t i)
+/* Record j of a RUN taken in bulk (tkp_reader_peek_full) against x, the record by record reading:
+ * every field, names, thread, tid and step included, from the columns and the templates. */
+static void bulk_full(const struct tkp_run_full *rb, size_t j, const struct seen *x,
+                      const char *what, size_t i)
 {
-    struct tkp_record rec = {.type = TKP_REC_LIB_CALL};
-    rec.lib_call = *rb->lib[j];
-    cr_assert_eq(rec.lib_call.call, 0, "%s: record %zu: call", what, i);
-    cr_assert_eq(rec.lib_call.call_ns, 0, "%s: record %zu: call_ns", what, i);
-    rec.lib_call.call = (uint32_t)x->x[0];
-    rec.lib_call.call_ns = x->x[11];
+    struct tkp_record rec;
+    memset(&rec, 0, sizeof(rec));
+    rec.host_ns = rb->host_ns[j];
+    rec.thread = rb->thread, rec.tid = rb->tid, rec.step = rb->step;
+    if (rb->kind[j]) {
+        rec.type = TKP_REC_LIB_CALL;
+        rec.lib_call = *rb->lib[j];
+        cr_assert_eq(rec.lib_call.call, 0, "%s: record %zu: a template's call", what, i);
+        rec.lib_call.call = rb->call[j];
+        rec.lib_call.call_ns = rb->call_ns[j];
+        bulk_libs++;
+    } else {
+        rec.type = TKP_REC_LAUNCH;
+        rec.launch = *rb->launch[j];
+        rec.launch.call = rb->call[j];
+    }
     struct got one = {0};
     note(&one, &rec);
-    cr_assert_eq(x->type, TKP_REC_LIB_CALL, "%s: record %zu taken in bulk", what, i);
-    cr_assert_eq(memcmp(one.s[0].x, x->x, sizeof(x->x)), 0, "%s: record %zu: fields", what, i);
-    cr_assert_str_eq(one.s[0].name, x->name, "%s: record %zu: op", what, i);
-    cr_assert_eq(rb->l.name_id[j], x->x[4], "%s: record %zu: op id", what, i);
+    const struct seen *y = &one.s[0];
+    cr_assert_eq(y->type, x->type, "%s: record %zu taken in bulk: type", what, i);
+    cr_assert_eq(y->host_ns, x->host_ns, "%s: record %zu: host_ns", what, i);
+    cr_assert_eq(y->step, x->step, "%s: record %zu: step", what, i);
+    cr_assert_eq(y->thread, x->thread, "%s: record %zu: thread", what, i);
+    cr_assert_eq(y->tid, x->tid, "%s: record %zu: tid", what, i);
+    cr_assert_eq(memcmp(y->x, x->x, sizeof(x->x)), 0, "%s: record %zu: fields", what, i);
+    cr_assert_str_eq(y->name, x->name, "%s: record %zu: name", what, i);
+    cr_assert_neq(x->name[0], '?', "%s: record %zu: an unresolved name in bulk", what, i);
     got_free(&one);
-    bulk_libs++;
 }
 
 /* Reads w as drain() does, but takes launches in bulk (reader.h, tkp_reader_peek_launches), or
- * launches and library calls (tkp_reader_peek_run), where it can, a random number of those
+ * launches and library calls with every field (tkp_reader_peek_full), where it can, a random number of those
  * peeked (seed), and checks every record against want, the record by record reading: a launch
  * taken in bulk by its time, step, thread and name id. */
 static void bulk_read(struct capw *w, const struct got *want, uint64_t seed, const char *what)
 {
     struct tkp_reader *r = capr_open(w);
-    struct tkp_run_bulk rb;
-    struct tkp_launch_bulk *lb = &rb.l;
+    struct tkp_run_full rb;
+    struct tkp_launch_bulk lb;
     struct tkp_record rec;
     size_t i = 0, taken = 0;
     int end;
     for (;;) {
         seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-        int run = seed >> 40 & 1; /* tkp_reader_peek_run */
-        size_t n = !(seed % 4) ? 0 : run ? tkp_reader_peek_run(r, &rb) : tkp_reader_peek_launches(r, lb);
+        int run = seed >> 40 & 1; /* tkp_reader_peek_full */
+        size_t n = !(seed % 4) ? 0 : run ? tkp_reader_peek_full(r, &rb) : tkp_reader_peek_launches(r, &lb);
         cr_assert_leq(n, TKP_LAUNCH_BULK);
         if (n) {
             size_t k = 1 + (seed >> 8) % n;
             for (size_t j = 0; j < k; j++, i++) {
                 cr_assert_lt(i, want->n, "%s: more records in bulk than one by one", what);
                 const struct seen *x = &want->s[i];
-                cr_assert_eq(lb->host_ns[j], x->host_ns, "%s: record %zu: host_ns", what, i);
-                cr_assert_eq(lb->step, x->step, "%s: record %zu: step", what, i);
-                cr_assert_eq(lb->thread, x->thread, "%s: record %zu: thread", what, i);
-                if (run && rb.lib[j]) {
-                    bulk_lib(&rb, j, x, what, i);
+                if (run) {
+                    bulk_full(&rb, j, x, what, i);
                     continue;
                 }
+                cr_assert_eq(lb.host_ns[j], x->host_ns, "%s: record %zu: host_ns", what, i);
+                cr_assert_eq(lb.step, x->step, "%s: record %zu: step", what, i);
+                cr_assert_eq(lb.thread, x->thread, "%s: record %zu: thread", what, i);
                 cr_assert_eq(x->type, TKP_REC_LAUNCH, "%s: record %zu taken in bulk", what, i);
-                cr_assert_eq(lb->name_id[j], x->x[0], "%s: record %zu: name id", what, i);
+                cr_assert_eq(lb.name_id[j], x->x[0], "%s: record %zu: name id", what, i);
                 cr_assert_neq(x->name[0], '?', "%s: record %zu: an unresolved name in bulk", what, i);
             }
-            tkp_reader_take(r, lb, k);
+            if (run)
+                tkp_reader_take_full(r, &rb, k);
+            else
+                tkp_reader_take(r, &lb, k);
             taken += k;
             continue;
         }
@@ -724,13 +741,13 @@ static void bulk_read(struct capw *w, const struct got *want, uint64_t seed, con
 static size_t model_bulk; /* records model_same() fed to the model in bulk */
 
 /* w read into a model record by record (tkp_model_add) and, as summary reads it, with a RUN's
- * launches and library calls in bulk (tkp_reader_peek_run, tkp_model_add_run): the same steps,
+ * launches and library calls in bulk (tkp_reader_peek_full, tkp_model_add_run): the same steps,
  * names, GEMM figures and weights. */
 static void model_same(struct capw *w, const char *what)
 {
     struct tkp_classes *cl;
     struct tkp_model m[2];
-    struct tkp_run_bulk rb;
+    struct tkp_run_full rb;
     struct tkp_record rec;
     cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
     struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
@@ -739,8 +756,20 @@ static void model_same(struct capw *w, const char *what)
         size_t n;
         tkp_model_init(&m[b], &o);
         for (;;) {
-            if (b && (n = tkp_reader_peek_run(r, &rb)) && (n = tkp_model_add_run(&m[b], &rb, n))) {
-                tkp_reader_take(r, &rb.l, n);
+            if (b && (n = tkp_reader_peek_full(r, &rb)) && (n = tkp_model_add_run(&m[b], &rb, n))) {
+                /* the figures summary takes of the records taken: least time above 0, greatest,
+                 * library calls */
+                uint64_t lo = 0, hi = 0, libs = 0;
+                for (size_t j = 0; j < n; j++) {
+                    uint64_t ns = rb.host_ns[j];
+                    if (ns && (!lo || ns < lo)) lo = ns;
+                    if (ns > hi) hi = ns;
+                    libs += rb.kind[j];
+                }
+                cr_assert_eq(m[b].run_hi, hi, "%s: run_hi", what);
+                cr_assert_eq(m[b].run_libs, libs, "%s: run_libs", what);
+                if (hi) cr_assert_eq(m[b].run_lo1 + 1, lo, "%s: run_lo1", what);
+                tkp_reader_take_full(r, &rb, n);
                 model_bulk += n;
                 continue;
             }
@@ -1239,4 +1268,35 @@ Test(runs, in_a_merged_read)
     got_free(&g);
     snprintf(path, sizeof(path), "rm -rf %s", dir);
     cr_assert_eq(system(path), 0);
+}
+
+/* The model's token vote with two weights whose addresses meet in its cache of recent weights
+ * (model.c weight_vote: bits 8..15 of 0x10000000 and 0x20000000 both fold to 0), alternating
+ * step by step as a model's layers do: each keeps its own n, and its m (the tokens) varies, so
+ * that the vote says m (taken for one another, the one weight would see n vary as much). */
+Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
+{
+    struct tkp_classes *cl;
+    struct tkp_model m;
+    cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
+    struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
+    tkp_model_init(&m, &o);
+    uint64_t ns = 1000;
+    for (uint64_t step = 1; step <= 4; step++)
+        for (int w = 0; w < 2; w++) {
+            struct tkp_record r;
+            memset(&r, 0, sizeof(r));
+            r.type = TKP_REC_LIB_CALL, r.step = step, r.host_ns = ns += 1000;
+            r.lib_call.lib = TKP_LIB_CUBLAS, r.lib_call.op = "cublasGemmEx";
+            r.lib_call.a_ptr = w ? 0x20000000 : 0x10000000;
+            r.lib_call.m = step, r.lib_call.n = w ? 1024 : 4096, r.lib_call.k = 256;
+            r.lib_call.batch = 1;
+            cr_assert_eq(tkp_model_add(&m, &r), 0);
+        }
+    cr_assert_eq(m.nw, 2, "two weights, got %zu", m.nw);
+    cr_assert_eq(tkp_model_finish(&m), 0);
+    cr_assert(m.has_tokens);
+    cr_assert_eq(m.token_dim_m, 1, "the tokens are m");
+    tkp_model_free(&m);
+    tkp_classes_free(cl);
 }

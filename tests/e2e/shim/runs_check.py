@@ -39,8 +39,8 @@ def capture(name, stacks):
         sys.exit(f"FAIL: {len(cap)} captures in {out}")
     with open(cap[0], "rb") as f:
         version = int.from_bytes(f.read(16)[8:10], "little")
-    if version != 5:
-        fails.append(f"{name}: format version {version}, expected 5")
+    if version != 6:
+        fails.append(f"{name}: format version {version}, expected 6")
     d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap[0]],
                        capture_output=True, text=True, timeout=120)
     if d.returncode:

@@ -1004,7 +1004,8 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     b->run.pcap = 0;
     b->ltmpl = NULL;
     b->ctmpl = NULL;
-    b->ltmpl_cap = b->ctmpl_cap = 0;
+    b->gtmpl = NULL;
+    b->ltmpl_cap = b->ctmpl_cap = b->gtmpl_cap = 0;
     b->nodes = NULL;
     b->deps = NULL;
     b->pcs = NULL;

@@ -21,6 +21,7 @@
 #include "base/map.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "capture/gputmpl.h"
 #include "capture/record.h"
 #include "capture/record_fast.h"
 #include "capture/rep.h"
@@ -642,6 +643,7 @@ static const char *name_peek(struct tkp_reader *r, uint64_t id)
 
 static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
 {
+    if (type != TKP_REC_TMPL && type != TKP_REC_LIB_TMPL) return; /* GPU_TMPL: names per record */
     struct tkp_decode_buf *b = &r->buf;
     uint32_t id = b->tmpl_id, th;
     const char *name;
@@ -782,14 +784,14 @@ void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, si
     r->stats.records += k;
 }
 
-/* ---- columns (FORMAT.md "Columns") ----
- * A COLS's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
+/* ---- columns (FORMAT.md "Columns", "GPU templates") ----
+ * A COLS's or GPU_RUN's records are GPU_KERNEL or GPU_COPY records, whose names and tids resolve as apply()
  * resolves them. */
 static void cols_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_cols *u = &b->cols;
-    if (u->i == u->n) tkp_record_cols_batch(b);
+    if (u->i == u->n) tkp_cols_batch(b); /* a COLS or a GPU_RUN */
     tkp_gpu_store(rec, u->type, u->bv[u->i++]);
     rec->offset = r->chunk_off;
     rec->pid = r->pid;

@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "capture/gputmpl.h"
 
 struct dec {
     struct tkp_mp *c;
@@ -247,6 +248,8 @@ static const char *const type_names[] = {
     [TKP_REC_LIB_TMPL] = "LIB_TMPL",
     [TKP_REC_RUN] = "RUN",
     [TKP_REC_COLS] = "COLS",
+    [TKP_REC_GPU_TMPL] = "GPU_TMPL",
+    [TKP_REC_GPU_RUN] = "GPU_RUN",
 };
 
 const char *tkp_record_type_name(uint64_t type)
@@ -265,6 +268,7 @@ static const uint8_t min_fields[] = {
     [TKP_REC_GPU_KERNEL] = 17,  [TKP_REC_GPU_COPY] = 13,   [TKP_REC_GPU_INFO] = 10,
     [TKP_REC_LAUNCH_T] = 3,     [TKP_REC_TMPL] = 12,       [TKP_REC_LIB_CALL_T] = 5,
     [TKP_REC_LIB_TMPL] = 18,    [TKP_REC_RUN] = 8,         [TKP_REC_COLS] = 3,
+    [TKP_REC_GPU_TMPL] = 13,    [TKP_REC_GPU_RUN] = 5,
 };
 
 /* GPU records: graph and node are -1 when the work was not a graph node */
@@ -329,6 +333,7 @@ void tkp_cols_begin(struct tkp_cols *u, uint32_t type, uint32_t n, const uint8_t
     u->i = u->n = 0;
     u->small = 0;
     u->first = 1;
+    u->gpu_run = 0;
     for (uint32_t k = 0; k < u->nf; k++) {
         const uint8_t *q = col[k];
         tkp_uvar_ok(&q);
@@ -780,6 +785,85 @@ static int cols_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf 
     return 0;
 }
 
+/* ---- GPU templates (FORMAT.md, "GPU templates", version 6) ---- */
+
+/* GPU_TMPL: [gtmpl, name, stream, thread, join, graph, node, gx, gy, gz, bx, by, bz], checked as
+ * a GPU_KERNEL's same fields and stored as one with the varying fields 0. */
+static int gpu_tmpl_def(struct dec *d, struct tkp_decode_buf *b)
+{
+    static const uint8_t at[12] = {2, 3, 5, 7, 9, 10, 11, 12, 13, 14, 15, 16}; /* after gtmpl */
+    uint32_t id;
+    if (u32f(d, "gtmpl", &id)) return TKP_ERR_RECORD;
+    if (id >= TKP_GPU_TMPL_MAX)
+        return fail(d, "GPU template %u, above the limit %u", id, TKP_GPU_TMPL_MAX - 1);
+    uint64_t v[TKP_COLS_FIELDS] = {0};
+    for (unsigned i = 0; i < 12; i++) {
+        const struct gpu_field *f = &kernel_fields[at[i]];
+        if (f->kind == GF_ID ? idf(d, f->name, &v[at[i]]) : u64f(d, f->name, &v[at[i]]))
+            return TKP_ERR_RECORD;
+        if (!gpu_value_ok(f->kind, v[at[i]])) return gpu_value_fail(d, "", f, v[at[i]]);
+    }
+    struct tkp_gpu_tmpl *t = tmpl_slot((void **)&b->gtmpl, &b->gtmpl_cap, id, sizeof(*b->gtmpl));
+    if (!t) return TKP_ERR_NOMEM;
+    memcpy(t->v, v, sizeof v);
+    t->gen = b->gen;
+    b->tmpl_id = id;
+    return 0;
+}
+
+/* GPU_RUN: [n, tmpls, starts, durs, joins], every column read to its end, every template
+ * defined in the chunk and every correlation and index within 32 bits, so that delivering its
+ * records (capture/gputmpl.c) needs no check. */
+static int gpu_run_open(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
+{
+    static const char *const cname[4] = {"tmpls", "starts", "durs", "joins"};
+    uint32_t n, len[4];
+    const uint8_t *col[4];
+    if (u32f(d, "n", &n)) return TKP_ERR_RECORD;
+    if (n == 0 || n > TKP_GPU_RUN_MAX)
+        return fail(d, "%u records, expected 1 to %u", n, TKP_GPU_RUN_MAX);
+    for (unsigned k = 0; k < 4; k++) {
+        if (tkp_mp_bin(d->c, &col[k], &len[k])) return bad_type(d, cname[k], "a bin", TKP_MP_BIN);
+        if (k < 3 && !tkp_varints_ok(col[k], col[k] + len[k], n))
+            return column_fail(d, cname[k], col[k], col[k] + len[k], n);
+    }
+    const uint8_t *q = col[0];
+    uint64_t joins = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = tkp_uvar_ok(&q), id = v >> 2;
+        if (id >= b->gtmpl_cap || b->gtmpl[id].gen != b->gen)
+            return fail(d, "record %u: GPU template %llu not defined in this chunk", i,
+                        (unsigned long long)id);
+        joins += (v & 3) == TKP_GMODE_JOINS;
+    }
+    if (!tkp_varints_ok(col[3], col[3] + len[3], 3 * joins))
+        return column_fail(d, cname[3], col[3], col[3] + len[3], (uint32_t)(3 * joins));
+    uint64_t corr = 0, step = 0, index = 0;
+    const uint8_t *j = col[3];
+    q = col[0];
+    for (uint32_t i = 0; i < n; i++) {
+        tkp_gpu_joins_next(tkp_uvar_ok(&q) & 3, &j, &corr, &step, &index);
+        if (corr > UINT32_MAX || index > UINT32_MAX)
+            return fail(d, "record %u: field '%s': %llu does not fit 32 bits", i,
+                        corr > UINT32_MAX ? "correlation" : "index",
+                        (unsigned long long)(corr > UINT32_MAX ? corr : index));
+    }
+    r->type = (enum tkp_rec)TKP_REC_GPU_RUN;
+    struct tkp_cols *u = &b->cols;
+    u->type = TKP_REC_GPU_KERNEL;
+    u->nf = TKP_COLS_FIELDS;
+    u->left = n;
+    u->i = u->n = 0;
+    u->small = 0;
+    u->first = 1;
+    u->gpu_run = 1;
+    for (unsigned k = 0; k < 4; k++) {
+        u->col[k] = col[k];
+        u->prev[k] = 0;
+    }
+    return 0;
+}
+
 /* STACK: [id, [pc, ...]] */
 static int stack(struct dec *d, struct tkp_record *r, struct tkp_decode_buf *b)
 {
@@ -883,7 +967,9 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     r->type = (enum tkp_rec)type;
     b->dt = 0;
     d.nelem = n - 1;
-    int err = body(&d, r, b);
+    int err = type == TKP_REC_GPU_TMPL  ? gpu_tmpl_def(&d, b)
+              : type == TKP_REC_GPU_RUN ? gpu_run_open(&d, r, b)
+                                        : body(&d, r, b);
     if (err) return err < 0 ? err : TKP_ERR_RECORD;
     n -= 1 + min_fields[type] + d.used;
     /* LAUNCH's optional trailing `call` (inside a library call, else 0) and `stack` (a sampled
@@ -899,8 +985,10 @@ int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_
     for (; n; n--)
         if (tkp_mp_skip(c)) return fail(&d, "unreadable extra field");
     if (type == TKP_REC_RUN) return TKP_DECODE_RUN;
-    if (type == TKP_REC_COLS) return TKP_DECODE_COLS;
-    return type == TKP_REC_TMPL || type == TKP_REC_LIB_TMPL ? TKP_DECODE_DEFINED : 1;
+    if (type == TKP_REC_COLS || type == TKP_REC_GPU_RUN) return TKP_DECODE_COLS;
+    return type == TKP_REC_TMPL || type == TKP_REC_LIB_TMPL || type == TKP_REC_GPU_TMPL
+               ? TKP_DECODE_DEFINED
+               : 1;
 }
 
 void tkp_decode_buf_free(struct tkp_decode_buf *b)
@@ -910,12 +998,14 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     free(b->pcs);
     free(b->ltmpl);
     free(b->ctmpl);
+    free(b->gtmpl);
     free(b->run.pv);
     b->run.pv = NULL;
     b->run.pcap = 0;
     b->ltmpl = NULL;
     b->ctmpl = NULL;
-    b->ltmpl_cap = b->ctmpl_cap = 0;
+    b->gtmpl = NULL;
+    b->ltmpl_cap = b->ctmpl_cap = b->gtmpl_cap = 0;
     b->nodes = NULL;
     b->deps = NULL;
     b->pcs = NULL;

@@ -97,6 +97,8 @@ struct tkp_cols {
     uint32_t nf;       /* fields decoded: the type's */
     uint32_t small;    /* bit k: column k's varints after the first are one byte each */
     int first;         /* the next batch is the first */
+    int gpu_run;       /* a GPU_RUN (capture/gputmpl.h): col[0..3] its columns, prev[0..3] the
+                          last record's end, correlation, step, index */
     uint64_t prev[TKP_COLS_FIELDS];
     const uint8_t *col[TKP_COLS_FIELDS];
     uint64_t bv[TKP_RUN_BATCH][TKP_COLS_FIELDS]; /* by record: its fields in payload order */
@@ -297,6 +299,11 @@ struct tkp_decode_buf {
     uint32_t ctmpl_cap;
     struct tkp_run run;
     struct tkp_cols cols;
+    struct tkp_gpu_tmpl { /* GPU_TMPL by id (format v6): a GPU_KERNEL's fields, gen as above */
+        uint64_t v[TKP_COLS_FIELDS];
+        uint32_t gen;
+    } * gtmpl;
+    uint32_t gtmpl_cap;
     uint32_t tmpl_id; /* the template a TKP_DECODE_DEFINED record defined */
     /* launch / library-call ids below TKP_TMPL_OK_IDS checked defined in chunk ... */
 #define TKP_TMPL_OK_IDS 4096
@@ -313,8 +320,9 @@ struct tkp_decode_buf {
 /* ... or 3 for a RUN: checked whole and opened in b->run, whose records tkp_record_run_next()
  * (record_fast.h) delivers one by one. */
 #define TKP_DECODE_RUN 3
-/* ... or 4 for a COLS: checked whole and opened in b->cols, whose records the reader delivers
- * from the batches tkp_record_cols_batch() (record_fast.h) decodes. */
+/* ... or 4 for a COLS or a GPU_RUN: checked whole and opened in b->cols, whose records the reader
+ * delivers from the batches tkp_cols_batch() (capture/gputmpl.h) decodes. A GPU_TMPL is a
+ * definition (2). */
 #define TKP_DECODE_COLS 4
 int tkp_record_decode(struct tkp_mp *c, struct tkp_record *r, struct tkp_decode_buf *b, char *why,
                       size_t whylen);

@@ -9,9 +9,9 @@
  * transfers that mangle text are detected. */
 #define TKP_FILE_MAGIC "\x89TKP\r\n\x1a\n"
 #define TKP_FILE_MAGIC_LEN 8
-#define TKP_FORMAT_VERSION 5     /* what the shim writes */
+#define TKP_FORMAT_VERSION 6     /* what the shim writes */
 #define TKP_FORMAT_VERSION_MIN 1 /* the oldest a reader accepts: v1 has no templates, v2 no runs,
-                                    v3 no repeating runs, v4 no REP */
+                                    v3 no repeating runs, v4 no REP, v5 no GPU templates */
 #define TKP_FILE_HEADER_LEN 16
 
 /* File header flags */
@@ -31,6 +31,10 @@
 #define TKP_RUN_MAX 65536u
 /* Records in one COLS: likewise. */
 #define TKP_COLS_MAX 65536u
+/* GPU template ids (GPU_TMPL) are below this; a writer past it writes COLS of GPU_KERNEL. */
+#define TKP_GPU_TMPL_MAX 4096u
+/* Records in one GPU_RUN: as a COLS. */
+#define TKP_GPU_RUN_MAX 65536u
 
 /* Record types: the first element of every msgpack array in a chunk. */
 enum tkp_rec {
@@ -71,6 +75,9 @@ enum tkp_rec {
     /* 33 REP [33, n, back, times, others]: n records of the types of the groupable records
        `back` before them, as differences (v5; TKP_REC_REP in include/tokprof/rep.h, outside
        this enum: the reader expands it before the record decoder sees it) */
+    /* 35 GPU_TMPL [35, gtmpl, name, stream, thread, join, graph, node, gx, gy, gz, bx, by, bz]
+       and 36 GPU_RUN [36, n, tmpls, starts, durs, joins]: GPU_KERNEL records by template (v6;
+       TKP_REC_GPU_TMPL, TKP_REC_GPU_RUN below, outside this enum: never delivered) */
     /* Tier 2, GPU time (CUPTI). Times are absolute CLOCK_MONOTONIC ns (no dt); thread
      * 4294967295, graph -1 and node -1 mean "not joined" (docs/FORMAT.md, "GPU records"). */
     TKP_REC_GPU_KERNEL = 30, /* [30, start_ns, end_ns, name, stream, correlation, thread, step,
@@ -79,6 +86,19 @@ enum tkp_rec {
                                  thread, step, join, index, graph, node] */
     TKP_REC_GPU_INFO = 32,   /* [32, status, mode, reason, clock, records, dropped, bad_time,
                                  unjoined, filtered, buffer_bytes_peak] */
+};
+
+/* GPU kernel templates (format v6, docs/FORMAT.md "GPU templates"): a GPU_TMPL defines the fields
+ * a kernel's records share, a GPU_RUN holds n GPU_KERNEL records as template ids and columns. */
+#define TKP_REC_GPU_TMPL 35
+#define TKP_REC_GPU_RUN 36
+/* GPU_RUN tmpls: tmpl << 2 | mode, mode: how correlation, step, index follow the previous
+ * record's (c, s, i): */
+enum tkp_gpu_run_mode {
+    TKP_GMODE_NEXT = 0,  /* c + 1, s, i + 1: the next launch of the thread's step */
+    TKP_GMODE_SAME = 1,  /* c, s, i: another node of the same graph launch */
+    TKP_GMODE_CORR = 2,  /* c + 1, s, i: the next unjoined record */
+    TKP_GMODE_JOINS = 3, /* given in the joins column */
 };
 
 /* LAUNCH.via: how the launch reached us; TKP_VIA_PTSZ is or-ed in for per-thread-stream forms. */

@@ -317,6 +317,7 @@ static const struct tkp_setting places[S_COUNT] = {
     [S_TOKPROF_TRIGGER_MIN_S] = {NUM(tkp_prod.min_gap_ns, S)},
     [S_TOKPROF_TEST_WRITER_DELAY_MS] = {NUM(tkp_prod.test_delay_ms, 1)},
     [S_TOKPROF_TEST_REP] = {.dst = &tkp_prod.test_rep},
+    [S_TOKPROF_TEST_GPU] = {.dst = &tkp_prod.test_gpu},
 };
 #undef MB
 #undef S

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/base.h"
+#include "core/map.h"
 #include "gpu/activity.h"
 #include "record/col.h"
 #include "tokprof/format.h"
@@ -37,12 +38,14 @@ static struct {
  * bytes were made free at once), so that adding a record checks one counter, not 17 columns. */
 #define COLS_FIELDS 17
 #define ROOM_RECS 256u
-static struct {
+struct colset {
     int type; /* of the open COLS */
     uint32_t n, nf, room;
     uint64_t prev[COLS_FIELDS];
     struct tkp_col c[COLS_FIELDS];
-} cols;
+};
+/* shadow: TOKPROF_TEST_GPU=shadow's COLS of the kernels of the open GPU_RUN ("templates") */
+static struct colset cols, shadow;
 
 /* ---- the correlation table ---- */
 struct corr {
@@ -150,18 +153,23 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
  * of kernel names are written as the records are added, before the COLS that uses them. */
 /* (cols, the open COLS, is declared above.) */
 
+static void cols_pack(msgpack_packer *pk, struct colset *cs)
+{
+    msgpack_pack_array(pk, 4 + cs->nf);
+    msgpack_pack_int(pk, TKP_REC_COLS);
+    msgpack_pack_int(pk, cs->type);
+    msgpack_pack_uint32(pk, cs->n);
+    msgpack_pack_uint32(pk, cs->nf);
+    tkp_cols_pack(pk, cs->c, cs->nf);
+    cs->n = 0;
+    cs->room = 0; /* the columns are empty again: made room for anew at the next record */
+}
+
+static void run_flush(const struct tkp_enc *enc);
+
 static void cols_flush(const struct tkp_enc *enc)
 {
-    if (!cols.n) return;
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 4 + cols.nf);
-    msgpack_pack_int(pk, TKP_REC_COLS);
-    msgpack_pack_int(pk, cols.type);
-    msgpack_pack_uint32(pk, cols.n);
-    msgpack_pack_uint32(pk, cols.nf);
-    tkp_cols_pack(pk, cols.c, cols.nf);
-    cols.n = 0;
-    cols.room = 0; /* the columns are empty again: made room for anew at the next record */
+    if (cols.n) cols_pack(enc->packer(enc->ctx), &cols);
 }
 
 /* The zigzag deltas of a record's fields, then their bytes. Start, end, name, correlation and
@@ -171,31 +179,31 @@ static void cols_flush(const struct tkp_enc *enc)
  * byte each. Unrolled for the constant count of a GPU_KERNEL: no loop control per field. A
  * GPU_COPY (rare) takes the plain loop. */
 #define COLS_WIDE(k) ((k) < 3 || (k) == 4 || (k) > 10)
-static inline void cols_put(const uint64_t *v, uint32_t nf)
+static inline void cols_put(struct colset *cs, const uint64_t *v, uint32_t nf)
 {
     for (uint32_t k = 0; k < nf; k++) {
-        tkp_col_put(&cols.c[k], tkp_zigzag((int64_t)(v[k] - cols.prev[k])));
-        cols.prev[k] = v[k];
+        tkp_col_put(&cs->c[k], tkp_zigzag((int64_t)(v[k] - cs->prev[k])));
+        cs->prev[k] = v[k];
     }
 }
-static inline void cols_put_kernel(const uint64_t *v)
+static inline void cols_put_kernel(struct colset *cs, const uint64_t *v)
 {
     uint64_t z[17], any = 0;
 #pragma GCC unroll 17
     for (uint32_t k = 0; k < 17; k++) {
-        uint64_t d = v[k] - cols.prev[k];
+        uint64_t d = v[k] - cs->prev[k];
         z[k] = (d << 1) ^ (0 - (d >> 63));
-        cols.prev[k] = v[k];
+        cs->prev[k] = v[k];
         if (!COLS_WIDE(k)) any |= z[k];
     }
 #pragma GCC unroll 17
     for (uint32_t k = 0; k < 17; k++)
-        if (COLS_WIDE(k)) tkp_col_put(&cols.c[k], z[k]);
+        if (COLS_WIDE(k)) tkp_col_put(&cs->c[k], z[k]);
     if (TKP_LIKELY(any < 0x80)) {
 #pragma GCC unroll 17
         for (uint32_t k = 0; k < 17; k++) {
             if (COLS_WIDE(k)) continue;
-            struct tkp_col *c = &cols.c[k];
+            struct tkp_col *c = &cs->c[k];
             uint32_t n = c->n;
             c->p[n] = (uint8_t)z[k];
             c->n = n + 1;
@@ -203,38 +211,44 @@ static inline void cols_put_kernel(const uint64_t *v)
         return;
     }
     for (uint32_t k = 0; k < 17; k++)
-        if (!COLS_WIDE(k)) tkp_col_put(&cols.c[k], z[k]);
+        if (!COLS_WIDE(k)) tkp_col_put(&cs->c[k], z[k]);
 }
 
 /* Adds a record of type with fields v[0..nf) to the open COLS; 0 when memory ran out (the
  * caller writes it as a record of its own). The writer's cost per GPU record is mostly here:
  * one counter for the room, then per field a delta, a zigzag and (nearly always) one byte. */
+static int colset_add(struct colset *cs, int type, const uint64_t *v, uint32_t nf)
+{
+    if (TKP_UNLIKELY(!cs->room)) {
+        for (uint32_t k = 0; k < COLS_FIELDS; k++)
+            if (tkp_col_reserve(&cs->c[k], ROOM_RECS * 10)) return 0;
+        cs->room = ROOM_RECS;
+    }
+    if (!cs->n) {
+        cs->type = type;
+        cs->nf = nf;
+        memset(cs->prev, 0, sizeof cs->prev);
+    }
+    if (type == TKP_REC_GPU_KERNEL) cols_put_kernel(cs, v);
+    else cols_put(cs, v, nf);
+    cs->n++;
+    cs->room--;
+    return 1;
+}
+
 static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
+    run_flush(enc); /* GPU records keep their order */
     if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
-    if (TKP_UNLIKELY(!cols.room)) {
-        for (uint32_t k = 0; k < COLS_FIELDS; k++)
-            if (tkp_col_reserve(&cols.c[k], ROOM_RECS * 10)) {
-                cols_flush(enc);
-                return 0;
-            }
-        cols.room = ROOM_RECS;
-    }
-    if (!cols.n) {
-        cols.type = type;
-        cols.nf = nf;
-        memset(cols.prev, 0, sizeof cols.prev);
-    }
-    if (type == TKP_REC_GPU_KERNEL) cols_put_kernel(v);
-    else cols_put(v, nf);
-    cols.n++;
-    cols.room--;
-    return 1;
+    if (colset_add(&cols, type, v, nf)) return 1;
+    cols_flush(enc);
+    return 0;
 }
 
 /* The record as msgpack, after the open COLS (out of memory for columns). */
 static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
+    run_flush(enc);
     cols_flush(enc);
     msgpack_packer *pk = enc->packer(enc->ctx);
     msgpack_pack_array(pk, 1 + nf);
@@ -246,6 +260,233 @@ static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, u
         else
             msgpack_pack_uint64(pk, v[k]);
     }
+}
+
+
+/* ---- GPU templates (FORMAT.md, "GPU templates", version 6) ----
+ * What a kernel's records share from launch to launch (its name, stream, thread, join kind,
+ * graph node and dimensions: its launch site) is one id, a GPU_TMPL defined once per chunk; a
+ * GPU_RUN holds the kernels of a writer cycle as that id and what varies: the start (against the
+ * previous record's end), the duration, and the correlation, step and index, which nearly
+ * always follow the previous record's (TKP_GMODE_*, two bits beside the id). Per kernel: one
+ * probe of the template table (the key compared whole), then two or three varints, mostly one
+ * or two bytes each. */
+struct gt_key {
+    uint64_t name;         /* CUPTI's name pointer; the NAME id is asked once per chunk */
+    uint64_t stream_th;    /* stream | thread << 32 */
+    uint64_t d01, d23, d45; /* gx gy, gz bx, by bz as CUPTI has them */
+    uint64_t graph_join;   /* graph (as 32 bits, -1: none) | join << 32 */
+    uint64_t node;
+};
+#define GT_SLOTS (2 * TKP_GPU_TMPL_MAX) /* open addressing, at most half full */
+static struct {
+    struct gt_slot {
+        struct gt_key k;
+        uint32_t id1; /* id + 1; 0: empty */
+    } *slot;
+    struct gt_def {
+        uint32_t name, seq1; /* its NAME id; the chunk (seq + 1) that defined it, 0: none */
+    } def[TKP_GPU_TMPL_MAX];
+    uint32_t n;
+    int failed; /* no memory for the table: COLS as before */
+} gt;
+static uint32_t chunk_seq1; /* the chunk this tkp_gpuenc_encode() call packs into, + 1 */
+static int test_mode;       /* TOKPROF_TEST_GPU: 0 templates, 1 COLS only, 2 shadow */
+
+/* The open GPU_RUN: tmpls, starts, durs, joins; the previous record's end, correlation, step
+ * and index (0 before the first). */
+static struct {
+    uint32_t n, room;
+    uint64_t end, corr, step, index;
+    struct tkp_col c[4];
+} run;
+
+static inline uint32_t gt_hash(const struct gt_key *k)
+{
+    uint64_t h = tkp_hash_u64(k->name ^ k->stream_th ^ k->d01 ^ k->d23 << 3 ^ k->d45 << 5 ^
+                              k->graph_join << 7 ^ k->node << 11);
+    return (uint32_t)(h >> 40) & (GT_SLOTS - 1);
+}
+
+/* The template id of key, entered when new; -1 when the table is full or out of memory. */
+static inline int64_t gt_find(const struct gt_key *k)
+{
+    if (TKP_UNLIKELY(!gt.slot)) {
+        if (gt.failed || !(gt.slot = calloc(GT_SLOTS, sizeof *gt.slot))) {
+            gt.failed = 1;
+            return -1;
+        }
+    }
+    for (uint32_t i = gt_hash(k);; i = (i + 1) & (GT_SLOTS - 1)) {
+        struct gt_slot *s = &gt.slot[i];
+        if (TKP_LIKELY(s->id1)) {
+            const struct gt_key *q = &s->k;
+            if (TKP_LIKELY(((q->name ^ k->name) | (q->stream_th ^ k->stream_th) |
+                            (q->d01 ^ k->d01) | (q->d23 ^ k->d23) | (q->d45 ^ k->d45) |
+                            (q->graph_join ^ k->graph_join) | (q->node ^ k->node)) == 0))
+                return s->id1 - 1;
+            continue;
+        }
+        if (gt.n == TKP_GPU_TMPL_MAX) return -1;
+        s->k = *k;
+        s->id1 = ++gt.n;
+        gt.def[gt.n - 1].seq1 = 0;
+        return gt.n - 1;
+    }
+}
+
+/* GPU_TMPL id in the current chunk: [35, gtmpl, name, stream, thread, join, graph, node, gx, gy,
+ * gz, bx, by, bz] (its NAME first). */
+static void gt_define(const struct tkp_enc *enc, uint32_t id, const struct gt_key *k,
+                      const char *name)
+{
+    struct gt_def *d = &gt.def[id];
+    d->name = enc->name(enc->ctx, name ? name : "?");
+    d->seq1 = chunk_seq1;
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 14);
+    msgpack_pack_int(pk, TKP_REC_GPU_TMPL);
+    msgpack_pack_uint32(pk, id);
+    msgpack_pack_uint32(pk, d->name);
+    msgpack_pack_uint32(pk, (uint32_t)k->stream_th);
+    msgpack_pack_uint32(pk, (uint32_t)(k->stream_th >> 32));
+    msgpack_pack_uint32(pk, (uint32_t)(k->graph_join >> 32));
+    if ((uint32_t)k->graph_join == UINT32_MAX) msgpack_pack_int(pk, -1);
+    else msgpack_pack_uint32(pk, (uint32_t)k->graph_join);
+    if (k->node == UINT64_MAX) msgpack_pack_int(pk, -1);
+    else msgpack_pack_uint64(pk, k->node);
+    const uint64_t w[3] = {k->d01, k->d23, k->d45};
+    for (int i = 0; i < 3; i++) {
+        msgpack_pack_uint32(pk, (uint32_t)w[i]);
+        msgpack_pack_uint32(pk, (uint32_t)(w[i] >> 32));
+    }
+}
+
+/* [36, n, tmpls, starts, durs, joins], and in shadow mode the same kernels as a COLS after it
+ * in a record [34, bin] (readers skip it; tests/e2e/shim/unrep.c puts it in the GPU_RUN's
+ * place). */
+static void run_flush(const struct tkp_enc *enc)
+{
+    if (!run.n) return;
+    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_pack_array(pk, 6);
+    msgpack_pack_int(pk, TKP_REC_GPU_RUN);
+    msgpack_pack_uint32(pk, run.n);
+    tkp_cols_pack(pk, run.c, 4);
+    run.n = run.room = 0;
+    run.end = run.corr = run.step = run.index = 0;
+    if (shadow.n) {
+        msgpack_sbuffer sb;
+        msgpack_packer spk;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer_init(&spk, &sb, msgpack_sbuffer_write);
+        cols_pack(&spk, &shadow);
+        msgpack_pack_array(pk, 2);
+        msgpack_pack_int(pk, 34); /* TKP_REC_REP_SHADOW */
+        msgpack_pack_bin(pk, sb.size);
+        msgpack_pack_bin_body(pk, sb.data, sb.size);
+        msgpack_sbuffer_destroy(&sb);
+    }
+}
+
+static inline void put1(struct tkp_col *c, uint64_t v)
+{
+    if (TKP_LIKELY(v < 0x80)) c->p[c->n++] = (uint8_t)v;
+    else tkp_col_put(c, v);
+}
+
+/* Adds a kernel of template id to the open GPU_RUN; 0 when memory ran out. */
+static inline int run_add(const struct tkp_enc *enc, uint32_t id, uint64_t start, uint64_t end,
+                          uint64_t corr, uint64_t step, uint64_t index)
+{
+    if (TKP_UNLIKELY(!run.room || run.n == TKP_GPU_RUN_MAX)) {
+        if (run.n == TKP_GPU_RUN_MAX) run_flush(enc);
+        for (uint32_t k = 0; k < 4; k++)
+            if (tkp_col_reserve(&run.c[k], ROOM_RECS * (k == 3 ? 30 : 10))) return 0;
+        run.room = ROOM_RECS;
+    }
+    if (TKP_UNLIKELY(cols.n)) cols_flush(enc);
+    uint64_t dc = corr - run.corr, di = index - run.index;
+    uint32_t mode = TKP_GMODE_JOINS;
+    if (TKP_LIKELY(step == run.step)) {
+        if (dc == 1) mode = di == 1 ? TKP_GMODE_NEXT : di == 0 ? TKP_GMODE_CORR : mode;
+        else if (dc == 0 && di == 0) mode = TKP_GMODE_SAME;
+    }
+    put1(&run.c[0], (uint64_t)id << 2 | mode);
+    tkp_col_put(&run.c[1], tkp_zigzag((int64_t)(start - run.end)));
+    tkp_col_put(&run.c[2], end - start);
+    if (TKP_UNLIKELY(mode == TKP_GMODE_JOINS)) {
+        put1(&run.c[3], tkp_zigzag((int64_t)dc));
+        put1(&run.c[3], tkp_zigzag((int64_t)(step - run.step)));
+        put1(&run.c[3], tkp_zigzag((int64_t)di));
+    }
+    run.end = end;
+    run.corr = corr;
+    run.step = step;
+    run.index = index;
+    run.n++;
+    run.room--;
+    return 1;
+}
+
+/* A kernel: by its template into the GPU_RUN; 0 when it has none (table full, no memory), then
+ * the caller writes it as COLS. */
+static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t start, uint64_t end,
+                       uint32_t corr, uint64_t gnode)
+{
+    struct gt_key k;
+    const char *name;
+    uint32_t stream;
+    memcpy(&name, p + 104, sizeof name);
+    memcpy(&stream, p + 48, 4);
+    memcpy(&k.d01, p + 52, 8);
+    memcpy(&k.d23, p + 60, 8);
+    memcpy(&k.d45, p + 68, 8);
+    k.name = (uintptr_t)name;
+    uint64_t step, index;
+    uint32_t thread, join;
+    const struct corr *c = corr_find(corr);
+    if (TKP_LIKELY(c)) {
+        thread = c->thread;
+        step = c->step;
+        join = c->join_idx >> 28;
+        index = c->join_idx & 0x0fffffffu;
+    } else {
+        thread = TKP_GPU_THREAD_NONE;
+        step = index = 0;
+        join = TKP_JOIN_NONE;
+    }
+    uint32_t g = UINT32_MAX;
+    uint64_t n = UINT64_MAX;
+    if (gnode && tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n)) {
+        if (g == UINT32_MAX || n == UINT64_MAX) return 0; /* ids that read as -1: COLS */
+    } else {
+        g = UINT32_MAX, n = UINT64_MAX;
+    }
+    k.stream_th = stream | (uint64_t)thread << 32;
+    k.graph_join = g | (uint64_t)join << 32;
+    k.node = n;
+    int64_t id = gt_find(&k);
+    if (TKP_UNLIKELY(id < 0)) return 0;
+    /* defined before the GPU_RUN that uses it, which is packed later */
+    if (TKP_UNLIKELY(gt.def[id].seq1 != chunk_seq1)) gt_define(enc, (uint32_t)id, &k, name);
+    if (!run_add(enc, (uint32_t)id, start, end, corr, step, index)) return 0;
+    if (!c) counts.unjoined++;
+    if (TKP_UNLIKELY(test_mode == 2)) { /* the same kernel as the COLS of before */
+        uint64_t v[COLS_FIELDS];
+        v[0] = start, v[1] = end;
+        v[2] = enc->name(enc->ctx, name ? name : "?");
+        v[3] = stream, v[4] = corr;
+        join_fields(v + 5, corr, gnode);
+        counts.unjoined -= !c; /* join_fields counted it */
+        for (int i = 0; i < 6; i++) {
+            int32_t d;
+            memcpy(&d, p + 52 + 4 * i, 4);
+            v[11 + i] = (uint32_t)d;
+        }
+        colset_add(&shadow, TKP_REC_GPU_KERNEL, v, 17);
+    }
+    return 1;
 }
 
 static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
@@ -290,6 +531,7 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
         if (!cols_add(enc, TKP_REC_GPU_COPY, v, 13)) pack_plain(enc, TKP_REC_GPU_COPY, v, 13);
         return;
     }
+    if (TKP_LIKELY(test_mode != 1) && kernel_tmpl(enc, p, start, end, corr, gnode)) return;
     const char *name;
     uint32_t stream;
     int32_t dims[6];
@@ -336,19 +578,23 @@ int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
                       const struct tkp_enc *enc)
 {
     filters = tkp_cupti_filters();
+    chunk_seq1 = enc->chunk(enc->ctx) + 1;
+    test_mode = enc->test;
     uint32_t done = 0;
     while (b->head) {
         while (tkp_cupti_next_record(b->head, &b->rec)) {
             encode_record(enc, b->rec);
             if (++done >= max && !final) {
-                cols_flush(enc); /* the writer packs host records next */
+                run_flush(enc); /* the writer packs host records next */
+                cols_flush(enc);
                 return 1;
             }
         }
         b->head = tkp_cupti_release(b->head);
         b->rec = NULL;
     }
-    cols_flush(enc); /* before any other record, and within this chunk */
+    run_flush(enc); /* before any other record, and within this chunk */
+    cols_flush(enc);
     struct tkp_cupti_status st;
     tkp_cupti_status(&st);
     if (st.status != TKP_GPU_OFF || st.reason[0] || final) emit_info(enc, &st, final);
@@ -367,6 +613,13 @@ void tkp_gpuenc_after_fork(void)
     batch.head = NULL; /* the parent's buffers (not freed: CUPTI's memory state is the parent's) */
     batch.rec = NULL;
     for (int k = 0; k < COLS_FIELDS; k++)
-        cols.c[k].n = 0;
+        cols.c[k].n = shadow.c[k].n = 0;
+    shadow.n = shadow.room = 0;
+    run.n = run.room = 0; /* and a GPU_RUN */
+    run.end = run.corr = run.step = run.index = 0;
+    for (int k = 0; k < 4; k++)
+        run.c[k].n = 0;
+    for (uint32_t i = 0; i < gt.n; i++) /* the child numbers its chunks from 0 again */
+        gt.def[i].seq1 = 0;
     counts.info_sent = 0;
 }

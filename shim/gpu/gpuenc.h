@@ -1,5 +1,5 @@
 /* Tier 2, the writer thread's side (gpuenc.c): the GPU records of CUPTI's completed buffers,
- * joined to the host records and encoded as COLS and GPU_INFO into the writer's chunks. Internal
+ * joined to the host records and encoded as GPU_TMPL and GPU_RUN (kernels), COLS (copies) and GPU_INFO into the writer's chunks. Internal
  * to the shim; the writer thread only.
  *
  * Who calls what (writer/writer.c, each cycle):
@@ -27,6 +27,12 @@ struct tkp_enc {
     msgpack_packer *(*packer)(void *ctx);
     /* The id of a name, defined in the current chunk before it is returned. */
     uint32_t (*name)(void *ctx, const char *s);
+    /* The current chunk's number (the same during one tkp_gpuenc_encode() call): GPU templates
+     * are defined once per chunk. */
+    uint32_t (*chunk)(void *ctx);
+    /* TOKPROF_TEST_GPU: 0 GPU_RUNs, 1 COLS only (as format 5), 2 GPU_RUNs each shadowed by its
+     * COLS (tests only) */
+    int test;
 };
 struct tkp_gpu_batch;
 /* The buffers CUPTI completed so far, to encode after the rings are drained. Valid until the

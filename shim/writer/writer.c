@@ -671,7 +671,13 @@ static uint32_t enc_name(void *ctx, const char *s)
     return id;
 }
 
-static const struct tkp_enc gpu_enc = {NULL, enc_packer, enc_name};
+static uint32_t enc_chunk(void *ctx)
+{
+    (void)ctx;
+    return writer.seq;
+}
+
+static struct tkp_enc gpu_enc = {NULL, enc_packer, enc_name, enc_chunk, 0};
 
 /* ---- metadata, losses, chunks ---------------------------------------------------------------- */
 
@@ -858,6 +864,7 @@ int tkp_writer_start(const struct tkp_sink *sink)
     msgpack_sbuffer_init(&writer.sb);
     msgpack_packer_init(&writer.pk, &writer.sb, msgpack_sbuffer_write);
     tkp_wrep_init(&writer.pk, tkp_prod.test_rep);
+    gpu_enc.test = tkp_prod.test_gpu;
     writer.cctx = ZSTD_createCCtx();
     if (!writer.cctx) return -1;
     ZSTD_CCtx_setParameter(writer.cctx, ZSTD_c_compressionLevel, 3);

@@ -378,7 +378,7 @@ Test(reader, bad_header)
     cr_assert_str_eq(why, "capture header cut short (12 of 16 bytes)");
     cr_assert_eq(open_header("GIF89a..........", 16, why, sizeof(why)), TKP_ERR_NOT_CAPTURE);
     cr_assert_str_eq(why, "not a tokprof capture (bad magic)");
-    h[8] = 2; /* v5 (REP), v4 (repeating runs), v3 (runs), v2 (templates) and v1 are all read */
+    h[8] = 2; /* v6 (GPU templates), v5 (REP), v4 (repeating runs), v3 (runs), v2 (templates) and v1 are all read */
     cr_assert_eq(open_header(h, 16, why, sizeof(why)), 0);
     h[8] = 3;
     cr_assert_eq(open_header(h, 16, why, sizeof(why)), 0);
@@ -387,8 +387,10 @@ Test(reader, bad_header)
     h[8] = 5;
     cr_assert_eq(open_header(h, 16, why, sizeof(why)), 0);
     h[8] = 6;
+    cr_assert_eq(open_header(h, 16, why, sizeof(why)), 0);
+    h[8] = 7;
     cr_assert_eq(open_header(h, 16, why, sizeof(why)), TKP_ERR_VERSION);
-    cr_assert_str_eq(why, "capture format version 6, this tokprof reads versions 1 to 5");
+    cr_assert_str_eq(why, "capture format version 7, this tokprof reads versions 1 to 6");
     h[8] = 1;
     h[12] = 8;
     cr_assert_eq(open_header(h, 16, why, sizeof(why)), TKP_ERR_HEADER);

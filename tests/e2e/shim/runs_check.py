@@ -29,8 +29,8 @@ def capture(name, stacks):
                       dict(SIMGPU_ZERO="1", TOKPROF_GPU="off", TOKPROF_STACKS=stacks,
                            TOKPROF_RING_KB="8192", TOKPROF_FLUSH_MS="20"), timeout=120)
     version = format_version(cap)
-    if version != 5:
-        fails.append(f"{name}: format version {version}, expected 5")
+    if version != 6:
+        fails.append(f"{name}: format version {version}, expected 6")
     d = subprocess.run([os.path.join(build, "decoder/tokprof"), "dump", cap],
                        capture_output=True, text=True, timeout=120)
     if d.returncode:

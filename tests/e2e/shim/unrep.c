@@ -1,14 +1,17 @@
-/* unrep IN OUT: a capture written with TOKPROF_TEST_REP=shadow (each REP record followed by a
+/* unrep IN OUT [gpu]: a capture written with TOKPROF_TEST_REP=shadow (each REP record followed by a
  * record [34, bin] holding the records it stands for, packed as the shim would have written them
  * without REPs) rewritten without REPs: each REP dropped, each shadow replaced by its bytes, every
- * other byte kept. Its decoded records must be the capture's (rep_check.py). Prints the number of
- * REPs replaced; exit 1 on a malformed input, 3 when there was no REP (nothing was compared). */
+ * other byte kept. Its decoded records must be the capture's (rep_check.py). With `gpu`, the same
+ * for a capture written with TOKPROF_TEST_GPU=shadow: each GPU_RUN dropped (REPs are kept), its
+ * shadow (the same kernels as a COLS) in its place (gpu_run_check.py). Prints the number of
+ * REPs (GPU_RUNs) replaced; exit 1 on a malformed input, 3 when there was no REP (nothing was compared). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
 #include "base/mp.h"
+#include "tokprof/format.h"
 #include "tokprof/rep.h"
 
 static int type_at(const struct tkp_mp *c, uint64_t *type)
@@ -20,10 +23,11 @@ static int type_at(const struct tkp_mp *c, uint64_t *type)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: unrep IN OUT\n");
+    if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "gpu"))) {
+        fprintf(stderr, "usage: unrep IN OUT [gpu]\n");
         return 2;
     }
+    uint64_t drop = argc == 4 ? TKP_REC_GPU_RUN : TKP_REC_REP;
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
     if (!in || !out) return perror("unrep"), 1;
     uint8_t h[16];
@@ -50,7 +54,7 @@ int main(int argc, char **argv)
             const uint8_t *p = c.p;
             uint64_t type;
             if (type_at(&c, &type) || tkp_mp_skip(&c)) return fprintf(stderr, "unrep: bad record\n"), 1;
-            if (type == TKP_REC_REP) {
+            if (type == drop) {
                 reps++;
                 continue;
             }

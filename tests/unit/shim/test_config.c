@@ -67,7 +67,7 @@ Test(shim_config, every_setting_has_a_parser_and_a_place)
 {
     size_t n;
     const struct tkp_setting *t = tkp_settings(&n);
-    cr_assert_eq(n, 29);
+    cr_assert_eq(n, 30);
     for (size_t i = 0; i < n; i++) {
         cr_assert_not_null(t[i].parse, "%s", t[i].name);
         cr_assert(t[i].dst || (t[i].kind == 'c' || t[i].kind == 'C'), "%s has no place",
@@ -180,6 +180,9 @@ Test(shim_config, every_choice_in_the_table_means_its_own_value)
         INT("TOKPROF_TEST_REP", "on", tkp_prod.test_rep, 0),
         INT("TOKPROF_TEST_REP", "off", tkp_prod.test_rep, 1),
         INT("TOKPROF_TEST_REP", "shadow", tkp_prod.test_rep, 2),
+        INT("TOKPROF_TEST_GPU", "on", tkp_prod.test_gpu, 0),
+        INT("TOKPROF_TEST_GPU", "off", tkp_prod.test_gpu, 1),
+        INT("TOKPROF_TEST_GPU", "shadow", tkp_prod.test_gpu, 2),
         INT("TOKPROF_MODE", "stream", tkp_prod.flight, 0),
         INT("TOKPROF_MODE", "flight", tkp_prod.flight, 1),
         U64("TOKPROF_TRIGGER", "step>1.5ms", tkp_prod.step_ns, 1500000),

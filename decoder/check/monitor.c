@@ -126,8 +126,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
                                   .imp_prog = tkp_check_general || !a->prevs ? -1 : a->imp_prog};
         m->rec_skip[j] = a->skip;
         m->rec_warm |= a->skip > 0;
-        if (a->fast >= 0) m->rec_low |= 1ull << (2 * a->fast);
     }
+    m->rec_none = !m->nrec_host && !m->nstream && !m->nbuffered;
     for (int s = 0; s < sp->nslots_temporal && s < 64; s++) {
         const struct tkp_node *x = &sp->n[c->slot_node[s]];
         if (x->op == OP_ONCE && (x->has_iv || c->near[s].on)) m->hit_slots |= 1ull << s;
@@ -534,6 +534,14 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
 static int host_full(struct tkp_mon *m, struct thr *h, struct open_step *o,
                      const struct tkp_record *r, uint32_t pos, struct tkp_shape *e);
 
+/* The open step's last record, kept undecoded (last_decode decodes it when a witness needs it). */
+static inline void keep_raw(const struct tkp_mon *m, struct open_step *o, const struct tkp_record *r)
+{
+    o->last_raw = *r;
+    o->last_id = m->next_id;
+    o->last_lazy = 1;
+}
+
 /* The passes shape_record counted per shape, into the assertions' evaluated counts. */
 static void pass_counts(struct tkp_mon *m)
 {
@@ -568,20 +576,16 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
     o->launches += x->kind == RK_KERNEL || x->kind == RK_GRAPH;
     o->work += x->kind <= RK_MEMSET; /* kernel, graph, memcpy, memset */
     struct tkp_shape *e = pos ? tkp_shape_find(m->shapes, x) : NULL;
-    if (!e && pos && !m->nrec_host && !m->nstream && !m->nbuffered) {
+    if (!e && pos && m->rec_none) {
         /* nothing reads host records (step and run assertions on the step's own figures): kept
-         * raw, as a shape that decides everything keeps it (the step's last, for witnesses) */
-        o->last_raw = *r;
-        o->last_id = m->next_id;
-        o->last_lazy = 1;
+         * raw, as a shape that decides everything keeps it */
+        keep_raw(m, o, r);
         return 0;
     }
     if (e) {
         if (!e->want) shape_plan(m, e), shape_col(m, e);
         if (e->want == 1) {
-            o->last_raw = *r;
-            o->last_id = m->next_id;
-            o->last_lazy = 1;
+            keep_raw(m, o, r);
             shape_record(m, h, o, e, x->token, r->step);
             return 0;
         }

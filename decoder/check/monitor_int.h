@@ -101,7 +101,7 @@ struct tkp_mon {
     struct tkp_srec gpu_rec;    /* the GPU record being judged */
     struct tkp_eval er, es;     /* contexts of a record: its record-level assertions (temporal
                                    state advances), its streamed aggregates (r and the step) */
-    uint64_t rec_low;           /* low bits of the host record-level assertions' shape verdicts */
+    int rec_none; /* nothing reads host records: no record-level assertion, no step aggregate */
     uint64_t *rec_skip;         /* by position in rec_host: warm-up steps */
     struct rhost *rh;           /* by position in rec_host */
     int rec_warm;               /* a host record-level assertion has a warm-up (skip) */

@@ -92,8 +92,11 @@ if [ "$what" = all ] || [ "$what" = launch ]; then
     # __cudaLaunchKernel and libcudart's own (dlsym on its handle, which no preload interposes),
     # and the process prints the median over pairs of (hooked - direct) per launch; the control is
     # the same run without the shim, where both are libcudart's (0 but for noise).
+    paired() { # launchloop's paired line ("H ns/launch hooked, D direct, A added (...)") -> A D H
+        sed -n 's/^\([-0-9.]*\) ns\/launch hooked, \([-0-9.]*\) direct, \([-0-9.]*\) added.*/\3 \2 \1/p' "$1"
+    }
     NP=${NP:-1000000}
-    : >"$work/base"; : >"$work/shim"; : >"$work/pair"; : >"$work/null"
+    : >"$work/base"; : >"$work/shim"; : >"$work/pair"; : >"$work/null"; : >"$work/pdirect"; : >"$work/phooked"
     for i in $(seq "$RUNS"); do
         SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM "${PIN[@]}" "$B/kernels/launchloop" "$N" 5000 20000 |
             awk '{print $1}' >>"$work/base"
@@ -105,9 +108,10 @@ if [ "$what" = all ] || [ "$what" = launch ]; then
         nodrops
         SIMGPU_ZERO=1 LD_LIBRARY_PATH=$SIM "${PIN[@]}" "$B/kernels/launchloop" "$NP" 5000 20000 paired \
             >"$work/n.out"
-        sed 's/.*, \([-0-9.]*\) added.*/\1/' "$work/p.out" >>"$work/pair"
-        sed 's/.*, \([-0-9.]*\) added.*/\1/' "$work/n.out" >>"$work/null"
-        awk '{print $4}' "$work/p.out" >>"$work/pdirect"; awk '{print $1}' "$work/p.out" >>"$work/phooked"
+        read -r added direct hooked < <(paired "$work/p.out")
+        echo "$added" >>"$work/pair"; echo "$direct" >>"$work/pdirect"; echo "$hooked" >>"$work/phooked"
+        read -r added direct hooked < <(paired "$work/n.out")
+        echo "$added" >>"$work/null"
     done
     b=$(median <"$work/base"); s=$(median <"$work/shim")
     echo "| launch path (simgpu zero-cost, median of $RUNS runs, ${PIN[*]:-unpinned}) | without shim | with shim | added |"

@@ -1036,3 +1036,12 @@ int tkp_meta_config(const struct tkp_record *r, const char *key, struct tkp_mp *
     }
     return 0;
 }
+
+uint64_t tkp_meta_config_uint(const struct tkp_record *r, const char *key, uint64_t dflt)
+{
+    struct tkp_mp c;
+    uint64_t v;
+    if (!tkp_meta_config(r, key, &c) || tkp_mp_peek(&c) != TKP_MP_UINT || tkp_mp_u64(&c, &v))
+        return dflt;
+    return v;
+}

@@ -343,5 +343,7 @@ const char *tkp_record_type_name(uint64_t type);
 /* META: puts *c at the value of config.KEY (docs/FORMAT.md "META") in a META record's map.
  * Returns 1 found, 0 absent or malformed. */
 int tkp_meta_config(const struct tkp_record *r, const char *key, struct tkp_mp *c);
+/* META: config.KEY as an unsigned integer; dflt when absent or not one. */
+uint64_t tkp_meta_config_uint(const struct tkp_record *r, const char *key, uint64_t dflt);
 
 #endif

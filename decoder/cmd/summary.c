@@ -40,6 +40,8 @@
  *   stopped_at      int|null file offset of that chunk
  *   stopped_why     str|null why, e.g. "incomplete chunk"
  *   missing_names   int      name references their chunk did not define (shown as "?")
+ *   host_time_ns    int      the grain of the host times (TOKPROF_TIME_NS: each rounded down to
+ *                            a multiple of it; the coarsest of the files'), 1 when exact
  *   tokens          int|null tokens processed over the token steps (prompt + generated), from
  *                            library-call shapes (libcalls.h's rule, streamed: analysis.h) or
  *                            kernel names that carry them (ggml's mul_mat_vec_q); null without
@@ -86,6 +88,7 @@
 #include "model/norms.h"
 #include "capture/multireader.h"
 #include "capture/reader.h"
+#include "capture/record.h"
 
 /* What the model says, computed once for both views. */
 struct insight {
@@ -121,6 +124,7 @@ struct summary {
     int merged; /* several files: records are told apart by pid (else all are one process) */
     char program[TKP_NAME_MAX];
     uint64_t pid;
+    uint64_t time_ns; /* the coarsest host-time grain a META gave (TOKPROF_TIME_NS); 1 exact */
     uint64_t first_ns, last_ns;
     uint64_t steps, outside_steps, warmup_steps, part_steps, launches, graph_launches, copies, syncs;
     struct thread_sum *threads; /* by capture-local thread index */
@@ -182,6 +186,8 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
     case TKP_REC_META:
         snprintf(s->program, sizeof(s->program), "%s", r->meta.program);
         s->pid = r->meta.pid;
+        uint64_t q = tkp_meta_config_uint(r, "time_ns", 1);
+        if (q > s->time_ns) s->time_ns = q;
         if (p) snprintf(p->program, sizeof(p->program), "%s", r->meta.program);
         if (p && !s->merged) p->pid = r->meta.pid;
         break;
@@ -443,7 +449,8 @@ static void print_json(FILE *f, const struct summary *s, const struct tkp_reader
     } else {
         fputs(",\"stopped_at\":null,\"stopped_why\":null", f);
     }
-    fprintf(f, ",\"missing_names\":%" PRIu64, st->missing_names);
+    fprintf(f, ",\"missing_names\":%" PRIu64 ",\"host_time_ns\":%" PRIu64, st->missing_names,
+            s->time_ns);
     print_json_insight(f, m, in);
     fputs(",\"processes\":[", f);
     for (size_t i = 0; i < s->nprocs; i++) {
@@ -474,9 +481,12 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     else
         fprintf(f, "capture   %s: %" PRIu64 " chunks", path, st->chunks);
     if (e)
-        fprintf(f, ", stopped at byte %" PRIu64 " (%s)\n", e->offset, e->msg);
+        fprintf(f, ", stopped at byte %" PRIu64 " (%s)", e->offset, e->msg);
     else
-        fputs(", complete\n", f);
+        fputs(", complete", f);
+    if (s->time_ns > 1) /* TOKPROF_TIME_NS: launch gaps are known to that, not to the ns */
+        fprintf(f, "; host times to %" PRIu64 " ns", s->time_ns);
+    putc('\n', f);
     if (s->nprocs > 1) {
         fprintf(f, "processes %zu:", s->nprocs);
         for (size_t i = 0; i < s->nprocs; i++)
@@ -526,6 +536,7 @@ static int run(int argc, char **argv, struct tkp_ctx *ctx)
         return err;
     }
     s->merged = tkp_reader_nfiles(r) > 1;
+    s->time_ns = 1; /* exact until a META says otherwise */
     tkp_model_init(&m, &mo);
     memset(&in, 0, sizeof(in));
     struct tkp_acc *acc = NULL;

@@ -433,10 +433,7 @@ static int sweep(struct tkp_model *m, int final)
 /* META config.flush_ms, 0 when absent: how often the shim hands over GPU records. */
 uint64_t tkp_meta_flush_ms(const struct tkp_record *r)
 {
-    struct tkp_mp c;
-    uint64_t v;
-    if (!tkp_meta_config(r, "flush_ms", &c) || tkp_mp_peek(&c) != TKP_MP_UINT) return 0;
-    return tkp_mp_u64(&c, &v) ? 0 : v;
+    return tkp_meta_config_uint(r, "flush_ms", 0);
 }
 
 static int add_graph(struct tkp_model *m, const struct tkp_record *r)

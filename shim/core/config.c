@@ -301,6 +301,7 @@ static const struct tkp_setting places[S_COUNT] = {
     [S_TOKPROF_GPU_BUFFER_MB] = {NUM(tkp_cfg.gpu_buffer_mb, 1)},
     [S_TOKPROF_CUPTI_PATH] = {TEXT(tkp_cfg.cupti_path)},
     [S_TOKPROF_CLOCK] = {.dst = &tkp_cfg.clock},
+    [S_TOKPROF_TIME_NS] = {NUM(tkp_cfg.time_ns, 1)},
     [S_TOKPROF_MODE] = {.dst = &tkp_prod.flight},
     /* Bounded by default (docs/OPERATIONS.md, "Disk"): 256 MB files, the newest 4 kept, so one
      * process never holds more than about 1 GiB; 0 lifts either bound (settings.def). */

@@ -38,6 +38,7 @@ struct tkp_config {
     unsigned buffer_mb;     /* per-thread ring budget, all threads together */
     unsigned ring_kb;       /* one thread's ring */
     unsigned flush_ms;
+    unsigned time_ns;       /* TOKPROF_TIME_NS: host times rounded down to a multiple of it */
     uint64_t step_copy_max; /* auto: largest DtoH copy that can end a step */
     int clock;              /* enum tkp_clock_choice */
     int stacks_mode;        /* enum tkp_stacks_mode */

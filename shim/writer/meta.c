@@ -132,7 +132,7 @@ void tkp_meta_pack(msgpack_packer *pk, const struct tkp_sink *sink, uint64_t sta
     pack_kv_int(pk, "cuda_driver_version", driver_version());
     pack_devices(pk);
     pack_str(pk, "config");
-    msgpack_pack_map(pk, 11);
+    msgpack_pack_map(pk, 12);
     pack_kv_str(pk, "mode", sink->mode);
     pack_kv_int(pk, "max_bytes", (int64_t)tkp_prod.max_bytes); /* the disk bounds: OPERATIONS.md */
     pack_kv_int(pk, "keep", tkp_prod.keep);
@@ -143,6 +143,7 @@ void tkp_meta_pack(msgpack_packer *pk, const struct tkp_sink *sink, uint64_t sta
     pack_kv_int(pk, "buffer_mb", tkp_cfg.buffer_mb);
     pack_kv_int(pk, "ring_kb", tkp_cfg.ring_kb);
     pack_kv_int(pk, "flush_ms", tkp_cfg.flush_ms);
+    pack_kv_int(pk, "time_ns", tkp_cfg.time_ns); /* host times' grain (TOKPROF_TIME_NS) */
     pack_kv_str(pk, "out", tkp_cfg.out_dir);
     if (sink->meta_pack) sink->meta_pack(pk); /* a flight snapshot says why it was taken */
 }

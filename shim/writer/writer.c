@@ -115,10 +115,28 @@ static void chunk_begin(void)
     writer.chunk_events = 0;
 }
 
-/* A record's stamp (clock.c), as ns delta-encoded against the previous record. */
+/* A stamp (clock.c) as the ns a capture holds, and a difference of stamps: rounded down to
+ * TOKPROF_TIME_NS (1, exact, unless set: docs/OPERATIONS.md "Budgets"). Rounding down keeps
+ * a host time at or before the moment it stamps, so never after a GPU time it caused. */
+static uint64_t grain(uint64_t ns)
+{
+    return TKP_UNLIKELY(tkp_cfg.time_ns > 1) ? ns - ns % tkp_cfg.time_ns : ns;
+}
+
+static uint64_t host_ns(uint64_t stamp)
+{
+    return grain(tkp_stamp_ns(stamp));
+}
+
+static uint64_t dur_ns(uint64_t ticks)
+{
+    return grain(tkp_stamp_dur_ns(ticks));
+}
+
+/* A record's stamp, as ns delta-encoded against the previous record. */
 static int64_t next_dt(uint64_t stamp)
 {
-    uint64_t ts = tkp_stamp_ns(stamp);
+    uint64_t ts = host_ns(stamp);
     int64_t dt = (int64_t)(ts - writer.prev_ns);
     writer.prev_ns = ts;
     return dt;
@@ -396,7 +414,7 @@ static struct tkp_fixed_LIB_CALL lib_fields(const struct tkp_ev *e, uint32_t op)
                                        .transb = ty[5],
                                        .stream = e->a,
                                        .a_ptr = e->b,
-                                       .call_ns = tkp_stamp_dur_ns(e->u[7]),
+                                       .call_ns = dur_ns(e->u[7]),
                                        .status = e->u[6] >> 16,
                                        .flags = (e->u[6] >> 8) & 0xff};
 }
@@ -447,7 +465,7 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
         pack_lib_tmpl(&v);
     }
     if (run_room(e->step)) {
-        run_add(1, e->ts, (uint32_t)t, e->u[4], tkp_stamp_dur_ns(e->u[7]));
+        run_add(1, e->ts, (uint32_t)t, e->u[4], dur_ns(e->u[7]));
         return;
     }
     pk = gpk(); /* LIB_CALL_T is groupable */
@@ -457,7 +475,7 @@ static void encode_lib_call(const struct tkp_ev *e, uint32_t thread)
     msgpack_pack_uint32(pk, e->step);
     msgpack_pack_uint32(pk, e->u[4]);
     msgpack_pack_uint32(pk, (uint32_t)t);
-    msgpack_pack_uint64(pk, tkp_stamp_dur_ns(e->u[7]));
+    msgpack_pack_uint64(pk, dur_ns(e->u[7]));
     gadded();
 }
 
@@ -558,7 +576,7 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
         h.dt = next_dt(e->ts);
         tkp_fixed_pack_SYNC(pk, &h,
                             &(struct tkp_fixed_SYNC){.kind = e->sub, .handle = e->a,
-                                                     .wait_ns = tkp_stamp_dur_ns(e->b)});
+                                                     .wait_ns = dur_ns(e->b)});
         break;
     case TKP_REC_EVENT_RECORD:
         h.dt = next_dt(e->ts);
@@ -571,8 +589,8 @@ static int encode_fixed(const struct tkp_ev *e, uint32_t thread)
                                    &(struct tkp_fixed_STREAM_WAIT){.stream = e->a, .event = e->b});
         break;
     case TKP_REC_STEP: { /* its times are absolute: no dt */
-        struct tkp_fixed_STEP v = {.kind = e->sub, .begin_ns = tkp_stamp_ns(e->ts),
-                                   .mark_ns = tkp_stamp_ns(e->a), .end_ns = tkp_stamp_ns(e->b),
+        struct tkp_fixed_STEP v = {.kind = e->sub, .begin_ns = host_ns(e->ts),
+                                   .mark_ns = host_ns(e->a), .end_ns = host_ns(e->b),
                                    .closed_by = e->u[0], .launches = e->u[1],
                                    .graph_launches = e->u[2], .copies = e->u[3]};
         if (writer.sink->on_step)

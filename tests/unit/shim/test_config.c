@@ -67,7 +67,7 @@ Test(shim_config, every_setting_has_a_parser_and_a_place)
 {
     size_t n;
     const struct tkp_setting *t = tkp_settings(&n);
-    cr_assert_eq(n, 30);
+    cr_assert_eq(n, 31);
     for (size_t i = 0; i < n; i++) {
         cr_assert_not_null(t[i].parse, "%s", t[i].name);
         cr_assert(t[i].dst || (t[i].kind == 'c' || t[i].kind == 'C'), "%s has no place",
@@ -251,6 +251,7 @@ Test(shim_config, unset_variables_get_the_tables_defaults)
     cr_assert_eq(tkp_cfg.gpu_buffer_mb, 32);
     cr_assert_str_eq(tkp_cfg.cupti_path, "libcupti.so.13");
     cr_assert_eq(tkp_cfg.clock, TKP_CLOCK_AUTO);
+    cr_assert_eq(tkp_cfg.time_ns, 1); /* exact host times unless asked */
     cr_assert_eq(tkp_prod.flight, 0);
     cr_assert_eq(tkp_prod.max_bytes, (uint64_t)TKP_DEFAULT_MAX_MB << 20);
     cr_assert_eq(tkp_prod.keep, TKP_DEFAULT_KEEP);

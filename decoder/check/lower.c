@@ -203,30 +203,15 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
     }
 }
 
-/* Truth values only, but for `prev`s of them: what eval.c's probe and run_bool read. */
-static int bool_prev(const struct buf *p)
-{
-    for (int k = 0; k < p->n; k++) {
-        const struct tkp_ins *i = &p->v[k];
-        if (i->op == VO_PREV) continue;
-        if (i->op == VO_CONST && i->v.t == VT_BOOL) continue;
-        switch (i->op) {
-        case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NOT: case VO_AND_L: case VO_OR_L:
-        case VO_IMPL_L: case VO_AND: case VO_OR: case VO_END:
-            break;
-        default: return 0;
-        }
-    }
-    return 1;
-}
-
-/* Every instruction computes a truth value from truth values, and so does the last. */
-static int is_boolean(const struct buf *b)
+/* Every instruction computes a truth value from truth values, and so does the last; with
+ * prev_ok, `prev`s of them too (what eval.c's probe and run_bool read: prog.h bool_prev). */
+static int is_boolean(const struct buf *b, int prev_ok)
 {
     for (int k = 0; k < b->n; k++) {
         const struct tkp_ins *i = &b->v[k];
         switch (i->op) {
         case VO_CONST: if (i->v.t == VT_BOOL) break; return 0;
+        case VO_PREV: if (prev_ok) break; return 0;
         case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NOT: case VO_AND_L: case VO_OR_L:
         case VO_IMPL_L: case VO_AND: case VO_OR: case VO_ONCE: case VO_HIST: case VO_SINCE:
         case VO_END:
@@ -253,7 +238,7 @@ static int is_numeric(const struct buf *b)
         default: return 0; /* VO_MATCH, VO_FIG, VO_BASE, VO_AGG_STEP, VO_AGG_RUN */
         }
     }
-    return !is_boolean(b);
+    return !is_boolean(b, 0);
 }
 
 /* A numeric program's instructions for run_num: RATTR+PREV, CONST+comparison and
@@ -379,7 +364,7 @@ static int new_prog(struct lw *L, int n, int atomise)
         return -1;
     }
     struct tkp_prog *p = &c->prog[c->nprog];
-    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL, 0};
+    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b, 0), is_numeric(&b), NULL, -1, NULL, 0};
     if (p->numeric && !(p->nins = fuse(&b))) {
         free(b.v);
         lerr(L, n, "out of memory");
@@ -387,7 +372,7 @@ static int new_prog(struct lw *L, int n, int atomise)
     }
     if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
     if (p->numeric) p->bound = straight(L->sp, &b); /* none (or no memory): run_num runs it */
-    p->bool_prev = !p->boolean && bool_prev(&b);
+    p->bool_prev = !p->boolean && is_boolean(&b, 1);
     return c->nprog++;
 }
 

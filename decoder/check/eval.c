@@ -495,12 +495,13 @@ static int class_test(struct tkp_eval *E, int cls)
 
 /* ---- the loop ---- */
 
-/* A Boolean program (prog.h) on 1-byte truth values: same instructions, same logic. */
-static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
+/* A Boolean program (prog.h: its ins, or the bins of one Boolean but for straight comparisons)
+ * on 1-byte truth values: same instructions, same logic. */
+static int run_bool(struct tkp_eval *E, const struct tkp_ins *ins)
 {
     int8_t st[TKP_STACK_MAX];
     int k = 0, l;
-    for (const struct tkp_ins *i = p->ins;; i++) {
+    for (const struct tkp_ins *i = ins;; i++) {
         switch (i->op) {
         case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
         case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
@@ -510,7 +511,7 @@ static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
         case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
             l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
             st[k - 1] = (int8_t)l;
-            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = ins + i->jmp - 1;
             break;
         case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
         case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
@@ -534,6 +535,7 @@ static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
             st[k - 1] = (int8_t)truth(s->prev_out);
             break;
         }
+        case VO_BOUND: st[k++] = (int8_t)tkp_run_bound(E, E->sp->code->prog[i->x].bound); break;
         default: /* VO_END */
             return st[0];
         }
@@ -732,6 +734,18 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
         int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
         return tkp_bound_delta(E, b, t, d);
     }
+    if (b->cross) {
+        /* r.x against `prev r.x`: the field once, the `prev` fed with it */
+        const struct tkp_ncmp *c = &b->c[0];
+        const struct tkp_nterm *p = c->l.a.kind == 2 ? &c->l.a : &c->r.a;
+        double d = 0, e;
+        int t = E->r ? rnum(E->r, p->attr, &d) : VT_UNK;
+        e = d;
+        int u = tkp_prev_num(E, p->slot, p->in_step, t, &e);
+        if (t == VT_UNK || u == VT_UNK) return -1;
+        if (b->cross == 2) { double x = d; d = e, e = x; }
+        return c->tab[(d > e) - (d < e) + 1];
+    }
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;
     for (int j = 0; j < b->n; j++)
@@ -741,7 +755,8 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
 
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
 {
-    if (p->boolean) return tri(run_bool(E, p));
+    if (p->boolean) return tri(run_bool(E, p->ins));
+    if (p->bins && !tkp_check_general) return tri(run_bool(E, p->bins));
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tri(tkp_run_bound(E, p->bound));
         double d;
@@ -827,7 +842,8 @@ int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct 
 int tkp_truth(struct tkp_eval *E, int prog)
 {
     const struct tkp_prog *p = &E->sp->code->prog[prog];
-    if (p->boolean || (p->bool_prev && !tkp_check_general)) return run_bool(E, p);
+    if (p->boolean || (p->bool_prev && !tkp_check_general)) return run_bool(E, p->ins);
+    if (p->bins && !tkp_check_general) return run_bool(E, p->bins);
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tkp_run_bound(E, p->bound);
         double d;

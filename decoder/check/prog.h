@@ -71,6 +71,8 @@ enum tkp_vop {
     VO_PREV_RATTR, /* RATTR x then PREV of node */
     VO_CMPK,       /* CONST v then the comparison x (VO_EQ ... VO_GE) */
     VO_ARITHK,     /* CONST v then the arithmetic x (VO_ADD ... VO_DIV) */
+    /* mixed programs' own (struct tkp_prog bins) */
+    VO_BOUND,      /* push the truth of program x, a comparison with a straight form */
 };
 
 struct tkp_ins {
@@ -108,6 +110,8 @@ struct tkp_ncmp {
 struct tkp_nbound {
     int n;
     int delta; /* one comparison `r.x - prev r.x OP constant` (its sides' same and rk) */
+    int cross; /* one comparison of r.x and `prev r.x`, terms alone: 1 `r.x OP prev r.x`, 2
+                  `prev r.x OP r.x` (the field read once) */
     struct tkp_ncmp c[TKP_NB_MAX];
 };
 
@@ -123,6 +127,11 @@ struct tkp_prog {
     struct tkp_nbound *bound; /* numeric: its straight form, NULL when it has none */
     int bool_prev; /* not Boolean only for `prev`s of truth values (`kern and prev kern`):
                       run_bool runs it too, but under tkp_check_general */
+    /* Not Boolean, but for comparisons with straight forms (and `prev`s of truth values): the
+     * program with each such comparison one VO_BOUND, which run_bool runs but under
+     * tkp_check_general (`historically[...] (r.kind == api or r.host_ts >= prev r.host_ts)`);
+     * NULL when it has none */
+    struct tkp_ins *bins;
 };
 
 /* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,

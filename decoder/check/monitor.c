@@ -481,7 +481,8 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
 }
 
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
- * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts. */
+ * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts
+ * (2); or decoded from them and judged by the plan, then given to the step aggregates (3). */
 static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
 {
     e->col = 0;
@@ -491,9 +492,9 @@ static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct 
         e->col = plain;
         return;
     }
-    if (!e->plan || m->nstream || m->nbuffered) return;
+    if (!e->plan) return;
     e->col = 3;
-    if (!plain || e->bodyonly) return;
+    if (!plain || e->bodyonly || m->nstream || m->nbuffered) return;
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
@@ -604,7 +605,6 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
                                                uint32_t pos, struct tkp_shape *e)
 {
     struct tkp_srec *x = &o->last;
-    int rc;
     uint8_t ok = x->atoms_ok;
     tkp_decode_rest(h, r, m->next_id, x);
     x->atoms_ok = ok;
@@ -615,10 +615,15 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
         if (e && e->plan) tkp_eval_shape(m, h, x, e);
         else eval_records(m, h, x, m->rec_host, m->nrec_host);
     }
-    if (!m->nstream && !m->nbuffered) return 0;
+    return m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x) : 0;
+}
+
+int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x)
+{
     const struct tkp_spec *sp = m->sp;
     const struct tkp_code *c = sp->code;
     struct tkp_eval *E = &m->es;
+    int rc;
     E->r = x, E->s = &o->part, E->cls_r = NULL;
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];

@@ -164,11 +164,35 @@ static inline __attribute__((always_inline)) void tkp_decode_shape(const struct 
     x->small = tkp_shape_small(x);
 }
 
+/* The rest of a launch (template l; the id'th record, of thread and step, at host_ns) into x,
+ * whose shape is decoded: tkp_decode_rest's, and check/bulk.c's from a RUN's columns. */
+static inline __attribute__((always_inline)) void tkp_decode_launch(
+    const struct thr *h, const __typeof__(((struct tkp_record *)0)->launch) *l, uint64_t host_ns,
+    uint64_t step, uint32_t thread, uint64_t id, struct tkp_srec *x)
+{
+    x->id = id;
+    x->host_ns = host_ns;
+    x->gpu_start = x->gpu_end = 0;
+    x->step = step;
+    x->bytes = x->wait_ns = 0;
+    x->thread = thread;
+    x->pos = 0;
+    x->is_gpu = 0;
+    x->stream = l->stream;
+    x->grid = tkp_prod3(l->grid), x->block = tkp_prod3(l->block);
+    if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
+    else x->m = x->n = x->k = x->batch = 0;
+}
+
 /* Decodes the rest of a record (the id'th) into x, whose shape is decoded: x is reused. A
  * launch reads the thread's library call when its shape says it is inside it. */
 static inline void tkp_decode_rest(const struct thr *h, const struct tkp_record *r, uint64_t id,
                                    struct tkp_srec *x)
 {
+    if (r->type == TKP_REC_LAUNCH) {
+        tkp_decode_launch(h, &r->launch, r->host_ns, r->step, r->thread, id, x);
+        return;
+    }
     x->id = id;
     x->host_ns = r->host_ns;
     x->gpu_start = x->gpu_end = 0;
@@ -179,11 +203,6 @@ static inline void tkp_decode_rest(const struct thr *h, const struct tkp_record 
     x->pos = x->grid = x->block = 0;
     x->is_gpu = 0;
     switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->stream = r->launch.stream;
-        x->grid = tkp_prod3(r->launch.grid), x->block = tkp_prod3(r->launch.block);
-        if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
-        return;
     case TKP_REC_GRAPH_LAUNCH: x->stream = r->graph_launch.stream; return;
     case TKP_REC_COPY: x->bytes = r->copy.bytes, x->stream = r->copy.stream; return;
     case TKP_REC_SYNC: x->wait_ns = r->sync.wait_ns, x->stream = r->sync.handle; return;

@@ -229,8 +229,9 @@ struct tkp_shape {
      * 128 bytes: a lookup indexes the table by it.) */
     uint32_t run, body, bodyonly;
     uint32_t col; /* its launches from a RUN's columns (check/bulk.c): 0 no, 1 the shape decides
-                     all, 2 its runs are straight bounds on r.host_ts, 3 decoded and judged by the
-                     plan (no streamed or buffered aggregate takes records) */
+                     all, 2 its runs are straight bounds on r.host_ts (no streamed or buffered
+                     aggregate takes records), 3 decoded, judged by the plan and given to the
+                     step aggregates */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

@@ -5,10 +5,12 @@
  * launch whose shape's plan reads nothing of it but its host time — the shape decides every
  * record-level assertion (struct tkp_shape col 1), or they are all straight bounds
  * `r.host_ts - prev r.host_ts OP k` (col 2) — is judged from the columns: no struct tkp_record,
- * nothing decoded unless a witness needs the record. A launch of another shape with a plan and
+ * nothing decoded unless a witness needs the record. A launch of another shape with a plan
  * (col 3) is decoded, judged by its plan and given to the step aggregates without the rest of
- * tkp_mon_feed's dispatch. Every other record (library calls, a step's first record, shapes
- * not planned yet) goes to tkp_mon_feed one by one, as the reader would have delivered it. */
+ * tkp_mon_feed's dispatch. Where nothing reads host records (no record-level assertion, no step
+ * aggregate over them), a launch is only counted in its step. Every other record (library
+ * calls, a step's first record, shapes not planned yet) goes to tkp_mon_feed one by one, as the
+ * reader would have delivered it. */
 #include "check/bulk.h"
 
 #include "check/eval.h"
@@ -120,6 +122,11 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
             struct tkp_srec key;
             size_t dec = k; /* the record last decoded into o->last */
             key.token = token;
+            for (; j < k && !b->kind[j] && m->rec_none; j++) {
+                /* nothing reads host records: counted (host_record's), the step's last kept raw */
+                m->next_id++, m->st.records++, h->recs++;
+                o->len++, o->launches++, o->work++;
+            }
             for (; j < k && !b->kind[j]; j++) {
                 key.name = b->launch[j]->name;
                 key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
@@ -162,8 +169,9 @@ int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
     int rc;
     for (;;) {
         /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
-         * would only add the columns' copy to tkp_mon_feed's work) */
-        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_full(r, &b);
+         * would only add the columns' copy to tkp_mon_feed's work; but where nothing reads host
+         * records, launches are only counted) */
+        size_t k = m->bulk_off || (!m->shapes->n && !m->rec_none) ? 0 : tkp_reader_peek_full(r, &b);
         if (k) {
             if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
             tkp_reader_take_full(r, &b, k);

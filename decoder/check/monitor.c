@@ -665,6 +665,29 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
     return 0;
 }
 
+int tkp_lib_call(struct tkp_mon *m, struct thr *h,
+                 const __typeof__(((struct tkp_record *)0)->lib_call) *c, uint32_t call,
+                 uint64_t step)
+{
+    int rc = 0;
+    /* a kept raw launch inside the current library call decodes with it, now */
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
+        if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
+    /* what a launch inside the call reads of it (decode_shape, decode_rest) */
+    h->lib.lib = c->lib, h->lib.op = c->op;
+    h->lib.m = c->m, h->lib.n = c->n;
+    h->lib.k = c->k, h->lib.batch = c->batch;
+    h->call = call;
+    /* unbatched, executed GEMMs carry the token dimension (n) */
+    if (c->batch <= 1 && !(c->flags & TKP_LIBF_CAPTURED) && c->n) {
+        struct open_step *o = open_for(m, h, step, &rc);
+        if (!o) return rc;
+        if (c->n > o->tok_max) o->tok_max = c->n;
+        o->tok_last = c->n;
+    }
+    return 0;
+}
+
 /* Records other than the host records of a step (which host_record takes directly). */
 static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct tkp_record *r)
 {
@@ -673,21 +696,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
     switch (r->type) {
     case TKP_REC_LIB_CALL:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
-        /* a kept raw launch inside the current library call decodes with it, now */
-        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
-            if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
-        /* what a launch inside the call reads of it (decode_shape, decode_rest) */
-        h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
-        h->lib.m = r->lib_call.m, h->lib.n = r->lib_call.n;
-        h->lib.k = r->lib_call.k, h->lib.batch = r->lib_call.batch;
-        h->call = r->lib_call.call;
-        /* unbatched, executed GEMMs carry the token dimension (n) */
-        if (r->lib_call.batch <= 1 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) && r->lib_call.n) {
-            struct open_step *o = open_for(m, h, r->step, &rc);
-            if (!o) return rc;
-            if (r->lib_call.n > o->tok_max) o->tok_max = r->lib_call.n;
-            o->tok_last = r->lib_call.n;
-        }
+        if ((rc = tkp_lib_call(m, h, &r->lib_call, r->lib_call.call, r->step))) return rc;
         return host_record(m, r);
     case TKP_REC_THREAD:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;

@@ -495,53 +495,6 @@ static int class_test(struct tkp_eval *E, int cls)
 
 /* ---- the loop ---- */
 
-/* A Boolean program (prog.h: its ins, or the bins of one Boolean but for straight comparisons)
- * on 1-byte truth values: same instructions, same logic. */
-static int run_bool(struct tkp_eval *E, const struct tkp_ins *ins)
-{
-    int8_t st[TKP_STACK_MAX];
-    int k = 0, l;
-    for (const struct tkp_ins *i = ins;; i++) {
-        switch (i->op) {
-        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
-        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
-        case VO_CLASS: st[k++] = (int8_t)class_test(E, i->x); break;
-        case VO_TOBOOL: st[k - 1] = E->r && st[k - 1] == 1; break;
-        case VO_NOT: st[k - 1] = (int8_t)not3(st[k - 1]); break;
-        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
-            l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
-            st[k - 1] = (int8_t)l;
-            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = ins + i->jmp - 1;
-            break;
-        case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
-        case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
-        case VO_ONCE: case VO_HIST: st[k - 1] = (int8_t)once_op(E, i, st[k - 1]); break;
-        case VO_SINCE:
-            k--;
-            st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
-            break;
-        case VO_PREV: { /* of a truth value (bool_prev), kept as run_num keeps it */
-            const struct tkp_node *x = &E->sp->n[i->node];
-            struct tkp_tstate *s = &E->ts[x->slot];
-            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
-            if (E->update) {
-                struct tkp_val out = s->prev_set ? s->prev : UNK;
-                s->prev_first = !s->prev_set;
-                l = st[k - 1];
-                s->prev = (struct tkp_val){l < 0 ? VT_UNK : VT_BOOL, l > 0, NULL};
-                s->prev_set = 1;
-                s->prev_out = out;
-            }
-            st[k - 1] = (int8_t)truth(s->prev_out);
-            break;
-        }
-        case VO_BOUND: st[k++] = (int8_t)tkp_run_bound(E, E->sp->code->prog[i->x].bound); break;
-        default: /* VO_END */
-            return st[0];
-        }
-    }
-}
-
 /* A record's numeric attribute (tkp_attr_is_str false) as rattr computes it, without a
  * struct tkp_val: 0 unknown, VT_NUM or VT_BOOL, the number in *d. */
 static inline __attribute__((always_inline)) int rnum(const struct tkp_srec *r, int a, double *d)
@@ -725,6 +678,25 @@ static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const 
     return c->tab[(x > y) - (x < y) + 1];
 }
 
+/* A cross form (struct tkp_nbound cross): r.x against `prev r.x`, the field read once, the
+ * `prev` fed with it; as ncmp computes it. */
+static inline __attribute__((always_inline)) int bound_cross(struct tkp_eval *E,
+                                                             const struct tkp_nbound *b)
+{
+    const struct tkp_ncmp *c = &b->c[0];
+    const struct tkp_nterm *p = c->l.a.kind == 2 ? &c->l.a : &c->r.a;
+    double d = 0, e;
+    int t = E->r ? rnum(E->r, p->attr, &d) : VT_UNK;
+    e = d;
+    int u = tkp_prev_num(E, p->slot, p->in_step, t, &e);
+    if (t == VT_UNK || u == VT_UNK) return -1;
+    if (b->cross == 2) {
+        double x = d;
+        d = e, e = x;
+    }
+    return c->tab[(d > e) - (d < e) + 1];
+}
+
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
@@ -734,23 +706,63 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
         int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
         return tkp_bound_delta(E, b, t, d);
     }
-    if (b->cross) {
-        /* r.x against `prev r.x`: the field once, the `prev` fed with it */
-        const struct tkp_ncmp *c = &b->c[0];
-        const struct tkp_nterm *p = c->l.a.kind == 2 ? &c->l.a : &c->r.a;
-        double d = 0, e;
-        int t = E->r ? rnum(E->r, p->attr, &d) : VT_UNK;
-        e = d;
-        int u = tkp_prev_num(E, p->slot, p->in_step, t, &e);
-        if (t == VT_UNK || u == VT_UNK) return -1;
-        if (b->cross == 2) { double x = d; d = e, e = x; }
-        return c->tab[(d > e) - (d < e) + 1];
-    }
+    if (b->cross) return bound_cross(E, b);
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;
     for (int j = 0; j < b->n; j++)
         res = and3(res, ncmp(E, &b->c[j]));
     return res;
+}
+
+/* A Boolean program (prog.h: its ins, or the bins of one Boolean but for straight comparisons)
+ * on 1-byte truth values: same instructions, same logic. */
+static int run_bool(struct tkp_eval *E, const struct tkp_ins *ins)
+{
+    int8_t st[TKP_STACK_MAX];
+    int k = 0, l;
+    for (const struct tkp_ins *i = ins;; i++) {
+        switch (i->op) {
+        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
+        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
+        case VO_CLASS: st[k++] = (int8_t)class_test(E, i->x); break;
+        case VO_TOBOOL: st[k - 1] = E->r && st[k - 1] == 1; break;
+        case VO_NOT: st[k - 1] = (int8_t)not3(st[k - 1]); break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
+            st[k - 1] = (int8_t)l;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = ins + i->jmp - 1;
+            break;
+        case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
+        case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
+        case VO_ONCE: case VO_HIST: st[k - 1] = (int8_t)once_op(E, i, st[k - 1]); break;
+        case VO_SINCE:
+            k--;
+            st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
+            break;
+        case VO_PREV: { /* of a truth value (bool_prev), kept as run_num keeps it */
+            const struct tkp_node *x = &E->sp->n[i->node];
+            struct tkp_tstate *s = &E->ts[x->slot];
+            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
+            if (E->update) {
+                struct tkp_val out = s->prev_set ? s->prev : UNK;
+                s->prev_first = !s->prev_set;
+                l = st[k - 1];
+                s->prev = (struct tkp_val){l < 0 ? VT_UNK : VT_BOOL, l > 0, NULL};
+                s->prev_set = 1;
+                s->prev_out = out;
+            }
+            st[k - 1] = (int8_t)truth(s->prev_out);
+            break;
+        }
+        case VO_BOUND: {
+            const struct tkp_nbound *b = E->sp->code->prog[i->x].bound;
+            st[k++] = (int8_t)(b->cross ? bound_cross(E, b) : tkp_run_bound(E, b));
+            break;
+        }
+        default: /* VO_END */
+            return st[0];
+        }
+    }
 }
 
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
@@ -839,11 +851,19 @@ int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct 
     return or3(not3(a), b);
 }
 
+const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p)
+{
+    if (p->boolean || (p->bool_prev && !tkp_check_general)) return p->ins;
+    return tkp_check_general ? NULL : p->bins;
+}
+
+int tkp_run_bool(struct tkp_eval *E, const struct tkp_ins *ins) { return run_bool(E, ins); }
+
 int tkp_truth(struct tkp_eval *E, int prog)
 {
     const struct tkp_prog *p = &E->sp->code->prog[prog];
-    if (p->boolean || (p->bool_prev && !tkp_check_general)) return run_bool(E, p->ins);
-    if (p->bins && !tkp_check_general) return run_bool(E, p->bins);
+    const struct tkp_ins *b = tkp_bool_ins(p);
+    if (b) return run_bool(E, b);
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tkp_run_bound(E, p->bound);
         double d;
@@ -876,6 +896,11 @@ void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
             double d;
             int t = rnum(E->r, p->attr, &d);
             tkp_prev_num(E, x->slot, x->in_step, t, &d);
+            continue;
+        }
+        if (p->boolean && p->n == 2 && p->ins[0].op == VO_ATOM && E->r) {
+            /* `prev <atom>` (`prev kern`): the shape's truth */
+            prev(E, x, tri(atom(E, p->ins[0].x)));
             continue;
         }
         prev(E, x, run(E, p));

@@ -7,6 +7,10 @@
 /* Evaluation (eval.c). */
 struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
+/* The instructions tkp_truth runs p's truth with in the one-byte interpreter (prog.h: ins when
+ * Boolean, or Boolean but for `prev`s; bins), NULL when it runs another; and running them. */
+const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p);
+int tkp_run_bool(struct tkp_eval *E, const struct tkp_ins *ins);
 /* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
 /* An implication assertion's body `A -> B` with `prev`s (struct tkp_assert imp_prog, cons_prog;
@@ -87,7 +91,7 @@ static inline int tkp_conj_holds(struct tkp_eval *E, const struct tkp_conj *c)
         if (!r->atoms_ok) tkp_atoms_fill(E, r);
         if ((r->akn & r->atr & c->atoms) != c->atoms) return 0;
     }
-    return c->prog < 0 || tkp_truth(E, c->prog) == 1;
+    return c->run < 0 || tkp_truth(E, c->run) == 1;
 }
 
 #endif

@@ -496,7 +496,7 @@ static int plan_slot(struct lw *L, int node)
     p->value = count ? -1 : x->a;
     /* a streamed slot has no prefilter: -1, not node 0 (the spec's first node, which may be a
      * quantifier the compiler rewrote away) */
-    p->pre = (struct tkp_conj){0, -1, 0};
+    p->pre = (struct tkp_conj){0, -1, 0, -1};
     int va = x->a, vb = x->b;
     if (count) conjuncts(L, va, cj, &k);
     conjuncts(L, vb, cj, &k);
@@ -573,7 +573,13 @@ static int walk(struct lw *L, int n, struct tkp_assert *a, int body)
 
 static int conj_prog(struct lw *L, struct tkp_conj *c)
 {
-    if (c->prog >= 0 && (c->prog = root(L, c->prog)) < 0) return -1;
+    int n = c->prog;
+    c->run = -1;
+    if (n >= 0 && (c->prog = c->run = root(L, n)) < 0) return -1;
+    /* one class: its expression, without the class's cache (lower.c emit's VO_CLASS) */
+    if (n >= 0 && X(n).op == OP_CLASS && !L->cls_disc[X(n).cls] &&
+        (c->run = root(L, L->sp->cls[X(n).cls].expr)) < 0)
+        return -1;
     return 0;
 }
 

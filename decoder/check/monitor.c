@@ -119,7 +119,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
         const struct tkp_nbound *b = c->prog[a->body_prog].bound;
         const struct tkp_nbound *cb = a->cons_prog >= 0 ? c->prog[a->cons_prog].bound : NULL;
-        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
+        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b,
+                                  .bins = tkp_bool_ins(&c->prog[a->body_prog]), .as = m->rec_host[j],
                                   .body_prog = a->body_prog, .when_prog = a->when_prog,
                                   .skip = a->skip, .cbound = tkp_check_general ? NULL : cb,
                                   .cons_prog = tkp_check_general ? -1 : a->cons_prog,
@@ -230,7 +231,8 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             t = tkp_truth_imp(E, q->imp_prog, q->cons_prog, q->cbound);
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
-        else t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
+        else if (q->bound) t = tkp_run_bound(E, q->bound);
+        else t = q->bins ? tkp_run_bool(E, q->bins) : tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
         tkp_evaluated(m, E, q->as, t, NULL, x, NULL);

@@ -61,6 +61,7 @@ struct thr {
  * rec_host. */
 struct rhost {
     const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
+    const struct tkp_ins *bins;     /* else body_prog's one-byte instructions (tkp_bool_ins) */
     int as, body_prog, when_prog;
     /* a body `A -> B` whose A the shape decides (struct tkp_assert imp_prog): B's program and
      * straight form, which a shape making A true (its TKP_FAST_BODY) runs alone; -1 none */

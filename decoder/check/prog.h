@@ -145,6 +145,8 @@ struct tkp_conj {
     uint64_t atoms;
     int prog;
     int nconj;
+    int run; /* the program whose truth tkp_conj_holds tests: prog's, or where prog is one class
+                that is not an atom, its expression's (true where the class holds) */
 };
 
 /* How one step aggregate slot is folded. */

@@ -78,7 +78,7 @@ static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struc
     if (e->col == 3) { /* host_full's work, the record decoded from the columns */
         struct tkp_srec *x = bulk_decode(m, h, o, e, key, b, i, pos);
         if (m->nrec_host) tkp_eval_shape(m, h, x, e);
-        int rc = m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x) : 0;
+        int rc = m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x, e) : 0;
         return rc < 0 ? rc : 1;
     }
     struct tkp_eval *E = &m->er;

@@ -470,13 +470,14 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }
     e->plan = !tkp_check_general && m->nrec_host <= 32;
-    if (runs) return;
+    int other = 0; /* a streamed aggregate takes it that is not a count of atoms */
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;
-        if (!p->count_atoms) return;
-        e->counts |= 1ull << j;
+        if (p->count_atoms) e->counts |= 1ull << j;
+        else other = 1;
     }
+    if (runs || other) return;
     for (int j = 0; j < m->nbuffered; j++)
         if ((on & c->plan[m->buffered[j]].pre.atoms) == c->plan[m->buffered[j]].pre.atoms) return;
     e->want = 1;
@@ -617,18 +618,23 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
         if (e && e->plan) tkp_eval_shape(m, h, x, e);
         else eval_records(m, h, x, m->rec_host, m->nrec_host);
     }
-    return m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x) : 0;
+    return m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x, e) : 0;
 }
 
-int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x)
+int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
+                  const struct tkp_shape *e)
 {
     const struct tkp_spec *sp = m->sp;
     const struct tkp_code *c = sp->code;
     struct tkp_eval *E = &m->es;
-    int rc;
+    int rc, by_shape = e && e->plan;
     E->r = x, E->s = &o->part, E->cls_r = NULL;
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
+        if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
+            o->fold[m->stream[j]].cnt += e->counts >> j & 1;
+            continue;
+        }
         if (tkp_conj_holds(E, &p->sel) &&
             (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
             return rc;

@@ -90,8 +90,10 @@ struct tkp_shape;
 struct open_step;
 void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, struct tkp_shape *e);
 /* Internal, for check/bulk.c: a decoded host record x of open step o to the streamed aggregates
- * and, when a buffered one's prefilter takes it, to the step's buffer (host_full's last part). */
-int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x);
+ * and, when a buffered one's prefilter takes it, to the step's buffer (host_full's last part);
+ * the counts of atoms as its shape e says, when e is planned (else NULL). */
+int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
+                  const struct tkp_shape *e);
 /* Internal, for check/bulk.c: what a library call (its fields c, its id call, in segment step)
  * changes of its thread h before it is a host record: the call a launch inside it reads, the
  * step's token dimension. */

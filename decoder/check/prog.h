@@ -220,8 +220,9 @@ struct tkp_shape {
     uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
     uint64_t pmarks[2];    /* `prev` slots its host [0] and GPU [1] records update */
     /* the monitor's plan for its host records: want 0 not made yet, 1 the shape decides all
-     * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
-     * both by position in the monitor's lists), 2 the record is decoded and evaluated */
+     * (pass: the record-level assertions it passes, counts: the streamed counts of atoms it adds
+     * to, both by position in the monitor's lists; counts with plan too), 2 the record is decoded
+     * and evaluated */
     int want;
     int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t pass, counts;

@@ -759,6 +759,7 @@ static int run_bool(struct tkp_eval *E, const struct tkp_ins *ins)
             st[k++] = (int8_t)(b->cross ? bound_cross(E, b) : tkp_run_bound(E, b));
             break;
         }
+        case VO_KEEP: st[k - 1] = (int8_t)truth(i->v); break;
         default: /* VO_END */
             return st[0];
         }
@@ -844,11 +845,122 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
     return run(E, &E->sp->code->prog[prog]);
 }
 
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct tkp_nbound *cb)
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
+                  const struct tkp_nbound *cb)
 {
-    int a = tkp_truth(E, imp_prog);
+    int a = a_ins ? run_bool(E, a_ins) : tkp_truth(E, imp_prog);
     int b = cb ? tkp_run_bound(E, cb) : tkp_truth(E, cons_prog);
     return or3(not3(a), b);
+}
+
+/* ---- residual programs: a one-byte program on a shape's atoms ---- */
+
+struct rent {
+    int dyn;   /* its value is computed by the output's code (else the truth c, no code) */
+    int8_t c;
+};
+struct rpend {
+    int what;  /* 0 the left side is code (at: its X_L), 1 decided (c), 2 neutral */
+    int at;
+    int8_t c;
+};
+
+static int rput(struct tkp_ins *out, int *n, int cap, const struct tkp_ins *i)
+{
+    if (*n >= cap) return -1;
+    out[(*n)++] = *i;
+    return 0;
+}
+
+static int rconst(struct tkp_ins *out, int *n, int cap, int op, int c)
+{
+    struct tkp_ins i = {.op = (uint8_t)op, .jmp = -1,
+                        .v = c < 0 ? UNK : (struct tkp_val){VT_BOOL, c > 0, NULL}};
+    return rput(out, n, cap, &i);
+}
+
+struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr)
+{
+    int n = 0, len = 0, k = 0, np = 0;
+    while (ins[len].op != VO_END) len++;
+    len++;
+    struct tkp_ins *out = malloc((size_t)len * sizeof(*out));
+    struct rent *st = malloc((size_t)len * sizeof(*st));
+    struct rpend *pe = malloc((size_t)len * sizeof(*pe));
+    if (!out || !st || !pe) goto fail;
+    for (int q = 0; q < len; q++) {
+        const struct tkp_ins *i = &ins[q];
+        struct rent *t = k ? &st[k - 1] : NULL;
+        switch (i->op) {
+        case VO_CONST: st[k++] = (struct rent){0, (int8_t)truth(i->v)}; break;
+        case VO_ATOM:
+            st[k++] = (struct rent){0, (int8_t)(kn >> i->x & 1 ? (int)(tr >> i->x & 1) : -1)};
+            break;
+        case VO_CLASS: case VO_BOUND:
+            if (rput(out, &n, len, i)) goto fail;
+            st[k++] = (struct rent){1, 0};
+            break;
+        case VO_TOBOOL: case VO_NOT:
+            if (t->dyn) {
+                if (rput(out, &n, len, i)) goto fail;
+            } else t->c = (int8_t)(i->op == VO_NOT ? not3(t->c) : t->c == 1);
+            break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L: {
+            if (t->dyn) {
+                pe[np++] = (struct rpend){0, n, 0};
+                if (rput(out, &n, len, i)) goto fail;
+                break;
+            }
+            int l = i->op == VO_IMPL_L ? not3(t->c) : t->c;
+            t->c = (int8_t)l;
+            if (l == (i->op == VO_AND_L ? 0 : 1)) {
+                if (i->jmp >= 0) { /* the right side is skipped: its code is none */
+                    q = i->jmp - 1;
+                    break;
+                }
+                pe[np++] = (struct rpend){1, 0, (int8_t)l};
+            } else {
+                pe[np++] = (struct rpend){2, 0, 0};
+            }
+            break;
+        }
+        case VO_AND: case VO_OR: {
+            struct rent r = st[--k];
+            struct rpend p = pe[--np];
+            t = &st[k - 1];
+            if (p.what == 1) { /* decided: the right side ran for its state */
+                if (r.dyn && rconst(out, &n, len, VO_KEEP, p.c)) goto fail;
+                *t = (struct rent){r.dyn, p.c};
+            } else if (p.what == 2) {
+                *t = r; /* and3(1, r), or3(0, r): r */
+            } else {
+                if (!r.dyn && rconst(out, &n, len, VO_CONST, r.c)) goto fail;
+                if (rput(out, &n, len, i)) goto fail;
+                if (out[p.at].jmp >= 0) out[p.at].jmp = n;
+                *t = (struct rent){1, 0};
+            }
+            break;
+        }
+        case VO_PREV: case VO_ONCE: case VO_HIST:
+            if (!t->dyn && rconst(out, &n, len, VO_CONST, t->c)) goto fail;
+            if (rput(out, &n, len, i)) goto fail;
+            *t = (struct rent){1, 0};
+            break;
+        case VO_END:
+            if (!t->dyn && rconst(out, &n, len, VO_CONST, t->c)) goto fail;
+            if (rput(out, &n, len, i)) goto fail;
+            break;
+        default: /* VO_SINCE (two operands), VO_KEEP: not made residual */
+            goto fail;
+        }
+    }
+    free(st), free(pe);
+    if (n < len) return out;
+    free(out);
+    return NULL;
+fail:
+    free(out), free(st), free(pe);
+    return NULL;
 }
 
 const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p)

@@ -223,15 +223,19 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             int j = __builtin_ctzll(b);
             m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
         }
+    size_t id = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host;
+    struct tkp_ins *const *rs = id < m->nresid ? &m->resid[id] : NULL;
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
         int t;
+        const struct tkp_ins *res = rs ? rs[j] : NULL;
         if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
-            t = tkp_truth_imp(E, q->imp_prog, q->cons_prog, q->cbound);
+            t = tkp_truth_imp(E, q->imp_prog, res, q->cons_prog, q->cbound);
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
         else if (q->bound) t = tkp_run_bound(E, q->bound);
+        else if (res) t = tkp_run_bool(E, res);
         else t = q->bins ? tkp_run_bool(E, q->bins) : tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
@@ -483,6 +487,28 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     e->want = 1;
 }
 
+/* The residuals of the one-byte programs shape e's plan runs (struct tkp_mon resid); none where
+ * out of memory (the programs run whole). */
+static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struct tkp_shape *e)
+{
+    if (!e->plan || !e->run) return;
+    size_t id = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host, n = id + (size_t)m->nrec_host;
+    if (n > m->nresid) {
+        size_t cap = m->nresid;
+        if (tkp_grow_to((void **)&m->resid, &cap, n, sizeof(*m->resid), 64, 1)) return;
+        m->nresid = cap;
+    }
+    const struct tkp_code *c = m->sp->code;
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        const struct tkp_ins *ins = q->imp_prog >= 0 ? tkp_bool_ins(&c->prog[q->imp_prog])
+                                    : (e->body >> j & 1) && q->cons_prog >= 0 ? NULL
+                                    : q->bound ? NULL : q->bins;
+        if (ins && !m->resid[id + (size_t)j]) m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+    }
+}
+
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
  * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts
  * (2); or decoded from them and judged by the plan, then given to the step aggregates (3). */
@@ -587,7 +613,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         return 0;
     }
     if (e) {
-        if (!e->want) shape_plan(m, e), shape_col(m, e);
+        if (!e->want) shape_plan(m, e), shape_col(m, e), shape_resid(m, e);
         if (e->want == 1) {
             keep_raw(m, o, r);
             shape_record(m, h, o, e, x->token, r->step);
@@ -834,6 +860,8 @@ void tkp_mon_free(struct tkp_mon *m)
     fold_free(m->fold, sp->nslots_agg);
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
     free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
+    for (size_t i = 0; i < m->nresid; i++) free(m->resid[i]);
+    free(m->resid);
     tkp_shapes_free(m->shapes);
     free(m);
 }

@@ -110,6 +110,10 @@ struct tkp_mon {
     int bulk_off;                  /* too few from the columns: one by one from now on */
     uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read
                                    the record: tkp_shape_marks) */
+    struct tkp_ins **resid;     /* by shape id * nrec_host + position in rec_host: the residual
+                                   (tkp_residual) on the shape of the one-byte program its plan
+                                   runs (the body, or A of `A -> B` with `prev`s), NULL none */
+    size_t nresid;
 };
 
 /* What a step-level violation's witness draws from. */

@@ -33,7 +33,11 @@
  * tkp_prev_marks), without running the body. An implication `A -> B` that is not Boolean, A
  * Boolean over atoms and `prev`s (struct tkp_assert imp_prog), is a PASS where the shape makes A
  * false (its `prev`s updated the same way) and BODY where it makes A true: B alone, straight
- * when it is a bound, unless the body holds a `prev` (then the whole body runs). */
+ * when it is a bound, unless the body holds a `prev` (then the whole body runs). A one-byte
+ * program a shape's plan runs (a body, A of such an implication) runs as its residual on the
+ * shape (eval.c tkp_residual): the atoms the shape decides folded into its logic, what holds
+ * state kept (`historically (api or r.host_ts >= prev r.host_ts)` on a library call: the bound,
+ * for its `prev`, then true, then `historically`). */
 #ifndef TKP_CHECK_PROG_H
 #define TKP_CHECK_PROG_H
 
@@ -73,6 +77,8 @@ enum tkp_vop {
     VO_ARITHK,     /* CONST v then the arithmetic x (VO_ADD ... VO_DIV) */
     /* mixed programs' own (struct tkp_prog bins) */
     VO_BOUND,      /* push the truth of program x, a comparison with a straight form */
+    /* residual programs' own (eval.c tkp_residual) */
+    VO_KEEP,       /* the top becomes truth v (its code ran for its state, its value is decided) */
 };
 
 struct tkp_ins {

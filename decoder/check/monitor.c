@@ -203,6 +203,14 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     }
 }
 
+/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none. */
+static inline const struct tkp_ins *resid(const struct tkp_mon *m, const struct tkp_shape *e,
+                                          int j)
+{
+    size_t at = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host + (size_t)j;
+    return at < m->nresid ? m->resid[at] : NULL;
+}
+
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
  * shape's verdicts read once for all its assertions: its passes counted per shape, the
  * assertions it runs visited alone. */
@@ -223,20 +231,19 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
             int j = __builtin_ctzll(b);
             m->res[m->rec_host[j]].evaluated += x->token >= m->rec_skip[j];
         }
-    size_t id = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host;
-    struct tkp_ins *const *rs = id < m->nresid ? &m->resid[id] : NULL;
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
         int t;
-        const struct tkp_ins *res = rs ? rs[j] : NULL;
         if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
-            t = tkp_truth_imp(E, q->imp_prog, res, q->cons_prog, q->cbound);
+            t = tkp_truth_imp(E, q->imp_prog, resid(m, e, j), q->cons_prog, q->cbound);
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
         else if (q->bound) t = tkp_run_bound(E, q->bound);
-        else if (res) t = tkp_run_bool(E, res);
-        else t = q->bins ? tkp_run_bool(E, q->bins) : tkp_truth(E, q->body_prog);
+        else if (q->bins) {
+            const struct tkp_ins *r = resid(m, e, j);
+            t = tkp_run_bool(E, r ? r : q->bins);
+        } else t = tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
         tkp_evaluated(m, E, q->as, t, NULL, x, NULL);

@@ -2,13 +2,16 @@
  *
  * The reader hands a RUN's launches and library calls over a batch at a time, by column: the
  * templates' fields by pointer, the call ids, the host times (reader.h tkp_reader_peek_full). A
- * launch whose shape's plan reads nothing of it but its host time — the shape decides every
- * record-level assertion (struct tkp_shape col 1), or they are all straight bounds
- * `r.host_ts - prev r.host_ts OP k` (col 2) — is judged from the columns: no struct tkp_record,
- * nothing decoded unless a witness needs the record. A launch of another shape with a plan and
- * no streamed or buffered aggregate (col 3) is decoded and judged by its plan without the rest
- * of tkp_mon_feed's dispatch. Every other record (library calls, a step's first record, shapes
- * not planned yet) goes to tkp_mon_feed one by one, as the reader would have delivered it. */
+ * launch or library call whose shape's plan reads nothing of it but its host time — the shape
+ * decides every record-level assertion (struct tkp_shape col 1), or they are all straight
+ * bounds `r.host_ts - prev r.host_ts OP k` (col 2) — is judged from the columns: no struct
+ * tkp_record, nothing decoded unless a witness needs the record. One of another shape with a
+ * plan (col 3) is decoded from the columns, judged by its plan and given to the step aggregates
+ * without the rest of tkp_mon_feed's dispatch. A library call first sets what launches inside
+ * it read (tkp_lib_call). Where nothing reads host records (no record-level assertion, no step
+ * aggregate over them), a record is only counted in its step. Every other record (a step's
+ * first record, shapes not planned yet) goes to tkp_mon_feed one by one, as the reader would
+ * have delivered it. */
 #include "check/bulk.h"
 
 #include "check/eval.h"
@@ -42,16 +45,18 @@ static void bulk_record(const struct tkp_run_full *b, size_t i, struct tkp_recor
     rec->launch.call = b->call[i];
 }
 
-/* Launch i of b, of shape e, decoded into its open step's last record as host_record would
- * (for a witness). */
+/* Launch or library call i of b, of shape e (key: its shape's fields, as tkp_decode_shape
+ * decodes them), decoded into its open step's last record as host_record would. */
 static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct open_step *o,
-                                    const struct tkp_shape *e, const struct tkp_run_full *b,
-                                    size_t i, uint32_t pos)
+                                    const struct tkp_shape *e, const struct tkp_srec *key,
+                                    const struct tkp_run_full *b, size_t i, uint32_t pos)
 {
-    struct tkp_record rec;
     struct tkp_srec *x = &o->last;
-    bulk_record(b, i, &rec);
-    tkp_decode(h, &rec, m->next_id, x);
+    x->token = key->token, x->kind = key->kind, x->name = key->name, x->op = key->op;
+    x->lib = key->lib, x->has_lib = key->has_lib, x->small = key->small;
+    x->dir = x->has_dir = x->sync = x->async = 0;
+    if (b->kind[i]) tkp_decode_lib(b->lib[i], b->host_ns[i], b->step, b->thread, m->next_id, x);
+    else tkp_decode_launch(h, b->launch[i], b->host_ns[i], b->step, b->thread, m->next_id, x);
     x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
     x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
     x->atoms_ok = 1;
@@ -60,16 +65,21 @@ static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct ope
     return x;
 }
 
-/* Launch i of b, of shape e (col), in open step o at pos > 0 (not late): what host_record and
- * shape_record or eval_shape do, from the columns. Returns whether it decoded the record. */
+/* Launch or library call i of b (a library call's tkp_lib_call done), of shape e (col), in
+ * open step o at pos > 0 (not late): what host_record and shape_record or eval_shape do, from
+ * the columns. Returns whether it decoded the record, or an
+ * error (< 0). */
 static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struct tkp_shape *e,
-                    const struct tkp_run_full *b, size_t i, uint64_t token)
+                    const struct tkp_srec *key, const struct tkp_run_full *b, size_t i)
 {
+    uint64_t token = key->token;
     uint32_t pos = (uint32_t)o->len++;
-    o->launches++, o->work++;
+    o->launches += !b->kind[i], o->work += !b->kind[i];
     if (e->col == 3) { /* host_full's work, the record decoded from the columns */
-        tkp_eval_shape(m, h, bulk_decode(m, h, o, e, b, i, pos), e);
-        return 1;
+        struct tkp_srec *x = bulk_decode(m, h, o, e, key, b, i, pos);
+        if (m->nrec_host) tkp_eval_shape(m, h, x, e);
+        int rc = m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x, e) : 0;
+        return rc < 0 ? rc : 1;
     }
     struct tkp_eval *E = &m->er;
     E->ts = h->ts, E->scope = (int64_t)b->step;
@@ -96,7 +106,7 @@ static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struc
             m->res[a->as].evaluated++;
             continue;
         }
-        if (!dec) E->r = bulk_decode(m, h, o, e, b, i, pos), dec = 1;
+        if (!dec) E->r = bulk_decode(m, h, o, e, key, b, i, pos), dec = 1;
         tkp_evaluated(m, E, a->as, t, NULL, E->r, NULL);
     }
     return dec;
@@ -114,17 +124,36 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
             uint64_t token = b->step > h->outside ? b->step - h->outside : 0;
             struct tkp_srec key;
             size_t dec = k; /* the record last decoded into o->last */
-            for (; j < k && !b->kind[j]; j++) {
-                key.name = b->launch[j]->name;
-                key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
-                key.has_lib = b->call[j] && b->call[j] == h->call;
-                key.op = key.has_lib ? h->lib.op : NULL, key.lib = key.has_lib ? h->lib.lib : 0;
-                key.small = tkp_shape_small(&key);
-                struct tkp_shape *e = shape_recent(m->shapes, &key);
-                if (!e) e = tkp_shape_find(m->shapes, &key);
-                if (!e || !e->col) break;
+            key.token = token;
+            key.has_dir = key.dir = key.sync = key.async = 0;
+            for (; j < k; j++) {
+                int lib = b->kind[j];
+                struct tkp_shape *e = NULL;
+                if (!m->rec_none) {
+                    if (lib) {
+                        key.kind = RK_API, key.name = key.op = b->lib[j]->op, key.has_lib = 1;
+                        key.lib = b->lib[j]->lib;
+                    } else {
+                        key.kind = RK_KERNEL, key.name = b->launch[j]->name;
+                        key.has_lib = b->call[j] && b->call[j] == h->call;
+                        key.op = key.has_lib ? h->lib.op : NULL;
+                        key.lib = key.has_lib ? h->lib.lib : 0;
+                    }
+                    key.small = tkp_shape_small(&key);
+                    e = shape_recent(m->shapes, &key);
+                    if (!e) e = tkp_shape_find(m->shapes, &key);
+                    if (!e || !e->col) break;
+                }
+                if (lib && (rc = tkp_lib_call(m, h, b->lib[j], b->call[j], b->step))) return rc;
                 m->next_id++, m->st.records++, h->recs++;
-                if (bulk_one(m, h, o, e, b, j, token)) dec = j;
+                if (!e) {
+                    /* nothing reads host records: counted (host_record's), the step's last kept
+                     * raw */
+                    o->len++, o->launches += !lib, o->work += !lib;
+                    continue;
+                }
+                if ((rc = bulk_one(m, h, o, e, &key, b, j)) < 0) return rc;
+                if (rc) dec = j;
             }
             if (j == k && j > i && dec != j - 1) {
                 /* the step's last record, kept raw as shape_record keeps it (a record of the
@@ -135,7 +164,7 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
                 o->last_lazy = 1;
             }
         }
-        if (j == i) { /* one by one: a library call, the first of a step, a shape not planned */
+        if (j == i) { /* one by one: the first of a step, a shape not planned */
             m->bulk_ones++;
             bulk_record(b, j++, &rec);
             if ((rc = tkp_mon_feed(m, &rec)) < 0) return rc;
@@ -155,8 +184,9 @@ int tkp_mon_read(struct tkp_mon *m, struct tkp_reader *r)
     int rc;
     for (;;) {
         /* (no shape yet: nothing reads the records' shapes, or not so far; the bulk path
-         * would only add the columns' copy to tkp_mon_feed's work) */
-        size_t k = m->bulk_off || !m->shapes->n ? 0 : tkp_reader_peek_full(r, &b);
+         * would only add the columns' copy to tkp_mon_feed's work; but where nothing reads host
+         * records, launches are only counted) */
+        size_t k = m->bulk_off || (!m->shapes->n && !m->rec_none) ? 0 : tkp_reader_peek_full(r, &b);
         if (k) {
             if ((rc = tkp_mon_feed_run(m, &b, k)) < 0) return rc;
             tkp_reader_take_full(r, &b, k);

@@ -8,8 +8,8 @@
 #include "check/monitor.h"
 
 /* The k records of b (a RUN's, tkp_reader_peek_full), judged as tkp_mon_feed would judge them
- * one by one; those whose shape decides everything but straight bounds on r.host_ts are taken
- * from b's columns, the record decoded only for a witness. 0 or a negative tkp_err. */
+ * one by one; those of a planned shape are taken from b's columns (bulk.c), the record decoded
+ * only where the plan or a witness reads it. 0 or a negative tkp_err. */
 int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k);
 /* Feeds every record of r (RUNs' launches and library calls through tkp_mon_feed_run); returns
  * what the last tkp_reader_next returned (0 at the clean end, a negative code), or

@@ -495,51 +495,6 @@ static int class_test(struct tkp_eval *E, int cls)
 
 /* ---- the loop ---- */
 
-/* A Boolean program (prog.h) on 1-byte truth values: same instructions, same logic. */
-static int run_bool(struct tkp_eval *E, const struct tkp_prog *p)
-{
-    int8_t st[TKP_STACK_MAX];
-    int k = 0, l;
-    for (const struct tkp_ins *i = p->ins;; i++) {
-        switch (i->op) {
-        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
-        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
-        case VO_CLASS: st[k++] = (int8_t)class_test(E, i->x); break;
-        case VO_TOBOOL: st[k - 1] = E->r && st[k - 1] == 1; break;
-        case VO_NOT: st[k - 1] = (int8_t)not3(st[k - 1]); break;
-        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
-            l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
-            st[k - 1] = (int8_t)l;
-            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = p->ins + i->jmp - 1;
-            break;
-        case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
-        case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
-        case VO_ONCE: case VO_HIST: st[k - 1] = (int8_t)once_op(E, i, st[k - 1]); break;
-        case VO_SINCE:
-            k--;
-            st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
-            break;
-        case VO_PREV: { /* of a truth value (bool_prev), kept as run_num keeps it */
-            const struct tkp_node *x = &E->sp->n[i->node];
-            struct tkp_tstate *s = &E->ts[x->slot];
-            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
-            if (E->update) {
-                struct tkp_val out = s->prev_set ? s->prev : UNK;
-                s->prev_first = !s->prev_set;
-                l = st[k - 1];
-                s->prev = (struct tkp_val){l < 0 ? VT_UNK : VT_BOOL, l > 0, NULL};
-                s->prev_set = 1;
-                s->prev_out = out;
-            }
-            st[k - 1] = (int8_t)truth(s->prev_out);
-            break;
-        }
-        default: /* VO_END */
-            return st[0];
-        }
-    }
-}
-
 /* A record's numeric attribute (tkp_attr_is_str false) as rattr computes it, without a
  * struct tkp_val: 0 unknown, VT_NUM or VT_BOOL, the number in *d. */
 static inline __attribute__((always_inline)) int rnum(const struct tkp_srec *r, int a, double *d)
@@ -723,6 +678,25 @@ static inline __attribute__((always_inline)) int ncmp(struct tkp_eval *E, const 
     return c->tab[(x > y) - (x < y) + 1];
 }
 
+/* A cross form (struct tkp_nbound cross): r.x against `prev r.x`, the field read once, the
+ * `prev` fed with it; as ncmp computes it. */
+static inline __attribute__((always_inline)) int bound_cross(struct tkp_eval *E,
+                                                             const struct tkp_nbound *b)
+{
+    const struct tkp_ncmp *c = &b->c[0];
+    const struct tkp_nterm *p = c->l.a.kind == 2 ? &c->l.a : &c->r.a;
+    double d = 0, e;
+    int t = E->r ? rnum(E->r, p->attr, &d) : VT_UNK;
+    e = d;
+    int u = tkp_prev_num(E, p->slot, p->in_step, t, &e);
+    if (t == VT_UNK || u == VT_UNK) return -1;
+    if (b->cross == 2) {
+        double x = d;
+        d = e, e = x;
+    }
+    return c->tab[(d > e) - (d < e) + 1];
+}
+
 /* A program's straight form (prog.h struct tkp_nbound): 1 true, 0 false, -1 unknown, as
  * run_num computes it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
@@ -732,6 +706,7 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
         int t = E->r ? rnum(E->r, b->c[0].l.a.attr, &d) : VT_UNK;
         return tkp_bound_delta(E, b, t, d);
     }
+    if (b->cross) return bound_cross(E, b);
     if (b->n == 1) return ncmp(E, &b->c[0]);
     int res = 1;
     for (int j = 0; j < b->n; j++)
@@ -739,9 +714,62 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b)
     return res;
 }
 
+/* A Boolean program (prog.h: its ins, or the bins of one Boolean but for straight comparisons)
+ * on 1-byte truth values: same instructions, same logic. */
+static int run_bool(struct tkp_eval *E, const struct tkp_ins *ins)
+{
+    int8_t st[TKP_STACK_MAX];
+    int k = 0, l;
+    for (const struct tkp_ins *i = ins;; i++) {
+        switch (i->op) {
+        case VO_CONST: st[k++] = (int8_t)truth(i->v); break;
+        case VO_ATOM: st[k++] = (int8_t)atom(E, i->x); break;
+        case VO_CLASS: st[k++] = (int8_t)class_test(E, i->x); break;
+        case VO_TOBOOL: st[k - 1] = E->r && st[k - 1] == 1; break;
+        case VO_NOT: st[k - 1] = (int8_t)not3(st[k - 1]); break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L:
+            l = i->op == VO_IMPL_L ? not3(st[k - 1]) : st[k - 1];
+            st[k - 1] = (int8_t)l;
+            if (i->jmp >= 0 && l == (i->op == VO_AND_L ? 0 : 1)) i = ins + i->jmp - 1;
+            break;
+        case VO_AND: k--, st[k - 1] = (int8_t)and3(st[k - 1], st[k]); break;
+        case VO_OR: k--, st[k - 1] = (int8_t)or3(st[k - 1], st[k]); break;
+        case VO_ONCE: case VO_HIST: st[k - 1] = (int8_t)once_op(E, i, st[k - 1]); break;
+        case VO_SINCE:
+            k--;
+            st[k - 1] = (int8_t)temporal(E, &E->sp->n[i->node], st[k - 1], st[k]);
+            break;
+        case VO_PREV: { /* of a truth value (bool_prev), kept as run_num keeps it */
+            const struct tkp_node *x = &E->sp->n[i->node];
+            struct tkp_tstate *s = &E->ts[x->slot];
+            if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
+            if (E->update) {
+                struct tkp_val out = s->prev_set ? s->prev : UNK;
+                s->prev_first = !s->prev_set;
+                l = st[k - 1];
+                s->prev = (struct tkp_val){l < 0 ? VT_UNK : VT_BOOL, l > 0, NULL};
+                s->prev_set = 1;
+                s->prev_out = out;
+            }
+            st[k - 1] = (int8_t)truth(s->prev_out);
+            break;
+        }
+        case VO_BOUND: {
+            const struct tkp_nbound *b = E->sp->code->prog[i->x].bound;
+            st[k++] = (int8_t)(b->cross ? bound_cross(E, b) : tkp_run_bound(E, b));
+            break;
+        }
+        case VO_KEEP: st[k - 1] = (int8_t)truth(i->v); break;
+        default: /* VO_END */
+            return st[0];
+        }
+    }
+}
+
 static struct tkp_val run(struct tkp_eval *E, const struct tkp_prog *p)
 {
-    if (p->boolean) return tri(run_bool(E, p));
+    if (p->boolean) return tri(run_bool(E, p->ins));
+    if (p->bins && !tkp_check_general) return tri(run_bool(E, p->bins));
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tri(tkp_run_bound(E, p->bound));
         double d;
@@ -817,17 +845,137 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
     return run(E, &E->sp->code->prog[prog]);
 }
 
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct tkp_nbound *cb)
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
+                  const struct tkp_nbound *cb)
 {
-    int a = tkp_truth(E, imp_prog);
+    int a = a_ins ? run_bool(E, a_ins) : tkp_truth(E, imp_prog);
     int b = cb ? tkp_run_bound(E, cb) : tkp_truth(E, cons_prog);
     return or3(not3(a), b);
 }
 
+/* ---- residual programs: a one-byte program on a shape's atoms ---- */
+
+struct rent {
+    int dyn;   /* its value is computed by the output's code (else the truth c, no code) */
+    int8_t c;
+};
+struct rpend {
+    int what;  /* 0 the left side is code (at: its X_L), 1 decided (c), 2 neutral */
+    int at;
+    int8_t c;
+};
+
+static int rput(struct tkp_ins *out, int *n, int cap, const struct tkp_ins *i)
+{
+    if (*n >= cap) return -1;
+    out[(*n)++] = *i;
+    return 0;
+}
+
+static int rconst(struct tkp_ins *out, int *n, int cap, int op, int c)
+{
+    struct tkp_ins i = {.op = (uint8_t)op, .jmp = -1,
+                        .v = c < 0 ? UNK : (struct tkp_val){VT_BOOL, c > 0, NULL}};
+    return rput(out, n, cap, &i);
+}
+
+struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr)
+{
+    int n = 0, len = 0, k = 0, np = 0;
+    while (ins[len].op != VO_END) len++;
+    len++;
+    struct tkp_ins *out = malloc((size_t)len * sizeof(*out));
+    struct rent *st = malloc((size_t)len * sizeof(*st));
+    struct rpend *pe = malloc((size_t)len * sizeof(*pe));
+    if (!out || !st || !pe) goto fail;
+    for (int q = 0; q < len; q++) {
+        const struct tkp_ins *i = &ins[q];
+        struct rent *t = k ? &st[k - 1] : NULL;
+        switch (i->op) {
+        case VO_CONST: st[k++] = (struct rent){0, (int8_t)truth(i->v)}; break;
+        case VO_ATOM:
+            st[k++] = (struct rent){0, (int8_t)(kn >> i->x & 1 ? (int)(tr >> i->x & 1) : -1)};
+            break;
+        case VO_CLASS: case VO_BOUND:
+            if (rput(out, &n, len, i)) goto fail;
+            st[k++] = (struct rent){1, 0};
+            break;
+        case VO_TOBOOL: case VO_NOT:
+            if (t->dyn) {
+                if (rput(out, &n, len, i)) goto fail;
+            } else t->c = (int8_t)(i->op == VO_NOT ? not3(t->c) : t->c == 1);
+            break;
+        case VO_AND_L: case VO_OR_L: case VO_IMPL_L: {
+            if (t->dyn) {
+                pe[np++] = (struct rpend){0, n, 0};
+                if (rput(out, &n, len, i)) goto fail;
+                break;
+            }
+            int l = i->op == VO_IMPL_L ? not3(t->c) : t->c;
+            t->c = (int8_t)l;
+            if (l == (i->op == VO_AND_L ? 0 : 1)) {
+                if (i->jmp >= 0) { /* the right side is skipped: its code is none */
+                    q = i->jmp - 1;
+                    break;
+                }
+                pe[np++] = (struct rpend){1, 0, (int8_t)l};
+            } else {
+                pe[np++] = (struct rpend){2, 0, 0};
+            }
+            break;
+        }
+        case VO_AND: case VO_OR: {
+            struct rent r = st[--k];
+            struct rpend p = pe[--np];
+            t = &st[k - 1];
+            if (p.what == 1) { /* decided: the right side ran for its state */
+                if (r.dyn && rconst(out, &n, len, VO_KEEP, p.c)) goto fail;
+                *t = (struct rent){r.dyn, p.c};
+            } else if (p.what == 2) {
+                *t = r; /* and3(1, r), or3(0, r): r */
+            } else {
+                if (!r.dyn && rconst(out, &n, len, VO_CONST, r.c)) goto fail;
+                if (rput(out, &n, len, i)) goto fail;
+                if (out[p.at].jmp >= 0) out[p.at].jmp = n;
+                *t = (struct rent){1, 0};
+            }
+            break;
+        }
+        case VO_PREV: case VO_ONCE: case VO_HIST:
+            if (!t->dyn && rconst(out, &n, len, VO_CONST, t->c)) goto fail;
+            if (rput(out, &n, len, i)) goto fail;
+            *t = (struct rent){1, 0};
+            break;
+        case VO_END:
+            if (!t->dyn && rconst(out, &n, len, VO_CONST, t->c)) goto fail;
+            if (rput(out, &n, len, i)) goto fail;
+            break;
+        default: /* VO_SINCE (two operands), VO_KEEP: not made residual */
+            goto fail;
+        }
+    }
+    free(st), free(pe);
+    if (n < len) return out;
+    free(out);
+    return NULL;
+fail:
+    free(out), free(st), free(pe);
+    return NULL;
+}
+
+const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p)
+{
+    if (p->boolean || (p->bool_prev && !tkp_check_general)) return p->ins;
+    return tkp_check_general ? NULL : p->bins;
+}
+
+int tkp_run_bool(struct tkp_eval *E, const struct tkp_ins *ins) { return run_bool(E, ins); }
+
 int tkp_truth(struct tkp_eval *E, int prog)
 {
     const struct tkp_prog *p = &E->sp->code->prog[prog];
-    if (p->boolean || (p->bool_prev && !tkp_check_general)) return run_bool(E, p);
+    const struct tkp_ins *b = tkp_bool_ins(p);
+    if (b) return run_bool(E, b);
     if (p->numeric && !tkp_check_general) {
         if (p->bound) return tkp_run_bound(E, p->bound);
         double d;
@@ -860,6 +1008,11 @@ void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)
             double d;
             int t = rnum(E->r, p->attr, &d);
             tkp_prev_num(E, x->slot, x->in_step, t, &d);
+            continue;
+        }
+        if (p->boolean && p->n == 2 && p->ins[0].op == VO_ATOM && E->r) {
+            /* `prev <atom>` (`prev kern`): the shape's truth */
+            prev(E, x, tri(atom(E, p->ins[0].x)));
             continue;
         }
         prev(E, x, run(E, p));

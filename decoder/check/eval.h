@@ -7,12 +7,23 @@
 /* Evaluation (eval.c). */
 struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog);
 int tkp_truth(struct tkp_eval *E, int prog); /* 1 true, 0 false, -1 unknown */
+/* The instructions tkp_truth runs p's truth with in the one-byte interpreter (prog.h: ins when
+ * Boolean, or Boolean but for `prev`s; bins), NULL when it runs another; and running them. */
+const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p);
+int tkp_run_bool(struct tkp_eval *E, const struct tkp_ins *ins);
 /* A program's straight form (prog.h struct tkp_nbound): what tkp_truth gives for it. */
 int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
 /* An implication assertion's body `A -> B` with `prev`s (struct tkp_assert imp_prog, cons_prog;
- * cb: B's straight form or NULL) run as its two sides, both evaluated as the whole program
- * evaluates both when a side holds a `prev`: 1 true, 0 false, -1 unknown. */
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, int cons_prog, const struct tkp_nbound *cb);
+ * cb: B's straight form or NULL; a_ins: A's one-byte instructions to run instead, a residual, or
+ * NULL) run as its two sides, both evaluated as the whole program evaluates both when a side
+ * holds a `prev`: 1 true, 0 false, -1 unknown. */
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
+                  const struct tkp_nbound *cb);
+/* The residual of one-byte program ins (run_bool's: tkp_bool_ins) on the records of a shape
+ * whose atoms are kn (known) and tr (true): each atom its truth, the logic it decides folded,
+ * what holds state (`prev`, `once`, a bound with a `prev`) kept; run_bool gives it the value
+ * and the state changes ins gives on such a record. NULL when no shorter (or no memory). */
+struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr);
 /* 'in step': a state slot enters step `scope` (its buffers kept). */
 void tkp_scope_enter(struct tkp_tstate *t, int64_t scope);
 
@@ -87,7 +98,7 @@ static inline int tkp_conj_holds(struct tkp_eval *E, const struct tkp_conj *c)
         if (!r->atoms_ok) tkp_atoms_fill(E, r);
         if ((r->akn & r->atr & c->atoms) != c->atoms) return 0;
     }
-    return c->prog < 0 || tkp_truth(E, c->prog) == 1;
+    return c->run < 0 || tkp_truth(E, c->run) == 1;
 }
 
 #endif

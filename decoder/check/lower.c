@@ -24,6 +24,7 @@ struct lw {
 struct buf {
     struct tkp_ins *v;
     int n, cap;
+    int bounds; /* a comparison below the top with a straight form is one VO_BOUND (bins) */
 };
 
 #define X(i) (L->sp->n[i])
@@ -178,6 +179,11 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
         return put(b, op == OP_NEG ? VO_NEG : op == OP_NOT ? VO_NOT : VO_MATCH, 0, n) < 0 ? -1 : 0;
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_EQ: case OP_NE: case OP_LT:
     case OP_LE: case OP_GT: case OP_GE:
+        if (b->bounds && depth > 0 && op >= OP_EQ) {
+            int p = root(L, n);
+            if (p < 0) return -1;
+            if (L->c->prog[p].bound) return put(b, VO_BOUND, p, n) < 0 ? -1 : 0;
+        }
         if (emit(L, b, a, atomise, depth + 1) || emit(L, b, bb, atomise, depth + 1)) return -1;
         return put(b, binop(op), 0, n) < 0 ? -1 : 0;
     case OP_AND: case OP_OR: case OP_IMPLIES: {
@@ -203,30 +209,19 @@ static int emit(struct lw *L, struct buf *b, int n, int atomise, int depth)
     }
 }
 
-/* Truth values only, but for `prev`s of them: what eval.c's probe and run_bool read. */
-static int bool_prev(const struct buf *p)
-{
-    for (int k = 0; k < p->n; k++) {
-        const struct tkp_ins *i = &p->v[k];
-        if (i->op == VO_PREV) continue;
-        if (i->op == VO_CONST && i->v.t == VT_BOOL) continue;
-        switch (i->op) {
-        case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NOT: case VO_AND_L: case VO_OR_L:
-        case VO_IMPL_L: case VO_AND: case VO_OR: case VO_END:
-            break;
-        default: return 0;
-        }
-    }
-    return 1;
-}
+enum { B_PREV = 1, B_BOUND = 2 };
 
-/* Every instruction computes a truth value from truth values, and so does the last. */
-static int is_boolean(const struct buf *b)
+/* Every instruction computes a truth value from truth values, and so does the last; with
+ * B_PREV, `prev`s of them too (what eval.c's probe and run_bool read: prog.h bool_prev), with
+ * B_BOUND, VO_BOUND too (prog.h bins). */
+static int is_boolean(const struct buf *b, int ok)
 {
     for (int k = 0; k < b->n; k++) {
         const struct tkp_ins *i = &b->v[k];
         switch (i->op) {
         case VO_CONST: if (i->v.t == VT_BOOL) break; return 0;
+        case VO_PREV: if (ok & B_PREV) break; return 0;
+        case VO_BOUND: if (ok & B_BOUND) break; return 0;
         case VO_ATOM: case VO_CLASS: case VO_TOBOOL: case VO_NOT: case VO_AND_L: case VO_OR_L:
         case VO_IMPL_L: case VO_AND: case VO_OR: case VO_ONCE: case VO_HIST: case VO_SINCE:
         case VO_END:
@@ -253,7 +248,7 @@ static int is_numeric(const struct buf *b)
         default: return 0; /* VO_MATCH, VO_FIG, VO_BASE, VO_AGG_STEP, VO_AGG_RUN */
         }
     }
-    return !is_boolean(b);
+    return !is_boolean(b, 0);
 }
 
 /* A numeric program's instructions for run_num: RATTR+PREV, CONST+comparison and
@@ -359,35 +354,59 @@ static struct tkp_nbound *straight(const struct tkp_spec *sp, const struct buf *
             s->same = s->op && s->a.kind == 1 && s->b.kind == 2 && s->a.attr == s->b.attr;
     }
     nb.delta = nb.n == 1 && nb.c[0].l.same && nb.c[0].l.op == VO_SUB && nb.c[0].rk;
+    const struct tkp_nterm *l = &nb.c[0].l.a, *r = &nb.c[0].r.a;
+    if (nb.n == 1 && !nb.c[0].l.op && !nb.c[0].r.op && l->attr == r->attr && l->kind && r->kind &&
+        l->kind != r->kind)
+        nb.cross = l->kind == 1 ? 1 : 2;
     struct tkp_nbound *out = malloc(sizeof(*out));
     if (out) *out = nb;
     return out;
 }
 
+/* Program bins of node n (prog.h): NULL where it has no VO_BOUND or is not Boolean but for
+ * them and `prev`s. Makes the comparisons' programs (root); -1 on an error (L->e). */
+static int bins(struct lw *L, int n, int atomise, struct tkp_ins **out)
+{
+    struct buf b = {.bounds = 1};
+    *out = NULL;
+    if (emit(L, &b, n, atomise, 0) || put(&b, VO_END, 0, n) < 0) {
+        free(b.v);
+        return -1;
+    }
+    int any = 0;
+    for (int k = 0; k < b.n; k++) any |= b.v[k].op == VO_BOUND;
+    if (any && is_boolean(&b, B_PREV | B_BOUND)) *out = b.v;
+    else free(b.v);
+    return 0;
+}
+
 static int new_prog(struct lw *L, int n, int atomise)
 {
     struct buf b = {0};
+    struct tkp_ins *bi = NULL;
     if (emit(L, &b, n, atomise, 0) || put(&b, VO_END, 0, n) < 0) {
         free(b.v);
         if (!L->e->msg[0]) lerr(L, n, "out of memory");
         return -1;
     }
+    int boolean = is_boolean(&b, 0), bool_prev = !boolean && is_boolean(&b, B_PREV);
+    /* (before this program's slot: bins makes its comparisons' programs) */
     struct tkp_code *c = L->c;
-    if (tkp_spec_grow((void **)&c->prog, &c->capprog, c->nprog, sizeof(*c->prog))) {
-        free(b.v);
-        lerr(L, n, "out of memory");
+    if ((!boolean && !bool_prev && bins(L, n, atomise, &bi)) ||
+        tkp_spec_grow((void **)&c->prog, &c->capprog, c->nprog, sizeof(*c->prog))) {
+        free(b.v), free(bi);
+        if (!L->e->msg[0]) lerr(L, n, "out of memory");
         return -1;
     }
     struct tkp_prog *p = &c->prog[c->nprog];
-    *p = (struct tkp_prog){b.v, b.n, n, is_boolean(&b), is_numeric(&b), NULL, -1, NULL, 0};
+    *p = (struct tkp_prog){b.v, b.n, n, boolean, is_numeric(&b), NULL, -1, NULL, bool_prev, bi};
     if (p->numeric && !(p->nins = fuse(&b))) {
-        free(b.v);
+        free(b.v), free(bi);
         lerr(L, n, "out of memory");
         return -1;
     }
     if (p->numeric && b.n == 2 && b.v[0].op == VO_RATTR) p->attr = b.v[0].x;
     if (p->numeric) p->bound = straight(L->sp, &b); /* none (or no memory): run_num runs it */
-    p->bool_prev = !p->boolean && bool_prev(&b);
     return c->nprog++;
 }
 
@@ -477,7 +496,7 @@ static int plan_slot(struct lw *L, int node)
     p->value = count ? -1 : x->a;
     /* a streamed slot has no prefilter: -1, not node 0 (the spec's first node, which may be a
      * quantifier the compiler rewrote away) */
-    p->pre = (struct tkp_conj){0, -1, 0};
+    p->pre = (struct tkp_conj){0, -1, 0, -1};
     int va = x->a, vb = x->b;
     if (count) conjuncts(L, va, cj, &k);
     conjuncts(L, vb, cj, &k);
@@ -554,7 +573,13 @@ static int walk(struct lw *L, int n, struct tkp_assert *a, int body)
 
 static int conj_prog(struct lw *L, struct tkp_conj *c)
 {
-    if (c->prog >= 0 && (c->prog = root(L, c->prog)) < 0) return -1;
+    int n = c->prog;
+    c->run = -1;
+    if (n >= 0 && (c->prog = c->run = root(L, n)) < 0) return -1;
+    /* one class: its expression, without the class's cache (lower.c emit's VO_CLASS) */
+    if (n >= 0 && X(n).op == OP_CLASS && !L->cls_disc[X(n).cls] &&
+        (c->run = root(L, L->sp->cls[X(n).cls].expr)) < 0)
+        return -1;
     return 0;
 }
 
@@ -678,7 +703,7 @@ out:
 void tkp_code_free(struct tkp_code *c)
 {
     if (!c) return;
-    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins), free(c->prog[i].bound);
+    for (int i = 0; i < c->nprog; i++) free(c->prog[i].ins), free(c->prog[i].nins), free(c->prog[i].bound), free(c->prog[i].bins);
     free(c->prog), free(c->node_prog), free(c->cls_atom), free(c->cls_early), free(c->plan);
     free(c->near), free(c->run_node), free(c->run_owner), free(c->slot_node);
     free(c);

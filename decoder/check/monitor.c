@@ -119,7 +119,8 @@ int tkp_mon_new(const struct tkp_spec *sp, struct tkp_mon **out)
         const struct tkp_assert *a = &sp->as[m->rec_host[j]];
         const struct tkp_nbound *b = c->prog[a->body_prog].bound;
         const struct tkp_nbound *cb = a->cons_prog >= 0 ? c->prog[a->cons_prog].bound : NULL;
-        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b, .as = m->rec_host[j],
+        m->rh[j] = (struct rhost){.bound = tkp_check_general ? NULL : b,
+                                  .bins = tkp_bool_ins(&c->prog[a->body_prog]), .as = m->rec_host[j],
                                   .body_prog = a->body_prog, .when_prog = a->when_prog,
                                   .skip = a->skip, .cbound = tkp_check_general ? NULL : cb,
                                   .cons_prog = tkp_check_general ? -1 : a->cons_prog,
@@ -202,6 +203,14 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     }
 }
 
+/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none. */
+static inline const struct tkp_ins *resid(const struct tkp_mon *m, const struct tkp_shape *e,
+                                          int j)
+{
+    size_t at = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host + (size_t)j;
+    return at < m->nresid ? m->resid[at] : NULL;
+}
+
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
  * shape's verdicts read once for all its assertions: its passes counted per shape, the
  * assertions it runs visited alone. */
@@ -227,10 +236,14 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
         const struct rhost *q = &m->rh[j];
         int t;
         if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
-            t = tkp_truth_imp(E, q->imp_prog, q->cons_prog, q->cbound);
+            t = tkp_truth_imp(E, q->imp_prog, resid(m, e, j), q->cons_prog, q->cbound);
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
-        else t = q->bound ? tkp_run_bound(E, q->bound) : tkp_truth(E, q->body_prog);
+        else if (q->bound) t = tkp_run_bound(E, q->bound);
+        else if (q->bins) {
+            const struct tkp_ins *r = resid(m, e, j);
+            t = tkp_run_bool(E, r ? r : q->bins);
+        } else t = tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
         tkp_evaluated(m, E, q->as, t, NULL, x, NULL);
@@ -468,20 +481,44 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
         if (v == TKP_FAST_PASS) e->pass |= 1ull << j;
     }
     e->plan = !tkp_check_general && m->nrec_host <= 32;
-    if (runs) return;
+    int other = 0; /* a streamed aggregate takes it that is not a count of atoms */
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;
-        if (!p->count_atoms) return;
-        e->counts |= 1ull << j;
+        if (p->count_atoms) e->counts |= 1ull << j;
+        else other = 1;
     }
+    if (runs || other) return;
     for (int j = 0; j < m->nbuffered; j++)
         if ((on & c->plan[m->buffered[j]].pre.atoms) == c->plan[m->buffered[j]].pre.atoms) return;
     e->want = 1;
 }
 
+/* The residuals of the one-byte programs shape e's plan runs (struct tkp_mon resid); none where
+ * out of memory (the programs run whole). */
+static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struct tkp_shape *e)
+{
+    if (!e->plan || !e->run) return;
+    size_t id = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host, n = id + (size_t)m->nrec_host;
+    if (n > m->nresid) {
+        size_t cap = m->nresid;
+        if (tkp_grow_to((void **)&m->resid, &cap, n, sizeof(*m->resid), 64, 1)) return;
+        m->nresid = cap;
+    }
+    const struct tkp_code *c = m->sp->code;
+    for (uint32_t b = e->run; b; b &= b - 1) {
+        int j = __builtin_ctz(b);
+        const struct rhost *q = &m->rh[j];
+        const struct tkp_ins *ins = q->imp_prog >= 0 ? tkp_bool_ins(&c->prog[q->imp_prog])
+                                    : (e->body >> j & 1) && q->cons_prog >= 0 ? NULL
+                                    : q->bound ? NULL : q->bins;
+        if (ins && !m->resid[id + (size_t)j]) m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+    }
+}
+
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
- * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts. */
+ * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts
+ * (2); or decoded from them and judged by the plan, then given to the step aggregates (3). */
 static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct tkp_shape *e)
 {
     e->col = 0;
@@ -491,9 +528,9 @@ static __attribute__((noinline)) void shape_col(const struct tkp_mon *m, struct 
         e->col = plain;
         return;
     }
-    if (!e->plan || m->nstream || m->nbuffered) return;
+    if (!e->plan) return;
     e->col = 3;
-    if (!plain || e->bodyonly) return;
+    if (!plain || e->bodyonly || m->nstream || m->nbuffered) return;
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
@@ -583,7 +620,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         return 0;
     }
     if (e) {
-        if (!e->want) shape_plan(m, e), shape_col(m, e);
+        if (!e->want) shape_plan(m, e), shape_col(m, e), shape_resid(m, e);
         if (e->want == 1) {
             keep_raw(m, o, r);
             shape_record(m, h, o, e, x->token, r->step);
@@ -604,7 +641,6 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
                                                uint32_t pos, struct tkp_shape *e)
 {
     struct tkp_srec *x = &o->last;
-    int rc;
     uint8_t ok = x->atoms_ok;
     tkp_decode_rest(h, r, m->next_id, x);
     x->atoms_ok = ok;
@@ -615,13 +651,23 @@ static __attribute__((noinline)) int host_full(struct tkp_mon *m, struct thr *h,
         if (e && e->plan) tkp_eval_shape(m, h, x, e);
         else eval_records(m, h, x, m->rec_host, m->nrec_host);
     }
-    if (!m->nstream && !m->nbuffered) return 0;
+    return m->nstream || m->nbuffered ? tkp_host_aggs(m, o, x, e) : 0;
+}
+
+int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
+                  const struct tkp_shape *e)
+{
     const struct tkp_spec *sp = m->sp;
     const struct tkp_code *c = sp->code;
     struct tkp_eval *E = &m->es;
+    int rc, by_shape = e && e->plan;
     E->r = x, E->s = &o->part, E->cls_r = NULL;
     for (int j = 0; j < m->nstream; j++) {
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
+        if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
+            o->fold[m->stream[j]].cnt += e->counts >> j & 1;
+            continue;
+        }
         if (tkp_conj_holds(E, &p->sel) &&
             (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
             return rc;
@@ -660,6 +706,29 @@ static int gpu_record(struct tkp_mon *m, const struct tkp_record *r)
     return 0;
 }
 
+int tkp_lib_call(struct tkp_mon *m, struct thr *h,
+                 const __typeof__(((struct tkp_record *)0)->lib_call) *c, uint32_t call,
+                 uint64_t step)
+{
+    int rc = 0;
+    /* a kept raw launch inside the current library call decodes with it, now */
+    for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
+        if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
+    /* what a launch inside the call reads of it (decode_shape, decode_rest) */
+    h->lib.lib = c->lib, h->lib.op = c->op;
+    h->lib.m = c->m, h->lib.n = c->n;
+    h->lib.k = c->k, h->lib.batch = c->batch;
+    h->call = call;
+    /* unbatched, executed GEMMs carry the token dimension (n) */
+    if (c->batch <= 1 && !(c->flags & TKP_LIBF_CAPTURED) && c->n) {
+        struct open_step *o = open_for(m, h, step, &rc);
+        if (!o) return rc;
+        if (c->n > o->tok_max) o->tok_max = c->n;
+        o->tok_last = c->n;
+    }
+    return 0;
+}
+
 /* Records other than the host records of a step (which host_record takes directly). */
 static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct tkp_record *r)
 {
@@ -668,21 +737,7 @@ static __attribute__((noinline)) int feed_other(struct tkp_mon *m, const struct 
     switch (r->type) {
     case TKP_REC_LIB_CALL:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
-        /* a kept raw launch inside the current library call decodes with it, now */
-        for (int i = 0; i < TKP_MON_OPEN_MAX; i++)
-            if (h->open[i].used && h->open[i].last.has_lib) last_decode(h, &h->open[i]);
-        /* what a launch inside the call reads of it (decode_shape, decode_rest) */
-        h->lib.lib = r->lib_call.lib, h->lib.op = r->lib_call.op;
-        h->lib.m = r->lib_call.m, h->lib.n = r->lib_call.n;
-        h->lib.k = r->lib_call.k, h->lib.batch = r->lib_call.batch;
-        h->call = r->lib_call.call;
-        /* unbatched, executed GEMMs carry the token dimension (n) */
-        if (r->lib_call.batch <= 1 && !(r->lib_call.flags & TKP_LIBF_CAPTURED) && r->lib_call.n) {
-            struct open_step *o = open_for(m, h, r->step, &rc);
-            if (!o) return rc;
-            if (r->lib_call.n > o->tok_max) o->tok_max = r->lib_call.n;
-            o->tok_last = r->lib_call.n;
-        }
+        if ((rc = tkp_lib_call(m, h, &r->lib_call, r->lib_call.call, r->step))) return rc;
         return host_record(m, r);
     case TKP_REC_THREAD:
         if (!(h = thread(m, r->thread))) return TKP_ERR_NOMEM;
@@ -812,6 +867,8 @@ void tkp_mon_free(struct tkp_mon *m)
     fold_free(m->fold, sp->nslots_agg);
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
     free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
+    for (size_t i = 0; i < m->nresid; i++) free(m->resid[i]);
+    free(m->resid);
     tkp_shapes_free(m->shapes);
     free(m);
 }

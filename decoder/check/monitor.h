@@ -87,7 +87,19 @@ int tkp_mon_feed(struct tkp_mon *m, const struct tkp_record *rec);
  * (e->plan): its record-level assertions, by the shape's verdicts (monitor_int.h's types). */
 struct thr;
 struct tkp_shape;
+struct open_step;
 void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, struct tkp_shape *e);
+/* Internal, for check/bulk.c: a decoded host record x of open step o to the streamed aggregates
+ * and, when a buffered one's prefilter takes it, to the step's buffer (host_full's last part);
+ * the counts of atoms as its shape e says, when e is planned (else NULL). */
+int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
+                  const struct tkp_shape *e);
+/* Internal, for check/bulk.c: what a library call (its fields c, its id call, in segment step)
+ * changes of its thread h before it is a host record: the call a launch inside it reads, the
+ * step's token dimension. */
+int tkp_lib_call(struct tkp_mon *m, struct thr *h,
+                 const __typeof__(((struct tkp_record *)0)->lib_call) *c, uint32_t call,
+                 uint64_t step);
 int tkp_mon_finish(struct tkp_mon *m);
 const struct tkp_ares *tkp_mon_result(const struct tkp_mon *m, int as);
 /* The verdict of assertion as: 1 pass, 0 violated, -1 inconclusive (some evaluation was, or it

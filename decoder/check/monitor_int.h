@@ -61,6 +61,7 @@ struct thr {
  * rec_host. */
 struct rhost {
     const struct tkp_nbound *bound; /* its body's straight form, NULL: run body_prog */
+    const struct tkp_ins *bins;     /* else body_prog's one-byte instructions (tkp_bool_ins) */
     int as, body_prog, when_prog;
     /* a body `A -> B` whose A the shape decides (struct tkp_assert imp_prog): B's program and
      * straight form, which a shape making A true (its TKP_FAST_BODY) runs alone; -1 none */
@@ -109,6 +110,10 @@ struct tkp_mon {
     int bulk_off;                  /* too few from the columns: one by one from now on */
     uint64_t hit_slots;         /* temporal slots whose shape marks are a window's hits (they read
                                    the record: tkp_shape_marks) */
+    struct tkp_ins **resid;     /* by shape id * nrec_host + position in rec_host: the residual
+                                   (tkp_residual) on the shape of the one-byte program its plan
+                                   runs (the body, or A of `A -> B` with `prev`s), NULL none */
+    size_t nresid;
 };
 
 /* What a step-level violation's witness draws from. */
@@ -164,36 +169,69 @@ static inline __attribute__((always_inline)) void tkp_decode_shape(const struct 
     x->small = tkp_shape_small(x);
 }
 
+/* The fields of the rest every host record has (the id'th, of thread and step, at host_ns),
+ * the others none. */
+static inline __attribute__((always_inline)) void tkp_decode_head(uint64_t host_ns, uint64_t step,
+                                                                 uint32_t thread, uint64_t id,
+                                                                 struct tkp_srec *x)
+{
+    x->id = id;
+    x->host_ns = host_ns;
+    x->gpu_start = x->gpu_end = 0;
+    x->step = step;
+    x->bytes = x->wait_ns = 0;
+    x->thread = thread;
+    x->pos = 0;
+    x->is_gpu = 0;
+}
+
+/* The rest of a launch (template l) into x, whose shape is decoded: tkp_decode_rest's, and
+ * check/bulk.c's from a RUN's columns. */
+static inline __attribute__((always_inline)) void tkp_decode_launch(
+    const struct thr *h, const __typeof__(((struct tkp_record *)0)->launch) *l, uint64_t host_ns,
+    uint64_t step, uint32_t thread, uint64_t id, struct tkp_srec *x)
+{
+    tkp_decode_head(host_ns, step, thread, id, x);
+    x->stream = l->stream;
+    x->grid = tkp_prod3(l->grid), x->block = tkp_prod3(l->block);
+    if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
+    else x->m = x->n = x->k = x->batch = 0;
+}
+
+/* The rest of a library call (its fields c) into x, as tkp_decode_launch. */
+static inline __attribute__((always_inline)) void tkp_decode_lib(
+    const __typeof__(((struct tkp_record *)0)->lib_call) *c, uint64_t host_ns, uint64_t step,
+    uint32_t thread, uint64_t id, struct tkp_srec *x)
+{
+    tkp_decode_head(host_ns, step, thread, id, x);
+    x->grid = x->block = 0;
+    x->m = c->m, x->n = c->n, x->k = c->k, x->batch = c->batch, x->stream = c->stream;
+}
+
 /* Decodes the rest of a record (the id'th) into x, whose shape is decoded: x is reused. A
  * launch reads the thread's library call when its shape says it is inside it. */
 static inline void tkp_decode_rest(const struct thr *h, const struct tkp_record *r, uint64_t id,
                                    struct tkp_srec *x)
 {
-    x->id = id;
-    x->host_ns = r->host_ns;
-    x->gpu_start = x->gpu_end = 0;
-    x->step = r->step;
-    x->stream = x->bytes = x->wait_ns = 0;
-    x->m = x->n = x->k = x->batch = 0;
-    x->thread = r->thread;
-    x->pos = x->grid = x->block = 0;
-    x->is_gpu = 0;
-    switch (r->type) {
-    case TKP_REC_LAUNCH:
-        x->stream = r->launch.stream;
-        x->grid = tkp_prod3(r->launch.grid), x->block = tkp_prod3(r->launch.block);
-        if (x->has_lib) x->m = h->lib.m, x->n = h->lib.n, x->k = h->lib.k, x->batch = h->lib.batch;
+    if (r->type == TKP_REC_LAUNCH) {
+        tkp_decode_launch(h, &r->launch, r->host_ns, r->step, r->thread, id, x);
         return;
+    }
+    if (r->type == TKP_REC_LIB_CALL) {
+        tkp_decode_lib(&r->lib_call, r->host_ns, r->step, r->thread, id, x);
+        return;
+    }
+    tkp_decode_head(r->host_ns, r->step, r->thread, id, x);
+    x->stream = 0;
+    x->m = x->n = x->k = x->batch = 0;
+    x->grid = x->block = 0;
+    switch (r->type) {
     case TKP_REC_GRAPH_LAUNCH: x->stream = r->graph_launch.stream; return;
     case TKP_REC_COPY: x->bytes = r->copy.bytes, x->stream = r->copy.stream; return;
     case TKP_REC_SYNC: x->wait_ns = r->sync.wait_ns, x->stream = r->sync.handle; return;
     case TKP_REC_EVENT_RECORD: x->stream = r->event_record.stream; return;
     case TKP_REC_STREAM_WAIT: x->stream = r->stream_wait.stream; return;
     case TKP_REC_NVTX: case TKP_REC_MARKER: return;
-    case TKP_REC_LIB_CALL:
-        x->m = r->lib_call.m, x->n = r->lib_call.n;
-        x->k = r->lib_call.k, x->batch = r->lib_call.batch, x->stream = r->lib_call.stream;
-        return;
     default: /* GPU records */
         x->is_gpu = 1;
         x->host_ns = 0;

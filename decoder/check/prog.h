@@ -33,7 +33,11 @@
  * tkp_prev_marks), without running the body. An implication `A -> B` that is not Boolean, A
  * Boolean over atoms and `prev`s (struct tkp_assert imp_prog), is a PASS where the shape makes A
  * false (its `prev`s updated the same way) and BODY where it makes A true: B alone, straight
- * when it is a bound, unless the body holds a `prev` (then the whole body runs). */
+ * when it is a bound, unless the body holds a `prev` (then the whole body runs). A one-byte
+ * program a shape's plan runs (a body, A of such an implication) runs as its residual on the
+ * shape (eval.c tkp_residual): the atoms the shape decides folded into its logic, what holds
+ * state kept (`historically (api or r.host_ts >= prev r.host_ts)` on a library call: the bound,
+ * for its `prev`, then true, then `historically`). */
 #ifndef TKP_CHECK_PROG_H
 #define TKP_CHECK_PROG_H
 
@@ -71,6 +75,10 @@ enum tkp_vop {
     VO_PREV_RATTR, /* RATTR x then PREV of node */
     VO_CMPK,       /* CONST v then the comparison x (VO_EQ ... VO_GE) */
     VO_ARITHK,     /* CONST v then the arithmetic x (VO_ADD ... VO_DIV) */
+    /* mixed programs' own (struct tkp_prog bins) */
+    VO_BOUND,      /* push the truth of program x, a comparison with a straight form */
+    /* residual programs' own (eval.c tkp_residual) */
+    VO_KEEP,       /* the top becomes truth v (its code ran for its state, its value is decided) */
 };
 
 struct tkp_ins {
@@ -108,6 +116,8 @@ struct tkp_ncmp {
 struct tkp_nbound {
     int n;
     int delta; /* one comparison `r.x - prev r.x OP constant` (its sides' same and rk) */
+    int cross; /* one comparison of r.x and `prev r.x`, terms alone: 1 `r.x OP prev r.x`, 2
+                  `prev r.x OP r.x` (the field read once) */
     struct tkp_ncmp c[TKP_NB_MAX];
 };
 
@@ -123,6 +133,11 @@ struct tkp_prog {
     struct tkp_nbound *bound; /* numeric: its straight form, NULL when it has none */
     int bool_prev; /* not Boolean only for `prev`s of truth values (`kern and prev kern`):
                       run_bool runs it too, but under tkp_check_general */
+    /* Not Boolean, but for comparisons with straight forms (and `prev`s of truth values): the
+     * program with each such comparison one VO_BOUND, which run_bool runs but under
+     * tkp_check_general (`historically[...] (r.kind == api or r.host_ts >= prev r.host_ts)`);
+     * NULL when it has none */
+    struct tkp_ins *bins;
 };
 
 /* 1: the monitor and the evaluator take none of their numeric fast paths (numeric programs,
@@ -136,6 +151,8 @@ struct tkp_conj {
     uint64_t atoms;
     int prog;
     int nconj;
+    int run; /* the program whose truth tkp_conj_holds tests: prog's, or where prog is one class
+                that is not an atom, its expression's (true where the class holds) */
 };
 
 /* How one step aggregate slot is folded. */
@@ -209,8 +226,9 @@ struct tkp_shape {
     uint64_t marks[2];     /* state slots its host [0] and GPU [1] records set */
     uint64_t pmarks[2];    /* `prev` slots its host [0] and GPU [1] records update */
     /* the monitor's plan for its host records: want 0 not made yet, 1 the shape decides all
-     * (pass: the record-level assertions it passes, counts: the streamed counts it adds to,
-     * both by position in the monitor's lists), 2 the record is decoded and evaluated */
+     * (pass: the record-level assertions it passes, counts: the streamed counts of atoms it adds
+     * to, both by position in the monitor's lists; counts with plan too), 2 the record is decoded
+     * and evaluated */
     int want;
     int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
     uint64_t pass, counts;
@@ -220,8 +238,9 @@ struct tkp_shape {
      * 128 bytes: a lookup indexes the table by it.) */
     uint32_t run, body, bodyonly;
     uint32_t col; /* its launches from a RUN's columns (check/bulk.c): 0 no, 1 the shape decides
-                     all, 2 its runs are straight bounds on r.host_ts, 3 decoded and judged by the
-                     plan (no streamed or buffered aggregate takes records) */
+                     all, 2 its runs are straight bounds on r.host_ts (no streamed or buffered
+                     aggregate takes records), 3 decoded, judged by the plan and given to the
+                     step aggregates */
     uint64_t npass; /* records of this shape that passed them all (no warm-up to tell apart):
                        added to their evaluated counts at the end */
 };

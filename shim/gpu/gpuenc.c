@@ -153,6 +153,20 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
  * of kernel names are written as the records are added, before the COLS that uses them. */
 /* (cols, the open COLS, is declared above.) */
 
+/* A record as msgpack [type, v...]. */
+static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t nf)
+{
+    msgpack_pack_array(pk, 1 + nf);
+    msgpack_pack_int(pk, type);
+    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
+    for (uint32_t k = 0; k < nf; k++) {
+        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
+            msgpack_pack_int(pk, -1);
+        else
+            msgpack_pack_uint64(pk, v[k]);
+    }
+}
+
 static void cols_pack(msgpack_packer *pk, struct colset *cs)
 {
     msgpack_pack_array(pk, 4 + cs->nf);
@@ -250,16 +264,7 @@ static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, u
 {
     run_flush(enc);
     cols_flush(enc);
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 1 + nf);
-    msgpack_pack_int(pk, type);
-    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11; /* graph, node: -1 or an id */
-    for (uint32_t k = 0; k < nf; k++) {
-        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX)
-            msgpack_pack_int(pk, -1);
-        else
-            msgpack_pack_uint64(pk, v[k]);
-    }
+    plain_pack(enc->packer(enc->ctx), type, v, nf);
 }
 
 
@@ -268,27 +273,31 @@ static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, u
  * graph node and dimensions: its launch site) is one id, a GPU_TMPL defined once per chunk; a
  * GPU_RUN holds the kernels of a writer cycle as that id and what varies: the start (against the
  * previous record's end), the duration, and the correlation, step and index, which nearly
- * always follow the previous record's (TKP_GMODE_*, two bits beside the id). Per kernel: one
- * probe of the template table (the key compared whole), then two or three varints, mostly one
- * or two bytes each. */
+ * always follow the previous record's (TKP_GMODE_*, two bits beside the id).
+ *
+ * Finding a kernel's template (gt_find): a program launches the same kernels step after step, so
+ * the template is predicted and the prediction checked, the key 7 words taken nearly as they lie
+ * in the CUPTI record: first the template of the launch with the same ordinal in its thread's
+ * step last time (byidx: the launch's join gives thread and index), then the one that followed
+ * the thread's previous kernel last time (next: graph nodes, which share their launch's index).
+ * Only when both miss (the first steps, a shape that changed, unjoined records) is the key hashed
+ * and probed (gt_lookup). Then two or three varints, mostly one or two bytes each. */
 struct gt_key {
-    uint64_t name;         /* CUPTI's name pointer; the NAME id is asked once per chunk */
-    uint64_t stream_th;    /* stream | thread << 32 */
-    uint64_t d01, d23, d45; /* gx gy, gz bx, by bz as CUPTI has them */
-    uint64_t graph_join;   /* graph (as 32 bits, -1: none) | join << 32 */
+    uint64_t name;     /* CUPTI's name pointer; the NAME id is asked once per chunk */
+    uint64_t sd[3];    /* stream gx, gy gz, bx by: the record's bytes 48 to 71 */
+    uint64_t bz_join;  /* bz | join << 32 */
+    uint64_t th_graph; /* thread | graph << 32 (graph as 32 bits, -1: none) */
     uint64_t node;
 };
-#define GT_SLOTS (2 * TKP_GPU_TMPL_MAX) /* open addressing, at most half full */
+#define GT_WORDS (sizeof(struct gt_key) / 8)
 static struct {
-    struct gt_slot {
-        struct gt_key k;
-        uint32_t id1; /* id + 1; 0: empty */
-    } *slot;
     struct gt_def {
+        struct gt_key k;
         uint32_t name, seq1; /* its NAME id; the chunk (seq + 1) that defined it, 0: none */
-    } def[TKP_GPU_TMPL_MAX];
-    uint32_t n;
-    int failed; /* no memory for the table: COLS as before */
+        uint32_t next;       /* the template that followed it last; UINT32_MAX: none yet */
+    } *def;                  /* TKP_GPU_TMPL_MAX of them, allocated at the first kernel */
+    uint32_t n;              /* templates */
+    int failed;              /* no memory for the table: COLS as before */
 } gt;
 static uint32_t chunk_seq1; /* the chunk this tkp_gpuenc_encode() call packs into, + 1 */
 static int test_mode;       /* TOKPROF_TEST_GPU: 0 templates, 1 COLS only, 2 shadow */
@@ -301,46 +310,81 @@ static struct {
     struct tkp_col c[4];
 } run;
 
-static inline uint32_t gt_hash(const struct gt_key *k)
+static inline int gt_same(const struct gt_key *a, const struct gt_key *b)
 {
-    uint64_t h = tkp_hash_u64(k->name ^ k->stream_th ^ k->d01 ^ k->d23 << 3 ^ k->d45 << 5 ^
-                              k->graph_join << 7 ^ k->node << 11);
-    return (uint32_t)(h >> 40) & (GT_SLOTS - 1);
+    return ((a->name ^ b->name) | (a->sd[0] ^ b->sd[0]) | (a->sd[1] ^ b->sd[1]) |
+            (a->sd[2] ^ b->sd[2]) | (a->bz_join ^ b->bz_join) | (a->th_graph ^ b->th_graph) |
+            (a->node ^ b->node)) == 0;
 }
 
-/* The template id of key, entered when new; -1 when the table is full or out of memory. */
-static inline int64_t gt_find(const struct gt_key *k)
+/* The template id of key, entered when new; -1 when the table is full or out of memory. An
+ * open-addressed table of ids whose keys are gt.def's, compared inline: core/map.h's tkp_map
+ * (its find out of line, an eq callback) took 148 instructions a lookup against 79 here. */
+#define GT_SLOTS (2 * TKP_GPU_TMPL_MAX) /* open addressing, at most half full */
+static uint32_t *gt_slot; /* id + 1; 0: empty */
+static inline uint32_t gt_hash(const struct gt_key *k)
 {
-    if (TKP_UNLIKELY(!gt.slot)) {
-        if (gt.failed || !(gt.slot = calloc(GT_SLOTS, sizeof *gt.slot))) {
+    uint64_t h = tkp_hash_u64(k->name ^ k->sd[0] ^ k->sd[1] << 3 ^ k->sd[2] << 5 ^
+                              k->bz_join << 7 ^ k->th_graph << 11 ^ k->node << 13);
+    return (uint32_t)(h >> 40) & (GT_SLOTS - 1);
+}
+static int64_t __attribute__((noinline)) gt_lookup(const struct gt_key *k)
+{
+    if (TKP_UNLIKELY(!gt.def)) {
+        if (gt.failed || !(gt.def = malloc(TKP_GPU_TMPL_MAX * sizeof *gt.def)) ||
+            !(gt_slot = calloc(GT_SLOTS, sizeof *gt_slot))) {
+            free(gt.def);
+            gt.def = NULL;
             gt.failed = 1;
             return -1;
         }
     }
     for (uint32_t i = gt_hash(k);; i = (i + 1) & (GT_SLOTS - 1)) {
-        struct gt_slot *s = &gt.slot[i];
-        if (TKP_LIKELY(s->id1)) {
-            const struct gt_key *q = &s->k;
-            if (TKP_LIKELY(((q->name ^ k->name) | (q->stream_th ^ k->stream_th) |
-                            (q->d01 ^ k->d01) | (q->d23 ^ k->d23) | (q->d45 ^ k->d45) |
-                            (q->graph_join ^ k->graph_join) | (q->node ^ k->node)) == 0))
-                return s->id1 - 1;
+        uint32_t id1 = gt_slot[i];
+        if (TKP_LIKELY(id1)) {
+            if (TKP_LIKELY(gt_same(&gt.def[id1 - 1].k, k))) return id1 - 1;
             continue;
         }
         if (gt.n == TKP_GPU_TMPL_MAX) return -1;
-        s->k = *k;
-        s->id1 = ++gt.n;
-        gt.def[gt.n - 1].seq1 = 0;
-        return gt.n - 1;
+        gt.def[gt.n] = (struct gt_def){*k, 0, 0, UINT32_MAX};
+        gt_slot[i] = gt.n + 1;
+        return gt.n++;
     }
+}
+
+/* The template id of key: the one the launch's ordinal in its step had last time (byidx), the
+ * one that followed the thread's previous kernel last time (next), or looked up. */
+#define GT_BYIDX 4096 /* slots of (thread, index) */
+#define GT_THREADS 64 /* slots of threads' previous kernels */
+static uint16_t gt_byidx[GT_BYIDX];  /* id + 1; 0: none */
+static uint16_t gt_prev[GT_THREADS]; /* id + 1; 0: none */
+static inline int64_t gt_find(const struct gt_key *k, uint32_t thread, uint64_t index)
+{
+    uint16_t *by = &gt_byidx[(index ^ thread << 7) & (GT_BYIDX - 1)];
+    uint16_t *prev = &gt_prev[thread & (GT_THREADS - 1)];
+    uint32_t id1 = *by;
+    if (TKP_LIKELY(id1) && gt_same(&gt.def[id1 - 1].k, k)) return (*prev = (uint16_t)id1) - 1;
+    if (TKP_LIKELY(*prev)) {
+        uint32_t next = gt.def[*prev - 1].next;
+        if (next != UINT32_MAX && gt_same(&gt.def[next].k, k)) {
+            *by = *prev = (uint16_t)(next + 1);
+            return next;
+        }
+    }
+    int64_t id = gt_lookup(k);
+    if (TKP_UNLIKELY(id < 0)) return -1;
+    if (*prev) gt.def[*prev - 1].next = (uint32_t)id;
+    *by = *prev = (uint16_t)(id + 1);
+    return id;
 }
 
 /* GPU_TMPL id in the current chunk: [35, gtmpl, name, stream, thread, join, graph, node, gx, gy,
  * gz, bx, by, bz] (its NAME first). */
-static void gt_define(const struct tkp_enc *enc, uint32_t id, const struct gt_key *k,
-                      const char *name)
+static void gt_define(const struct tkp_enc *enc, uint32_t id)
 {
     struct gt_def *d = &gt.def[id];
+    const struct gt_key *k = &d->k;
+    const char *name = (const char *)(uintptr_t)k->name;
     d->name = enc->name(enc->ctx, name ? name : "?");
     d->seq1 = chunk_seq1;
     msgpack_packer *pk = enc->packer(enc->ctx);
@@ -348,18 +392,20 @@ static void gt_define(const struct tkp_enc *enc, uint32_t id, const struct gt_ke
     msgpack_pack_int(pk, TKP_REC_GPU_TMPL);
     msgpack_pack_uint32(pk, id);
     msgpack_pack_uint32(pk, d->name);
-    msgpack_pack_uint32(pk, (uint32_t)k->stream_th);
-    msgpack_pack_uint32(pk, (uint32_t)(k->stream_th >> 32));
-    msgpack_pack_uint32(pk, (uint32_t)(k->graph_join >> 32));
-    if ((uint32_t)k->graph_join == UINT32_MAX) msgpack_pack_int(pk, -1);
-    else msgpack_pack_uint32(pk, (uint32_t)k->graph_join);
+    msgpack_pack_uint32(pk, (uint32_t)k->sd[0]);
+    msgpack_pack_uint32(pk, (uint32_t)k->th_graph);
+    msgpack_pack_uint32(pk, (uint32_t)(k->bz_join >> 32));
+    if ((uint32_t)(k->th_graph >> 32) == UINT32_MAX) msgpack_pack_int(pk, -1);
+    else msgpack_pack_uint32(pk, (uint32_t)(k->th_graph >> 32));
     if (k->node == UINT64_MAX) msgpack_pack_int(pk, -1);
     else msgpack_pack_uint64(pk, k->node);
-    const uint64_t w[3] = {k->d01, k->d23, k->d45};
-    for (int i = 0; i < 3; i++) {
-        msgpack_pack_uint32(pk, (uint32_t)w[i]);
-        msgpack_pack_uint32(pk, (uint32_t)(w[i] >> 32));
-    }
+    /* gx, gy, gz, bx, by, bz: the record's six 32-bit words from byte 52 */
+    msgpack_pack_uint32(pk, (uint32_t)(k->sd[0] >> 32));
+    msgpack_pack_uint32(pk, (uint32_t)k->sd[1]);
+    msgpack_pack_uint32(pk, (uint32_t)(k->sd[1] >> 32));
+    msgpack_pack_uint32(pk, (uint32_t)k->sd[2]);
+    msgpack_pack_uint32(pk, (uint32_t)(k->sd[2] >> 32));
+    msgpack_pack_uint32(pk, (uint32_t)k->bz_join);
 }
 
 /* [36, n, tmpls, starts, durs, joins], and in shadow mode the same kernels as a COLS after it
@@ -435,14 +481,10 @@ static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t sta
                        uint32_t corr, uint64_t gnode)
 {
     struct gt_key k;
-    const char *name;
-    uint32_t stream;
-    memcpy(&name, p + 104, sizeof name);
-    memcpy(&stream, p + 48, 4);
-    memcpy(&k.d01, p + 52, 8);
-    memcpy(&k.d23, p + 60, 8);
-    memcpy(&k.d45, p + 68, 8);
-    k.name = (uintptr_t)name;
+    uint32_t bz;
+    memcpy(&k.name, p + 104, 8);
+    memcpy(k.sd, p + 48, sizeof k.sd);
+    memcpy(&bz, p + 72, 4);
     uint64_t step, index;
     uint32_t thread, join;
     const struct corr *c = corr_find(corr);
@@ -458,25 +500,26 @@ static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t sta
     }
     uint32_t g = UINT32_MAX;
     uint64_t n = UINT64_MAX;
-    if (gnode && tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n)) {
+    if (TKP_UNLIKELY(gnode) && tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n)) {
         if (g == UINT32_MAX || n == UINT64_MAX) return 0; /* ids that read as -1: COLS */
     } else {
         g = UINT32_MAX, n = UINT64_MAX;
     }
-    k.stream_th = stream | (uint64_t)thread << 32;
-    k.graph_join = g | (uint64_t)join << 32;
+    k.bz_join = bz | (uint64_t)join << 32;
+    k.th_graph = thread | (uint64_t)g << 32;
     k.node = n;
-    int64_t id = gt_find(&k);
+    int64_t id = gt_find(&k, thread, index);
     if (TKP_UNLIKELY(id < 0)) return 0;
     /* defined before the GPU_RUN that uses it, which is packed later */
-    if (TKP_UNLIKELY(gt.def[id].seq1 != chunk_seq1)) gt_define(enc, (uint32_t)id, &k, name);
+    if (TKP_UNLIKELY(gt.def[id].seq1 != chunk_seq1)) gt_define(enc, (uint32_t)id);
     if (!run_add(enc, (uint32_t)id, start, end, corr, step, index)) return 0;
     if (!c) counts.unjoined++;
     if (TKP_UNLIKELY(test_mode == 2)) { /* the same kernel as the COLS of before */
+        const char *name = (const char *)(uintptr_t)k.name;
         uint64_t v[COLS_FIELDS];
         v[0] = start, v[1] = end;
         v[2] = enc->name(enc->ctx, name ? name : "?");
-        v[3] = stream, v[4] = corr;
+        v[3] = (uint32_t)k.sd[0], v[4] = corr;
         join_fields(v + 5, corr, gnode);
         counts.unjoined -= !c; /* join_fields counted it */
         for (int i = 0; i < 6; i++) {
@@ -489,32 +532,12 @@ static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t sta
     return 1;
 }
 
-static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
+/* A kernel (out of templates) or a copy as a COLS record. */
+static void __attribute__((noinline))
+encode_cols(const struct tkp_enc *enc, const CUpti_Activity *a, uint64_t start, uint64_t end,
+            uint32_t corr, uint64_t gnode)
 {
     const uint8_t *p = (const uint8_t *)a;
-    uint64_t start, end;
-    uint32_t corr;
-    uint64_t gnode;
-    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || a->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
-        memcpy(&start, p + 16, 8);
-        memcpy(&end, p + 24, 8);
-        memcpy(&corr, p + 92, 4);
-        memcpy(&gnode, p + 144, 8);
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-        const CUpti_ActivityMemcpy6 *m = (const void *)a;
-        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
-        const CUpti_ActivityMemset4 *m = (const void *)a;
-        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
-    } else {
-        return;
-    }
-    if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
-        counts.bad_time++;
-        return;
-    }
-    if (!keep(corr)) return;
-    counts.records++;
     uint64_t v[COLS_FIELDS];
     v[0] = start;
     v[1] = end;
@@ -531,7 +554,6 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
         if (!cols_add(enc, TKP_REC_GPU_COPY, v, 13)) pack_plain(enc, TKP_REC_GPU_COPY, v, 13);
         return;
     }
-    if (TKP_LIKELY(test_mode != 1) && kernel_tmpl(enc, p, start, end, corr, gnode)) return;
     const char *name;
     uint32_t stream;
     int32_t dims[6];
@@ -545,6 +567,39 @@ static void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
     for (int i = 0; i < 6; i++)
         v[11 + i] = (uint32_t)dims[i];
     if (!cols_add(enc, TKP_REC_GPU_KERNEL, v, 17)) pack_plain(enc, TKP_REC_GPU_KERNEL, v, 17);
+}
+
+static inline void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
+{
+    const uint8_t *p = (const uint8_t *)a;
+    uint64_t start, end;
+    uint32_t corr;
+    uint64_t gnode;
+    int kernel = a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+                 a->kind == CUPTI_ACTIVITY_KIND_KERNEL;
+    if (TKP_LIKELY(kernel)) {
+        memcpy(&start, p + 16, 8);
+        memcpy(&end, p + 24, 8);
+        memcpy(&corr, p + 92, 4);
+        memcpy(&gnode, p + 144, 8);
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const CUpti_ActivityMemcpy6 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const CUpti_ActivityMemset4 *m = (const void *)a;
+        start = m->start, end = m->end, corr = m->correlationId, gnode = m->graphNodeId;
+    } else {
+        return;
+    }
+    if (TKP_UNLIKELY(!start || end < start)) { /* seen in the wild (device buffers exhausted) */
+        counts.bad_time++;
+        return;
+    }
+    if (TKP_UNLIKELY(filters) && !keep(corr)) return;
+    counts.records++;
+    if (TKP_LIKELY(kernel && test_mode != 1) && kernel_tmpl(enc, p, start, end, corr, gnode))
+        return;
+    encode_cols(enc, a, start, end, corr, gnode);
 }
 
 static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *st, int final)

@@ -591,10 +591,12 @@ void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more)
     g->next = (struct gbuf *)more;
 }
 
-int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec)
+tkp_cupti_next_fn tkp_cupti_records(struct tkp_cupti_buf *b, uint8_t **data, size_t *valid)
 {
-    const struct gbuf *g = (const struct gbuf *)b;
-    return api.next && api.next((uint8_t *)g->data, g->valid, rec) == CUPTI_SUCCESS;
+    struct gbuf *g = (struct gbuf *)b;
+    *data = g->data;
+    *valid = g->valid;
+    return api.next;
 }
 
 struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b)

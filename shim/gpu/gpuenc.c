@@ -86,6 +86,13 @@ void tkp_gpuenc_note(const struct tkp_ev *e, uint32_t thread)
     *c = (struct corr){(uint32_t)e->a, thread, e->step, ji, e->ts};
 }
 
+/* The same, corrs allocated (tkp_gpuenc_encode's fast path). */
+static inline const struct corr *corr_at(uint32_t id)
+{
+    const struct corr *c = &corrs[id & (CORR_SLOTS - 1)];
+    return c->id == id && id ? c : NULL;
+}
+
 static const struct corr *corr_find(uint32_t id)
 {
     const struct corr *c = corrs ? &corrs[id & (CORR_SLOTS - 1)] : NULL;
@@ -156,6 +163,15 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
  * of kernel names are written as the records are added, before the COLS that uses them. */
 /* (cols, the open COLS, is declared above.) */
 
+/* tag, then v as n big-endian bytes (n: 1, 2, 4, 8), at q; returns the end. */
+static inline uint8_t *mp_be(uint8_t *q, uint8_t tag, uint64_t v, int n)
+{
+    uint64_t b = __builtin_bswap64(v) >> (64 - 8 * n);
+    q[0] = tag;
+    memcpy(q + 1, &b, 8); /* the buffer has room: callers size it 8 past the last value */
+    return q + 1 + n;
+}
+
 /* An unsigned integer as msgpack packs it (the smallest form), at q; returns the end. */
 static inline uint8_t *mp_uint(uint8_t *q, uint64_t v)
 {
@@ -163,18 +179,22 @@ static inline uint8_t *mp_uint(uint8_t *q, uint64_t v)
         *q = (uint8_t)v;
         return q + 1;
     }
-    int n = v <= 0xff ? 1 : v <= 0xffff ? 2 : v <= 0xffffffffu ? 4 : 8;
-    *q++ = (uint8_t)(n == 1 ? 0xcc : n == 2 ? 0xcd : n == 4 ? 0xce : 0xcf);
-    for (int i = n - 1; i >= 0; i--)
-        *q++ = (uint8_t)(v >> (8 * i));
-    return q;
+    return v <= 0xff ? mp_be(q, 0xcc, v, 1) : v <= 0xffff ? mp_be(q, 0xcd, v, 2)
+           : v <= 0xffffffffu ? mp_be(q, 0xce, v, 4) : mp_be(q, 0xcf, v, 8);
+}
+
+/* The header of a msgpack bin of n bytes, at q; returns the end. */
+static inline uint8_t *mp_bin(uint8_t *q, uint32_t n)
+{
+    return n <= 0xff ? mp_be(q, 0xc4, n, 1) : n <= 0xffff ? mp_be(q, 0xc5, n, 2)
+                                                         : mp_be(q, 0xc6, n, 4);
 }
 
 /* A record as msgpack [type, v...] (graph, node: -1 or an id), the same bytes msgpack-c's packer
  * writes, appended at once: a tenth of the instructions of a pack call per field. */
 static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t nf)
 {
-    uint8_t b[2 + COLS_FIELDS * 9], *q = b;
+    uint8_t b[2 + COLS_FIELDS * 9 + 8], *q = b;
     *q++ = (uint8_t)(0x90 | (1 + nf)); /* fixarray: at most 18 elements */
     *q++ = (uint8_t)type;               /* positive fixint */
     uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11;
@@ -333,7 +353,7 @@ static struct {
         struct gt_key k;
         uint32_t name, seq1; /* its NAME id; the chunk (seq + 1) that defined it, 0: none */
         uint32_t next;       /* the template that followed it last; UINT32_MAX: none yet */
-    } *def;                  /* TKP_GPU_TMPL_MAX of them, allocated at the first kernel */
+    } *def;                  /* TKP_GPU_TMPL_MAX of them, after a sentinel (gt_ready) */
     uint32_t n;              /* templates */
     int failed;              /* no memory for the table: COLS as before */
 } gt;
@@ -368,15 +388,7 @@ static inline uint32_t gt_hash(const struct gt_key *k)
 }
 static int64_t __attribute__((noinline)) gt_lookup(const struct gt_key *k)
 {
-    if (TKP_UNLIKELY(!gt.def)) {
-        if (gt.failed || !(gt.def = malloc(TKP_GPU_TMPL_MAX * sizeof *gt.def)) ||
-            !(gt_slot = calloc(GT_SLOTS, sizeof *gt_slot))) {
-            free(gt.def);
-            gt.def = NULL;
-            gt.failed = 1;
-            return -1;
-        }
-    }
+    if (TKP_UNLIKELY(!gt.def)) return -1;
     for (uint32_t i = gt_hash(k);; i = (i + 1) & (GT_SLOTS - 1)) {
         uint32_t id1 = gt_slot[i];
         if (TKP_LIKELY(id1)) {
@@ -390,28 +402,49 @@ static int64_t __attribute__((noinline)) gt_lookup(const struct gt_key *k)
     }
 }
 
-/* The template id of key: the one the launch's ordinal in its step had last time (byidx), the
- * one that followed the thread's previous kernel last time (next), or looked up. */
+/* The table, allocated at the first encode; 0 when there is no memory for it (COLS then).
+ * gt.def[-1] is a template no key equals (graph none and node 0), so that the slot of a
+ * prediction not made yet (0: id + 1) leads to it, and kernel_tmpl need not test for one. */
+static int gt_ready(void)
+{
+    if (TKP_LIKELY(gt.def)) return 1;
+    if (gt.failed) return 0;
+    struct gt_def *base = malloc((TKP_GPU_TMPL_MAX + 1) * sizeof *base);
+    gt_slot = calloc(GT_SLOTS, sizeof *gt_slot);
+    if (!base || !gt_slot) {
+        free(base);
+        free(gt_slot);
+        gt_slot = NULL;
+        gt.failed = 1;
+        return 0;
+    }
+    base[0] = (struct gt_def){{0, {0, 0, 0}, 0, UINT64_MAX, 0}, 0, 0, UINT32_MAX};
+    gt.def = base + 1;
+    return 1;
+}
+
+/* The predictions (kernel_tmpl checks the first): the template the launch with the same ordinal
+ * in its thread's step had last time (byidx), and the one that followed the thread's previous
+ * kernel last time (next). */
 #define GT_BYIDX 4096 /* slots of (thread, index) */
 #define GT_THREADS 64 /* slots of threads' previous kernels */
 static uint16_t gt_byidx[GT_BYIDX];  /* id + 1; 0: none */
 static uint16_t gt_prev[GT_THREADS]; /* id + 1; 0: none */
-static inline int64_t gt_find(const struct gt_key *k, uint32_t thread, uint64_t index)
+
+/* The template id of key when byidx missed: next, or looked up; by and prev are its slots. */
+static int64_t __attribute__((noinline)) gt_find(const struct gt_key *k, uint16_t *by,
+                                                 uint16_t *prev)
 {
-    uint16_t *by = &gt_byidx[(index ^ thread << 7) & (GT_BYIDX - 1)];
-    uint16_t *prev = &gt_prev[thread & (GT_THREADS - 1)];
-    uint32_t id1 = *by;
-    if (TKP_LIKELY(id1) && gt_same(&gt.def[id1 - 1].k, k)) return (*prev = (uint16_t)id1) - 1;
-    if (TKP_LIKELY(*prev)) {
+    int64_t id = -1;
+    if (*prev) {
         uint32_t next = gt.def[*prev - 1].next;
-        if (next != UINT32_MAX && gt_same(&gt.def[next].k, k)) {
-            *by = *prev = (uint16_t)(next + 1);
-            return next;
-        }
+        if (next != UINT32_MAX && gt_same(&gt.def[next].k, k)) id = next;
     }
-    int64_t id = gt_lookup(k);
-    if (TKP_UNLIKELY(id < 0)) return -1;
-    if (*prev) gt.def[*prev - 1].next = (uint32_t)id;
+    if (id < 0) {
+        id = gt_lookup(k);
+        if (TKP_UNLIKELY(id < 0)) return -1;
+        if (*prev) gt.def[*prev - 1].next = (uint32_t)id;
+    }
     *by = *prev = (uint16_t)(id + 1);
     return id;
 }
@@ -425,25 +458,27 @@ static void gt_define(const struct tkp_enc *enc, uint32_t id)
     const char *name = (const char *)(uintptr_t)k->name;
     d->name = enc->name(enc->ctx, name ? name : "?");
     d->seq1 = chunk_seq1;
-    msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 14);
-    msgpack_pack_int(pk, TKP_REC_GPU_TMPL);
-    msgpack_pack_uint32(pk, id);
-    msgpack_pack_uint32(pk, d->name);
-    msgpack_pack_uint32(pk, (uint32_t)k->sd[0]);
-    msgpack_pack_uint32(pk, (uint32_t)k->th_graph);
-    msgpack_pack_uint32(pk, (uint32_t)(k->bz_join >> 32));
-    if ((uint32_t)(k->th_graph >> 32) == UINT32_MAX) msgpack_pack_int(pk, -1);
-    else msgpack_pack_uint32(pk, (uint32_t)(k->th_graph >> 32));
-    if (k->node == UINT64_MAX) msgpack_pack_int(pk, -1);
-    else msgpack_pack_uint64(pk, k->node);
+    uint8_t buf[2 + 12 * 9 + 8], *q = buf;
+    *q++ = 0x90 | 14; /* fixarray */
+    *q++ = TKP_REC_GPU_TMPL;
+    q = mp_uint(q, id);
+    q = mp_uint(q, d->name);
+    q = mp_uint(q, (uint32_t)k->sd[0]);
+    q = mp_uint(q, (uint32_t)k->th_graph);
+    q = mp_uint(q, (uint32_t)(k->bz_join >> 32));
+    uint32_t graph = (uint32_t)(k->th_graph >> 32);
+    if (graph == UINT32_MAX) *q++ = 0xff; /* -1 */
+    else q = mp_uint(q, graph);
+    if (k->node == UINT64_MAX) *q++ = 0xff;
+    else q = mp_uint(q, k->node);
     /* gx, gy, gz, bx, by, bz: the record's six 32-bit words from byte 52 */
-    msgpack_pack_uint32(pk, (uint32_t)(k->sd[0] >> 32));
-    msgpack_pack_uint32(pk, (uint32_t)k->sd[1]);
-    msgpack_pack_uint32(pk, (uint32_t)(k->sd[1] >> 32));
-    msgpack_pack_uint32(pk, (uint32_t)k->sd[2]);
-    msgpack_pack_uint32(pk, (uint32_t)(k->sd[2] >> 32));
-    msgpack_pack_uint32(pk, (uint32_t)k->bz_join);
+    q = mp_uint(q, (uint32_t)(k->sd[0] >> 32));
+    q = mp_uint(q, (uint32_t)k->sd[1]);
+    q = mp_uint(q, (uint32_t)(k->sd[1] >> 32));
+    q = mp_uint(q, (uint32_t)k->sd[2]);
+    q = mp_uint(q, (uint32_t)(k->sd[2] >> 32));
+    q = mp_uint(q, (uint32_t)k->bz_join);
+    msgpack_pack_bin_body(enc->packer(enc->ctx), buf, (size_t)(q - buf)); /* the raw bytes */
 }
 
 /* [36, n, tmpls, starts, durs, joins], and in shadow mode the same kernels as a COLS after it
@@ -453,10 +488,17 @@ static void run_flush(const struct tkp_enc *enc)
 {
     if (!run.n) return;
     msgpack_packer *pk = enc->packer(enc->ctx);
-    msgpack_pack_array(pk, 6);
-    msgpack_pack_int(pk, TKP_REC_GPU_RUN);
-    msgpack_pack_uint32(pk, run.n);
-    tkp_cols_pack(pk, run.c, 4);
+    uint8_t h[2 + 5 + 5 + 8], *q = h;
+    *q++ = 0x90 | 6; /* fixarray */
+    *q++ = TKP_REC_GPU_RUN;
+    q = mp_uint(q, run.n);
+    for (uint32_t k = 0; k < 4; k++) { /* each column a bin; the headers as bytes, as msgpack's */
+        q = mp_bin(q, run.c[k].n);
+        msgpack_pack_bin_body(pk, h, (size_t)(q - h));
+        msgpack_pack_bin_body(pk, run.c[k].p, run.c[k].n);
+        run.c[k].n = 0;
+        q = h;
+    }
     run.n = run.room = 0;
     run.end = run.corr = run.step = run.index = 0;
     if (shadow.n) {
@@ -479,30 +521,63 @@ static inline void put1(struct tkp_col *c, uint64_t v)
     else tkp_col_put(c, v);
 }
 
-/* Adds a kernel of template id to the open GPU_RUN; 0 when memory ran out. */
-static inline int run_add(const struct tkp_enc *enc, uint32_t id, uint64_t start, uint64_t end,
+/* A varint at p + n, without a loop for up to three bytes (start gaps and durations mostly take
+ * two or three); returns the new n. */
+static inline uint32_t put3(uint8_t *p, uint32_t n, uint64_t v)
+{
+    if (v < 0x4000) {
+        if (v < 0x80) {
+            p[n] = (uint8_t)v;
+            return n + 1;
+        }
+        p[n] = (uint8_t)(v | 0x80);
+        p[n + 1] = (uint8_t)(v >> 7);
+        return n + 2;
+    }
+    if (v < 0x200000) {
+        p[n] = (uint8_t)(v | 0x80);
+        p[n + 1] = (uint8_t)(v >> 7 | 0x80);
+        p[n + 2] = (uint8_t)(v >> 14);
+        return n + 3;
+    }
+    struct tkp_col c = {p, n, 0};
+    tkp_col_put(&c, v);
+    return c.n;
+}
+
+/* Room in the GPU_RUN's columns for ROOM_RECS more kernels (ending it at its size limit) and no
+ * COLS open; 0 when memory ran out. */
+static int __attribute__((noinline)) run_open(const struct tkp_enc *enc)
+{
+    if (run.n == TKP_GPU_RUN_MAX) run_flush(enc);
+    for (uint32_t k = 0; k < 4; k++)
+        if (tkp_col_reserve(&run.c[k], ROOM_RECS * (k == 3 ? 30 : 10))) return 0;
+    run.room = TKP_GPU_RUN_MAX - run.n < ROOM_RECS ? TKP_GPU_RUN_MAX - run.n : ROOM_RECS;
+    if (cols.n) cols_flush(enc);
+    return 1;
+}
+
+static void __attribute__((noinline)) run_joins(uint64_t dc, uint64_t ds, uint64_t di)
+{
+    put1(&run.c[3], tkp_zigzag((int64_t)dc));
+    put1(&run.c[3], tkp_zigzag((int64_t)ds));
+    put1(&run.c[3], tkp_zigzag((int64_t)di));
+}
+
+/* Adds a kernel of template id to the open GPU_RUN; 0 when memory ran out. run.room is 0 while
+ * the run is empty (run_flush), and so whenever a COLS is open (cols_add flushes the run): one
+ * test for room, the GPU_RUN's size limit and the COLS. The bytes are stored last: a byte store
+ * may alias anything, and the compiler would load the run's fields again after each. */
+static inline __attribute__((always_inline)) int run_add(const struct tkp_enc *enc, uint32_t id, uint64_t start, uint64_t end,
                           uint64_t corr, uint64_t step, uint64_t index)
 {
-    if (TKP_UNLIKELY(!run.room || run.n == TKP_GPU_RUN_MAX)) {
-        if (run.n == TKP_GPU_RUN_MAX) run_flush(enc);
-        for (uint32_t k = 0; k < 4; k++)
-            if (tkp_col_reserve(&run.c[k], ROOM_RECS * (k == 3 ? 30 : 10))) return 0;
-        run.room = ROOM_RECS;
-    }
-    if (TKP_UNLIKELY(cols.n)) cols_flush(enc);
-    uint64_t dc = corr - run.corr, di = index - run.index;
+    if (TKP_UNLIKELY(!run.room) && !run_open(enc)) return 0;
+    uint64_t dc = corr - run.corr, di = index - run.index, ds = step - run.step;
+    uint64_t gap = tkp_zigzag((int64_t)(start - run.end)), dur = end - start;
     uint32_t mode = TKP_GMODE_JOINS;
-    if (TKP_LIKELY(step == run.step)) {
+    if (TKP_LIKELY(ds == 0)) {
         if (dc == 1) mode = di == 1 ? TKP_GMODE_NEXT : di == 0 ? TKP_GMODE_CORR : mode;
         else if (dc == 0 && di == 0) mode = TKP_GMODE_SAME;
-    }
-    put1(&run.c[0], (uint64_t)id << 2 | mode);
-    tkp_col_put(&run.c[1], tkp_zigzag((int64_t)(start - run.end)));
-    tkp_col_put(&run.c[2], end - start);
-    if (TKP_UNLIKELY(mode == TKP_GMODE_JOINS)) {
-        put1(&run.c[3], tkp_zigzag((int64_t)dc));
-        put1(&run.c[3], tkp_zigzag((int64_t)(step - run.step)));
-        put1(&run.c[3], tkp_zigzag((int64_t)di));
     }
     run.end = end;
     run.corr = corr;
@@ -510,22 +585,44 @@ static inline int run_add(const struct tkp_enc *enc, uint32_t id, uint64_t start
     run.index = index;
     run.n++;
     run.room--;
+    if (TKP_UNLIKELY(mode == TKP_GMODE_JOINS)) run_joins(dc, ds, di);
+    uint8_t *p0 = run.c[0].p, *p1 = run.c[1].p, *p2 = run.c[2].p;
+    uint32_t n0 = run.c[0].n, n1 = run.c[1].n, n2 = run.c[2].n;
+    uint64_t t = (uint64_t)id << 2 | mode;
+    if (TKP_LIKELY(t < 0x80)) p0[n0++] = (uint8_t)t;
+    else n0 = put3(p0, n0, t); /* ids < 4096: at most two bytes */
+    n1 = put3(p1, n1, gap);
+    n2 = put3(p2, n2, dur);
+    run.c[0].n = n0;
+    run.c[1].n = n1;
+    run.c[2].n = n2;
     return 1;
+}
+
+/* A graph kernel's graph and node ids ({UINT32_MAX, UINT64_MAX}: none known); graph UINT64_MAX
+ * when they are ids that would read as -1. Returned in two registers. */
+struct gnode_ids {
+    uint64_t graph, node;
+};
+static struct gnode_ids __attribute__((noinline)) node_ids(uint64_t gnode, const struct corr *c)
+{
+    uint32_t g;
+    uint64_t n;
+    if (!tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n))
+        return (struct gnode_ids){UINT32_MAX, UINT64_MAX};
+    if (g == UINT32_MAX || n == UINT64_MAX) return (struct gnode_ids){UINT64_MAX, 0};
+    return (struct gnode_ids){g, n};
 }
 
 /* A kernel: by its template into the GPU_RUN; 0 when it has none (table full, no memory), then
  * the caller writes it as COLS. */
-static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t start, uint64_t end,
-                       uint32_t corr, uint64_t gnode)
+static inline __attribute__((always_inline)) int
+kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t start, uint64_t end,
+            uint32_t corr, uint64_t gnode, int shadowed, int tables)
 {
-    struct gt_key k;
-    uint32_t bz;
-    memcpy(&k.name, p + 104, 8);
-    memcpy(k.sd, p + 48, sizeof k.sd);
-    memcpy(&bz, p + 72, 4);
     uint64_t step, index;
     uint32_t thread, join;
-    const struct corr *c = corr_find(corr);
+    const struct corr *c = tables || corrs ? corr_at(corr) : NULL; /* tables: corrs is */
     if (TKP_LIKELY(c)) {
         thread = c->thread;
         step = c->step;
@@ -536,28 +633,44 @@ static int kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t sta
         step = index = 0;
         join = TKP_JOIN_NONE;
     }
-    uint32_t g = UINT32_MAX;
-    uint64_t n = UINT64_MAX;
-    if (TKP_UNLIKELY(gnode) && tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n)) {
-        if (g == UINT32_MAX || n == UINT64_MAX) return 0; /* ids that read as -1: COLS */
-    } else {
-        g = UINT32_MAX, n = UINT64_MAX;
+    uint64_t g = UINT32_MAX, n = UINT64_MAX;
+    if (TKP_UNLIKELY(gnode)) {
+        struct gnode_ids ids = node_ids(gnode, c);
+        if (ids.graph == UINT64_MAX) return 0; /* ids that read as -1: COLS */
+        g = ids.graph, n = ids.node;
     }
-    k.bz_join = bz | (uint64_t)join << 32;
-    k.th_graph = thread | (uint64_t)g << 32;
-    k.node = n;
-    int64_t id = gt_find(&k, thread, index);
-    if (TKP_UNLIKELY(id < 0)) return 0;
+    uint32_t bz;
+    memcpy(&bz, p + 72, 4);
+    uint64_t bj = bz | (uint64_t)join << 32, tg = thread | g << 32;
+    uint16_t *by = &gt_byidx[(index ^ thread << 7) & (GT_BYIDX - 1)];
+    uint16_t *prev = &gt_prev[thread & (GT_THREADS - 1)];
+    uint32_t id1 = *by, id;
+    /* the record's words are read where the compare needs them, not kept (registers are few) */
+#define REC_WORD(off) (*(const uint64_t *)__builtin_assume_aligned(p + (off), 8))
+    const struct gt_key *t = &(gt.def - 1)[id1].k; /* id1 0: the sentinel */
+    if (((t->name ^ REC_WORD(104)) | (t->sd[0] ^ REC_WORD(48)) | (t->sd[1] ^ REC_WORD(56)) |
+         (t->sd[2] ^ REC_WORD(64)) | (t->bz_join ^ bj) | (t->th_graph ^ tg) | (t->node ^ n)) == 0) {
+        id = id1 - 1;
+        *prev = (uint16_t)id1;
+    } else {
+        struct gt_key k = {REC_WORD(104), {REC_WORD(48), REC_WORD(56), REC_WORD(64)}, bj, tg, n};
+        int64_t r = gt_find(&k, by, prev);
+        if (TKP_UNLIKELY(r < 0)) return 0;
+        id = (uint32_t)r;
+    }
+#undef REC_WORD
     /* defined before the GPU_RUN that uses it, which is packed later */
-    if (TKP_UNLIKELY(gt.def[id].seq1 != chunk_seq1)) gt_define(enc, (uint32_t)id);
-    if (!run_add(enc, (uint32_t)id, start, end, corr, step, index)) return 0;
+    if (TKP_UNLIKELY(gt.def[id].seq1 != chunk_seq1)) gt_define(enc, id);
+    if (!run_add(enc, id, start, end, corr, step, index)) return 0;
     if (!c) counts.unjoined++;
-    if (TKP_UNLIKELY(test_mode == 2)) { /* the same kernel as the COLS of before */
-        const char *name = (const char *)(uintptr_t)k.name;
+    if (shadowed) { /* the same kernel as the COLS of before */
+        const char *s;
+        memcpy(&s, p + 104, sizeof s);
         uint64_t v[COLS_FIELDS];
         v[0] = start, v[1] = end;
-        v[2] = enc->name(enc->ctx, name ? name : "?");
-        v[3] = (uint32_t)k.sd[0], v[4] = corr;
+        v[2] = enc->name(enc->ctx, s ? s : "?");
+        memcpy(&v[3], p + 48, 4);
+        v[3] = (uint32_t)v[3], v[4] = corr;
         join_fields(v + 5, corr, gnode);
         counts.unjoined -= !c; /* join_fields counted it */
         for (int i = 0; i < 6; i++) {
@@ -607,7 +720,9 @@ encode_cols(const struct tkp_enc *enc, const CUpti_Activity *a, uint64_t start, 
     if (!cols_add(enc, TKP_REC_GPU_KERNEL, v, 17)) pack_plain(enc, TKP_REC_GPU_KERNEL, v, 17);
 }
 
-static inline void encode_record(const struct tkp_enc *enc, const CUpti_Activity *a)
+/* Any record the kernel path does not take: copies, bad times, the window filter, COLS. */
+static void __attribute__((noinline)) encode_other(const struct tkp_enc *enc,
+                                                   const CUpti_Activity *a)
 {
     const uint8_t *p = (const uint8_t *)a;
     uint64_t start, end;
@@ -615,7 +730,7 @@ static inline void encode_record(const struct tkp_enc *enc, const CUpti_Activity
     uint64_t gnode;
     int kernel = a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
                  a->kind == CUPTI_ACTIVITY_KIND_KERNEL;
-    if (TKP_LIKELY(kernel)) {
+    if (kernel) {
         memcpy(&start, p + 16, 8);
         memcpy(&end, p + 24, 8);
         memcpy(&corr, p + 92, 4);
@@ -629,15 +744,39 @@ static inline void encode_record(const struct tkp_enc *enc, const CUpti_Activity
     } else {
         return;
     }
-    if (TKP_UNLIKELY(!start || end < start)) { /* seen in the wild (device buffers exhausted) */
+    if (!start || end < start) { /* seen in the wild (device buffers exhausted) */
         counts.bad_time++;
         return;
     }
-    if (TKP_UNLIKELY(filters) && !keep(corr)) return;
+    if (!keep(corr)) return;
     counts.records++;
-    if (TKP_LIKELY(kernel && test_mode != 1) && kernel_tmpl(enc, p, start, end, corr, gnode))
+    if (kernel && test_mode != 1 && gt_ready() &&
+        kernel_tmpl(enc, p, start, end, corr, gnode, test_mode == 2, 0))
         return;
     encode_cols(enc, a, start, end, corr, gnode);
+}
+
+/* A record when there is no window filter, templates are on, without shadow COLS, with the
+ * tables allocated (tkp_gpuenc_encode's fast): a kernel straight to its template. */
+static inline void encode_fast(const struct tkp_enc *enc, const CUpti_Activity *a, int fast)
+{
+    const uint8_t *p = (const uint8_t *)a;
+    if (TKP_LIKELY(fast && (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+                            a->kind == CUPTI_ACTIVITY_KIND_KERNEL))) {
+        uint64_t start, end, gnode;
+        uint32_t corr;
+        memcpy(&start, p + 16, 8);
+        memcpy(&end, p + 24, 8);
+        memcpy(&corr, p + 92, 4);
+        memcpy(&gnode, p + 144, 8);
+        if (TKP_LIKELY(start && end >= start)) {
+            counts.records++;
+            if (TKP_LIKELY(kernel_tmpl(enc, p, start, end, corr, gnode, 0, 1))) return;
+            encode_cols(enc, a, start, end, corr, gnode);
+            return;
+        }
+    }
+    encode_other(enc, a);
 }
 
 static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *st, int final)
@@ -673,11 +812,16 @@ int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
     filters = tkp_cupti_filters();
     chunk_seq1 = enc->chunk(enc->ctx) + 1;
     test_mode = enc->test;
-    uint32_t done = 0;
+    uint32_t done = 0, lim = final ? UINT32_MAX : max;
+    if (!corrs) corrs = calloc(CORR_SLOTS, sizeof *corrs);
+    int fast = !filters && test_mode == 0 && corrs && gt_ready();
     while (b->head) {
-        while (tkp_cupti_next_record(b->head, &b->rec)) {
-            encode_record(enc, b->rec);
-            if (++done >= max && !final) {
+        uint8_t *data;
+        size_t valid;
+        tkp_cupti_next_fn next = tkp_cupti_records(b->head, &data, &valid);
+        while (next && next(data, valid, &b->rec) == CUPTI_SUCCESS) {
+            encode_fast(enc, b->rec, fast);
+            if (TKP_UNLIKELY(++done >= lim)) {
                 run_flush(enc); /* the writer packs host records next */
                 cols_flush(enc);
                 return 1;

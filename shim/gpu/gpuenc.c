@@ -34,6 +34,16 @@ static struct {
     int info_sent;
 } counts;
 
+/* The writer's packer, asked once per tkp_gpuenc_encode() call: asking opens the chunk and
+ * ends the writer's open RUN, and nothing else packs records while the encoder runs, so later
+ * asks would do nothing (but cost ~190 instructions each). */
+static msgpack_packer *pk_now;
+static msgpack_packer *packer(const struct tkp_enc *enc)
+{
+    if (!pk_now) pk_now = enc->packer(enc->ctx);
+    return pk_now;
+}
+
 /* The open COLS ("columns", below). room: records every column has room for (ROOM_RECS * 10
  * bytes were made free at once), so that adding a record checks one counter, not 17 columns. */
 #define COLS_FIELDS 17
@@ -197,11 +207,15 @@ static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t
     uint8_t b[2 + COLS_FIELDS * 9 + 8], *q = b;
     *q++ = (uint8_t)(0x90 | (1 + nf)); /* fixarray: at most 18 elements */
     *q++ = (uint8_t)type;               /* positive fixint */
-    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11;
-    for (uint32_t k = 0; k < nf; k++) {
-        if ((k == graph || k == graph + 1) && v[k] == UINT64_MAX) *q++ = 0xff; /* -1 */
+    uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11, k;
+    for (k = 0; k < graph; k++)
+        q = mp_uint(q, v[k]);
+    for (; k < graph + 2; k++) { /* graph, node: -1 or an id */
+        if (v[k] == UINT64_MAX) *q++ = 0xff;
         else q = mp_uint(q, v[k]);
     }
+    for (; k < nf; k++)
+        q = mp_uint(q, v[k]);
     msgpack_pack_bin_body(pk, b, (size_t)(q - b)); /* the raw bytes */
 }
 
@@ -227,7 +241,7 @@ static void run_flush(const struct tkp_enc *enc);
 
 static void cols_flush(const struct tkp_enc *enc)
 {
-    if (cols.n) cols_pack(enc->packer(enc->ctx), &cols);
+    if (cols.n) cols_pack(packer(enc), &cols);
 }
 
 /* The zigzag deltas of a record's fields, then their bytes. Start, end, name, correlation and
@@ -322,7 +336,7 @@ static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, u
 {
     run_flush(enc);
     cols_flush(enc);
-    plain_pack(enc->packer(enc->ctx), type, v, nf);
+    plain_pack(packer(enc), type, v, nf);
 }
 
 
@@ -366,6 +380,8 @@ static struct {
     uint32_t n, room;
     uint64_t end, corr, step, index;
     struct tkp_col c[4];
+    uint8_t *w[3]; /* where the next varint of tmpls, starts, durs goes while n > 0 (c[k].n is
+                    * set from it at run_open and run_flush) */
 } run;
 
 static inline int gt_same(const struct gt_key *a, const struct gt_key *b)
@@ -379,7 +395,7 @@ static inline int gt_same(const struct gt_key *a, const struct gt_key *b)
  * open-addressed table of ids whose keys are gt.def's, compared inline: core/map.h's tkp_map
  * (its find out of line, an eq callback) took 148 instructions a lookup against 79 here. */
 #define GT_SLOTS (2 * TKP_GPU_TMPL_MAX) /* open addressing, at most half full */
-static uint32_t *gt_slot; /* id + 1; 0: empty */
+static uint32_t gt_slot[GT_SLOTS]; /* id + 1; 0: empty (static: zero pages, no memset) */
 static inline uint32_t gt_hash(const struct gt_key *k)
 {
     uint64_t h = tkp_hash_u64(k->name ^ k->sd[0] ^ k->sd[1] << 3 ^ k->sd[2] << 5 ^
@@ -403,33 +419,29 @@ static int64_t __attribute__((noinline)) gt_lookup(const struct gt_key *k)
 }
 
 /* The table, allocated at the first encode; 0 when there is no memory for it (COLS then).
- * gt.def[-1] is a template no key equals (graph none and node 0), so that the slot of a
- * prediction not made yet (0: id + 1) leads to it, and kernel_tmpl need not test for one. */
+ * gt.def[-1] is a template no key equals (join 2^32 - 1: a key's join is join_idx >> 28), so
+ * that the slot of a prediction not made yet (0: id + 1) leads to it, and kernel_tmpl need not
+ * test for one. */
 static int gt_ready(void)
 {
     if (TKP_LIKELY(gt.def)) return 1;
     if (gt.failed) return 0;
     struct gt_def *base = malloc((TKP_GPU_TMPL_MAX + 1) * sizeof *base);
-    gt_slot = calloc(GT_SLOTS, sizeof *gt_slot);
-    if (!base || !gt_slot) {
-        free(base);
-        free(gt_slot);
-        gt_slot = NULL;
+    if (!base) {
         gt.failed = 1;
         return 0;
     }
-    base[0] = (struct gt_def){{0, {0, 0, 0}, 0, UINT64_MAX, 0}, 0, 0, UINT32_MAX};
+    base[0] = (struct gt_def){{0, {0, 0, 0}, UINT64_MAX, 0, 0}, 0, 0, UINT32_MAX};
     gt.def = base + 1;
     return 1;
 }
 
 /* The predictions (kernel_tmpl checks the first): the template the launch with the same ordinal
  * in its thread's step had last time (byidx), and the one that followed the thread's previous
- * kernel last time (next). */
+ * kernel (of any thread) last time (next). */
 #define GT_BYIDX 4096 /* slots of (thread, index) */
-#define GT_THREADS 64 /* slots of threads' previous kernels */
 static uint16_t gt_byidx[GT_BYIDX];  /* id + 1; 0: none */
-static uint16_t gt_prev[GT_THREADS]; /* id + 1; 0: none */
+static uint16_t gt_last;             /* the previous kernel's, id + 1; 0: none */
 
 /* The template id of key when byidx missed: next, or looked up; by and prev are its slots. */
 static int64_t __attribute__((noinline)) gt_find(const struct gt_key *k, uint16_t *by,
@@ -478,7 +490,14 @@ static void gt_define(const struct tkp_enc *enc, uint32_t id)
     q = mp_uint(q, (uint32_t)k->sd[2]);
     q = mp_uint(q, (uint32_t)(k->sd[2] >> 32));
     q = mp_uint(q, (uint32_t)k->bz_join);
-    msgpack_pack_bin_body(enc->packer(enc->ctx), buf, (size_t)(q - buf)); /* the raw bytes */
+    msgpack_pack_bin_body(packer(enc), buf, (size_t)(q - buf)); /* the raw bytes */
+}
+
+/* The column lengths from the cursors (a run with kernels). */
+static void run_sync(void)
+{
+    for (uint32_t k = 0; k < 3; k++)
+        run.c[k].n = (uint32_t)(run.w[k] - run.c[k].p);
 }
 
 /* [36, n, tmpls, starts, durs, joins], and in shadow mode the same kernels as a COLS after it
@@ -487,7 +506,8 @@ static void gt_define(const struct tkp_enc *enc, uint32_t id)
 static void run_flush(const struct tkp_enc *enc)
 {
     if (!run.n) return;
-    msgpack_packer *pk = enc->packer(enc->ctx);
+    run_sync();
+    msgpack_packer *pk = packer(enc);
     uint8_t h[2 + 5 + 5 + 8], *q = h;
     *q++ = 0x90 | 6; /* fixarray */
     *q++ = TKP_REC_GPU_RUN;
@@ -521,37 +541,41 @@ static inline void put1(struct tkp_col *c, uint64_t v)
     else tkp_col_put(c, v);
 }
 
-/* A varint at p + n, without a loop for up to three bytes (start gaps and durations mostly take
- * two or three); returns the new n. */
-static inline uint32_t put3(uint8_t *p, uint32_t n, uint64_t v)
+/* A varint at w, without a loop for up to three bytes (start gaps and durations mostly take
+ * two or three); returns its end. */
+static inline uint8_t *put3(uint8_t *w, uint64_t v)
 {
     if (v < 0x4000) {
         if (v < 0x80) {
-            p[n] = (uint8_t)v;
-            return n + 1;
+            w[0] = (uint8_t)v;
+            return w + 1;
         }
-        p[n] = (uint8_t)(v | 0x80);
-        p[n + 1] = (uint8_t)(v >> 7);
-        return n + 2;
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7);
+        return w + 2;
     }
     if (v < 0x200000) {
-        p[n] = (uint8_t)(v | 0x80);
-        p[n + 1] = (uint8_t)(v >> 7 | 0x80);
-        p[n + 2] = (uint8_t)(v >> 14);
-        return n + 3;
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7 | 0x80);
+        w[2] = (uint8_t)(v >> 14);
+        return w + 3;
     }
-    struct tkp_col c = {p, n, 0};
+    struct tkp_col c = {w, 0, 0};
     tkp_col_put(&c, v);
-    return c.n;
+    return w + c.n;
 }
+
 
 /* Room in the GPU_RUN's columns for ROOM_RECS more kernels (ending it at its size limit) and no
  * COLS open; 0 when memory ran out. */
 static int __attribute__((noinline)) run_open(const struct tkp_enc *enc)
 {
     if (run.n == TKP_GPU_RUN_MAX) run_flush(enc);
+    if (run.n) run_sync();
     for (uint32_t k = 0; k < 4; k++)
         if (tkp_col_reserve(&run.c[k], ROOM_RECS * (k == 3 ? 30 : 10))) return 0;
+    for (uint32_t k = 0; k < 3; k++) /* reserving may have moved the bytes */
+        run.w[k] = run.c[k].p + run.c[k].n;
     run.room = TKP_GPU_RUN_MAX - run.n < ROOM_RECS ? TKP_GPU_RUN_MAX - run.n : ROOM_RECS;
     if (cols.n) cols_flush(enc);
     return 1;
@@ -586,16 +610,13 @@ static inline __attribute__((always_inline)) int run_add(const struct tkp_enc *e
     run.n++;
     run.room--;
     if (TKP_UNLIKELY(mode == TKP_GMODE_JOINS)) run_joins(dc, ds, di);
-    uint8_t *p0 = run.c[0].p, *p1 = run.c[1].p, *p2 = run.c[2].p;
-    uint32_t n0 = run.c[0].n, n1 = run.c[1].n, n2 = run.c[2].n;
+    uint8_t *w0 = run.w[0], *w1 = run.w[1], *w2 = run.w[2];
     uint64_t t = (uint64_t)id << 2 | mode;
-    if (TKP_LIKELY(t < 0x80)) p0[n0++] = (uint8_t)t;
-    else n0 = put3(p0, n0, t); /* ids < 4096: at most two bytes */
-    n1 = put3(p1, n1, gap);
-    n2 = put3(p2, n2, dur);
-    run.c[0].n = n0;
-    run.c[1].n = n1;
-    run.c[2].n = n2;
+    if (TKP_LIKELY(t < 0x80)) *w0++ = (uint8_t)t;
+    else w0 = put3(w0, t); /* ids < 4096: at most two bytes */
+    run.w[0] = w0;
+    run.w[1] = put3(w1, gap);
+    run.w[2] = put3(w2, dur);
     return 1;
 }
 
@@ -643,18 +664,21 @@ kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t start, uint64_
     memcpy(&bz, p + 72, 4);
     uint64_t bj = bz | (uint64_t)join << 32, tg = thread | g << 32;
     uint16_t *by = &gt_byidx[(index ^ thread << 7) & (GT_BYIDX - 1)];
-    uint16_t *prev = &gt_prev[thread & (GT_THREADS - 1)];
     uint32_t id1 = *by, id;
     /* the record's words are read where the compare needs them, not kept (registers are few) */
 #define REC_WORD(off) (*(const uint64_t *)__builtin_assume_aligned(p + (off), 8))
     const struct gt_key *t = &(gt.def - 1)[id1].k; /* id1 0: the sentinel */
-    if (((t->name ^ REC_WORD(104)) | (t->sd[0] ^ REC_WORD(48)) | (t->sd[1] ^ REC_WORD(56)) |
-         (t->sd[2] ^ REC_WORD(64)) | (t->bz_join ^ bj) | (t->th_graph ^ tg) | (t->node ^ n)) == 0) {
+    uint64_t diff = (t->name ^ REC_WORD(104)) | (t->sd[0] ^ REC_WORD(48)) |
+                    (t->sd[1] ^ REC_WORD(56)) | (t->sd[2] ^ REC_WORD(64)) | (t->bz_join ^ bj) |
+                    (t->th_graph ^ tg);
+    /* graph none (in tg) means node none in every template: the node is compared for graphs */
+    if (TKP_UNLIKELY(gnode)) diff |= t->node ^ n;
+    if (diff == 0) {
         id = id1 - 1;
-        *prev = (uint16_t)id1;
+        gt_last = (uint16_t)id1;
     } else {
         struct gt_key k = {REC_WORD(104), {REC_WORD(48), REC_WORD(56), REC_WORD(64)}, bj, tg, n};
-        int64_t r = gt_find(&k, by, prev);
+        int64_t r = gt_find(&k, by, &gt_last);
         if (TKP_UNLIKELY(r < 0)) return 0;
         id = (uint32_t)r;
     }
@@ -758,7 +782,8 @@ static void __attribute__((noinline)) encode_other(const struct tkp_enc *enc,
 
 /* A record when there is no window filter, templates are on, without shadow COLS, with the
  * tables allocated (tkp_gpuenc_encode's fast): a kernel straight to its template. */
-static inline void encode_fast(const struct tkp_enc *enc, const CUpti_Activity *a, int fast)
+static inline __attribute__((always_inline)) void encode_fast(const struct tkp_enc *enc,
+                                                              const CUpti_Activity *a, int fast)
 {
     const uint8_t *p = (const uint8_t *)a;
     if (TKP_LIKELY(fast && (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
@@ -787,7 +812,7 @@ static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *
     if (counts.info_sent && sig == counts.info_sig && !final) return;
     counts.info_sent = 1;
     counts.info_sig = sig;
-    msgpack_packer *pk = enc->packer(enc->ctx);
+    msgpack_packer *pk = packer(enc);
     msgpack_pack_array(pk, 11);
     msgpack_pack_int(pk, TKP_REC_GPU_INFO);
     msgpack_pack_int(pk, st->status);
@@ -806,11 +831,32 @@ static void emit_info(const struct tkp_enc *enc, const struct tkp_cupti_status *
     msgpack_pack_uint64(pk, st->buf_peak);
 }
 
+/* The records of b's first buffer after b->rec, until lim are done (1) or the buffer's end (0);
+ * fast is a constant in each of the two copies (the test leaves the loop). */
+static inline __attribute__((always_inline)) int walk(const struct tkp_enc *enc,
+                                                      struct tkp_gpu_batch *b,
+                                                      tkp_cupti_next_fn next, uint8_t *data,
+                                                      size_t valid, int fast, uint32_t *done,
+                                                      uint32_t lim)
+{
+    uint32_t left = lim - *done; /* > 0 */
+    while (next(data, valid, &b->rec) == CUPTI_SUCCESS) {
+        encode_fast(enc, b->rec, fast);
+        if (TKP_UNLIKELY(!--left)) {
+            *done = lim;
+            return 1;
+        }
+    }
+    *done = lim - left;
+    return 0;
+}
+
 int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
                       const struct tkp_enc *enc)
 {
     filters = tkp_cupti_filters();
     chunk_seq1 = enc->chunk(enc->ctx) + 1;
+    pk_now = NULL;
     test_mode = enc->test;
     uint32_t done = 0, lim = final ? UINT32_MAX : max;
     if (!corrs) corrs = calloc(CORR_SLOTS, sizeof *corrs);
@@ -819,13 +865,11 @@ int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
         uint8_t *data;
         size_t valid;
         tkp_cupti_next_fn next = tkp_cupti_records(b->head, &data, &valid);
-        while (next && next(data, valid, &b->rec) == CUPTI_SUCCESS) {
-            encode_fast(enc, b->rec, fast);
-            if (TKP_UNLIKELY(++done >= lim)) {
-                run_flush(enc); /* the writer packs host records next */
-                cols_flush(enc);
-                return 1;
-            }
+        if (next && (fast ? walk(enc, b, next, data, valid, 1, &done, lim)
+                          : walk(enc, b, next, data, valid, 0, &done, lim))) {
+            run_flush(enc); /* the writer packs host records next */
+            cols_flush(enc);
+            return 1;
         }
         b->head = tkp_cupti_release(b->head);
         b->rec = NULL;

@@ -351,10 +351,12 @@ static uint64_t CUPTIAPI clock_ns(void)
     return tkp_now_ns(); /* GPU times land on the capture's CLOCK_MONOTONIC */
 }
 
-/* One released buffer kept for the next request (the writer releases, CUPTI's callbacks
- * request: one exchange each, no lock): malloc and free of 256 KiB blocks cost the writer up to
- * ~5 000 instructions a buffer when glibc trims its heap. */
-static _Atomic(struct gbuf *) spare;
+/* Released buffers kept for the next requests (the writer releases, CUPTI's callbacks request:
+ * an exchange per slot, no lock): free() of a 256 KiB block cost the writer up to ~18 000
+ * instructions when glibc trimmed the heap (the block came from another thread's arena). At
+ * most SPARES × 256 KiB kept, outside TOKPROF_GPU_BUFFER_MB (which counts buffers CUPTI holds). */
+#define SPARES 4
+static _Atomic(struct gbuf *) spare[SPARES];
 
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -366,7 +368,9 @@ static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_rec
         atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
         return;
     }
-    struct gbuf *b = atomic_exchange(&spare, NULL);
+    struct gbuf *b = NULL;
+    for (int i = 0; i < SPARES && !b; i++)
+        b = atomic_exchange(&spare[i], NULL);
     if (!b) b = malloc(sizeof *b + BUF_SIZE);
     if (!b) {
         atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
@@ -607,8 +611,13 @@ tkp_cupti_next_fn tkp_cupti_records(struct tkp_cupti_buf *b, uint8_t **data, siz
 
 struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b)
 {
-    struct gbuf *g = (struct gbuf *)b, *n = g->next, *none = NULL;
-    if (!atomic_compare_exchange_strong(&spare, &none, g)) free(g);
+    struct gbuf *g = (struct gbuf *)b, *n = g->next;
+    int kept = 0;
+    for (int i = 0; i < SPARES && !kept; i++) {
+        struct gbuf *none = NULL;
+        kept = atomic_compare_exchange_strong(&spare[i], &none, g);
+    }
+    if (!kept) free(g);
     atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
     return (struct tkp_cupti_buf *)n;
 }

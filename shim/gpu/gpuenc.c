@@ -512,12 +512,24 @@ static void run_flush(const struct tkp_enc *enc)
     *q++ = 0x90 | 6; /* fixarray */
     *q++ = TKP_REC_GPU_RUN;
     q = mp_uint(q, run.n);
-    for (uint32_t k = 0; k < 4; k++) { /* each column a bin; the headers as bytes, as msgpack's */
-        q = mp_bin(q, run.c[k].n);
-        msgpack_pack_bin_body(pk, h, (size_t)(q - h));
-        msgpack_pack_bin_body(pk, run.c[k].p, run.c[k].n);
-        run.c[k].n = 0;
-        q = h;
+    /* each column a bin, its header as bytes (msgpack's); the next header goes after a
+     * column's bytes when there is room, as there nearly always is: five appends, not eight */
+    q = mp_bin(q, run.c[0].n);
+    msgpack_pack_bin_body(pk, h, (size_t)(q - h));
+    for (uint32_t k = 0; k < 4; k++) {
+        struct tkp_col *c = &run.c[k];
+        uint32_t n = c->n;
+        if (k < 3 && c->cap - n >= 5 + 8) { /* mp_be stores 8 bytes past the tag */
+            n = (uint32_t)(mp_bin(c->p + n, run.c[k + 1].n) - c->p);
+            msgpack_pack_bin_body(pk, c->p, n);
+        } else {
+            msgpack_pack_bin_body(pk, c->p, n);
+            if (k < 3) {
+                q = mp_bin(h, run.c[k + 1].n);
+                msgpack_pack_bin_body(pk, h, (size_t)(q - h));
+            }
+        }
+        c->n = 0;
     }
     run.n = run.room = 0;
     run.end = run.corr = run.step = run.index = 0;

@@ -48,10 +48,10 @@ static msgpack_packer *packer(const struct tkp_enc *enc)
  * bytes were made free at once), so that adding a record checks one counter, not 17 columns. */
 #define COLS_FIELDS 17
 #define ROOM_RECS 256u
-#define ASIDE 4u /* GPU_COPYs held aside: a COLS of so few is larger than plain records */
+#define ASIDE 4u /* GPU_COPYs held aside: a COLS of so few is packed in one pass (held_pack) */
 struct colset {
     int type;       /* of the open COLS */
-    uint32_t aside; /* its first records, only in held: plain records if no more come */
+    uint32_t aside; /* its first records, only in held: held_pack if no more come */
     uint32_t n, nf, room;
     uint64_t prev[COLS_FIELDS];
     struct tkp_col c[COLS_FIELDS];
@@ -219,11 +219,58 @@ static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t
     msgpack_pack_bin_body(pk, b, (size_t)(q - b)); /* the raw bytes */
 }
 
+/* A varint at w, without a loop for up to three bytes (start gaps and durations mostly take
+ * two or three); returns its end. */
+static inline uint8_t *put3(uint8_t *w, uint64_t v)
+{
+    if (v < 0x4000) {
+        if (v < 0x80) {
+            w[0] = (uint8_t)v;
+            return w + 1;
+        }
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7);
+        return w + 2;
+    }
+    if (v < 0x200000) {
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7 | 0x80);
+        w[2] = (uint8_t)(v >> 14);
+        return w + 3;
+    }
+    struct tkp_col c = {w, 0, 0};
+    tkp_col_put(&c, v);
+    return w + c.n;
+}
+
+/* The records held aside as the COLS that cols_put and cols_pack would write, the same bytes,
+ * made here in one pass and appended at once. */
+static void held_pack(msgpack_packer *pk, const struct colset *cs)
+{
+    uint8_t b[16 + COLS_FIELDS * (5 + ASIDE * 10) + 8], *q = b;
+    q = mp_be(q, 0xdc, 4 + cs->nf, 2); /* array 16: more than 15 elements */
+    *q++ = TKP_REC_COLS;
+    *q++ = (uint8_t)cs->type;
+    q = mp_uint(q, cs->aside);
+    q = mp_uint(q, cs->nf);
+    for (uint32_t k = 0; k < cs->nf; k++) { /* a bin8 each: at most ASIDE * 10 bytes */
+        uint8_t *w = q + 2;
+        uint64_t prev = 0;
+        for (uint32_t i = 0; i < cs->aside; i++) {
+            w = put3(w, tkp_zigzag((int64_t)(cs->held[i][k] - prev)));
+            prev = cs->held[i][k];
+        }
+        q[0] = 0xc4;
+        q[1] = (uint8_t)(w - q - 2);
+        q = w;
+    }
+    msgpack_pack_bin_body(pk, b, (size_t)(q - b)); /* the raw bytes */
+}
+
 static void cols_pack(msgpack_packer *pk, struct colset *cs)
 {
-    if (cs->aside) { /* a COLS of a few records is larger, and costs the writer more */
-        for (uint32_t i = 0; i < cs->aside; i++)
-            plain_pack(pk, cs->type, cs->held[i], cs->nf);
+    if (cs->aside) {
+        held_pack(pk, cs);
         cs->n = cs->aside = 0;
         return;
     }
@@ -553,29 +600,6 @@ static inline void put1(struct tkp_col *c, uint64_t v)
     else tkp_col_put(c, v);
 }
 
-/* A varint at w, without a loop for up to three bytes (start gaps and durations mostly take
- * two or three); returns its end. */
-static inline uint8_t *put3(uint8_t *w, uint64_t v)
-{
-    if (v < 0x4000) {
-        if (v < 0x80) {
-            w[0] = (uint8_t)v;
-            return w + 1;
-        }
-        w[0] = (uint8_t)(v | 0x80);
-        w[1] = (uint8_t)(v >> 7);
-        return w + 2;
-    }
-    if (v < 0x200000) {
-        w[0] = (uint8_t)(v | 0x80);
-        w[1] = (uint8_t)(v >> 7 | 0x80);
-        w[2] = (uint8_t)(v >> 14);
-        return w + 3;
-    }
-    struct tkp_col c = {w, 0, 0};
-    tkp_col_put(&c, v);
-    return w + c.n;
-}
 
 
 /* Room in the GPU_RUN's columns for ROOM_RECS more kernels (ending it at its size limit) and no

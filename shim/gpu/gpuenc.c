@@ -398,7 +398,7 @@ static void pack_plain(const struct tkp_enc *enc, int type, const uint64_t *v, u
  * the template is predicted and the prediction checked, the key 7 words taken nearly as they lie
  * in the CUPTI record: first the template of the launch with the same ordinal in its thread's
  * step last time (byidx: the launch's join gives thread and index), then the one that followed
- * the thread's previous kernel last time (next: graph nodes, which share their launch's index).
+ * the previous kernel last time (next: graph nodes, which share their launch's index).
  * Only when both miss (the first steps, a shape that changed, unjoined records) is the key hashed
  * and probed (gt_lookup). Then two or three varints, mostly one or two bytes each. */
 struct gt_key {
@@ -408,7 +408,6 @@ struct gt_key {
     uint64_t th_graph; /* thread | graph << 32 (graph as 32 bits, -1: none) */
     uint64_t node;
 };
-#define GT_WORDS (sizeof(struct gt_key) / 8)
 static struct {
     struct gt_def {
         struct gt_key k;

@@ -12,7 +12,9 @@
 #                               shim, TOKPROF_GPU=off): the launch path's figure on a loaded machine;
 #                               also with TOKPROF_STEP=kernel:RE (a regex no kernel matches)
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf / vllm --graphs
-#                               (RUNS runs each, median; BEFORE_SHIM=other/libtokprof.so alternates)
+#                               (RUNS runs each, median; BEFORE_SHIM=other/libtokprof.so alternates),
+#                               and with GPU records (--style vllm, TOKPROF_GPU=off against always):
+#                               bytes per launch and per GPU record
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
 #                               capture size with stacks
@@ -178,6 +180,36 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
                 "$(awk -v n=$((launches + glaunches)) 'NR==1 || $1<m {m=$1} END {print m/n}' "$f")" \
                 "$(awk -v n=$((launches + glaunches)) '$1>m {m=$1} END {print m/n}' "$f")"
         done
+    done
+    echo
+    # With GPU records (tier 2, simgpu's fake CUPTI): the same capture with TOKPROF_GPU=off and
+    # always, run after run; bytes per GPU record = (bytes with - bytes without) / GPU records
+    # (GPU_RUN, GPU_TMPL, the copies, GPU_INFO: what GPU time adds to the file).
+    echo "| capture size with GPU records (minillm --style vllm, 400 steps, median of $RUNS) | shim | launches | GPU records | bytes, GPU off | bytes, GPU on | bytes per launch, GPU on | **bytes per GPU record** |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for s in $shims; do h=$(echo "$s" | md5sum | cut -c1-8); : >"$work/goff.$h"; : >"$work/gon.$h"; done
+    for i in $(seq "$RUNS"); do
+        for s in $shims; do
+            h=$(echo "$s" | md5sum | cut -c1-8)
+            for m in off always; do
+                d="$work/gbytes"; rm -rf "$d"; mkdir -p "$d"
+                LD_LIBRARY_PATH=$SIM LD_PRELOAD=$s TOKPROF_OUT=$d TOKPROF_GPU=$m "$B/kernels/minillm" \
+                    --style vllm --steps 400 >/dev/null
+                cap=$(ls "$d"/minillm.*.tokprof)
+                launches=$("$TKP" summary --json "$cap" | python3 -c 'import json,sys; print(json.load(sys.stdin)["launches"])')
+                grecs=0
+                [ $m = always ] && grecs=$("$TKP" dump --type gpu_info "$cap" | tail -1 |
+                    python3 -c 'import json,sys; print(json.load(sys.stdin)["records"])')
+                echo "$(stat -c %s "$cap") $launches $grecs" >>"$work/$([ $m = off ] && echo goff || echo gon).$h"
+            done
+        done
+    done
+    for s in $shims; do
+        h=$(echo "$s" | md5sum | cut -c1-8)
+        boff=$(awk '{print $1}' "$work/goff.$h" | median); bon=$(awk '{print $1}' "$work/gon.$h" | median)
+        read -r launches grecs < <(awk 'NR==1 {print $2, $3}' "$work/gon.$h")
+        printf '| `--style vllm` | %s | %s | %s | %s | %s | %.2f | **%.2f** |\n' "$s" "$launches" "$grecs" \
+            "$boff" "$bon" "$(echo "$bon / $launches" | bc -l)" "$(echo "($bon - $boff) / $grecs" | bc -l)"
     done
 fi
 

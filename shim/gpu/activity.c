@@ -351,6 +351,13 @@ static uint64_t CUPTIAPI clock_ns(void)
     return tkp_now_ns(); /* GPU times land on the capture's CLOCK_MONOTONIC */
 }
 
+/* Released buffers kept for the next requests (the writer releases, CUPTI's callbacks request:
+ * an exchange per slot, no lock): free() of a 256 KiB block cost the writer up to ~18 000
+ * instructions when glibc trimmed the heap (the block came from another thread's arena). At
+ * most SPARES × 256 KiB kept, outside TOKPROF_GPU_BUFFER_MB (which counts buffers CUPTI holds). */
+#define SPARES 4
+static _Atomic(struct gbuf *) spare[SPARES];
+
 static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     *buffer = NULL;
@@ -361,7 +368,10 @@ static void CUPTIAPI buf_request(uint8_t **buffer, size_t *size, size_t *max_rec
         atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
         return;
     }
-    struct gbuf *b = malloc(sizeof *b + BUF_SIZE);
+    struct gbuf *b = NULL;
+    for (int i = 0; i < SPARES && !b; i++)
+        b = atomic_exchange(&spare[i], NULL);
+    if (!b) b = malloc(sizeof *b + BUF_SIZE);
     if (!b) {
         atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
         return;
@@ -591,16 +601,23 @@ void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more)
     g->next = (struct gbuf *)more;
 }
 
-int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec)
+tkp_cupti_next_fn tkp_cupti_records(struct tkp_cupti_buf *b, uint8_t **data, size_t *valid)
 {
-    const struct gbuf *g = (const struct gbuf *)b;
-    return api.next && api.next((uint8_t *)g->data, g->valid, rec) == CUPTI_SUCCESS;
+    struct gbuf *g = (struct gbuf *)b;
+    *data = g->data;
+    *valid = g->valid;
+    return api.next;
 }
 
 struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b)
 {
     struct gbuf *g = (struct gbuf *)b, *n = g->next;
-    free(g);
+    int kept = 0;
+    for (int i = 0; i < SPARES && !kept; i++) {
+        struct gbuf *none = NULL;
+        kept = atomic_compare_exchange_strong(&spare[i], &none, g);
+    }
+    if (!kept) free(g);
     atomic_fetch_sub(&gpu.buf_bytes, BUF_SIZE);
     return (struct tkp_cupti_buf *)n;
 }

@@ -45,8 +45,11 @@ struct tkp_cupti_buf;
 struct tkp_cupti_buf *tkp_cupti_take(void);
 /* Puts the list `more` (from tkp_cupti_take) after the last buffer of `list`. */
 void tkp_cupti_append(struct tkp_cupti_buf *list, struct tkp_cupti_buf *more);
-/* Advances *rec to the buffer's next activity record (*rec NULL: the first); 0 at the end. */
-int tkp_cupti_next_record(struct tkp_cupti_buf *b, CUpti_Activity **rec);
+/* CUPTI's cuptiActivityGetNextRecord and the buffer's bytes, for the caller to walk the records
+ * itself (no call of ours per record): next(*data, *valid, &rec) advances rec (NULL: the first)
+ * and returns CUPTI_SUCCESS until the end. NULL when CUPTI has no such entry point. */
+typedef CUptiResult (*tkp_cupti_next_fn)(uint8_t *data, size_t valid, CUpti_Activity **rec);
+tkp_cupti_next_fn tkp_cupti_records(struct tkp_cupti_buf *b, uint8_t **data, size_t *valid);
 /* Frees a buffer (it counts against TOKPROF_GPU_BUFFER_MB no more); returns the next one. */
 struct tkp_cupti_buf *tkp_cupti_release(struct tkp_cupti_buf *b);
 /* 1 when the GPU mode (window, trigger) may leave records out: tkp_cupti_untraced() can say 1. */

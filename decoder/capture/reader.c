@@ -735,11 +735,17 @@ size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
     return k;
 }
 
-void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k)
+/* Both peeks' take: the batch's next k records consumed, the last at host time last_ns. */
+static void take(struct tkp_reader *r, size_t k, uint64_t last_ns)
 {
     r->buf.run.i += (uint32_t)k;
-    r->prev_ns = b->host_ns[k - 1];
+    r->prev_ns = last_ns;
     r->stats.records += k;
+}
+
+void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k)
+{
+    take(r, k, b->host_ns[k - 1]);
 }
 
 _Static_assert(TKP_RUN_BATCH <= TKP_LAUNCH_BULK, "a peek holds a whole batch");
@@ -779,9 +785,7 @@ size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
 
 void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k)
 {
-    r->buf.run.i += (uint32_t)k;
-    r->prev_ns = b->host_ns[k - 1];
-    r->stats.records += k;
+    take(r, k, b->host_ns[k - 1]);
 }
 
 /* ---- columns (FORMAT.md "Columns", "GPU templates") ----

@@ -8,22 +8,7 @@
 #include "base/mp.h"
 #include "capture/reader.h"
 
-/* Templates (FORMAT.md "Templates"): what a LAUNCH_T / LIB_CALL_T stands for; `gen` is the
- * chunk (tkp_decode_buf.gen) that defined it, so that a use is checked against its own chunk. */
-/* `resolved` and `tid` belong to the reader: when `resolved` is 1 + its count of definitions
- * that changed a meaning, the template's name (launch.name, lib.op) and tid are still valid. */
-struct tkp_launch_tmpl {
-    uint32_t gen, thread;
-    uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
-    __typeof__(((struct tkp_record *)0)->launch) launch; /* call and stack 0 */
-};
-struct tkp_lib_tmpl {
-    uint32_t gen, thread;
-    uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
-    __typeof__(((struct tkp_record *)0)->lib_call) lib; /* call and call_ns 0 */
-};
+/* Templates (struct tkp_launch_tmpl, tkp_lib_tmpl): reader.h, whose RUN peek hands them over. */
 
 /* A RUN being delivered (FORMAT.md "Runs"): cursors into its columns, which the reader's first
  * pass has checked whole, and the batch of records decoded from them last. */

@@ -33,12 +33,12 @@ static void bulk_record(const struct tkp_run_full *b, size_t i, struct tkp_recor
     rec->pid = b->pid, rec->step = b->step;
     if (b->kind[i]) {
         rec->type = TKP_REC_LIB_CALL;
-        rec->lib_call = *b->lib[i];
+        rec->lib_call = *tkp_run_lib(b, i);
         rec->lib_call.call = b->call[i], rec->lib_call.call_ns = b->call_ns[i];
         return;
     }
     rec->type = TKP_REC_LAUNCH;
-    rec->launch = *b->launch[i];
+    rec->launch = *tkp_run_launch(b, i);
     rec->launch.call = b->call[i];
 }
 
@@ -115,7 +115,7 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
             struct tkp_srec key;
             size_t dec = k; /* the record last decoded into o->last */
             for (; j < k && !b->kind[j]; j++) {
-                key.name = b->launch[j]->name;
+                key.name = tkp_run_launch(b, j)->name;
                 key.kind = RK_KERNEL, key.has_dir = key.dir = key.sync = key.async = 0;
                 key.has_lib = b->call[j] && b->call[j] == h->call;
                 key.op = key.has_lib ? h->lib.op : NULL, key.lib = key.has_lib ? h->lib.lib : 0;

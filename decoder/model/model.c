@@ -709,8 +709,9 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
     const size_t cap = m->id2slot_cap, capl = o ? o->capl : 0; /* none: no launch taken */
     const uint8_t *kind = b->kind;
     const uint64_t *host_ns = b->host_ns;
-    const __typeof__(b->launch[0]) *launch = b->launch;
-    const __typeof__(b->lib[0]) *lib = b->lib;
+    const uint32_t *tmpl = b->tmpl;
+    const struct tkp_launch_tmpl *lt = b->lt;
+    const struct tkp_lib_tmpl *ct = b->ct;
     struct tkp_mname *names = m->names;
     struct olaunch *to = o ? o->l : NULL;
     size_t nl = o ? o->nl : 0, i = 0, libs = 0;
@@ -718,10 +719,10 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
     for (; i < n; i++) {
         uint64_t ns = host_ns[i];
         if (kind[i]) {
-            if (!lib_call_take(m, lib[i], ns, thread, step)) break;
+            if (!lib_call_take(m, &ct[tmpl[i]].lib, ns, thread, step)) break;
             libs++;
         } else {
-            uint64_t id = launch[i]->name_id;
+            uint64_t id = lt[tmpl[i]].launch.name_id;
             uint32_t s1 = id < cap ? id2slot[id] : 0;
             if (nl == capl || !s1) break;
             to[nl++] = (struct olaunch){ns, s1 - 1};

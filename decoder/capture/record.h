@@ -164,6 +164,10 @@ static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t 
     for (; p < end; p += 8) {
         uint64_t w = tkp_load64(p), m = ~w & hi;
         size_t k = (size_t)(end - p);
+        if (m == hi && !run && k >= 8) { /* eight one-byte varints, none open before them */
+            ends += 8;
+            continue;
+        }
         if (k < 8) m &= (1ull << 8 * k) - 1; /* bytes past the column do not count */
         if (!m) { /* eight continuation bytes (k >= 8 here: a torn tail has a terminator) */
             run += k < 8 ? (unsigned)k : 8;

@@ -164,9 +164,16 @@ static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t 
     for (; p < end; p += 8) {
         uint64_t w = tkp_load64(p), m = ~w & hi;
         size_t k = (size_t)(end - p);
-        if (m == hi && !run && k >= 8) { /* eight one-byte varints, none open before them */
-            ends += 8;
-            continue;
+        if (!run && k >= 8) {
+            if (m == hi) { /* eight one-byte varints, none open before them */
+                ends += 8;
+                continue;
+            }
+            uint64_t c = w & hi; /* one- and two-byte varints, the last ending in the word */
+            if (!(c & c << 8) && m >> 63) {
+                ends += ((m >> 7) * 0x0101010101010101ull) >> 56;
+                continue;
+            }
         }
         if (k < 8) m &= (1ull << 8 * k) - 1; /* bytes past the column do not count */
         if (!m) { /* eight continuation bytes (k >= 8 here: a torn tail has a terminator) */

@@ -438,6 +438,11 @@ static const struct bad_case bad_cases[] = {
      "record 0: column 'host_ns' has a varint above 64 bits"},
     {"bytes after dts", 2, {B("\0\1"), B("\4\4\0"), B("\0\0"), B("\0\0"), B("\5")},
      "column 'dts' has bytes after its 2 values"},
+    /* a whole word of varints of one and two bytes whose last byte opens one more */
+    {"a word of dts ending inside a fifth", 4,
+     {B("\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\4\x80"), B("\0\0\0\0"), B("\0\0\0\0"),
+      B("\5")},
+     "column 'dts' has bytes after its 4 values"},
     {"bytes after tmpls", 2, {B("\0\1"), B("\4\4"), B("\0\0\x81"), B("\0\0"), B("\5")},
      "column 'tmpls' has bytes after its 2 values"},
     {"bytes after calls", 2, {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0\0"), B("\5")},

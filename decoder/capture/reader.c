@@ -75,6 +75,15 @@ struct tkp_reader {
     char namebuf[TKP_NAME_MAX]; /* a NAME string when the table is full */
     uint64_t pid;               /* from META */
     uint64_t changes; /* NAME / THREAD records that changed a meaning in a chunk (runs, above) */
+    /* run_uniform's last answer: the RUN of these kinds and tmpls columns (a repeating RUN has
+     * its RUN's) has every template resolved and of one thread (ok), while changes + 1 is now and
+     * no template was defined since (resolve_tmpl forgets it), in chunk ordinal chunk - 1 */
+    struct {
+        const uint8_t *kind, *tmpl;
+        uint32_t n, thread, tid;
+        int ok;
+        uint64_t now, chunk;
+    } uni;
     /* a reader over other readers (tkp_reader_new_over): everything else is unused */
     const struct tkp_reader_ops *ops;
     void *impl;
@@ -644,6 +653,7 @@ static const char *name_peek(struct tkp_reader *r, uint64_t id)
 static void resolve_tmpl(struct tkp_reader *r, enum tkp_rec type)
 {
     if (type != TKP_REC_TMPL && type != TKP_REC_LIB_TMPL) return; /* GPU_TMPL: names per record */
+    r->uni.kind = NULL; /* a template (re)defined: run_uniform tells the next RUN afresh */
     struct tkp_decode_buf *b = &r->buf;
     uint32_t id = b->tmpl_id, th;
     const char *name;
@@ -735,30 +745,74 @@ size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b)
     return k;
 }
 
-void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k)
+/* Both peeks' take: the batch's next k records consumed, the last at host time last_ns. */
+static void take(struct tkp_reader *r, size_t k, uint64_t last_ns)
 {
     r->buf.run.i += (uint32_t)k;
-    r->prev_ns = b->host_ns[k - 1];
+    r->prev_ns = last_ns;
     r->stats.records += k;
 }
 
+void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k)
+{
+    take(r, k, b->host_ns[k - 1]);
+}
+
 _Static_assert(TKP_RUN_BATCH <= TKP_LAUNCH_BULK, "a peek holds a whole batch");
+
+/* Whether every record of the open RUN has its template resolved (as run_next() tells it) and of
+ * one thread, the first record's: told once for the RUN's columns, whose answer a repeating RUN
+ * (the columns of the RUN before it) takes while no NAME/THREAD record changed a meaning and no
+ * template was defined (r->uni). */
+static int run_uniform(struct tkp_reader *r)
+{
+    struct tkp_decode_buf *d = &r->buf;
+    struct tkp_run *u = &d->run;
+    uint64_t now = r->changes + 1;
+    if (r->uni.kind == u->pkind && r->uni.tmpl == u->ptmpl && r->uni.n == u->pn &&
+        r->uni.now == now && r->uni.chunk == r->nchunk + 1)
+        return r->uni.ok;
+    const uint8_t *kind = u->pkind, *tm = u->ptmpl;
+    uint32_t n = u->pn, thread = 0, tid = 0;
+    int small = u->ptmpl_len == n, ok = 1; /* every id one byte; else varints, checked whole */
+    for (uint32_t i = 0; i < n && ok; i++) {
+        uint32_t id = (uint32_t)(small ? tm[i] : tkp_uvar_ok(&tm)), th, ti;
+        uint64_t res;
+        if (!kind[i]) {
+            const struct tkp_launch_tmpl *t = &d->ltmpl[id];
+            res = t->resolved, th = t->thread, ti = t->tid;
+        } else {
+            const struct tkp_lib_tmpl *t = &d->ctmpl[id];
+            res = t->resolved, th = t->thread, ti = t->tid;
+        }
+        if (!i) thread = th, tid = ti;
+        ok = res == now && th == thread;
+    }
+    r->uni.kind = u->pkind, r->uni.tmpl = u->ptmpl, r->uni.n = n;
+    r->uni.now = now, r->uni.chunk = r->nchunk + 1;
+    r->uni.thread = thread, r->uni.tid = tid, r->uni.ok = ok;
+    return ok;
+}
 
 size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
 {
     struct tkp_decode_buf *d = &r->buf;
     struct tkp_run *u = &d->run;
     if (!peek_batch(r)) return 0;
-    uint64_t now = r->changes + 1; /* resolved: as run_next() tells it */
     uint32_t i = u->i, thread;
     size_t k = 0, n = u->n - i;
     /* the columns in place: the batch's, from the next record */
     const uint8_t *kind = b->kind = u->bkind + i;
-    const uint32_t *tm = u->btmpl + i;
-    const struct tkp_launch_tmpl *lt = d->ltmpl;
-    const struct tkp_lib_tmpl *ct = d->ctmpl;
+    const uint32_t *tm = b->tmpl = u->btmpl + i;
+    const struct tkp_launch_tmpl *lt = b->lt = d->ltmpl;
+    const struct tkp_lib_tmpl *ct = b->ct = d->ctmpl;
     b->host_ns = u->bns + i, b->call = u->bcall + i, b->call_ns = u->bhost + i;
     b->step = u->step, b->pid = r->pid, b->offset = r->chunk_off;
+    if (run_uniform(r)) { /* the usual RUN: the whole batch */
+        b->thread = r->uni.thread, b->tid = r->uni.tid;
+        return n;
+    }
+    uint64_t now = r->changes + 1; /* resolved: as run_next() tells it */
     if (!kind[0])
         thread = b->thread = lt[tm[0]].thread, b->tid = lt[tm[0]].tid;
     else
@@ -767,11 +821,9 @@ size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
         if (!kind[k]) {
             const struct tkp_launch_tmpl *t = &lt[tm[k]];
             if (t->resolved != now || t->thread != thread) break;
-            b->launch[k] = &t->launch;
         } else {
             const struct tkp_lib_tmpl *t = &ct[tm[k]];
             if (t->resolved != now || t->thread != thread) break;
-            b->lib[k] = &t->lib;
         }
     }
     return k;
@@ -779,9 +831,7 @@ size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
 
 void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k)
 {
-    r->buf.run.i += (uint32_t)k;
-    r->prev_ns = b->host_ns[k - 1];
-    r->stats.records += k;
+    take(r, k, b->host_ns[k - 1]);
 }
 
 /* ---- columns (FORMAT.md "Columns", "GPU templates") ----

@@ -189,27 +189,54 @@ struct tkp_launch_bulk {
 };
 size_t tkp_reader_peek_launches(struct tkp_reader *r, struct tkp_launch_bulk *b);
 void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size_t k);
+/* Templates (FORMAT.md "Templates"): what a LAUNCH_T / LIB_CALL_T stands for; `gen` is the
+ * chunk (the decoder's) that defined it, so that a use is checked against its own chunk.
+ * `resolved` and `tid` belong to the reader: when `resolved` is 1 + its count of definitions
+ * that changed a meaning, the template's name (launch.name, lib.op) and tid are still valid. */
+struct tkp_launch_tmpl {
+    uint32_t gen, thread;
+    uint64_t resolved; /* 0: resolve at each use */
+    uint32_t tid;
+    __typeof__(((struct tkp_record *)0)->launch) launch; /* call and stack 0 */
+};
+struct tkp_lib_tmpl {
+    uint32_t gen, thread;
+    uint64_t resolved; /* 0: resolve at each use */
+    uint32_t tid;
+    __typeof__(((struct tkp_record *)0)->lib_call) lib; /* call and call_ns 0 */
+};
+
 /* A RUN's records in bulk with every field (summary's model, check's monitor, the bulk reader
  * benchmark): tkp_reader_peek_full() fills *b with the next records while they are LAUNCHes and
  * LIB_CALLs of one thread from a RUN whose templates are resolved, and returns how many (at most
  * TKP_LAUNCH_BULK; 0 when the next record is anything else, or r merges several captures).
  * Record i is what tkp_reader_next() would deliver: b's offset, pid, thread, tid and step,
- * host_ns[i]; when kind[i] is 0 a LAUNCH, launch = *launch[i] with launch.call = call[i], else a
- * LIB_CALL, lib_call = *lib[i] with lib_call.call = call[i] and lib_call.call_ns = call_ns[i]
- * (launch[i] is set for a launch only, lib[i] for a library call only). The columns kind,
- * host_ns, call and call_ns are the reader's decoded batch in place, and the templates' fields
- * the reader's own: all valid until the next call on r. tkp_reader_take_full() then consumes the
- * first k, as tkp_reader_take() does. (A pass that reads of a library call only its template's
- * fields, as summary's, ignores call and call_ns: they cost it nothing.) */
+ * host_ns[i]; when kind[i] is 0 a LAUNCH, launch = lt[tmpl[i]].launch (tkp_run_launch) with
+ * launch.call = call[i], else a LIB_CALL, lib_call = ct[tmpl[i]].lib (tkp_run_lib) with
+ * lib_call.call = call[i] and lib_call.call_ns = call_ns[i]. The columns kind, host_ns, tmpl,
+ * call and call_ns are the reader's decoded batch in place, and the templates the reader's own:
+ * all valid until the next call on r. tkp_reader_take_full() then consumes the first k, as
+ * tkp_reader_take() does. (A pass that reads of a library call only its template's fields, as
+ * summary's, ignores call and call_ns: they cost it nothing.) */
 struct tkp_run_full {
     uint32_t thread, tid;
     uint64_t step, pid, offset;
     const uint8_t *kind;
     const uint64_t *host_ns, *call_ns;
-    const uint32_t *call;
-    const __typeof__(((struct tkp_record *)0)->launch) *launch[TKP_LAUNCH_BULK];
-    const __typeof__(((struct tkp_record *)0)->lib_call) *lib[TKP_LAUNCH_BULK];
+    const uint32_t *call, *tmpl;
+    const struct tkp_launch_tmpl *lt; /* by template id */
+    const struct tkp_lib_tmpl *ct;
 };
+static inline const __typeof__(((struct tkp_record *)0)->launch) *
+tkp_run_launch(const struct tkp_run_full *b, size_t i)
+{
+    return &b->lt[b->tmpl[i]].launch;
+}
+static inline const __typeof__(((struct tkp_record *)0)->lib_call) *
+tkp_run_lib(const struct tkp_run_full *b, size_t i)
+{
+    return &b->ct[b->tmpl[i]].lib;
+}
 size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b);
 void tkp_reader_take_full(struct tkp_reader *r, const struct tkp_run_full *b, size_t k);
 

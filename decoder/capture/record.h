@@ -8,22 +8,7 @@
 #include "base/mp.h"
 #include "capture/reader.h"
 
-/* Templates (FORMAT.md "Templates"): what a LAUNCH_T / LIB_CALL_T stands for; `gen` is the
- * chunk (tkp_decode_buf.gen) that defined it, so that a use is checked against its own chunk. */
-/* `resolved` and `tid` belong to the reader: when `resolved` is 1 + its count of definitions
- * that changed a meaning, the template's name (launch.name, lib.op) and tid are still valid. */
-struct tkp_launch_tmpl {
-    uint32_t gen, thread;
-    uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
-    __typeof__(((struct tkp_record *)0)->launch) launch; /* call and stack 0 */
-};
-struct tkp_lib_tmpl {
-    uint32_t gen, thread;
-    uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
-    __typeof__(((struct tkp_record *)0)->lib_call) lib; /* call and call_ns 0 */
-};
+/* Templates (struct tkp_launch_tmpl, tkp_lib_tmpl): reader.h, whose RUN peek hands them over. */
 
 /* A RUN being delivered (FORMAT.md "Runs"): cursors into its columns, which the reader's first
  * pass has checked whole, and the batch of records decoded from them last. */
@@ -179,6 +164,17 @@ static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t 
     for (; p < end; p += 8) {
         uint64_t w = tkp_load64(p), m = ~w & hi;
         size_t k = (size_t)(end - p);
+        if (!run && k >= 8) {
+            if (m == hi) { /* eight one-byte varints, none open before them */
+                ends += 8;
+                continue;
+            }
+            uint64_t c = w & hi; /* one- and two-byte varints, the last ending in the word */
+            if (!(c & c << 8) && m >> 63) {
+                ends += ((m >> 7) * 0x0101010101010101ull) >> 56;
+                continue;
+            }
+        }
         if (k < 8) m &= (1ull << 8 * k) - 1; /* bytes past the column do not count */
         if (!m) { /* eight continuation bytes (k >= 8 here: a torn tail has a terminator) */
             run += k < 8 ? (unsigned)k : 8;

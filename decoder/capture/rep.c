@@ -140,8 +140,9 @@ int tkp_rep_expand(struct tkp_rep *u, struct tkp_mp *c, uint64_t chain, char *wh
         int timed = tkp_rep_timed(s->type);
         r->type = s->type, r->nel = (uint8_t)nel;
         uint64_t d;
-        for (uint32_t k = 1; k < nel; k++) {
-            if (tm >> k & 1) { /* a time */
+        uint32_t bits = tm >> 1; /* bit 0: element k is a time */
+        for (uint32_t k = 1; k < nel; k++, bits >>= 1) {
+            if (bits & 1) { /* a time */
                 if (pt < et && *pt < 0x80) /* one byte: most values */
                     d = *pt++;
                 else if (!(pt = varint_at(pt, et, &d)))

@@ -36,12 +36,12 @@ static void bulk_record(const struct tkp_run_full *b, size_t i, struct tkp_recor
     rec->pid = b->pid, rec->step = b->step;
     if (b->kind[i]) {
         rec->type = TKP_REC_LIB_CALL;
-        rec->lib_call = *b->lib[i];
+        rec->lib_call = *tkp_run_lib(b, i);
         rec->lib_call.call = b->call[i], rec->lib_call.call_ns = b->call_ns[i];
         return;
     }
     rec->type = TKP_REC_LAUNCH;
-    rec->launch = *b->launch[i];
+    rec->launch = *tkp_run_launch(b, i);
     rec->launch.call = b->call[i];
 }
 
@@ -55,8 +55,11 @@ static struct tkp_srec *bulk_decode(struct tkp_mon *m, struct thr *h, struct ope
     x->token = key->token, x->kind = key->kind, x->name = key->name, x->op = key->op;
     x->lib = key->lib, x->has_lib = key->has_lib, x->small = key->small;
     x->dir = x->has_dir = x->sync = x->async = 0;
-    if (b->kind[i]) tkp_decode_lib(b->lib[i], b->host_ns[i], b->step, b->thread, m->next_id, x);
-    else tkp_decode_launch(h, b->launch[i], b->host_ns[i], b->step, b->thread, m->next_id, x);
+    if (b->kind[i])
+        tkp_decode_lib(tkp_run_lib(b, i), b->host_ns[i], b->step, b->thread, m->next_id, x);
+    else
+        tkp_decode_launch(h, tkp_run_launch(b, i), b->host_ns[i], b->step, b->thread, m->next_id,
+                          x);
     x->akn = e->kn, x->atr = e->tr, x->fast = e->fast;
     x->marks[0] = e->marks[0], x->marks[1] = e->marks[1];
     x->atoms_ok = 1;
@@ -128,13 +131,14 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
             key.has_dir = key.dir = key.sync = key.async = 0;
             for (; j < k; j++) {
                 int lib = b->kind[j];
+                __typeof__(tkp_run_lib(b, j)) lt = lib ? tkp_run_lib(b, j) : NULL;
                 struct tkp_shape *e = NULL;
                 if (!m->rec_none) {
                     if (lib) {
-                        key.kind = RK_API, key.name = key.op = b->lib[j]->op, key.has_lib = 1;
-                        key.lib = b->lib[j]->lib;
+                        key.kind = RK_API, key.name = key.op = lt->op, key.has_lib = 1;
+                        key.lib = lt->lib;
                     } else {
-                        key.kind = RK_KERNEL, key.name = b->launch[j]->name;
+                        key.kind = RK_KERNEL, key.name = tkp_run_launch(b, j)->name;
                         key.has_lib = b->call[j] && b->call[j] == h->call;
                         key.op = key.has_lib ? h->lib.op : NULL;
                         key.lib = key.has_lib ? h->lib.lib : 0;
@@ -144,7 +148,7 @@ int tkp_mon_feed_run(struct tkp_mon *m, const struct tkp_run_full *b, size_t k)
                     if (!e) e = tkp_shape_find(m->shapes, &key);
                     if (!e || !e->col) break;
                 }
-                if (lib && (rc = tkp_lib_call(m, h, b->lib[j], b->call[j], b->step))) return rc;
+                if (lib && (rc = tkp_lib_call(m, h, lt, b->call[j], b->step))) return rc;
                 m->next_id++, m->st.records++, h->recs++;
                 if (!e) {
                     /* nothing reads host records: counted (host_record's), the step's last kept

@@ -672,7 +672,7 @@ static inline size_t launches_take(struct tkp_model *m, uint32_t thread, uint64_
     if (n > o->capl - o->nl) n = o->capl - o->nl;
     /* in locals: the stores below could alias the model's fields for the compiler */
     const uint32_t *id2slot = m->id2slot;
-    const size_t cap = m->id2slot_cap;
+    const size_t cap = o ? m->id2slot_cap : 0;
     struct tkp_mname *names = m->names;
     struct olaunch *l = o->l + o->nl;
     uint64_t now = m->now_ns;
@@ -701,33 +701,37 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
     const uint64_t step = b->step;
     struct tkp_mopen *o = m->fast; /* launches: the conditions of tkp_model_add()'s first branch */
     if (o && (m->fast_seg != step || m->fast_thread != thread)) o = NULL;
+    /* each record takes at most one place in the step's launches: no more records than there
+     * is room for; without the step, library calls only (no name id is below a cap of 0) */
+    if (o && n > o->capl - o->nl) n = o->capl - o->nl;
     /* in locals: the stores below could alias the model's fields and b's for the compiler */
     const uint32_t *id2slot = m->id2slot;
-    const size_t cap = m->id2slot_cap, capl = o ? o->capl : 0; /* none: no launch taken */
+    const size_t cap = o ? m->id2slot_cap : 0;
     const uint8_t *kind = b->kind;
     const uint64_t *host_ns = b->host_ns;
-    const __typeof__(b->launch[0]) *launch = b->launch;
-    const __typeof__(b->lib[0]) *lib = b->lib;
+    const uint32_t *tmpl = b->tmpl;
+    const struct tkp_launch_tmpl *lt = b->lt;
+    const struct tkp_lib_tmpl *ct = b->ct;
     struct tkp_mname *names = m->names;
-    struct olaunch *to = o ? o->l : NULL;
-    size_t nl = o ? o->nl : 0, i = 0, libs = 0;
+    struct olaunch *to = o ? o->l + o->nl : NULL, *const from = to;
+    size_t i = 0, libs = 0;
     uint64_t hi = 0, lo1 = UINT64_MAX;
     for (; i < n; i++) {
         uint64_t ns = host_ns[i];
         if (kind[i]) {
-            if (!lib_call_take(m, lib[i], ns, thread, step)) break;
+            if (!lib_call_take(m, &ct[tmpl[i]].lib, ns, thread, step)) break;
             libs++;
         } else {
-            uint64_t id = launch[i]->name_id;
+            uint64_t id = lt[tmpl[i]].launch.name_id;
             uint32_t s1 = id < cap ? id2slot[id] : 0;
-            if (nl == capl || !s1) break;
-            to[nl++] = (struct olaunch){ns, s1 - 1};
+            if (!s1) break;
+            *to++ = (struct olaunch){ns, s1 - 1};
             names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
         }
         hi = ns > hi ? ns : hi;
         lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
     }
-    if (o) o->nl = nl;
+    if (o) o->nl += (size_t)(to - from);
     if (hi > m->now_ns) m->now_ns = hi;
     m->run_lo1 = lo1, m->run_hi = hi, m->run_libs = libs;
     return i;

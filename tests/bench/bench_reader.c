@@ -34,7 +34,7 @@ int main(int argc, char **argv)
         size_t k;
         if (bulk && (k = tkp_reader_peek_full(r, &rb))) {
             for (size_t i = 0; i < k; i++) /* the name id, as summary's model reads it */
-                sum += rb.host_ns[i] + (rb.kind[i] ? rb.lib[i]->op_id : rb.launch[i]->name_id);
+                sum += rb.host_ns[i] + (rb.kind[i] ? tkp_run_lib(&rb, i)->op_id : tkp_run_launch(&rb, i)->name_id);
             tkp_reader_take_full(r, &rb, k);
             continue;
         }

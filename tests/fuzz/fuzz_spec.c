@@ -25,8 +25,9 @@
  * one. */
 static int bulk;
 static struct tkp_run_full bulk_b;
-static __typeof__(((struct tkp_record *)0)->launch) bulk_launch[TKP_LAUNCH_BULK];
-static __typeof__(((struct tkp_record *)0)->lib_call) bulk_lib[TKP_LAUNCH_BULK];
+static struct tkp_launch_tmpl bulk_lt[TKP_LAUNCH_BULK]; /* record i's template: i */
+static struct tkp_lib_tmpl bulk_ct[TKP_LAUNCH_BULK];
+static uint32_t bulk_tmpl[TKP_LAUNCH_BULK];
 static uint8_t bulk_kind[TKP_LAUNCH_BULK]; /* the columns b points at (the reader's batch) */
 static uint64_t bulk_host[TKP_LAUNCH_BULK], bulk_call_ns[TKP_LAUNCH_BULK];
 static uint32_t bulk_call[TKP_LAUNCH_BULK];
@@ -35,7 +36,7 @@ static size_t bulk_n;
 static void flush(struct tkp_mon *m)
 {
     bulk_b.kind = bulk_kind, bulk_b.host_ns = bulk_host, bulk_b.call = bulk_call;
-    bulk_b.call_ns = bulk_call_ns;
+    bulk_b.call_ns = bulk_call_ns, bulk_b.tmpl = bulk_tmpl, bulk_b.lt = bulk_lt, bulk_b.ct = bulk_ct;
     if (bulk_n) tkp_mon_feed_run(m, &bulk_b, bulk_n);
     bulk_n = 0;
 }
@@ -55,11 +56,11 @@ static void put(struct tkp_mon *m, const struct tkp_record *r)
     bulk_b.thread = r->thread, bulk_b.tid = r->tid, bulk_b.step = r->step, bulk_b.pid = r->pid;
     bulk_b.offset = r->offset, bulk_host[i] = r->host_ns;
     if (r->type == TKP_REC_LAUNCH) {
-        bulk_launch[i] = r->launch, bulk_launch[i].call = 0;
-        bulk_b.launch[i] = &bulk_launch[i], bulk_kind[i] = 0, bulk_call[i] = r->launch.call;
+        bulk_lt[i].launch = r->launch, bulk_lt[i].launch.call = 0;
+        bulk_tmpl[i] = (uint32_t)i, bulk_kind[i] = 0, bulk_call[i] = r->launch.call;
     } else {
-        bulk_lib[i] = r->lib_call, bulk_lib[i].call = 0, bulk_lib[i].call_ns = 0;
-        bulk_b.lib[i] = &bulk_lib[i], bulk_kind[i] = 1, bulk_call[i] = r->lib_call.call;
+        bulk_ct[i].lib = r->lib_call, bulk_ct[i].lib.call = 0, bulk_ct[i].lib.call_ns = 0;
+        bulk_tmpl[i] = (uint32_t)i, bulk_kind[i] = 1, bulk_call[i] = r->lib_call.call;
         bulk_call_ns[i] = r->lib_call.call_ns;
     }
 }

@@ -438,6 +438,11 @@ static const struct bad_case bad_cases[] = {
      "record 0: column 'host_ns' has a varint above 64 bits"},
     {"bytes after dts", 2, {B("\0\1"), B("\4\4\0"), B("\0\0"), B("\0\0"), B("\5")},
      "column 'dts' has bytes after its 2 values"},
+    /* a whole word of varints of one and two bytes whose last byte opens one more */
+    {"a word of dts ending inside a fifth", 4,
+     {B("\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\4\x80"), B("\0\0\0\0"), B("\0\0\0\0"),
+      B("\5")},
+     "column 'dts' has bytes after its 4 values"},
     {"bytes after tmpls", 2, {B("\0\1"), B("\4\4"), B("\0\0\x81"), B("\0\0"), B("\5")},
      "column 'tmpls' has bytes after its 2 values"},
     {"bytes after calls", 2, {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0\0"), B("\5")},
@@ -652,14 +657,14 @@ static void bulk_full(const struct tkp_run_full *rb, size_t j, const struct seen
     rec.thread = rb->thread, rec.tid = rb->tid, rec.step = rb->step;
     if (rb->kind[j]) {
         rec.type = TKP_REC_LIB_CALL;
-        rec.lib_call = *rb->lib[j];
+        rec.lib_call = *tkp_run_lib(rb, j);
         cr_assert_eq(rec.lib_call.call, 0, "%s: record %zu: a template's call", what, i);
         rec.lib_call.call = rb->call[j];
         rec.lib_call.call_ns = rb->call_ns[j];
         bulk_libs++;
     } else {
         rec.type = TKP_REC_LAUNCH;
-        rec.launch = *rb->launch[j];
+        rec.launch = *tkp_run_launch(rb, j);
         rec.launch.call = rb->call[j];
     }
     struct got one = {0};
@@ -978,6 +983,45 @@ Test(runs, repeating_runs_decode_as_their_records)
     cr_assert_eq(g.s[1 + 12 + 2].x[11], 0, "D's host_ns");
     cr_assert_eq(g.s[1 + 12 + 2].x[0], 10, "D's call id");
     cr_assert_eq(g.s[1 + 16 + 5 + 3 + 1].x[11], 1050, "G's host_ns");
+    got_free(&g);
+    pair_free(&p);
+}
+
+/* A repeating RUN has its RUN's template ids, but a template defined between them may stand for
+ * another thread (or an unresolved name) now: its records in bulk are the templates' of now (the
+ * peek tells a RUN's templates once and reuses the answer for the RUNs repeating it). */
+Test(runs, a_repeating_run_after_its_template_is_redefined)
+{
+    struct pair p;
+    pair_init(&p);
+    p.u.rep = 1;
+    DEF(&p, head(w_, 5000));
+    DEF(&p, capw_thread(w_, 4, 888));
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    DEF(&p, lib_tmpl(w_, 1, 3, 6, 8));
+    for (int r = 0; r < 5; r++) {
+        if (r == 1) BOTH(&p, tmpl(w_, 0, 4, 5, 64));  /* B: launches on thread 4 */
+        if (r == 2) BOTH(&p, tmpl(w_, 0, 3, 5, 64));  /* C: thread 3 again */
+        if (r == 3) BOTH(&p, tmpl(w_, 0, 3, 7, 64));  /* D: a name not defined */
+        if (r == 4) BOTH(&p, capw_name(w_, 7, "late_kernel")); /* E: defined now */
+        pair_launch(&p, 10, 1, 0, 0);
+        pair_lib(&p, 5, 1, 1, 7 + (uint32_t)r, 100);
+        pair_launch(&p, 3, 1, 0, 7 + (uint32_t)r);
+        pair_flush(&p);
+    }
+    BOTH(&p, capw_chunk_end(w_));
+    cr_assert_eq(p.u.reps, 4, "B, C, D and E repeat A (%u)", p.u.reps);
+    size_t taken = bulk_taken;
+    struct got g = pair_read(&p, "redefined template");
+    cr_assert_gt(bulk_taken, taken, "records were taken in bulk");
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    cr_assert_eq(g.n, 1 + 5 * 3, "%zu records", g.n);
+    cr_assert_eq(g.s[1 + 3].thread, 4, "B's launch");
+    cr_assert_eq(g.s[1 + 3].tid, 888, "B's launch");
+    cr_assert_eq(g.s[1 + 4].thread, 3, "B's library call");
+    cr_assert_eq(g.s[1 + 6].thread, 3, "C's launch");
+    cr_assert_str_eq(g.s[1 + 9].name, "?", "D's launch");
+    cr_assert_str_eq(g.s[1 + 12].name, "late_kernel", "E's launch");
     got_free(&g);
     pair_free(&p);
 }

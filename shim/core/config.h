@@ -78,7 +78,7 @@ struct tkp_prod_config {
     char trigger_file[512]; /* TOKPROF_TRIGGER_FILE, "" none */
     unsigned test_delay_ms; /* TOKPROF_TEST_WRITER_DELAY_MS: a slow disk, for tests only */
     int test_rep;           /* TOKPROF_TEST_REP: 0 on, 1 off, 2 shadow (tests only) */
-    int test_gpu;           /* TOKPROF_TEST_GPU: 0 on, 1 off, 2 shadow (tests only) */
+    int test_gpu;           /* TOKPROF_TEST_GPU: 0 on, 1 off, 2 shadow, 3 plain (tests only) */
 };
 extern struct tkp_prod_config tkp_prod;
 

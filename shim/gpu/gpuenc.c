@@ -38,6 +38,7 @@ static struct {
  * ends the writer's open RUN, and nothing else packs records while the encoder runs, so later
  * asks would do nothing (but cost ~190 instructions each). */
 static msgpack_packer *pk_now;
+static int test_mode; /* TOKPROF_TEST_GPU: 0 templates, 1 COLS only, 2 shadow, 3 plain records */
 static msgpack_packer *packer(const struct tkp_enc *enc)
 {
     if (!pk_now) pk_now = enc->packer(enc->ctx);
@@ -204,9 +205,10 @@ static inline uint8_t *mp_bin(uint8_t *q, uint32_t n)
  * writes, appended at once: a tenth of the instructions of a pack call per field. */
 static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t nf)
 {
-    uint8_t b[2 + COLS_FIELDS * 9 + 8], *q = b;
-    *q++ = (uint8_t)(0x90 | (1 + nf)); /* fixarray: at most 18 elements */
-    *q++ = (uint8_t)type;               /* positive fixint */
+    uint8_t b[3 + COLS_FIELDS * 9 + 8], *q = b;
+    if (1 + nf <= 15) *q++ = (uint8_t)(0x90 | (1 + nf)); /* fixarray: a GPU_COPY's 14 */
+    else q = mp_be(q, 0xdc, 1 + nf, 2);                  /* array 16: a GPU_KERNEL's 18 */
+    *q++ = (uint8_t)type;                                /* positive fixint */
     uint32_t graph = type == TKP_REC_GPU_KERNEL ? 9 : 11, k;
     for (k = 0; k < graph; k++)
         q = mp_uint(q, v[k]);
@@ -371,6 +373,7 @@ static int colset_add(struct colset *cs, int type, const uint64_t *v, uint32_t n
 
 static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
+    if (TKP_UNLIKELY(test_mode == 3)) return 0; /* as when out of memory: plain records */
     run_flush(enc); /* GPU records keep their order */
     if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
     if (colset_add(&cols, type, v, nf)) return 1;
@@ -418,7 +421,6 @@ static struct {
     int failed;              /* no memory for the table: COLS as before */
 } gt;
 static uint32_t chunk_seq1; /* the chunk this tkp_gpuenc_encode() call packs into, + 1 */
-static int test_mode;       /* TOKPROF_TEST_GPU: 0 templates, 1 COLS only, 2 shadow */
 
 /* The open GPU_RUN: tmpls, starts, durs, joins; the previous record's end, correlation, step
  * and index (0 before the first). */
@@ -809,7 +811,7 @@ static void __attribute__((noinline)) encode_other(const struct tkp_enc *enc,
     }
     if (!keep(corr)) return;
     counts.records++;
-    if (kernel && test_mode != 1 && gt_ready() &&
+    if (kernel && (test_mode == 0 || test_mode == 2) && gt_ready() &&
         kernel_tmpl(enc, p, start, end, corr, gnode, test_mode == 2, 0))
         return;
     encode_cols(enc, a, start, end, corr, gnode);

@@ -183,6 +183,7 @@ Test(shim_config, every_choice_in_the_table_means_its_own_value)
         INT("TOKPROF_TEST_GPU", "on", tkp_prod.test_gpu, 0),
         INT("TOKPROF_TEST_GPU", "off", tkp_prod.test_gpu, 1),
         INT("TOKPROF_TEST_GPU", "shadow", tkp_prod.test_gpu, 2),
+        INT("TOKPROF_TEST_GPU", "plain", tkp_prod.test_gpu, 3),
         INT("TOKPROF_MODE", "stream", tkp_prod.flight, 0),
         INT("TOKPROF_MODE", "flight", tkp_prod.flight, 1),
         U64("TOKPROF_TRIGGER", "step>1.5ms", tkp_prod.step_ns, 1500000),

@@ -14,7 +14,8 @@
 #   scripts/bench.sh bytes      bytes per launch on disk for minillm --style vllm / hf / vllm --graphs
 #                               (RUNS runs each, median; BEFORE_SHIM=other/libtokprof.so alternates),
 #                               and with GPU records (--style vllm, TOKPROF_GPU=off against always):
-#                               bytes per launch and per GPU record
+#                               bytes per launch and per GPU record; TIME_NS=Q with host times to
+#                               Q ns (TOKPROF_TIME_NS)
 #   scripts/bench.sh libcall    ns added per cublasLtMatmul (cached descriptors) and cublasGemmEx
 #   scripts/bench.sh stacks     ns per launch with TOKPROF_STACKS off / sample:1000 / sample:1, and
 #                               capture size with stacks
@@ -155,8 +156,10 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
     # Bytes move with the host's timing jitter (that is what the times encode): RUNS runs each,
     # the median (min-max). BEFORE_SHIM=path/libtokprof.so (e.g. main's build) alternates that
     # shim with this one run by run and prints both.
+    # TIME_NS=Q writes host times to Q ns (TOKPROF_TIME_NS; docs/OPERATIONS.md "Budgets").
     shims="$SHIM"; [ -n "${BEFORE_SHIM:-}" ] && shims="$BEFORE_SHIM $SHIM"
-    echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off, 400 steps, median of $RUNS) | shim | launches | graph launches | bytes | bytes per launch or graph launch |"
+    export TOKPROF_TIME_NS=${TIME_NS:-1}
+    echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off, TOKPROF_TIME_NS=$TOKPROF_TIME_NS, 400 steps, median of $RUNS) | shim | launches | graph launches | bytes | bytes per launch or graph launch |"
     echo "|---|---|---|---|---|---|"
     for style in "vllm" "hf" "vllm --graphs"; do
         for s in $shims; do : >"$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"; done
@@ -211,6 +214,7 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
         printf '| `--style vllm` | %s | %s | %s | %s | %s | %.2f | **%.2f** |\n' "$s" "$launches" "$grecs" \
             "$boff" "$bon" "$(echo "$bon / $launches" | bc -l)" "$(echo "($bon - $boff) / $grecs" | bc -l)"
     done
+    unset TOKPROF_TIME_NS
 fi
 
 if [ "$what" = all ] || [ "$what" = gpu ]; then

@@ -158,11 +158,12 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
     # shim with this one run by run and prints both.
     # TIME_NS=Q writes host times to Q ns (TOKPROF_TIME_NS; docs/OPERATIONS.md "Budgets").
     shims="$SHIM"; [ -n "${BEFORE_SHIM:-}" ] && shims="$BEFORE_SHIM $SHIM"
+    shimkey() { echo "$1" | md5sum | cut -c1-8; } # a shim's path as a file name part
     export TOKPROF_TIME_NS=${TIME_NS:-1}
     echo "| capture size (minillm on simgpu, tier 1: TOKPROF_GPU=off, TOKPROF_TIME_NS=$TOKPROF_TIME_NS, 400 steps, median of $RUNS) | shim | launches | graph launches | bytes | bytes per launch or graph launch |"
     echo "|---|---|---|---|---|---|"
     for style in "vllm" "hf" "vllm --graphs"; do
-        for s in $shims; do : >"$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"; done
+        for s in $shims; do : >"$work/bytes.$(shimkey "$s")"; done
         for i in $(seq "$RUNS"); do
             for s in $shims; do
                 d="$work/bytes"; rm -rf "$d"; mkdir -p "$d"
@@ -171,11 +172,11 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
                 cap=$(ls "$d"/minillm.*.tokprof)
                 read -r launches glaunches < <("$TKP" summary --json "$cap" |
                     python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["launches"], j["graph_launches"])')
-                echo "$(stat -c %s "$cap") $launches $glaunches" >>"$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"
+                echo "$(stat -c %s "$cap") $launches $glaunches" >>"$work/bytes.$(shimkey "$s")"
             done
         done
         for s in $shims; do
-            f="$work/bytes.$(echo "$s" | md5sum | cut -c1-8)"
+            f="$work/bytes.$(shimkey "$s")"
             read -r launches glaunches < <(awk 'NR==1 {print $2, $3}' "$f")
             b=$(awk '{print $1}' "$f" | median)
             printf '| `--style %s` | %s | %s | %s | %s | **%.2f** (%.2f-%.2f) |\n' "$style" "$s" "$launches" \
@@ -190,10 +191,10 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
     # (GPU_RUN, GPU_TMPL, the copies, GPU_INFO: what GPU time adds to the file).
     echo "| capture size with GPU records (minillm --style vllm, 400 steps, median of $RUNS) | shim | launches | GPU records | bytes, GPU off | bytes, GPU on | bytes per launch, GPU on | **bytes per GPU record** |"
     echo "|---|---|---|---|---|---|---|---|"
-    for s in $shims; do h=$(echo "$s" | md5sum | cut -c1-8); : >"$work/goff.$h"; : >"$work/gon.$h"; done
+    for s in $shims; do h=$(shimkey "$s"); : >"$work/goff.$h"; : >"$work/gon.$h"; done
     for i in $(seq "$RUNS"); do
         for s in $shims; do
-            h=$(echo "$s" | md5sum | cut -c1-8)
+            h=$(shimkey "$s")
             for m in off always; do
                 d="$work/gbytes"; rm -rf "$d"; mkdir -p "$d"
                 LD_LIBRARY_PATH=$SIM LD_PRELOAD=$s TOKPROF_OUT=$d TOKPROF_GPU=$m "$B/kernels/minillm" \
@@ -208,7 +209,7 @@ if [ "$what" = all ] || [ "$what" = bytes ]; then
         done
     done
     for s in $shims; do
-        h=$(echo "$s" | md5sum | cut -c1-8)
+        h=$(shimkey "$s")
         boff=$(awk '{print $1}' "$work/goff.$h" | median); bon=$(awk '{print $1}' "$work/gon.$h" | median)
         read -r launches grecs < <(awk 'NR==1 {print $2, $3}' "$work/gon.$h")
         printf '| `--style vllm` | %s | %s | %s | %s | %s | %.2f | **%.2f** |\n' "$s" "$launches" "$grecs" \

@@ -38,7 +38,9 @@ static struct {
  * ends the writer's open RUN, and nothing else packs records while the encoder runs, so later
  * asks would do nothing (but cost ~190 instructions each). */
 static msgpack_packer *pk_now;
-static int test_mode; /* TOKPROF_TEST_GPU: 0 templates, 1 COLS only, 2 shadow, 3 plain records */
+/* TOKPROF_TEST_GPU, in settings.def's order of its words */
+enum { TEST_ON, TEST_COLS, TEST_SHADOW, TEST_PLAIN };
+static int test_mode;
 static msgpack_packer *packer(const struct tkp_enc *enc)
 {
     if (!pk_now) pk_now = enc->packer(enc->ctx);
@@ -221,30 +223,6 @@ static void plain_pack(msgpack_packer *pk, int type, const uint64_t *v, uint32_t
     msgpack_pack_bin_body(pk, b, (size_t)(q - b)); /* the raw bytes */
 }
 
-/* A varint at w, without a loop for up to three bytes (start gaps and durations mostly take
- * two or three); returns its end. */
-static inline uint8_t *put3(uint8_t *w, uint64_t v)
-{
-    if (v < 0x4000) {
-        if (v < 0x80) {
-            w[0] = (uint8_t)v;
-            return w + 1;
-        }
-        w[0] = (uint8_t)(v | 0x80);
-        w[1] = (uint8_t)(v >> 7);
-        return w + 2;
-    }
-    if (v < 0x200000) {
-        w[0] = (uint8_t)(v | 0x80);
-        w[1] = (uint8_t)(v >> 7 | 0x80);
-        w[2] = (uint8_t)(v >> 14);
-        return w + 3;
-    }
-    struct tkp_col c = {w, 0, 0};
-    tkp_col_put(&c, v);
-    return w + c.n;
-}
-
 /* The records held aside as the COLS that cols_put and cols_pack would write, the same bytes,
  * made here in one pass and appended at once. */
 static void held_pack(msgpack_packer *pk, const struct colset *cs)
@@ -259,7 +237,7 @@ static void held_pack(msgpack_packer *pk, const struct colset *cs)
         uint8_t *w = q + 2;
         uint64_t prev = 0;
         for (uint32_t i = 0; i < cs->aside; i++) {
-            w = put3(w, tkp_zigzag((int64_t)(cs->held[i][k] - prev)));
+            w = tkp_varint_at(w, tkp_zigzag((int64_t)(cs->held[i][k] - prev)));
             prev = cs->held[i][k];
         }
         q[0] = 0xc4;
@@ -373,7 +351,7 @@ static int colset_add(struct colset *cs, int type, const uint64_t *v, uint32_t n
 
 static int cols_add(const struct tkp_enc *enc, int type, const uint64_t *v, uint32_t nf)
 {
-    if (TKP_UNLIKELY(test_mode == 3)) return 0; /* as when out of memory: plain records */
+    if (TKP_UNLIKELY(test_mode == TEST_PLAIN)) return 0; /* as when out of memory: plain records */
     run_flush(enc); /* GPU records keep their order */
     if (cols.n && (cols.type != type || cols.n == TKP_COLS_MAX)) cols_flush(enc);
     if (colset_add(&cols, type, v, nf)) return 1;
@@ -595,14 +573,6 @@ static void run_flush(const struct tkp_enc *enc)
     }
 }
 
-static inline void put1(struct tkp_col *c, uint64_t v)
-{
-    if (TKP_LIKELY(v < 0x80)) c->p[c->n++] = (uint8_t)v;
-    else tkp_col_put(c, v);
-}
-
-
-
 /* Room in the GPU_RUN's columns for ROOM_RECS more kernels (ending it at its size limit) and no
  * COLS open; 0 when memory ran out. */
 static int __attribute__((noinline)) run_open(const struct tkp_enc *enc)
@@ -620,9 +590,12 @@ static int __attribute__((noinline)) run_open(const struct tkp_enc *enc)
 
 static void __attribute__((noinline)) run_joins(uint64_t dc, uint64_t ds, uint64_t di)
 {
-    put1(&run.c[3], tkp_zigzag((int64_t)dc));
-    put1(&run.c[3], tkp_zigzag((int64_t)ds));
-    put1(&run.c[3], tkp_zigzag((int64_t)di));
+    struct tkp_col *c = &run.c[3];
+    uint8_t *w = c->p + c->n;
+    w = tkp_varint_at(w, tkp_zigzag((int64_t)dc));
+    w = tkp_varint_at(w, tkp_zigzag((int64_t)ds));
+    w = tkp_varint_at(w, tkp_zigzag((int64_t)di));
+    c->n = (uint32_t)(w - c->p);
 }
 
 /* Adds a kernel of template id to the open GPU_RUN; 0 when memory ran out. run.room is 0 while
@@ -650,10 +623,10 @@ static inline __attribute__((always_inline)) int run_add(const struct tkp_enc *e
     uint8_t *w0 = run.w[0], *w1 = run.w[1], *w2 = run.w[2];
     uint64_t t = (uint64_t)id << 2 | mode;
     if (TKP_LIKELY(t < 0x80)) *w0++ = (uint8_t)t;
-    else w0 = put3(w0, t); /* ids < 4096: at most two bytes */
+    else w0 = tkp_varint_at(w0, t); /* ids < 4096: at most two bytes */
     run.w[0] = w0;
-    run.w[1] = put3(w1, gap);
-    run.w[2] = put3(w2, dur);
+    run.w[1] = tkp_varint_at(w1, gap);
+    run.w[2] = tkp_varint_at(w2, dur);
     return 1;
 }
 
@@ -811,8 +784,8 @@ static void __attribute__((noinline)) encode_other(const struct tkp_enc *enc,
     }
     if (!keep(corr)) return;
     counts.records++;
-    if (kernel && (test_mode == 0 || test_mode == 2) && gt_ready() &&
-        kernel_tmpl(enc, p, start, end, corr, gnode, test_mode == 2, 0))
+    if (kernel && (test_mode == TEST_ON || test_mode == TEST_SHADOW) && gt_ready() &&
+        kernel_tmpl(enc, p, start, end, corr, gnode, test_mode == TEST_SHADOW, 0))
         return;
     encode_cols(enc, a, start, end, corr, gnode);
 }
@@ -897,7 +870,7 @@ int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
     test_mode = enc->test;
     uint32_t done = 0, lim = final ? UINT32_MAX : max;
     if (!corrs) corrs = calloc(CORR_SLOTS, sizeof *corrs);
-    int fast = !filters && test_mode == 0 && corrs && gt_ready();
+    int fast = !filters && test_mode == TEST_ON && corrs && gt_ready();
     while (b->head) {
         uint8_t *data;
         size_t valid;

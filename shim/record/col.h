@@ -54,6 +54,33 @@ static inline void tkp_col_put(struct tkp_col *c, uint64_t v)
     *q++ = (uint8_t)v;
     c->n += (uint32_t)(q - p);
 }
+/* One varint at w, without a loop for up to three bytes (a GPU record's start gaps and durations
+ * mostly take two or three); returns its end. For a caller that keeps its own write pointers
+ * (gpu/gpuenc.c's GPU_RUN columns); room made before. */
+static inline uint8_t *tkp_varint_at(uint8_t *w, uint64_t v)
+{
+    if (v < 0x4000) {
+        if (v < 0x80) {
+            w[0] = (uint8_t)v;
+            return w + 1;
+        }
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7);
+        return w + 2;
+    }
+    if (v < 0x200000) {
+        w[0] = (uint8_t)(v | 0x80);
+        w[1] = (uint8_t)(v >> 7 | 0x80);
+        w[2] = (uint8_t)(v >> 14);
+        return w + 3;
+    }
+    while (v >= 0x80) {
+        *w++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *w++ = (uint8_t)v;
+    return w;
+}
 static inline uint64_t tkp_zigzag(int64_t v)
 {
     return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);

@@ -62,24 +62,33 @@ const char *tkp_mstep_anomaly(const struct tkp_norms *nr, const struct tkp_mstep
     return host && gpu ? "host,gpu" : host ? "host" : gpu ? "gpu" : NULL;
 }
 
+/* a - b, held to int64's range where it would overflow (a hostile capture's times can be
+ * anything); otherwise the plain difference. */
+static int64_t excess(int64_t a, int64_t b)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(a, b, &d)) return a < 0 ? INT64_MIN : INT64_MAX;
+    return d;
+}
+
 const char *tkp_mstep_cause(const struct tkp_model *m, const struct tkp_norms *nr, int gpu,
                             const struct tkp_mstep *s, int64_t *by)
 {
     const char *why = "none";
     int64_t best = 0;
     if (!gpu || !s->gpu_kernels) {
-        *by = (int64_t)tkp_mstep_host_ns(s) - (int64_t)nr->host_p50;
+        *by = excess((int64_t)tkp_mstep_host_ns(s), (int64_t)nr->host_p50);
         /* a step that launched work and has no GPU record was not timed: host or GPU unknown */
         if (gpu && !tkp_mstep_timed(s)) return *by > 0 ? "unknown (GPU not timed)" : "none";
         return *by > 0 ? "host" : "none";
     }
     uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);
-    int64_t d = (int64_t)(span - s->busy_ns) - (int64_t)nr->idle_p50;
+    int64_t d = excess((int64_t)(span - s->busy_ns), (int64_t)nr->idle_p50);
     if (d > best) best = d, why = "GPU idle";
-    d = (int64_t)(host > span ? host - span : 0) - (int64_t)nr->hostonly_p50;
+    d = excess((int64_t)(host > span ? host - span : 0), (int64_t)nr->hostonly_p50);
     if (d > best) best = d, why = "host";
     for (int c = 0; c < m->nclasses; c++) {
-        d = (int64_t)s->class_ns[c] - (int64_t)nr->class_p50[c];
+        d = excess((int64_t)s->class_ns[c], (int64_t)nr->class_p50[c]);
         if (d > best) best = d, why = tkp_classes_name(m->opts.classes, c);
     }
     *by = best;

@@ -290,9 +290,12 @@ static void CUPTIAPI on_api(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
     } else {
         return;
     }
+    /* The lazy switch-off (tkp_cupti_on_segment): not by the call that belongs to a traced step
+     * (the copy that ended a window's last step: the segment after it is already the next), nor
+     * by one in a segment a window begins (the copy that ended the step before it) */
     if (gpu.mode != MODE_ALWAYS && atomic_load_explicit(&gpu.kinds_on, memory_order_relaxed) &&
         atomic_load_explicit(&gpu.main_thread, memory_order_relaxed) == r->thread_idx &&
-        !traced(s->seg))
+        !traced(step) && !traced(s->seg))
         set_kinds(0);
     /* Outside a window nothing will need the join: no ring slot, and the writer's table keeps
      * its slots for the correlations that will */

@@ -2,7 +2,9 @@
 """GPU time (tier 2) modes and failing soft, on simgpu with its fake libcupti.so.13.
 
   window   TOKPROF_GPU=window:2/10: gpu_kernel records exist for exactly the steps s with
-           s % 10 < 2 that launched kernels (steps are the stepping thread's segments);
+           s % 10 < 2 that launched kernels (steps are the stepping thread's segments), and
+           every copy of those steps has its GPU record, the copy that ends a window's last
+           step included (it is issued after the boundary was detected);
   default  TOKPROF_GPU unset (ctest's environment sets always: removed here): the production
            default, window:2/20 — GPU records for exactly the steps s % 20 < 2, and gpu_info
            says the mode;
@@ -51,6 +53,17 @@ def run(a, name, env_extra, args, sig_after=None):
     return p.returncode, out, err, dump(a["tokprof"], work)
 
 
+def copies_untimed(recs, steps):
+    """The host copies of `steps` without a GPU record (joined by step and ordinal)."""
+    host, gpu = {}, set()
+    for r in recs:
+        if r["type"] == "copy" and r["step"] in steps:
+            host[r["step"]] = host.get(r["step"], 0) + 1
+        elif r["type"] in ("gpu_copy", "gpu_memset") and r.get("join") == "copy":
+            gpu.add((r["step"], r["index"]))
+    return [(s, i) for s, n in sorted(host.items()) for i in range(n) if (s, i) not in gpu]
+
+
 def main():
     a = dict(zip(["minillm", "simgpu", "shim", "tokprof", "work"], sys.argv[1:6]))
     errors = []
@@ -62,6 +75,9 @@ def main():
     want = {s for s in launched if s % 10 < 2}
     if rc or traced != want:
         errors.append(f"window:2/10: traced steps {sorted(traced)}, want {sorted(want)} (rc {rc})")
+    lost = copies_untimed(recs, want)
+    if lost or not any(r["type"] == "gpu_copy" for r in recs):
+        errors.append(f"window:2/10: copies of traced steps without a GPU record (step, ordinal): {lost}")
 
     # default (unset)
     rc, _, _, recs = run(a, "default", {"TOKPROF_GPU": None}, ["--steps", "45"])
@@ -72,6 +88,9 @@ def main():
     if rc or traced != want or modes != {"window:2/20"}:
         errors.append(f"default: traced steps {sorted(traced)}, want {sorted(want)}; gpu_info "
                       f"modes {modes} (rc {rc})")
+    lost = copies_untimed(recs, want)
+    if lost:
+        errors.append(f"default: copies of traced steps without a GPU record (step, ordinal): {lost}")
 
     # trigger
     rc, _, _, recs = run(a, "trigger", {"TOKPROF_GPU": "trigger", "TOKPROF_GPU_TRIGGER_STEPS": "5"},

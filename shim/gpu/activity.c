@@ -536,6 +536,7 @@ static struct nodeent {
 } *nodes;
 static uint32_t nodes_cap, nnodes;
 static struct tkp_map nodemap; /* CUPTI node id -> index in nodes of its newest version */
+static _Atomic uint64_t node_gen; /* versions added so far: the writer's node cache's key */
 
 uint64_t tkp_cupti_node_id(void *node)
 {
@@ -566,13 +567,22 @@ void tkp_cupti_graph_node(uint64_t cupti, uint32_t graph, uint64_t node, uint64_
             nodes[nnodes++] = (struct nodeent){cupti, since, node, graph, UINT32_MAX};
         }
     }
+    atomic_fetch_add_explicit(&node_gen, 1, memory_order_release);
     pthread_mutex_unlock(&node_lock);
 }
 
-int tkp_cupti_node_lookup(uint64_t cupti, uint64_t stamp, uint32_t *graph, uint64_t *node)
+uint64_t tkp_cupti_node_gen(void)
+{
+    return atomic_load_explicit(&node_gen, memory_order_acquire);
+}
+
+int tkp_cupti_node_lookup(uint64_t cupti, uint64_t stamp, uint32_t *graph, uint64_t *node,
+                          uint64_t *from)
 {
     pthread_mutex_lock(&node_lock);
     int64_t id = tkp_map_find(&nodemap, tkp_hash_u64(cupti), node_eq, NULL, &cupti);
+    /* the newest version if it is not newer than the launch: any later stamp gets it too */
+    *from = id >= 0 && nodes[id].since <= stamp ? nodes[id].since : UINT64_MAX;
     /* the newest version not newer than the launch; the oldest when all are */
     while (id >= 0 && nodes[id].since > stamp && nodes[id].prev != UINT32_MAX) id = nodes[id].prev;
     if (id >= 0) {

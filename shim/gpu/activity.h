@@ -59,8 +59,13 @@ int tkp_cupti_filters(void);
 int tkp_cupti_untraced(uint32_t thread, uint32_t step);
 /* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered for the
  * version current at `stamp` (the launch's CUPTI callback; UINT64_MAX: the newest); 0 when
- * unknown. */
-int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node);
+ * unknown. *from: when that is the newest version, its start (every stamp from there gets the
+ * same ids until tkp_cupti_node_gen() changes), else UINT64_MAX. */
+int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node,
+                          uint64_t *from);
+/* Changes whenever a node version is added (read it after tkp_cupti_take: a version added
+ * before a launch whose record the buffers hold is counted). */
+uint64_t tkp_cupti_node_gen(void);
 /* The tier's state as GPU_INFO reports it, read at once (the writer reads it while the capture's
  * start or a hand-over sets it); mode is the tier's own string (valid until the next capture start
  * or fork), reason a copy. */

@@ -159,7 +159,9 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
     }
     uint32_t g;
     uint64_t n;
-    if (graph_node && tkp_cupti_node_lookup(graph_node, c ? c->stamp : UINT64_MAX, &g, &n)) {
+    uint64_t from;
+    if (graph_node &&
+        tkp_cupti_node_lookup(graph_node, c ? c->stamp : UINT64_MAX, &g, &n, &from)) {
         v[4] = g;
         v[5] = n;
     } else {
@@ -635,14 +637,38 @@ static inline __attribute__((always_inline)) int run_add(const struct tkp_enc *e
 struct gnode_ids {
     uint64_t graph, node;
 };
-static struct gnode_ids __attribute__((noinline)) node_ids(uint64_t gnode, const struct corr *c)
+/* The last ids of CUPTI node ids (direct-mapped): valid for stamps from `from` on while the
+ * versions are those of gen (activity.c's lookup takes a lock and a map probe). `from` guards a
+ * record of an older version that completes after the newer one's (another stream); gen an
+ * update after the entry was made (e2e_shim_graph_update's "between" run fails without it).
+ * Entries of ids that read as -1 are not kept. */
+#define NODE_CACHE 1024
+static struct node_cached {
+    uint64_t cupti, gen, from, node;
+    uint32_t graph;
+} node_cache[NODE_CACHE];
+static uint64_t node_gen; /* tkp_cupti_node_gen() as of this tkp_gpuenc_encode() call */
+
+static struct gnode_ids __attribute__((noinline)) node_lookup(uint64_t gnode, uint64_t stamp,
+                                                              struct node_cached *e)
 {
     uint32_t g;
-    uint64_t n;
-    if (!tkp_cupti_node_lookup(gnode, c ? c->stamp : UINT64_MAX, &g, &n))
+    uint64_t n, from;
+    if (!tkp_cupti_node_lookup(gnode, stamp, &g, &n, &from))
         return (struct gnode_ids){UINT32_MAX, UINT64_MAX};
     if (g == UINT32_MAX || n == UINT64_MAX) return (struct gnode_ids){UINT64_MAX, 0};
+    if (from != UINT64_MAX) *e = (struct node_cached){gnode, node_gen, from, n, g};
     return (struct gnode_ids){g, n};
+}
+
+static inline __attribute__((always_inline)) struct gnode_ids node_ids(uint64_t gnode,
+                                                                       const struct corr *c)
+{
+    uint64_t stamp = c ? c->stamp : UINT64_MAX;
+    struct node_cached *e = &node_cache[(gnode ^ gnode >> 10) & (NODE_CACHE - 1)];
+    if (TKP_LIKELY(e->cupti == gnode && e->gen == node_gen && stamp >= e->from))
+        return (struct gnode_ids){e->graph, e->node};
+    return node_lookup(gnode, stamp, e);
 }
 
 /* A kernel: by its template into the GPU_RUN; 0 when it has none (table full, no memory), then
@@ -673,7 +699,9 @@ kernel_tmpl(const struct tkp_enc *enc, const uint8_t *p, uint64_t start, uint64_
     uint32_t bz;
     memcpy(&bz, p + 72, 4);
     uint64_t bj = bz | (uint64_t)join << 32, tg = thread | g << 32;
-    uint16_t *by = &gt_byidx[(index ^ thread << 7) & (GT_BYIDX - 1)];
+    /* a graph's kernels share their launch's ordinal: theirs is predicted by node */
+    uint16_t *by = &gt_byidx[((TKP_UNLIKELY(gnode) ? n ^ GT_BYIDX / 2 : index) ^ thread << 7) &
+                             (GT_BYIDX - 1)];
     uint32_t id1 = *by, id;
     /* the record's words are read where the compare needs them, not kept (registers are few) */
 #define REC_WORD(off) (*(const uint64_t *)__builtin_assume_aligned(p + (off), 8))
@@ -867,6 +895,7 @@ int tkp_gpuenc_encode(struct tkp_gpu_batch *b, int final, uint32_t max,
     filters = tkp_cupti_filters();
     chunk_seq1 = enc->chunk(enc->ctx) + 1;
     pk_now = NULL;
+    node_gen = tkp_cupti_node_gen(); /* after tkp_gpuenc_take (tkp_cupti_take) */
     test_mode = enc->test;
     uint32_t done = 0, lim = final ? UINT32_MAX : max;
     if (!corrs) corrs = calloc(CORR_SLOTS, sizeof *corrs);

@@ -13,6 +13,13 @@ simulator ran (name and grid, in order) are the capture's launches with graph la
 every GPU record of a graph node names a node of the recorded topology with its own grid;
 gpu_compare.py (exact times, joins).
 
+A fourth run ("between") encodes the first replay's GPU records before the update instead: the
+program pauses after its first token (RT_GGML_PAUSE), TOKPROF_FLUSH_MS=1 has CUPTI and the
+writer deliver them within a few milliseconds, and the test waits until the capture on disk holds
+them before it lets the program go on. The writer's graph-node cache (gpuenc.c) then holds the
+first version's ids when the update adds the second: the replay after it must still join the
+new version's nodes. The wait is for that condition (60 s at most, then a failure), not a time.
+
 usage: graph_update_check.py PROG SHIM TOKPROF SIMGPU_DIR WORKDIR
 """
 import collections
@@ -21,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", ".."))
@@ -30,14 +38,42 @@ prog, shim, tokprof, simgpu, work = sys.argv[1:6]
 errors = []
 
 
-def run(d, env_extra, under_shim):
+def encoded_first_replay(d):
+    """1 when the capture being written in d holds a GPU record of the first graph's nodes."""
+    caps = [c for c in os.listdir(d) if c.endswith(".tokprof")]
+    if len(caps) != 1:
+        return 0
+    out = subprocess.run([tokprof, "dump", "--type", "gpu_kernel", os.path.join(d, caps[0])],
+                         capture_output=True, text=True, timeout=60).stdout  # a torn last chunk: ok
+    return any(json.loads(l).get("graph") == 0 for l in out.splitlines() if l.startswith("{"))
+
+
+def run(d, env_extra, under_shim, between=False):
     os.makedirs(d)
     env = dict(os.environ, LD_LIBRARY_PATH=simgpu, SIMGPU_LOG=os.path.join(d, "truth.jsonl"), **env_extra)
     env.pop("LD_PRELOAD", None)
     if under_shim:
-        env.update(LD_PRELOAD=shim_preload(shim), TOKPROF_OUT=d, TOKPROF_FLUSH_MS="600000")
-    p = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=120)
-    return p.returncode, p.stdout
+        env.update(LD_PRELOAD=shim_preload(shim), TOKPROF_OUT=d,
+                   TOKPROF_FLUSH_MS="1" if between else "600000")
+    if not between:
+        p = subprocess.run([prog], env=env, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout
+    env["RT_GGML_PAUSE"] = "1"
+    p = subprocess.Popen([prog], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    first = ""
+    while not first.endswith("paused\n"):
+        line = p.stdout.readline()
+        if not line:
+            break
+        first += line
+    waited = time.monotonic()
+    while under_shim and first.endswith("paused\n") and not encoded_first_replay(d):
+        if time.monotonic() - waited > 60:
+            errors.append("between: the first replay's GPU records were not written within 60 s")
+            break
+        time.sleep(0.01)
+    out, _ = p.communicate("go\n", timeout=120)
+    return p.returncode, first + out
 
 
 def load(path):
@@ -84,9 +120,10 @@ def check(d, mode):
 
 shutil.rmtree(work, ignore_errors=True)
 for name, mode, extra in (("runtime", "in-place", {}), ("driver", "in-place", {"RT_GGML_DRIVER_UPDATE": "1"}),
-                          ("refused", "reinstantiated", {"SIMGPU_GRAPH_UPDATE": "fail"})):
-    plain = run(os.path.join(work, name, "plain"), extra, False)
-    shimmed = run(os.path.join(work, name, "shim"), extra, True)
+                          ("refused", "reinstantiated", {"SIMGPU_GRAPH_UPDATE": "fail"}),
+                          ("between", "in-place", {})):
+    plain = run(os.path.join(work, name, "plain"), extra, False, name == "between")
+    shimmed = run(os.path.join(work, name, "shim"), extra, True, name == "between")
     if plain != shimmed or plain[0] != 0 or f"update={mode}" not in plain[1]:
         errors.append(f"{name}: without the shim {plain}, under it {shimmed}")
         continue

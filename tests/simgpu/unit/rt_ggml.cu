@@ -8,7 +8,9 @@
 //   ggml_cuda_graph_update_executable does -- and a DtoH copy of the "logits" + a stream sync per
 //   token. Prints "update=in-place" or "update=reinstantiated", then OK. RT_GGML_DRIVER_UPDATE=1
 //   updates through the driver's cuGraphExecUpdate (from cudaGetDriverEntryPointByVersion)
-//   instead of the runtime's.
+//   instead of the runtime's. RT_GGML_PAUSE=1 prints "paused" after the first token and reads a
+//   line from stdin before the update (a test makes the shim's writer encode the first replay's
+//   GPU records meanwhile: graph_update_check.py).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cstdio>
@@ -105,6 +107,13 @@ int main()
     CHECK(cudaGraphLaunch(x, s));
     CHECK(cudaMemcpyAsync(logits, d, sizeof logits, cudaMemcpyDeviceToHost, s)); // 5
     CHECK(cudaStreamSynchronize(s));
+    if (std::getenv("RT_GGML_PAUSE")) {
+        char line[16];
+        std::printf("paused\n");
+        std::fflush(stdout);
+        if (!std::fgets(line, sizeof line, stdin))
+            return 1;
+    }
 
     // 6, 7: re-captured with new grids, the exec updated (or made again), replayed
     cudaGraph_t g2 = capture(s, d, 3, 5, nullptr);

@@ -51,13 +51,15 @@ def shim_env(build, out, **settings):
                 TOKPROF_OUT=out, **settings)
 
 
-def capture_one(build, out, argv, settings, timeout=300):
+def capture_one(build, out, argv, settings, timeout=300, stderr=None):
     """Runs `argv` with shim_env(build, out, **settings) and returns the path of the one capture it
     wrote into `out` (made if missing); a failed run or not exactly one capture ends the test with
-    a FAIL line."""
+    a FAIL line. stderr: a list the run's stderr is appended to."""
     os.makedirs(out, exist_ok=True)
     p = subprocess.run(argv, env=shim_env(build, out, **settings), capture_output=True, text=True,
                        timeout=timeout)
+    if stderr is not None:
+        stderr.append(p.stderr)
     if p.returncode:
         sys.exit(f"FAIL: {' '.join(argv)}: exit {p.returncode}: {p.stderr}")
     caps = glob.glob(os.path.join(out, "*.tokprof"))

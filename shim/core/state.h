@@ -21,6 +21,7 @@ struct tkp_tls {
     uint32_t lib_seq;   /* last library call id of this thread */
     uint32_t stk_left;  /* TOKPROF_STACKS=sample:N: launches until the next sampled one */
     uint32_t entry_point; /* >0 inside cudaGetDriverEntryPoint*: driver pointers for the program */
+    uint32_t ringless;    /* refused a ring: record/ring.c's count of freed rings then, plus 1 */
 };
 extern __thread struct tkp_tls tkp_tls __attribute__((tls_model("initial-exec")));
 

@@ -102,9 +102,17 @@ struct tkp_ring *tkp_ring_get_slow(void)
     return r;
 }
 
+/* Rings freed so far (the writer's, after a thread's exit; a fork's). A thread refused a ring
+ * asks again only once this has moved: until then each of its events costs a load here, not the
+ * registry's lock. */
+static _Atomic uint32_t frees;
+static atomic_flag refused_said = ATOMIC_FLAG_INIT;
+
 static struct tkp_ring *ring_get_slow(void)
 {
     if (atomic_load(&tkp_state) != 1) return NULL;
+    uint32_t freed = atomic_load_explicit(&frees, memory_order_acquire);
+    if (tkp_tls.ringless == freed + 1) return NULL;
     pthread_once(&key_once, make_key);
     struct tkp_ring *r = NULL;
     pthread_mutex_lock(&reg_lock);
@@ -142,8 +150,17 @@ static struct tkp_ring *ring_get_slow(void)
     }
     pthread_mutex_unlock(&reg_lock);
     if (!r) {
-        tkp_debug("no ring for thread %ld (budget TOKPROF_BUFFER_MB=%u)", syscall(SYS_gettid),
-                  tkp_cfg.buffer_mb);
+        tkp_tls.ringless = freed + 1;
+        if (!atomic_flag_test_and_set(&refused_said))
+            tkp_warn("thread %ld gets no ring: TOKPROF_BUFFER_MB=%u holds %u rings of up to %u KiB "
+                     "(TOKPROF_RING_KB=%u, four times that with GPU time on); its records are "
+                     "dropped and counted until a ring is freed (said once: raise "
+                     "TOKPROF_BUFFER_MB or lower TOKPROF_RING_KB)",
+                     syscall(SYS_gettid), tkp_cfg.buffer_mb, n, tkp_cfg.ring_kb * ring_scale,
+                     tkp_cfg.ring_kb);
+        else
+            tkp_debug("no ring for thread %ld (budget TOKPROF_BUFFER_MB=%u)", syscall(SYS_gettid),
+                      tkp_cfg.buffer_mb);
         return NULL;
     }
     tkp_tls.ring = r;
@@ -231,6 +248,7 @@ size_t tkp_rings_drain(tkp_drain_fn fn, void *ctx)
             r->tail_cache = 0;
             atomic_store(&r->dropped, 0);
             atomic_store_explicit(&r->state, TKP_RING_FREE, memory_order_release);
+            atomic_fetch_add_explicit(&frees, 1, memory_order_release);
         }
     }
     return total;
@@ -268,5 +286,6 @@ void tkp_rings_reset_after_fork(void)
         if (r == tkp_tls.ring) ring_claim(r);
         else atomic_store(&r->state, TKP_RING_FREE);
     }
+    atomic_fetch_add(&frees, 1); /* the forking thread may ask again */
     pthread_mutex_init(&reg_lock, NULL);
 }

@@ -17,7 +17,8 @@ threads before the writer: the writer's GPU_INFO reads the tier's status (every 
 TOKPROF_FLUSH_MS=1) while the starting thread's tkp_cupti_start sets it after the writer has
 started — issue 33's third race, a report in the TSan build on the old code. The capture must
 hold GPU_INFO "on", one GPU kernel record per launch the program made (THREADS x STEPS x 3, the
-simulator's), and every launch counted lost (no ring)."""
+simulator's), and every launch counted lost (no ring); stderr holds the shim's one line saying
+that a thread got no ring, and nothing else."""
 import glob, json, os, shutil, subprocess, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from preload import shim_preload  # noqa: E402  (tests/preload.py)
@@ -36,7 +37,9 @@ if gpu:
                TOKPROF_FLUSH_MS="1")
 args = [prog, str(threads), str(steps)] + (["nvtx"] if mode.startswith("nvtx:") else [])
 p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240)
-if p.returncode != 0 or p.stderr:
+# MODE gpu: the shim's one warning that a thread got no ring (ring.c) is expected, nothing else
+err = "".join(l + "\n" for l in p.stderr.splitlines() if not (gpu and "gets no ring" in l))
+if p.returncode != 0 or err:
     print(f"FAIL: {mode}: program exit {p.returncode}, stderr:\n{p.stderr[-6000:]}")
     sys.exit(1)
 caps = glob.glob(os.path.join(work, "*.tokprof"))

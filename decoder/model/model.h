@@ -126,6 +126,13 @@ struct tkp_mname {
     struct tkp_dist d; /* GPU durations */
 };
 
+/* A GEMM weight (a_ptr), the m and n it was first seen with, and whether its m or n varied: the
+ * token dimension vote (analysis.h). */
+struct tkp_mweight {
+    uint64_t a, m, n;
+    unsigned char mvar, nvar;
+};
+
 struct tkp_model {
     struct tkp_model_opts opts;
     int nclasses;
@@ -167,7 +174,7 @@ struct tkp_model {
     struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
-    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its bits 8..15 */
+    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its hash (model.c) */
     /* the records tkp_model_add_run() took last: their least host time above 0 less 1 (UINT64_MAX
      * when none is above 0), their greatest, their library calls */
     uint64_t run_lo1, run_hi, run_libs;
@@ -188,7 +195,9 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
  * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
  * while it needs no step lookup (of the step of the last record the model looked up, room in the
  * weights table). The records it took: their times and library calls in m->run_lo1, run_hi and
- * run_libs. */
+ * run_libs. The launches' gaps are folded into their step's launch-call time as they come
+ * (tkp_launch_paced from the thread's min1 as the fold expects it at the step's close; the close
+ * walks the launches again where that expectation failed). */
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);

@@ -262,13 +262,11 @@ static int step_counts(const struct tkp_model *m, const struct tkp_mstep *s)
     return (m->opts.from < 0 || s->index >= m->opts.from) && (m->opts.to < 0 || s->index <= m->opts.to);
 }
 
+/* A counted kernel's duration into its name's figures (its class's are their sum: finish). */
 static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
 {
-    struct tkp_mname *n = &m->names[slot];
     m->kernel_ns_total += dur;
-    uint32_t b = tkp_hist_bucket(dur);
-    if (tkp_dist_add(&n->d, dur, b) || tkp_dist_add(&m->cls[n->cls], dur, b)) return TKP_ERR_NOMEM;
-    return 0;
+    return tkp_dist_add(&m->names[slot].d, dur, tkp_hist_bucket(dur));
 }
 
 static int eq_graph(const void *ctx, uint32_t id, const void *key)
@@ -490,18 +488,31 @@ static int add_graph(struct tkp_model *m, const struct tkp_record *r)
     return 0;
 }
 
-static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
+/* GPU_KERNEL (out of line: tkp_model_add()'s launch path keeps no stack frame). */
+static __attribute__((noinline)) int add_gpu_kernel(struct tkp_model *m,
+                                                    const struct tkp_record *r)
 {
     uint32_t slot;
     uint64_t dur = r->gpu.end_ns - r->gpu.start_ns;
     struct tkp_mstep *s;
+    m->gpu_records++;
     if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
     if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
         m->unjoined++;
         return step_counts(m, NULL) && !m->opts.no_dists ? kernel_counted(m, slot, dur) : 0;
     }
-    int err = step_at(m, r, 0, &s);
-    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    /* the step of the previous GPU kernel first (GPU records come between the host records of a
+     * later step: m->last is that one's), as step_at() takes the step of the previous record */
+    s = m->gpu_step ? &m->steps[m->gpu_step - 1] : NULL;
+    if (s && s->thread == r->thread && s->seg == r->step) {
+        if (!s->tid && r->tid) s->tid = r->tid;
+        s->lib_only = 0;
+        m->last = s;
+    } else {
+        int err = step_at(m, r, 0, &s);
+        if (err) return err < 0 ? err : (m->bad_joins++, 0);
+        m->gpu_step = (size_t)(s - m->steps) + 1;
+    }
     if (m->threads[s->thread].gpu_seg < s->seg + 1) m->threads[s->thread].gpu_seg = s->seg + 1;
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
@@ -695,6 +706,7 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         return add_launch(m, r);
     }
     if (r->type == TKP_REC_LIB_CALL) return add_lib_call(m, r);
+    if (r->type == TKP_REC_GPU_KERNEL) return add_gpu_kernel(m, r);
     return add_other(m, r);
 }
 
@@ -877,9 +889,6 @@ static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct
             return 0;
         }
         return add_step_record(m, r);
-    case TKP_REC_GPU_KERNEL:
-        m->gpu_records++;
-        return add_gpu_kernel(m, r);
     case TKP_REC_SYNC:
         return add_sync(m, r);
     case TKP_REC_GPU_INFO:
@@ -915,6 +924,8 @@ int tkp_model_finish(struct tkp_model *m)
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     int err = sweep(m, 1);
     if (err) return err;
+    for (size_t i = 0; i < m->nnames; i++) /* a class's kernels are its names' */
+        if (tkp_dist_merge(&m->cls[m->names[i].cls], &m->names[i].d)) return TKP_ERR_NOMEM;
     size_t w = 0;
     for (size_t i = 0; i < m->nsteps; i++) { /* steps seen only through LIB_CALL are none */
         if (!m->steps[i].lib_only) m->steps[w++] = m->steps[i];
@@ -924,7 +935,7 @@ int tkp_model_finish(struct tkp_model *m)
     while (i < m->nsteps && cmp_step(&m->steps[i - 1], &m->steps[i]) < 0)
         i++;
     if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
-    m->last = NULL; /* steps moved */
+    m->last = NULL, m->gpu_step = 0; /* steps moved */
     tkp_model_vote(m);
     m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {

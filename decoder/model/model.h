@@ -140,7 +140,7 @@ struct tkp_model {
     size_t nsteps, cap_steps;
     struct tkp_mname *names;
     size_t nnames, cap_names;
-    struct tkp_dist *cls; /* per class id */
+    struct tkp_dist *cls; /* per class id: its names' (names[].d) summed by tkp_model_finish */
     /* GPU availability: the last GPU_INFO, and records seen */
     int has_gpu_info;
     uint32_t gpu_status;
@@ -159,6 +159,7 @@ struct tkp_model {
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
     struct tkp_mstep *last; /* step_at's cache: the previous record's step (NULL: none) */
+    size_t gpu_step;        /* the previous GPU kernel's step: its index + 1 (0: none) */
     struct tkp_mopen *fast; /* the launch fast path's step (open, tid known): its buffers, */
     uint32_t fast_thread;   /* thread and segment; NULL when that step closes */
     uint64_t fast_seg;

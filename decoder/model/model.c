@@ -296,12 +296,14 @@ static void tok_cols_fold(int c, int *kt, int *many)
 /* One gap between consecutive launches of a step into the verdict's launch time (close_step's
  * loop, tkp_launch_paced): m1 is min1 - 1 (wrapping: UINT64_MAX while none), so that
  * "!min1 || gap + 1 < min1" is "gap + 1 <= m1" for every gap, UINT64_MAX's included. */
-#define PACED_FOLD(prev, ns, m1, cap, paced)                                                      \
+#define PACED_FOLD(prev, ns, m1, cap, paced, back)                                                \
     do {                                                                                          \
         if ((ns) >= (prev)) {                                                                     \
             uint64_t gap_ = (ns) - (prev);                                                        \
             if (gap_ + 1 <= (m1)) (m1) = gap_, (cap) = tkp_launch_cap(gap_ + 1);                  \
             (paced) += gap_ < (cap) ? gap_ : (cap);                                               \
+        } else {                                                                                  \
+            back;                                                                                 \
         }                                                                                         \
     } while (0)
 
@@ -311,7 +313,7 @@ static inline void paced_walk(const struct olaunch *l, size_t from, size_t nl, u
 {
     uint64_t m1_ = *m1, cap_ = *cap, paced_ = *paced; /* in locals: l could alias them */
     for (size_t i = from; i < nl; i++)
-        PACED_FOLD(l[i - 1].host_ns, l[i].host_ns, m1_, cap_, paced_);
+        PACED_FOLD(l[i - 1].host_ns, l[i].host_ns, m1_, cap_, paced_, (void)0);
     *m1 = m1_, *cap = cap_, *paced = paced_;
 }
 
@@ -762,17 +764,7 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
     /* each record takes at most one place in the step's launches: no more records than there
      * is room for; without the step, library calls only (no name id is below a cap of 0) */
     if (o && n > o->capl - o->nl) n = o->capl - o->nl;
-    /* library calls (lib_call_take's conditions, once): the step of the last record looked up,
-     * and room for wroom more weights */
-    struct tkp_mstep *ls = m->last;
-    if (ls && (ls->thread != thread || ls->seg != step)) ls = NULL;
-    size_t wlim = m->w_ix.cap / 2 < m->wcap ? m->w_ix.cap / 2 : m->wcap;
-    size_t wroom = wlim > m->nw ? wlim - m->nw : 0;
-    uint64_t gmax_n = 0, gmax_m = 0, glast_ns = 0, glast_n = 0, glast_m = 0;
-    if (ls)
-        gmax_n = ls->gemm_max_n, gmax_m = ls->gemm_max_m, glast_ns = ls->gemm_last_ns,
-        glast_n = ls->gemm_last_n, glast_m = ls->gemm_last_m;
-    int tokens = 0;
+    if (n > TKP_LAUNCH_BULK) n = TKP_LAUNCH_BULK; /* libpos */
     /* the launch time's fold (struct tkp_mopen): the launches that came another way first */
     uint64_t m1 = UINT64_MAX, cap = 0, paced = 0, prev = 0;
     if (o) {
@@ -784,22 +776,55 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
         paced_walk(o->l, i ? i : 1, o->nl, &m1, &cap, &paced);
         prev = o->l[o->nl - 1].host_ns;
     }
-    /* in locals: the stores below could alias the model's fields and b's for the compiler */
+    const uint64_t m1_0 = m1, cap_0 = cap, paced_0 = paced;
+    /* Two passes, so that each loop has registers enough: the launches first (up to the first
+     * that cannot be taken), the library calls among them noted; then those calls, which take
+     * back the launches after the first of them that cannot be taken (rare). In locals: the
+     * stores below could alias the model's fields and b's for the compiler. */
     const uint32_t *id2slot = m->id2slot;
     const size_t idcap = o ? m->id2slot_cap : 0;
     const uint8_t *kind = b->kind;
     const uint64_t *host_ns = b->host_ns;
     const uint32_t *tmpl = b->tmpl;
     const struct tkp_launch_tmpl *lt = b->lt;
-    const struct tkp_lib_tmpl *ct = b->ct;
     struct tkp_mname *names = m->names;
     struct olaunch *to = o ? o->l + o->nl : NULL, *const from = to;
+    uint8_t libpos[TKP_LAUNCH_BULK];
     size_t i = 0, libs = 0;
-    uint64_t hi = 0, lo1 = UINT64_MAX;
+    int back = 0; /* a launch earlier than the one before it */
     for (; i < n; i++) {
         uint64_t ns = host_ns[i];
         if (kind[i]) {
-            const __typeof__(ct->lib) *c = &ct[tmpl[i]].lib;
+            libpos[libs++] = (uint8_t)i;
+            continue;
+        }
+        uint64_t id = lt[tmpl[i]].launch.name_id;
+        uint32_t s1 = id < idcap ? id2slot[id] : 0;
+        if (!s1) break;
+        *to++ = (struct olaunch){ns, s1 - 1};
+        names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
+        PACED_FOLD(prev, ns, m1, cap, paced, back = 1);
+        prev = ns;
+    }
+    /* the library calls (lib_call_take's conditions, once): the step of the last record looked
+     * up, room for wroom more weights */
+    uint64_t hi = 0, lo1 = UINT64_MAX;
+    if (libs) {
+        const struct tkp_lib_tmpl *ct = b->ct;
+        struct tkp_mstep *ls = m->last;
+        if (ls && (ls->thread != thread || ls->seg != step)) ls = NULL;
+        size_t wlim = m->w_ix.cap / 2 < m->wcap ? m->w_ix.cap / 2 : m->wcap;
+        size_t wroom = wlim > m->nw ? wlim - m->nw : 0;
+        uint64_t gmax_n = 0, gmax_m = 0, glast_ns = 0, glast_n = 0, glast_m = 0;
+        if (ls)
+            gmax_n = ls->gemm_max_n, gmax_m = ls->gemm_max_m, glast_ns = ls->gemm_last_ns,
+            glast_n = ls->gemm_last_n, glast_m = ls->gemm_last_m;
+        int tokens = 0;
+        size_t j = 0;
+        for (; j < libs; j++) {
+            size_t at = libpos[j];
+            uint64_t ns = host_ns[at];
+            const __typeof__(ct->lib) *c = &ct[tmpl[at]].lib;
             uint64_t gm = c->m, gn = c->n, ptr = c->a_ptr;
             /* an executed unbatched GEMM (lib_call_take's rule); the others count only */
             if (!c->status && !(c->flags & TKP_LIBF_CAPTURED) && gm && gn && c->k && c->batch <= 1) {
@@ -819,28 +844,41 @@ size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size
                     }
                 }
             }
-            libs++;
-        } else {
-            uint64_t id = lt[tmpl[i]].launch.name_id;
-            uint32_t s1 = id < idcap ? id2slot[id] : 0;
-            if (!s1) break;
-            *to++ = (struct olaunch){ns, s1 - 1};
-            names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
-            PACED_FOLD(prev, ns, m1, cap, paced);
-            prev = ns;
+            hi = ns > hi ? ns : hi;
+            lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
         }
-        hi = ns > hi ? ns : hi;
-        lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
+        if (tokens) {
+            m->has_tokens = 1;
+            ls->gemm_max_n = gmax_n, ls->gemm_max_m = gmax_m, ls->gemm_last_ns = glast_ns;
+            ls->gemm_last_n = glast_n, ls->gemm_last_m = glast_m;
+        }
+        if (j < libs) { /* call j stops the run: the launches after it are not taken */
+            i = libpos[j], libs = j; /* a subset of launches in order stays in order */
+            if (o) { /* i - j launches before it */
+                struct olaunch *keep = from + (i - j);
+                for (struct olaunch *x = keep; x < to; x++) names[x->slot].launches--;
+                to = keep;
+                m1 = m1_0, cap = cap_0, paced = paced_0; /* the fold again over those kept */
+                paced_walk(o->l, o->nl, o->nl + (i - j), &m1, &cap, &paced);
+            }
+        }
+    }
+    if (to != from) { /* the launches': in time order, their first and last, else each */
+        uint64_t a = from->host_ns, z = to[-1].host_ns;
+        if (!back && a) {
+            hi = z > hi ? z : hi;
+            lo1 = a - 1 < lo1 ? a - 1 : lo1;
+        } else {
+            for (const struct olaunch *x = from; x < to; x++) {
+                hi = x->host_ns > hi ? x->host_ns : hi;
+                lo1 = x->host_ns - 1 < lo1 ? x->host_ns - 1 : lo1;
+            }
+        }
     }
     if (o) {
         o->nl += (size_t)(to - from);
         o->pdone = o->nl, o->pmin1 = m1 + 1, o->ppaced = paced;
         m->threads[thread].pmin1 = m1 + 1;
-    }
-    if (tokens) {
-        m->has_tokens = 1;
-        ls->gemm_max_n = gmax_n, ls->gemm_max_m = gmax_m, ls->gemm_last_ns = glast_ns;
-        ls->gemm_last_n = glast_n, ls->gemm_last_m = glast_m;
     }
     if (hi > m->now_ns) m->now_ns = hi;
     m->run_lo1 = lo1, m->run_hi = hi, m->run_libs = libs;

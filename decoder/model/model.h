@@ -196,7 +196,7 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
  * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
  * while it needs no step lookup (of the step of the last record the model looked up, room in the
  * weights table). The records it took: their times and library calls in m->run_lo1, run_hi and
- * run_libs. The launches' gaps are folded into their step's launch-call time as they come
+ * run_libs. At most TKP_LAUNCH_BULK records a call. The launches' gaps are folded into their step's launch-call time as they come
  * (tkp_launch_paced from the thread's min1 as the fold expects it at the step's close; the close
  * walks the launches again where that expectation failed). */
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);

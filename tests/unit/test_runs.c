@@ -1331,6 +1331,10 @@ Test(runs, the_model_takes_a_run_at_its_edges)
     pair_launch(&p, 5, 9, 0, 0);
     pair_launch(&p, 20000, 9, 0, 0);
     BOTH(&p, capw_chunk_end(w_));
+    DEF(&p, head(w_, 0)); /* a run's launches in order from time 0: the least time above 0 */
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    for (int k = 0; k < 4; k++) pair_launch(&p, k < 2 ? 0 : 5, 10, 0, 0);
+    BOTH(&p, capw_chunk_end(w_));
     struct got g = pair_read(&p, "the model's run path");
     cr_assert_eq(g.end, 0, "%s", g.err.msg);
     got_free(&g);

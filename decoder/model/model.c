@@ -199,6 +199,27 @@ static uint64_t *class_alloc(struct tkp_model *m)
     return p;
 }
 
+/* Open steps' records come from zeroed blocks of OPEN_BLOCK, never moved, freed together (a
+ * closed step's go to the next step that opens: m->spare). */
+#define OPEN_BLOCK 256
+
+struct tkp_moblock {
+    struct tkp_moblock *next;
+    size_t used;
+    struct tkp_mopen o[OPEN_BLOCK];
+};
+
+static struct tkp_mopen *mopen_new(struct tkp_model *m)
+{
+    struct tkp_moblock *b = m->oblocks;
+    if (!b || b->used == OPEN_BLOCK) {
+        if (!(b = calloc(1, sizeof(*b)))) return NULL;
+        b->next = m->oblocks;
+        m->oblocks = b;
+    }
+    return &b->o[b->used++];
+}
+
 static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
                      size_t *idx)
 {
@@ -236,7 +257,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
         s->open->next_spare = NULL;
-    } else if (!(s->open = calloc(1, sizeof(*s->open)))) {
+    } else if (!(s->open = mopen_new(m))) {
         return TKP_ERR_NOMEM;
     }
     /* sized like the last step that ended: a step's records grow its buffers without realloc */
@@ -999,7 +1020,7 @@ void tkp_model_free(struct tkp_model *m)
 {
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i];
-        if (s->open) free(s->open->k), free(s->open->l), free(s->open->g), free(s->open);
+        if (s->open) free(s->open->k), free(s->open->l), free(s->open->g);
     }
     for (size_t i = 0; i < m->nnames; i++)
         free(m->names[i].name), free(m->names[i].d.hist);
@@ -1012,7 +1033,12 @@ void tkp_model_free(struct tkp_model *m)
     while (m->spare) {
         struct tkp_mopen *o = m->spare;
         m->spare = o->next_spare;
-        free(o->k), free(o->l), free(o->g), free(o);
+        free(o->k), free(o->l), free(o->g);
+    }
+    while (m->oblocks) {
+        struct tkp_moblock *b = m->oblocks;
+        m->oblocks = b->next;
+        free(b);
     }
     while (m->cblocks) {
         struct tkp_mcblock *b = m->cblocks;

@@ -170,6 +170,7 @@ struct tkp_model {
     uint64_t pid; /* of the record being added */
     size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
     struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
+    struct tkp_moblock *oblocks;   /* the open steps' records (struct tkp_mopen), by blocks */
     uint64_t *cls_next;
     size_t cls_left;
     struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */

@@ -1393,6 +1393,14 @@ Test(runs, in_a_merged_read)
     cr_assert_eq(system(path), 0);
 }
 
+/* A model of every step (the built-in classes: free cl after it). */
+static void model_new(struct tkp_model *m, struct tkp_classes **cl)
+{
+    cr_assert_eq(tkp_classes_new(NULL, cl, NULL, 0), 0);
+    struct tkp_model_opts o = {.classes = *cl, .from = -1, .to = -1};
+    tkp_model_init(m, &o);
+}
+
 /* The model's token vote with two weights whose addresses meet in its cache of recent weights
  * (model.c weight_recent: 0x10000100 and 0x10003d00 both hash to 207), alternating
  * step by step as a model's layers do: each keeps its own n, and its m (the tokens) varies, so
@@ -1401,9 +1409,7 @@ Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
 {
     struct tkp_classes *cl;
     struct tkp_model m;
-    cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
-    struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
-    tkp_model_init(&m, &o);
+    model_new(&m, &cl);
     uint64_t ns = 1000;
     for (uint64_t step = 1; step <= 4; step++)
         for (int w = 0; w < 2; w++) {
@@ -1420,6 +1426,34 @@ Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
     cr_assert_eq(tkp_model_finish(&m), 0);
     cr_assert(m.has_tokens);
     cr_assert_eq(m.token_dim_m, 1, "the tokens are m");
+    tkp_model_free(&m);
+    tkp_classes_free(cl);
+}
+
+/* Many steps open at once (none has its STEP record: all close at the finish), past the blocks
+ * of open-step records the model allocates them from (model.c, OPEN_BLOCK): each keeps its own
+ * launches and the launch-call time of its own gaps. */
+Test(runs, the_model_keeps_a_thousand_open_steps_apart)
+{
+    struct tkp_classes *cl;
+    struct tkp_model m;
+    model_new(&m, &cl);
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_LAUNCH, r.tid = 77, r.launch.name = "k";
+    for (uint64_t step = 0; step < 1000; step++)
+        for (uint64_t k = 0; k < 3; k++) {
+            r.step = step, r.host_ns = 1000000 * step + 20000 * k; /* gaps of 20 us: the cap */
+            cr_assert_eq(tkp_model_add(&m, &r), 0);
+        }
+    cr_assert_eq(tkp_model_finish(&m), 0);
+    cr_assert_eq(m.nsteps, 1000);
+    for (size_t i = 0; i < m.nsteps; i++) {
+        cr_assert_eq(m.steps[i].seg, i);
+        cr_assert_eq(m.steps[i].launch_ns, 40000, "step %zu: %llu", i,
+                     (unsigned long long)m.steps[i].launch_ns);
+    }
+    cr_assert_eq(m.names[0].launches, 3000);
     tkp_model_free(&m);
     tkp_classes_free(cl);
 }

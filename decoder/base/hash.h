@@ -26,6 +26,13 @@ static inline uint64_t tkp_hash_pair(uint64_t a, uint64_t b)
     return tkp_mix64(a * 0x9e3779b97f4a7c15ull ^ b);
 }
 
+/* The top `bits` (1..63) bits of a key times the golden ratio (Fibonacci hashing): the slot of a
+ * small direct-mapped cache in two instructions, every bit of the key moving the top ones. */
+static inline uint32_t tkp_hash_fib(uint64_t x, unsigned bits)
+{
+    return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> (64 - bits));
+}
+
 /* FNV-1a 64 of n bytes, continuing from h (TKP_FNV64_SEED to start): stable across runs and
  * machines, for what is kept or compared outside one process (capture ids, file identities). */
 #define TKP_FNV64_SEED 0xcbf29ce484222325ull

@@ -76,19 +76,6 @@ static int cmp_row(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-static int merge(struct tkp_dist *to, const struct tkp_dist *from)
-{
-    if (!from->count) return 0;
-    if (!to->hist && !(to->hist = calloc(TKP_HIST_BUCKETS, sizeof(*to->hist)))) return TKP_ERR_NOMEM;
-    if (!to->count || from->min_ns < to->min_ns) to->min_ns = from->min_ns;
-    if (from->max_ns > to->max_ns) to->max_ns = from->max_ns;
-    to->count += from->count;
-    to->total_ns += from->total_ns;
-    for (uint32_t b = 0; b < TKP_HIST_BUCKETS; b++)
-        to->hist[b] += from->hist[b];
-    return 0;
-}
-
 /* The rows to show, sorted; by class they own merged histograms. */
 static int build_rows(const struct opts *o, const struct tkp_model *m, int cls_filter,
                       const regex_t *re, int gpu, struct row **out, size_t *nout)
@@ -107,7 +94,7 @@ static int build_rows(const struct opts *o, const struct tkp_model *m, int cls_f
         if (gpu ? !nm->d.count : !nm->launches) continue;
         if (o->by_class) {
             rows[nm->cls].launches += nm->launches;
-            if (merge(&rows[nm->cls].d, &nm->d)) {
+            if (tkp_dist_merge(&rows[nm->cls].d, &nm->d)) {
                 for (int c = 0; c < nc; c++)
                     free(rows[c].d.hist);
                 free(rows);

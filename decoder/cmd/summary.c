@@ -277,10 +277,8 @@ static int insight_make(const struct tkp_model *m, struct insight *in)
     for (size_t i = 0; i < m->nsteps && n < in->nr.gpu_steps; i++)
         if (m->steps[i].kind == TKP_STEP_TOKEN && m->steps[i].gpu_kernels)
             v[n++] = m->steps[i].busy_ns;
-    tkp_sort_u64(v, n);
     static const double q[3] = {0.5, 0.9, 0.99};
-    for (int k = 0; k < 3; k++)
-        in->busy[k] = tkp_pct_sorted(v, n, q[k]);
+    tkp_pcts_u64(v, n, q, 3, in->busy);
     free(v);
     for (int c = 0; c < m->nclasses; c++) {
         in->class_total += m->cls[c].total_ns;

@@ -17,12 +17,9 @@ static int itl_pcts(const struct tkp_model *m, struct tkp_run_figs *f)
     size_t n = 0;
     for (size_t i = 0; i < m->nsteps; i++)
         if (m->steps[i].itl_ns) v[n++] = m->steps[i].itl_ns;
-    tkp_sort_u64(v, n);
+    static const double q[4] = {0.5, 0.9, 0.99, 1.0};
     f->nitl = n;
-    f->itl[0] = tkp_pct_sorted(v, n, 0.5);
-    f->itl[1] = tkp_pct_sorted(v, n, 0.9);
-    f->itl[2] = tkp_pct_sorted(v, n, 0.99);
-    f->itl[3] = tkp_pct_sorted(v, n, 1.0);
+    tkp_pcts_u64(v, n, q, 4, f->itl);
     free(v);
     return 0;
 }

@@ -67,3 +67,16 @@ uint64_t tkp_dist_pct(const struct tkp_dist *d, double p)
     }
     return d->max_ns;
 }
+
+int tkp_dist_merge(struct tkp_dist *to, const struct tkp_dist *from)
+{
+    if (!from->count) return 0;
+    if (!to->hist && !(to->hist = calloc(TKP_HIST_BUCKETS, sizeof(*to->hist)))) return TKP_ERR_NOMEM;
+    if (!to->count || from->min_ns < to->min_ns) to->min_ns = from->min_ns;
+    if (from->max_ns > to->max_ns) to->max_ns = from->max_ns;
+    to->count += from->count;
+    to->total_ns += from->total_ns;
+    for (uint32_t b = 0; b < TKP_HIST_BUCKETS; b++)
+        to->hist[b] += from->hist[b];
+    return 0;
+}

@@ -34,4 +34,7 @@ static inline int tkp_dist_add(struct tkp_dist *d, uint64_t ns, uint32_t b)
     return 0;
 }
 
+/* Adds every duration of `from` to `to` (as tkp_dist_add of each would): 0 or TKP_ERR_NOMEM. */
+int tkp_dist_merge(struct tkp_dist *to, const struct tkp_dist *from);
+
 #endif

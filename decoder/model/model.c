@@ -44,6 +44,13 @@ struct tkp_mopen {
     size_t ng, capg;
     int has_rec;
     uint64_t last_gpu_end;
+    /* the verdict's launch time folded while the launches come (tkp_model_add_run; close_step
+     * does the rest): the gaps between l[0..pdone) taken, from the thread's min1 pmin1_0, with
+     * the state it left (pmin1, ppaced). close_step keeps it only when the thread's min1 at the
+     * close is pmin1_0 (the steps of a thread closed in the order their launches came), else
+     * walks the launches from the start as before. */
+    size_t pdone;
+    uint64_t pmin1_0, pmin1, ppaced;
 };
 
 struct tkp_mthread {
@@ -54,6 +61,7 @@ struct tkp_mthread {
     uint64_t gpu_seg; /* 1 + the highest segment a joined GPU record named (0: none yet) */
     uint64_t sync_seg, sync_ns; /* syncs of a segment before its step exists (its first launch) */
     uint64_t lgap_min1;         /* the smallest launch gap so far + 1 (figures.h) */
+    uint64_t pmin1;             /* ... as the fold of the launches so far left it (tkp_mopen) */
 };
 
 struct tkp_mgraph {
@@ -62,11 +70,6 @@ struct tkp_mgraph {
     uint32_t *slots; /* name slots of its kernel nodes */
 };
 
-/* A GEMM weight (a_ptr) and whether its m or n varied: the token dimension vote (analysis.h). */
-struct tkp_mweight {
-    uint64_t a, m, n;
-    unsigned char mvar, nvar;
-};
 
 
 void tkp_model_init(struct tkp_model *m, const struct tkp_model_opts *opts)
@@ -196,6 +199,27 @@ static uint64_t *class_alloc(struct tkp_model *m)
     return p;
 }
 
+/* Open steps' records come from zeroed blocks of OPEN_BLOCK, never moved, freed together (a
+ * closed step's go to the next step that opens: m->spare). */
+#define OPEN_BLOCK 256
+
+struct tkp_moblock {
+    struct tkp_moblock *next;
+    size_t used;
+    struct tkp_mopen o[OPEN_BLOCK];
+};
+
+static struct tkp_mopen *mopen_new(struct tkp_model *m)
+{
+    struct tkp_moblock *b = m->oblocks;
+    if (!b || b->used == OPEN_BLOCK) {
+        if (!(b = calloc(1, sizeof(*b)))) return NULL;
+        b->next = m->oblocks;
+        m->oblocks = b;
+    }
+    return &b->o[b->used++];
+}
+
 static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_t seg, int lib,
                      size_t *idx)
 {
@@ -233,7 +257,7 @@ static int step_find(struct tkp_model *m, uint32_t thread, uint32_t tid, uint64_
     if ((s->open = m->spare)) { /* a closed step's buffers, emptied */
         m->spare = s->open->next_spare;
         s->open->next_spare = NULL;
-    } else if (!(s->open = calloc(1, sizeof(*s->open)))) {
+    } else if (!(s->open = mopen_new(m))) {
         return TKP_ERR_NOMEM;
     }
     /* sized like the last step that ended: a step's records grow its buffers without realloc */
@@ -259,13 +283,11 @@ static int step_counts(const struct tkp_model *m, const struct tkp_mstep *s)
     return (m->opts.from < 0 || s->index >= m->opts.from) && (m->opts.to < 0 || s->index <= m->opts.to);
 }
 
+/* A counted kernel's duration into its name's figures (its class's are their sum: finish). */
 static int kernel_counted(struct tkp_model *m, uint32_t slot, uint64_t dur)
 {
-    struct tkp_mname *n = &m->names[slot];
     m->kernel_ns_total += dur;
-    uint32_t b = tkp_hist_bucket(dur);
-    if (tkp_dist_add(&n->d, dur, b) || tkp_dist_add(&m->cls[n->cls], dur, b)) return TKP_ERR_NOMEM;
-    return 0;
+    return tkp_dist_add(&m->names[slot].d, dur, tkp_hist_bucket(dur));
 }
 
 static int eq_graph(const void *ctx, uint32_t id, const void *key)
@@ -290,6 +312,30 @@ static void tok_cols_fold(int c, int *kt, int *many)
 {
     if (c > *kt) *kt = c;
     else if (c < 0) *many = 1;
+}
+
+/* One gap between consecutive launches of a step into the verdict's launch time (close_step's
+ * loop, tkp_launch_paced): m1 is min1 - 1 (wrapping: UINT64_MAX while none), so that
+ * "!min1 || gap + 1 < min1" is "gap + 1 <= m1" for every gap, UINT64_MAX's included. */
+#define PACED_FOLD(prev, ns, m1, cap, paced, back)                                                \
+    do {                                                                                          \
+        if ((ns) >= (prev)) {                                                                     \
+            uint64_t gap_ = (ns) - (prev);                                                        \
+            if (gap_ + 1 <= (m1)) (m1) = gap_, (cap) = tkp_launch_cap(gap_ + 1);                  \
+            (paced) += gap_ < (cap) ? gap_ : (cap);                                               \
+        } else {                                                                                  \
+            back;                                                                                 \
+        }                                                                                         \
+    } while (0)
+
+/* PACED_FOLD over the gaps of l[from - 1 .. nl) (from >= 1). */
+static inline void paced_walk(const struct olaunch *l, size_t from, size_t nl, uint64_t *m1,
+                              uint64_t *cap, uint64_t *paced)
+{
+    uint64_t m1_ = *m1, cap_ = *cap, paced_ = *paced; /* in locals: l could alias them */
+    for (size_t i = from; i < nl; i++)
+        PACED_FOLD(l[i - 1].host_ns, l[i].host_ns, m1_, cap_, paced_, (void)0);
+    *m1 = m1_, *cap = cap_, *paced = paced_;
 }
 
 static int close_step(struct tkp_model *m, struct tkp_mstep *s)
@@ -360,12 +406,16 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
         }
         s->kern_tokens = (uint32_t)kt, s->kern_many = many;
     }
-    /* the verdict's launch time (tkp_launch_paced, its cap kept while min1 holds); in locals:
-     * the stores could alias o->l for the compiler */
+    /* the verdict's launch time (tkp_launch_paced, its cap kept while min1 holds; written apart
+     * from PACED_FOLD, so that unit_runs' model_same sets one against the other); in locals: the
+     * stores could alias o->l for the compiler */
     uint64_t min1 = m->threads[s->thread].lgap_min1, paced = 0;
+    size_t from = 1;
+    if (o->pdone && o->pmin1_0 == min1) /* the fold while they came holds: its rest only */
+        min1 = o->pmin1, paced = o->ppaced, from = o->pdone;
     uint64_t cap = min1 ? tkp_launch_cap(min1) : 0;
     const struct olaunch *l = o->l;
-    for (size_t i = 1, nl = o->nl; i < nl; i++) {
+    for (size_t i = from, nl = o->nl; i < nl; i++) {
         if (l[i].host_ns < l[i - 1].host_ns) continue;
         uint64_t gap = l[i].host_ns - l[i - 1].host_ns;
         if (!min1 || gap + 1 < min1) min1 = gap + 1, cap = tkp_launch_cap(min1);
@@ -384,7 +434,7 @@ static int close_step(struct tkp_model *m, struct tkp_mstep *s)
         }
     }
     /* the buffers go to the next step that opens: no allocation per step in a steady stream */
-    o->nk = o->nl = o->ng = 0;
+    o->nk = o->nl = o->ng = o->pdone = 0;
     o->has_rec = 0;
     o->last_gpu_end = 0;
     o->next_spare = m->spare;
@@ -461,18 +511,31 @@ static int add_graph(struct tkp_model *m, const struct tkp_record *r)
     return 0;
 }
 
-static int add_gpu_kernel(struct tkp_model *m, const struct tkp_record *r)
+/* GPU_KERNEL (out of line: tkp_model_add()'s launch path keeps no stack frame). */
+static __attribute__((noinline)) int add_gpu_kernel(struct tkp_model *m,
+                                                    const struct tkp_record *r)
 {
     uint32_t slot;
     uint64_t dur = r->gpu.end_ns - r->gpu.start_ns;
     struct tkp_mstep *s;
+    m->gpu_records++;
     if (name_slot(m, r->gpu.name_id, r->gpu.name, &slot)) return TKP_ERR_NOMEM;
     if (r->thread == TKP_GPU_THREAD_NONE || r->gpu.join == TKP_JOIN_NONE) {
         m->unjoined++;
         return step_counts(m, NULL) && !m->opts.no_dists ? kernel_counted(m, slot, dur) : 0;
     }
-    int err = step_at(m, r, 0, &s);
-    if (err) return err < 0 ? err : (m->bad_joins++, 0);
+    /* the step of the previous GPU kernel first (GPU records come between the host records of a
+     * later step: m->last is that one's), as step_at() takes the step of the previous record */
+    s = m->gpu_step ? &m->steps[m->gpu_step - 1] : NULL;
+    if (s && s->thread == r->thread && s->seg == r->step) {
+        if (!s->tid && r->tid) s->tid = r->tid;
+        s->lib_only = 0;
+        m->last = s;
+    } else {
+        int err = step_at(m, r, 0, &s);
+        if (err) return err < 0 ? err : (m->bad_joins++, 0);
+        m->gpu_step = (size_t)(s - m->steps) + 1;
+    }
     if (m->threads[s->thread].gpu_seg < s->seg + 1) m->threads[s->thread].gpu_seg = s->seg + 1;
     if (!s->open) { /* late: after its step closed (model.h) */
         m->late++;
@@ -568,13 +631,20 @@ static int eq_weight(const void *ctx, uint32_t id, const void *key)
     return ((const struct tkp_model *)ctx)->w[id].a == *(const uint64_t *)key;
 }
 
+/* A weight's slot in w_recent (bits 8..15 xor 16..23 of its address, as before, put 10 of the 29
+ * weights of a minillm step in 5 pairs that evicted each other at every call). */
+static inline uint32_t weight_recent(uint64_t ptr)
+{
+    return tkp_hash_fib(ptr, 8);
+}
+
 /* The vote of one executed GEMM (weights_grow() made room): whether its weight a_ptr (not 0) was
  * seen with another m or n. */
 static inline void weight_vote(struct tkp_model *m, uint64_t ptr, uint64_t mm, uint64_t n)
 {
-    /* a model's weights repeat every step: the last one seen at these bits of its address
-     * first (device allocations are 256-byte aligned), the table when it is another */
-    uint32_t *recent = &m->w_recent[(ptr >> 8 ^ ptr >> 16) & 255];
+    /* a model's weights repeat every step: the last one seen at its recent slot first, the
+     * table when it is another */
+    uint32_t *recent = &m->w_recent[weight_recent(ptr)];
     struct tkp_mweight *w = *recent ? &m->w[*recent - 1] : NULL;
     if (!w || w->a != ptr) {
         uint64_t h = tkp_mix64(ptr);
@@ -659,6 +729,7 @@ int tkp_model_add(struct tkp_model *m, const struct tkp_record *r)
         return add_launch(m, r);
     }
     if (r->type == TKP_REC_LIB_CALL) return add_lib_call(m, r);
+    if (r->type == TKP_REC_GPU_KERNEL) return add_gpu_kernel(m, r);
     return add_other(m, r);
 }
 
@@ -695,43 +766,141 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
     return launches_take(m, b->thread, b->step, b->name_id, b->host_ns, n);
 }
 
+/* The vote of a weight weight_vote() would not find in w_recent (noinline: rare in a steady
+ * stream, whose weights repeat every step). 1 when it entered the weight. */
+static __attribute__((noinline)) int weight_vote_table(struct tkp_model *m, uint64_t ptr,
+                                                       uint64_t mm, uint64_t n)
+{
+    size_t nw = m->nw;
+    weight_vote(m, ptr, mm, n);
+    return m->nw != nw;
+}
+
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n)
 {
     const uint32_t thread = b->thread;
     const uint64_t step = b->step;
     struct tkp_mopen *o = m->fast; /* launches: the conditions of tkp_model_add()'s first branch */
-    if (o && (m->fast_seg != step || m->fast_thread != thread)) o = NULL;
+    if (o && (m->fast_seg != step || m->fast_thread != thread || !o->nl)) o = NULL;
     /* each record takes at most one place in the step's launches: no more records than there
      * is room for; without the step, library calls only (no name id is below a cap of 0) */
     if (o && n > o->capl - o->nl) n = o->capl - o->nl;
-    /* in locals: the stores below could alias the model's fields and b's for the compiler */
+    if (n > TKP_LAUNCH_BULK) n = TKP_LAUNCH_BULK; /* libpos */
+    /* the launch time's fold (struct tkp_mopen): the launches that came another way first */
+    uint64_t m1 = UINT64_MAX, cap = 0, paced = 0, prev = 0;
+    if (o) {
+        struct tkp_mthread *t = &m->threads[thread];
+        size_t i = o->pdone;
+        uint64_t min1 = i ? o->pmin1 : (o->pmin1_0 = t->pmin1);
+        paced = i ? o->ppaced : 0;
+        m1 = min1 - 1, cap = min1 ? tkp_launch_cap(min1) : 0;
+        paced_walk(o->l, i ? i : 1, o->nl, &m1, &cap, &paced);
+        prev = o->l[o->nl - 1].host_ns;
+    }
+    const uint64_t m1_0 = m1, cap_0 = cap, paced_0 = paced;
+    /* Two passes, so that each loop has registers enough: the launches first (up to the first
+     * that cannot be taken), the library calls among them noted; then those calls, which take
+     * back the launches after the first of them that cannot be taken (rare). In locals: the
+     * stores below could alias the model's fields and b's for the compiler. */
     const uint32_t *id2slot = m->id2slot;
-    const size_t cap = o ? m->id2slot_cap : 0;
+    const size_t idcap = o ? m->id2slot_cap : 0;
     const uint8_t *kind = b->kind;
     const uint64_t *host_ns = b->host_ns;
     const uint32_t *tmpl = b->tmpl;
     const struct tkp_launch_tmpl *lt = b->lt;
-    const struct tkp_lib_tmpl *ct = b->ct;
     struct tkp_mname *names = m->names;
     struct olaunch *to = o ? o->l + o->nl : NULL, *const from = to;
+    uint8_t libpos[TKP_LAUNCH_BULK];
     size_t i = 0, libs = 0;
-    uint64_t hi = 0, lo1 = UINT64_MAX;
+    int back = 0; /* a launch earlier than the one before it */
     for (; i < n; i++) {
         uint64_t ns = host_ns[i];
         if (kind[i]) {
-            if (!lib_call_take(m, &ct[tmpl[i]].lib, ns, thread, step)) break;
-            libs++;
-        } else {
-            uint64_t id = lt[tmpl[i]].launch.name_id;
-            uint32_t s1 = id < cap ? id2slot[id] : 0;
-            if (!s1) break;
-            *to++ = (struct olaunch){ns, s1 - 1};
-            names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
+            libpos[libs++] = (uint8_t)i;
+            continue;
         }
-        hi = ns > hi ? ns : hi;
-        lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
+        uint64_t id = lt[tmpl[i]].launch.name_id;
+        uint32_t s1 = id < idcap ? id2slot[id] : 0;
+        if (!s1) break;
+        *to++ = (struct olaunch){ns, s1 - 1};
+        names[s1 - 1].launches++; /* taken back if the step is not counted (close_step) */
+        PACED_FOLD(prev, ns, m1, cap, paced, back = 1);
+        prev = ns;
     }
-    if (o) o->nl += (size_t)(to - from);
+    /* the library calls (lib_call_take's conditions, once): the step of the last record looked
+     * up, room for wroom more weights */
+    uint64_t hi = 0, lo1 = UINT64_MAX;
+    if (libs) {
+        const struct tkp_lib_tmpl *ct = b->ct;
+        struct tkp_mstep *ls = m->last;
+        if (ls && (ls->thread != thread || ls->seg != step)) ls = NULL;
+        size_t wlim = m->w_ix.cap / 2 < m->wcap ? m->w_ix.cap / 2 : m->wcap;
+        size_t wroom = wlim > m->nw ? wlim - m->nw : 0;
+        uint64_t gmax_n = 0, gmax_m = 0, glast_ns = 0, glast_n = 0, glast_m = 0;
+        if (ls)
+            gmax_n = ls->gemm_max_n, gmax_m = ls->gemm_max_m, glast_ns = ls->gemm_last_ns,
+            glast_n = ls->gemm_last_n, glast_m = ls->gemm_last_m;
+        int tokens = 0;
+        size_t j = 0;
+        for (; j < libs; j++) {
+            size_t at = libpos[j];
+            uint64_t ns = host_ns[at];
+            const __typeof__(ct->lib) *c = &ct[tmpl[at]].lib;
+            uint64_t gm = c->m, gn = c->n, ptr = c->a_ptr;
+            /* an executed unbatched GEMM (lib_call_take's rule); the others count only */
+            if (!c->status && !(c->flags & TKP_LIBF_CAPTURED) && gm && gn && c->k && c->batch <= 1) {
+                if (!ls || (ptr && !wroom)) break;
+                if (gn > gmax_n) gmax_n = gn;
+                if (gm > gmax_m) gmax_m = gm;
+                if (ns >= glast_ns) glast_ns = ns, glast_n = gn, glast_m = gm;
+                tokens = 1;
+                if (ptr) { /* weight_vote(), its usual case inline */
+                    uint32_t r1 = m->w_recent[weight_recent(ptr)];
+                    struct tkp_mweight *w = r1 ? &m->w[r1 - 1] : NULL;
+                    if (w && w->a == ptr) {
+                        if (w->m != gm) w->mvar = 1;
+                        if (w->n != gn) w->nvar = 1;
+                    } else {
+                        wroom -= (size_t)weight_vote_table(m, ptr, gm, gn);
+                    }
+                }
+            }
+            hi = ns > hi ? ns : hi;
+            lo1 = ns - 1 < lo1 ? ns - 1 : lo1; /* a time of 0 wraps to the greatest */
+        }
+        if (tokens) {
+            m->has_tokens = 1;
+            ls->gemm_max_n = gmax_n, ls->gemm_max_m = gmax_m, ls->gemm_last_ns = glast_ns;
+            ls->gemm_last_n = glast_n, ls->gemm_last_m = glast_m;
+        }
+        if (j < libs) { /* call j stops the run: the launches after it are not taken */
+            i = libpos[j], libs = j; /* a subset of launches in order stays in order */
+            if (o) { /* i - j launches before it */
+                struct olaunch *keep = from + (i - j);
+                for (struct olaunch *x = keep; x < to; x++) names[x->slot].launches--;
+                to = keep;
+                m1 = m1_0, cap = cap_0, paced = paced_0; /* the fold again over those kept */
+                paced_walk(o->l, o->nl, o->nl + (i - j), &m1, &cap, &paced);
+            }
+        }
+    }
+    if (to != from) { /* the launches': in time order, their first and last, else each */
+        uint64_t a = from->host_ns, z = to[-1].host_ns;
+        if (!back && a) {
+            hi = z > hi ? z : hi;
+            lo1 = a - 1 < lo1 ? a - 1 : lo1;
+        } else {
+            for (const struct olaunch *x = from; x < to; x++) {
+                hi = x->host_ns > hi ? x->host_ns : hi;
+                lo1 = x->host_ns - 1 < lo1 ? x->host_ns - 1 : lo1;
+            }
+        }
+    }
+    if (o) {
+        o->nl += (size_t)(to - from);
+        o->pdone = o->nl, o->pmin1 = m1 + 1, o->ppaced = paced;
+        m->threads[thread].pmin1 = m1 + 1;
+    }
     if (hi > m->now_ns) m->now_ns = hi;
     m->run_lo1 = lo1, m->run_hi = hi, m->run_libs = libs;
     return i;
@@ -779,9 +948,6 @@ static __attribute__((noinline)) int add_other(struct tkp_model *m, const struct
             return 0;
         }
         return add_step_record(m, r);
-    case TKP_REC_GPU_KERNEL:
-        m->gpu_records++;
-        return add_gpu_kernel(m, r);
     case TKP_REC_SYNC:
         return add_sync(m, r);
     case TKP_REC_GPU_INFO:
@@ -817,6 +983,8 @@ int tkp_model_finish(struct tkp_model *m)
     if (!m->cls && !(m->cls = calloc((size_t)m->nclasses, sizeof(*m->cls)))) return TKP_ERR_NOMEM;
     int err = sweep(m, 1);
     if (err) return err;
+    for (size_t i = 0; i < m->nnames; i++) /* a class's kernels are its names' */
+        if (tkp_dist_merge(&m->cls[m->names[i].cls], &m->names[i].d)) return TKP_ERR_NOMEM;
     size_t w = 0;
     for (size_t i = 0; i < m->nsteps; i++) { /* steps seen only through LIB_CALL are none */
         if (!m->steps[i].lib_only) m->steps[w++] = m->steps[i];
@@ -826,7 +994,7 @@ int tkp_model_finish(struct tkp_model *m)
     while (i < m->nsteps && cmp_step(&m->steps[i - 1], &m->steps[i]) < 0)
         i++;
     if (i < m->nsteps) tkp_sort(m->steps, m->nsteps, sizeof(*m->steps), cmp_step);
-    m->last = NULL; /* steps moved */
+    m->last = NULL, m->gpu_step = 0; /* steps moved */
     tkp_model_vote(m);
     m->finished = 1;
     for (size_t i = 0; i + 1 < m->nsteps; i++) {
@@ -852,7 +1020,7 @@ void tkp_model_free(struct tkp_model *m)
 {
     for (size_t i = 0; i < m->nsteps; i++) {
         struct tkp_mstep *s = &m->steps[i];
-        if (s->open) free(s->open->k), free(s->open->l), free(s->open->g), free(s->open);
+        if (s->open) free(s->open->k), free(s->open->l), free(s->open->g);
     }
     for (size_t i = 0; i < m->nnames; i++)
         free(m->names[i].name), free(m->names[i].d.hist);
@@ -865,7 +1033,12 @@ void tkp_model_free(struct tkp_model *m)
     while (m->spare) {
         struct tkp_mopen *o = m->spare;
         m->spare = o->next_spare;
-        free(o->k), free(o->l), free(o->g), free(o);
+        free(o->k), free(o->l), free(o->g);
+    }
+    while (m->oblocks) {
+        struct tkp_moblock *b = m->oblocks;
+        m->oblocks = b->next;
+        free(b);
     }
     while (m->cblocks) {
         struct tkp_mcblock *b = m->cblocks;

@@ -126,6 +126,13 @@ struct tkp_mname {
     struct tkp_dist d; /* GPU durations */
 };
 
+/* A GEMM weight (a_ptr), the m and n it was first seen with, and whether its m or n varied: the
+ * token dimension vote (analysis.h). */
+struct tkp_mweight {
+    uint64_t a, m, n;
+    unsigned char mvar, nvar;
+};
+
 struct tkp_model {
     struct tkp_model_opts opts;
     int nclasses;
@@ -133,7 +140,7 @@ struct tkp_model {
     size_t nsteps, cap_steps;
     struct tkp_mname *names;
     size_t nnames, cap_names;
-    struct tkp_dist *cls; /* per class id */
+    struct tkp_dist *cls; /* per class id: its names' (names[].d) summed by tkp_model_finish */
     /* GPU availability: the last GPU_INFO, and records seen */
     int has_gpu_info;
     uint32_t gpu_status;
@@ -152,6 +159,7 @@ struct tkp_model {
     size_t id2slot_cap;
     struct tkp_mopen *spare; /* closed steps' buffers, reused by the next steps (a list) */
     struct tkp_mstep *last; /* step_at's cache: the previous record's step (NULL: none) */
+    size_t gpu_step;        /* the previous GPU kernel's step: its index + 1 (0: none) */
     struct tkp_mopen *fast; /* the launch fast path's step (open, tid known): its buffers, */
     uint32_t fast_thread;   /* thread and segment; NULL when that step closes */
     uint64_t fast_seg;
@@ -162,12 +170,13 @@ struct tkp_model {
     uint64_t pid; /* of the record being added */
     size_t hint_l, hint_g, hint_k; /* a new step's buffers: the records of the last ended one */
     struct tkp_mcblock *cblocks;   /* the steps' class_ns, by blocks of steps */
+    struct tkp_moblock *oblocks;   /* the open steps' records (struct tkp_mopen), by blocks */
     uint64_t *cls_next;
     size_t cls_left;
     struct tkp_mweight *w; /* GEMM weights, in order seen: the token dimension vote */
     size_t nw, wcap;
     struct tkp_map w_ix;         /* w by a_ptr */
-    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its bits 8..15 */
+    uint32_t w_recent[256];      /* w's index + 1 of an a_ptr seen lately, by its hash (model.c) */
     /* the records tkp_model_add_run() took last: their least host time above 0 less 1 (UINT64_MAX
      * when none is above 0), their greatest, their library calls */
     uint64_t run_lo1, run_hi, run_libs;
@@ -188,7 +197,9 @@ size_t tkp_model_add_launches(struct tkp_model *m, const struct tkp_launch_bulk 
  * in place, a launch's name id from its template): a library call as tkp_model_add() takes it
  * while it needs no step lookup (of the step of the last record the model looked up, room in the
  * weights table). The records it took: their times and library calls in m->run_lo1, run_hi and
- * run_libs. */
+ * run_libs. At most TKP_LAUNCH_BULK records a call. The launches' gaps are folded into their step's launch-call time as they come
+ * (tkp_launch_paced from the thread's min1 as the fold expects it at the step's close; the close
+ * walks the launches again where that expectation failed). */
 size_t tkp_model_add_run(struct tkp_model *m, const struct tkp_run_full *b, size_t n);
 /* Closes every open step, sorts the steps by (thread, seg), fills gaps. Returns 0 or NOMEM. */
 int tkp_model_finish(struct tkp_model *m);

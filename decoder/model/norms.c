@@ -15,36 +15,42 @@ int tkp_model_norms(const struct tkp_model *m, struct tkp_norms *nr)
     for (size_t i = 0; i < m->nsteps; i++)
         if (m->steps[i].kind == TKP_STEP_TOKEN) n++;
     uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
-    if (!v || !(nr->class_p50 = calloc((size_t)m->nclasses, sizeof(*nr->class_p50)))) {
-        free(v);
+    const struct tkp_mstep **g = malloc((n ? n : 1) * sizeof(*g)); /* those with GPU kernels */
+    if (!v || !g || !(nr->class_p50 = calloc((size_t)m->nclasses, sizeof(*nr->class_p50)))) {
+        free(v), free(g);
         return TKP_ERR_NOMEM;
     }
     nr->token_steps = n;
-    /* one figure at a time through the same scratch array: O(steps) memory */
-    for (int f = -5; f < m->nclasses; f++) {
-        size_t k = 0;
-        for (size_t i = 0; i < m->nsteps; i++) {
-            const struct tkp_mstep *s = &m->steps[i];
-            if (s->kind != TKP_STEP_TOKEN || (f != -5 && !s->gpu_kernels)) continue;
+    n = 0;
+    for (size_t i = 0; i < m->nsteps; i++) {
+        const struct tkp_mstep *s = &m->steps[i];
+        if (s->kind != TKP_STEP_TOKEN) continue;
+        v[n++] = tkp_mstep_host_ns(s);
+        if (s->gpu_kernels) g[ng++] = s;
+    }
+    static const double half = 0.5;
+    tkp_pcts_u64(v, n, &half, 1, &nr->host_p50);
+    /* the other figures one at a time through the same scratch array: O(steps) memory */
+    for (int f = -4; f < m->nclasses && ng; f++) {
+        for (size_t i = 0; i < ng; i++) {
+            const struct tkp_mstep *s = g[i];
             uint64_t span = tkp_mstep_span_ns(s), host = tkp_mstep_host_ns(s);
-            v[k++] = f == -5   ? host
-                     : f == -4 ? s->busy_ns
-                     : f == -3 ? span
-                     : f == -2 ? span - s->busy_ns
-                     : f == -1 ? (host > span ? host - span : 0)
-                               : s->class_ns[f];
+            v[i] = f == -4   ? s->busy_ns
+                   : f == -3 ? span
+                   : f == -2 ? span - s->busy_ns
+                   : f == -1 ? (host > span ? host - span : 0)
+                             : s->class_ns[f];
         }
-        tkp_sort_u64(v, k);
-        uint64_t p50 = tkp_pct_sorted(v, k, 0.5);
-        if (f == -5) nr->host_p50 = p50;
-        else if (f == -4) nr->busy_p50 = p50, ng = k;
+        uint64_t p50;
+        tkp_pcts_u64(v, ng, &half, 1, &p50);
+        if (f == -4) nr->busy_p50 = p50;
         else if (f == -3) nr->span_p50 = p50;
         else if (f == -2) nr->idle_p50 = p50;
         else if (f == -1) nr->hostonly_p50 = p50;
         else nr->class_p50[f] = p50;
     }
     nr->gpu_steps = ng;
-    free(v);
+    free(v), free(g);
     return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "model/model.h"
 
@@ -57,4 +58,32 @@ Test(hist, random_durations_of_every_magnitude)
         uint64_t d = x >> (x & 63);
         cr_assert_eq(tkp_hist_bucket(d), by_log(d), "%llu", (unsigned long long)d);
     }
+}
+
+/* A class's figures are the sum of its names' (model.c: tkp_model_finish merges them): merging
+ * distributions gives what adding every duration to one gives, the least duration of the first
+ * one merged into an empty one included. */
+Test(hist, merged_distributions_are_one_distribution)
+{
+    struct tkp_dist all = {0}, part[4] = {{0}}, merged = {0};
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 5000; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        uint64_t d = 1000 + (s >> 20) % 1000000; /* none is 0: the empty one's min must go */
+        uint32_t b = tkp_hist_bucket(d);
+        cr_assert_eq(tkp_dist_add(&all, d, b), 0);
+        cr_assert_eq(tkp_dist_add(&part[i % 3], d, b), 0); /* part[3] stays empty */
+    }
+    for (int k = 3; k >= 0; k--) cr_assert_eq(tkp_dist_merge(&merged, &part[k]), 0);
+    cr_assert_eq(merged.count, all.count);
+    cr_assert_eq(merged.total_ns, all.total_ns);
+    cr_assert_eq(merged.min_ns, all.min_ns, "min %llu, one %llu", (unsigned long long)merged.min_ns,
+                 (unsigned long long)all.min_ns);
+    cr_assert_eq(merged.max_ns, all.max_ns);
+    cr_assert_arr_eq(merged.hist, all.hist, TKP_HIST_BUCKETS * sizeof(*all.hist));
+    struct tkp_dist none = {0};
+    cr_assert_eq(tkp_dist_merge(&none, &part[3]), 0);
+    cr_assert(!none.count && !none.hist, "an empty one merged allocates nothing");
+    free(all.hist), free(merged.hist);
+    for (int k = 0; k < 4; k++) free(part[k].hist);
 }

@@ -800,11 +800,27 @@ static void model_same(struct capw *w, const char *what)
     for (size_t i = 0; i < m[0].nnames; i++)
         cr_assert_eq(m[0].names[i].launches, m[1].names[i].launches, "%s: name %zu", what, i);
     cr_assert_eq(m[0].nw, m[1].nw, "%s: weights", what);
+    for (size_t j = 0; j < m[0].nw; j++) {
+        const struct tkp_mweight *x = &m[0].w[j], *y = &m[1].w[j];
+        cr_assert(x->a == y->a && x->m == y->m && x->n == y->n && x->mvar == y->mvar &&
+                      x->nvar == y->nvar,
+                  "%s: weight %zu", what, j);
+    }
     cr_assert_eq(m[0].has_tokens, m[1].has_tokens, "%s: has_tokens", what);
     cr_assert_eq(m[0].token_dim_m, m[1].token_dim_m, "%s: token_dim_m", what);
     cr_assert_eq(m[0].now_ns, m[1].now_ns, "%s: now_ns", what);
     for (int b = 0; b < 2; b++) tkp_model_free(&m[b]);
     tkp_classes_free(cl);
+}
+
+/* A library call's template with the fields the model reads (lib_tmpl's vary with its id). */
+static void gemm_tmpl(struct capw *w, uint32_t id, uint64_t m, uint64_t n, uint64_t batch,
+                      uint64_t a_ptr, uint32_t status, uint32_t flags)
+{
+    const struct capw_lib c = {.lib = 1, .op = 6, .m = m, .n = n, .k = 256, .batch = batch,
+                               .atype = 14, .btype = 14, .ctype = 14, .compute = 68,
+                               .stream = 0x7000, .a_ptr = a_ptr, .status = status, .flags = flags};
+    capw_lib_tmpl(w, id, 3, &c);
 }
 
 /* Reads both and checks they deliver the same, and the RUN form with launches taken in bulk;
@@ -1263,6 +1279,69 @@ Test(runs, differential_against_single_records)
     cr_assert_gt(repeats_seen, 500, "repeating RUNs: %u", repeats_seen);
 }
 
+/* The model's RUN path (tkp_model_add_run) at its edges, against the records one by one
+ * (model_same): the verdict's launch time folded while the launches come (a gap one below the
+ * smallest so far, then one past the cap it makes; a time going back; a gap of UINT64_MAX; a
+ * thread back in an earlier step, whose fold close_step must not keep), and the library calls
+ * (the rule's exclusions, two calls at one time, a call without a weight, two weights that meet
+ * in the vote's cache, one of them with another n). */
+Test(runs, the_model_takes_a_run_at_its_edges)
+{
+    struct pair p;
+    size_t bulk0 = model_bulk;
+    pair_init(&p);
+    DEF(&p, head(w_, 5000));
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    DEF(&p, gemm_tmpl(w_, 1, 16, 4096, 1, 0x10000100, 0, 0));
+    DEF(&p, gemm_tmpl(w_, 2, 16, 1024, 1, 0x10003d00, 0, 0)); /* the same cache slot as 1's */
+    DEF(&p, gemm_tmpl(w_, 3, 99999, 99999, 2, 0x10000200, 0, 0)); /* batched: not counted */
+    DEF(&p, gemm_tmpl(w_, 4, 88888, 88888, 1, 0x10000300, 0, TKP_LIBF_CAPTURED));
+    DEF(&p, gemm_tmpl(w_, 5, 77777, 77777, 1, 0x10000400, 1, 0)); /* failed */
+    DEF(&p, gemm_tmpl(w_, 6, 32, 512, 1, 0, 0, 0));                /* no weight */
+    DEF(&p, gemm_tmpl(w_, 7, 17, 8192, 1, 0x10000100, 0, 0));      /* 1's weight, other m, n */
+    for (int r = 0; r < 3; r++) {
+        pair_launch(&p, 100, 1, 0, 0);
+        pair_launch(&p, 20000, 1, 0, 0); /* the smallest gap: the cap 40000 */
+        /* at one time, the step's last GEMM the last of them (2's) */
+        for (uint32_t id = 6; id >= 3; id--) pair_lib(&p, 0, 1, id, id, 10);
+        pair_lib(&p, 0, 1, 7, 7, 10); /* the weight first with 7's m and n */
+        pair_lib(&p, 0, 1, 1, 8, 10); /* then 1's: both vary (its slot in the cache holds it) */
+        pair_lib(&p, 0, 1, 2, 9, 10); /* 2's weight takes the slot */
+        pair_launch(&p, 19999, 1, 0, 0); /* one below: the cap 39998 */
+        pair_launch(&p, 39999, 1, 0, 0); /* past the cap by one */
+        pair_launch(&p, -5, 1, 0, 0);    /* back in time: no gap */
+        pair_launch(&p, 7, 1, 0, 0);
+        pair_flush(&p);
+        pair_launch(&p, 50, 2, 0, 0); /* the next step */
+        pair_launch(&p, 60000, 2, 0, 0);
+        pair_launch(&p, 3, 2, 0, 0);
+        pair_flush(&p);
+        pair_launch(&p, 9, 1, 0, 0); /* the thread back in step 1 */
+        pair_launch(&p, 2, 1, 0, 0);
+        pair_flush(&p);
+        BOTH(&p, capw_chunk_end(w_));
+        DEF(&p, head(w_, 0)); /* a chunk from time 0 */
+        DEF(&p, tmpl(w_, 0, 3, 5, 64));
+        for (uint32_t id = 1; id <= 7; id++)
+            DEF(&p, gemm_tmpl(w_, id, 16 + id, 8192, 1, 0x10000100, 0, 0)); /* 7's n */
+    }
+    pair_launch(&p, 0, 9, 0, 0);
+    pair_launch(&p, -1, 9, 0, 0); /* a gap of UINT64_MAX */
+    pair_launch(&p, 1, 9, 0, 0);  /* back to 0 */
+    pair_launch(&p, 5, 9, 0, 0);
+    pair_launch(&p, 20000, 9, 0, 0);
+    BOTH(&p, capw_chunk_end(w_));
+    DEF(&p, head(w_, 0)); /* a run's launches in order from time 0: the least time above 0 */
+    DEF(&p, tmpl(w_, 0, 3, 5, 64));
+    for (int k = 0; k < 4; k++) pair_launch(&p, k < 2 ? 0 : 5, 10, 0, 0);
+    BOTH(&p, capw_chunk_end(w_));
+    struct got g = pair_read(&p, "the model's run path");
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    got_free(&g);
+    pair_free(&p);
+    cr_assert_gt(model_bulk - bulk0, 20, "records the model took in bulk: %zu", model_bulk - bulk0);
+}
+
 /* ---- a RUN in a merged read of two processes ---- */
 
 Test(runs, in_a_merged_read)
@@ -1314,17 +1393,23 @@ Test(runs, in_a_merged_read)
     cr_assert_eq(system(path), 0);
 }
 
+/* A model of every step (the built-in classes: free cl after it). */
+static void model_new(struct tkp_model *m, struct tkp_classes **cl)
+{
+    cr_assert_eq(tkp_classes_new(NULL, cl, NULL, 0), 0);
+    struct tkp_model_opts o = {.classes = *cl, .from = -1, .to = -1};
+    tkp_model_init(m, &o);
+}
+
 /* The model's token vote with two weights whose addresses meet in its cache of recent weights
- * (model.c weight_vote: bits 8..15 of 0x10000000 and 0x20000000 both fold to 0), alternating
+ * (model.c weight_recent: 0x10000100 and 0x10003d00 both hash to 207), alternating
  * step by step as a model's layers do: each keeps its own n, and its m (the tokens) varies, so
  * that the vote says m (taken for one another, the one weight would see n vary as much). */
 Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
 {
     struct tkp_classes *cl;
     struct tkp_model m;
-    cr_assert_eq(tkp_classes_new(NULL, &cl, NULL, 0), 0);
-    struct tkp_model_opts o = {.classes = cl, .from = -1, .to = -1};
-    tkp_model_init(&m, &o);
+    model_new(&m, &cl);
     uint64_t ns = 1000;
     for (uint64_t step = 1; step <= 4; step++)
         for (int w = 0; w < 2; w++) {
@@ -1332,7 +1417,7 @@ Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
             memset(&r, 0, sizeof(r));
             r.type = TKP_REC_LIB_CALL, r.step = step, r.host_ns = ns += 1000;
             r.lib_call.lib = TKP_LIB_CUBLAS, r.lib_call.op = "cublasGemmEx";
-            r.lib_call.a_ptr = w ? 0x20000000 : 0x10000000;
+            r.lib_call.a_ptr = w ? 0x10003d00 : 0x10000100;
             r.lib_call.m = step, r.lib_call.n = w ? 1024 : 4096, r.lib_call.k = 256;
             r.lib_call.batch = 1;
             cr_assert_eq(tkp_model_add(&m, &r), 0);
@@ -1341,6 +1426,34 @@ Test(runs, the_token_vote_tells_weights_apart_in_its_cache)
     cr_assert_eq(tkp_model_finish(&m), 0);
     cr_assert(m.has_tokens);
     cr_assert_eq(m.token_dim_m, 1, "the tokens are m");
+    tkp_model_free(&m);
+    tkp_classes_free(cl);
+}
+
+/* Many steps open at once (none has its STEP record: all close at the finish), past the blocks
+ * of open-step records the model allocates them from (model.c, OPEN_BLOCK): each keeps its own
+ * launches and the launch-call time of its own gaps. */
+Test(runs, the_model_keeps_a_thousand_open_steps_apart)
+{
+    struct tkp_classes *cl;
+    struct tkp_model m;
+    model_new(&m, &cl);
+    struct tkp_record r;
+    memset(&r, 0, sizeof(r));
+    r.type = TKP_REC_LAUNCH, r.tid = 77, r.launch.name = "k";
+    for (uint64_t step = 0; step < 1000; step++)
+        for (uint64_t k = 0; k < 3; k++) {
+            r.step = step, r.host_ns = 1000000 * step + 20000 * k; /* gaps of 20 us: the cap */
+            cr_assert_eq(tkp_model_add(&m, &r), 0);
+        }
+    cr_assert_eq(tkp_model_finish(&m), 0);
+    cr_assert_eq(m.nsteps, 1000);
+    for (size_t i = 0; i < m.nsteps; i++) {
+        cr_assert_eq(m.steps[i].seg, i);
+        cr_assert_eq(m.steps[i].launch_ns, 40000, "step %zu: %llu", i,
+                     (unsigned long long)m.steps[i].launch_ns);
+    }
+    cr_assert_eq(m.names[0].launches, 3000);
     tkp_model_free(&m);
     tkp_classes_free(cl);
 }

@@ -3,7 +3,7 @@
  * One streaming pass feeds each record to a struct summary (summary_add, the counts) and to the
  * step model (model.h); the views only read them. The text view opens with five lines for the
  * on-call engineer — tokens, latency, where the GPU time goes, the verdict, the worst steps —
- * then the counts.
+ * then the counts; a DROPPED line before them when the shim dropped records.
  *
  * Definitions (token steps only; set-up work outside any step is left out), derived in the model
  * (ITL: model.h, tkp_itl_ns; verdict and worst steps: model/figures.c), this file only shows them:
@@ -237,6 +237,10 @@ static int summary_other(struct summary *s, const struct tkp_record *r)
     return 0;
 }
 
+/* Why the shim drops (shim/record/ring.c): a thread's ring was full, or the rings' budget
+ * (TOKPROF_BUFFER_MB) had none for a thread. */
+#define DROP_WHY "a thread's ring was full, or TOKPROF_BUFFER_MB had no ring for it"
+
 static void totals(const struct summary *s, uint64_t *threads, uint64_t *dropped)
 {
     *threads = *dropped = 0;
@@ -364,9 +368,13 @@ static double ms(uint64_t ns)
 static void print_text_insight(FILE *f, const struct summary *s, const struct tkp_model *m,
                                const struct insight *in)
 {
-    uint64_t threads = 0;
+    uint64_t threads = 0, all, dropped;
     for (uint32_t i = 0; i < s->nthreads; i++)
         threads += s->threads[i].mapped;
+    totals(s, &all, &dropped);
+    if (dropped) /* before the five lines: every figure in them is short of what ran */
+        fprintf(f, "DROPPED   %" PRIu64 " records (%s): every count and share below is low\n",
+                dropped, DROP_WHY);
     fprintf(f, "tokens    %" PRIu64 " token steps on %" PRIu64 " thread%s", s->steps, threads,
             threads == 1 ? "" : "s");
     if (in->tsteps && in->kernels)
@@ -507,8 +515,11 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     fprintf(f, "launches  %" PRIu64 " kernel, %" PRIu64 " graph\n", s->launches, s->graph_launches);
     fprintf(f, "copies    %" PRIu64 "\n", s->copies);
     fprintf(f, "syncs     %" PRIu64 "\n", s->syncs);
-    fprintf(f, "dropped   %" PRIu64 " records%s\n", dropped,
-            dropped ? " (rings were full: counts above are low)" : "");
+    if (dropped)
+        fprintf(f, "dropped   %" PRIu64 " records (counts above are low: the first line)\n",
+                dropped);
+    else
+        fputs("dropped   0 records\n", f);
 }
 
 static int run(int argc, char **argv, struct tkp_ctx *ctx)

@@ -224,6 +224,7 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     E->now_ns = (int64_t)x->host_ns;
     E->cls_r = NULL; /* x is reused for the next record */
     if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
+    tkp_pdec_set(m, E, e);
     if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -516,6 +517,26 @@ static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struc
     }
 }
 
+/* The `prev`s shape e's host records update that the shape decides (struct tkp_pdec): taken
+ * out of its pmarks, so that its records are not decoded for them. Planned shapes only (the
+ * others' records take their pmarks through eval_records); none where out of memory. */
+static __attribute__((noinline)) void shape_prevs(struct tkp_mon *m, struct tkp_shape *e)
+{
+    if (!e->plan || !e->pmarks[0]) return;
+    struct tkp_pdec p;
+    p.slots = tkp_prev_decided(m->sp, e->kn, e->tr, e->pmarks[0], &p.vt, &p.vu);
+    if (!p.slots) return;
+    size_t id = (size_t)(e - m->shapes->v);
+    if (id >= m->npdec) {
+        size_t cap = m->npdec;
+        if (tkp_grow_to((void **)&m->pdec, &cap, id + 1, sizeof(*m->pdec), 64, 1)) return;
+        m->npdec = cap;
+    }
+    m->pdec[id] = p;
+    e->pmarks[0] &= ~p.slots;
+    e->pdec = 1;
+}
+
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape
  * col): nothing of the record is read but, by straight bounds r.x - prev r.x OP k, r.host_ts
  * (2); or decoded from them and judged by the plan, then given to the step aggregates (3). */
@@ -548,6 +569,7 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0] & ~m->hit_slots);
     }
+    if (e->pdec) m->er.ts = h->ts, m->er.scope = (int64_t)step, tkp_pdec_set(m, &m->er, e);
     if (e->pmarks[0] || (e->marks[0] & m->hit_slots)) {
         /* the `prev`s its shape does not decide: their operands on the record, decoded; the
          * hits of windows (their near misses keep the record) */
@@ -620,7 +642,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         return 0;
     }
     if (e) {
-        if (!e->want) shape_plan(m, e), shape_col(m, e), shape_resid(m, e);
+        if (!e->want) shape_plan(m, e), shape_prevs(m, e), shape_col(m, e), shape_resid(m, e);
         if (e->want == 1) {
             keep_raw(m, o, r);
             shape_record(m, h, o, e, x->token, r->step);
@@ -868,7 +890,7 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
     free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
     for (size_t i = 0; i < m->nresid; i++) free(m->resid[i]);
-    free(m->resid);
+    free(m->resid), free(m->pdec);
     tkp_shapes_free(m->shapes);
     free(m);
 }

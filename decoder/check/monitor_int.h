@@ -5,6 +5,7 @@
 #ifndef TKP_CHECK_MONITOR_INT_H
 #define TKP_CHECK_MONITOR_INT_H
 
+#include "check/eval.h"
 #include "check/monitor.h"
 #include "check/prog.h"
 
@@ -71,6 +72,13 @@ struct rhost {
     uint64_t skip;
 };
 
+/* The `prev`s a shape's host records update whose operand the shape decides (`prev kern`):
+ * their state slots, those the operand is true (vt) and unknown (vu) on; the shape's pmarks
+ * keep the others (eval.h tkp_prev_decided). */
+struct tkp_pdec {
+    uint64_t slots, vt, vu;
+};
+
 struct tkp_mon {
     const struct tkp_spec *sp;
     struct thr *t;
@@ -114,7 +122,18 @@ struct tkp_mon {
                                    (tkp_residual) on the shape of the one-byte program its plan
                                    runs (the body, or A of `A -> B` with `prev`s), NULL none */
     size_t nresid;
+    struct tkp_pdec *pdec;      /* by shape id: the host `prev`s its shape decides (shape_prevs) */
+    size_t npdec;
 };
+
+/* Updates the `prev`s shape e decides (struct tkp_pdec), at E's point. */
+static inline void tkp_pdec_set(const struct tkp_mon *m, struct tkp_eval *E,
+                                const struct tkp_shape *e)
+{
+    if (!e->pdec) return;
+    const struct tkp_pdec *p = &m->pdec[e - m->shapes->v];
+    tkp_prev_set(E, p->slots, p->vt, p->vu);
+}
 
 /* What a step-level violation's witness draws from. */
 struct wctx {

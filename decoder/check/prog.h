@@ -230,7 +230,8 @@ struct tkp_shape {
      * to, both by position in the monitor's lists; counts with plan too), 2 the record is decoded
      * and evaluated */
     int want;
-    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
+    uint16_t plan;      /* pass, run, body hold: the monitor judges its decoded records by them */
+    uint16_t pdec;      /* the monitor decides some of its host `prev`s by it (struct tkp_pdec) */
     uint64_t pass, counts;
     /* host record-level assertions (by position, the first 32: plan is 0 past them) it runs;
      * of those, the ones whose guard it decides true (TKP_FAST_BODY), and false (gfalse: the

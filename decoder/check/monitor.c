@@ -466,7 +466,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     const struct tkp_code *c = sp->code;
     uint64_t on = e->kn & e->tr;
     e->want = 2;
-    e->pass = e->counts = e->run = e->body = e->bodyonly = 0;
+    e->pass = e->counts = e->run = e->body = e->bodyonly = e->takes = 0;
     e->plan = 0;
     if (m->nrec_host > 64 || m->nstream > 64) return;
     int runs = 0;
@@ -487,7 +487,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;
         if (p->count_atoms) e->counts |= 1ull << j;
-        else other = 1;
+        else other = 1, e->takes |= j < 32 ? 1u << j : 0;
     }
     if (runs || other) return;
     for (int j = 0; j < m->nbuffered; j++)
@@ -684,15 +684,28 @@ int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
     struct tkp_eval *E = &m->es;
     int rc, by_shape = e && e->plan;
     E->r = x, E->s = &o->part, E->cls_r = NULL;
-    for (int j = 0; j < m->nstream; j++) {
-        const struct tkp_slotplan *p = &c->plan[m->stream[j]];
-        if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
-            o->fold[m->stream[j]].cnt += e->counts >> j & 1;
-            continue;
+    if (by_shape && m->nstream <= 32) {
+        /* the shape says which: its counts of atoms, and the others its atoms pass */
+        for (uint64_t q = e->counts; q; q &= q - 1)
+            o->fold[m->stream[__builtin_ctzll(q)]].cnt++;
+        for (uint32_t q = e->takes; q; q &= q - 1) {
+            int k = m->stream[__builtin_ctz(q)];
+            const struct tkp_slotplan *p = &c->plan[k];
+            if (tkp_conj_holds(E, &p->sel) &&
+                (rc = tkp_fold_take(&o->fold[k], p, &sp->n[p->node], E)))
+                return rc;
         }
-        if (tkp_conj_holds(E, &p->sel) &&
-            (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
-            return rc;
+    } else {
+        for (int j = 0; j < m->nstream; j++) {
+            const struct tkp_slotplan *p = &c->plan[m->stream[j]];
+            if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
+                o->fold[m->stream[j]].cnt += e->counts >> j & 1;
+                continue;
+            }
+            if (tkp_conj_holds(E, &p->sel) &&
+                (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
+                return rc;
+        }
     }
     for (int j = 0; j < m->nbuffered; j++)
         if (tkp_conj_holds(E, &c->plan[m->buffered[j]].pre)) return tkp_vec_push(&o->host, x);

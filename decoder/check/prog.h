@@ -229,9 +229,13 @@ struct tkp_shape {
      * (pass: the record-level assertions it passes, counts: the streamed counts of atoms it adds
      * to, both by position in the monitor's lists; counts with plan too), 2 the record is decoded
      * and evaluated */
-    int want;
-    uint16_t plan;      /* pass, run, body hold: the monitor judges its decoded records by them */
-    uint16_t pdec;      /* the monitor decides some of its host `prev`s by it (struct tkp_pdec) */
+    uint8_t want;
+    uint8_t plan;       /* pass, run, body hold: the monitor judges its decoded records by them */
+    uint8_t pdec;       /* the monitor decides some of its host `prev`s by it (struct tkp_pdec) */
+    uint8_t spare;
+    /* with plan: the streamed step aggregates (by position in the monitor's list, the first 32)
+     * other than counts of atoms whose selection's atoms it passes: all its records may feed */
+    uint32_t takes;
     uint64_t pass, counts;
     /* host record-level assertions (by position, the first 32: plan is 0 past them) it runs;
      * of those, the ones whose guard it decides true (TKP_FAST_BODY), and false (gfalse: the

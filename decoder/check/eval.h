@@ -17,13 +17,22 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
  * cb: B's straight form or NULL; a_ins: A's one-byte instructions to run instead, a residual, or
  * NULL) run as its two sides, both evaluated as the whole program evaluates both when a side
  * holds a `prev`: 1 true, 0 false, -1 unknown. */
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
-                  const struct tkp_nbound *cb);
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int a_form,
+                  int cons_prog, const struct tkp_nbound *cb);
 /* The residual of one-byte program ins (run_bool's: tkp_bool_ins) on the records of a shape
  * whose atoms are kn (known) and tr (true): each atom its truth, the logic it decides folded,
  * what holds state (`prev`, `once`, a bound with a `prev`) kept; run_bool gives it the value
  * and the state changes ins gives on such a record. NULL when no shorter (or no memory). */
 struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr);
+/* Residual forms run without the interpreter's loop (tkp_run_resid), by what tkp_resid_form
+ * finds in a residual: TKP_RF_PREVK `[CONST c, PREV]` (`kern and prev kern` on a kernel: the
+ * `prev` fed a constant); TKP_RF_XT `[CONST c or BOUND, ONCE or HIST]` whose temporal operator
+ * keeps neither a ring of values nor near misses (`historically[0 records, 100 records]
+ * (api or r.host_ts >= prev r.host_ts)` on a kernel); TKP_RF_RUN the others (run_bool). */
+enum { TKP_RF_RUN, TKP_RF_PREVK, TKP_RF_XT };
+int tkp_resid_form(const struct tkp_spec *sp, const struct tkp_ins *r);
+/* Residual r (of form `form`) run: what run_bool gives for it, state changes included. */
+int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form);
 /* 'in step': a state slot enters step `scope` (its buffers kept). */
 void tkp_scope_enter(struct tkp_tstate *t, int64_t scope);
 

@@ -203,12 +203,15 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     }
 }
 
-/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none. */
+/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none; its
+ * form in *form. */
 static inline const struct tkp_ins *resid(const struct tkp_mon *m, const struct tkp_shape *e,
-                                          int j)
+                                          int j, int *form)
 {
     size_t at = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host + (size_t)j;
-    return at < m->nresid ? m->resid[at] : NULL;
+    if (at >= m->nresid) return *form = TKP_RF_RUN, NULL;
+    *form = m->rform[at];
+    return m->resid[at];
 }
 
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
@@ -235,15 +238,17 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
-        int t;
-        if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
-            t = tkp_truth_imp(E, q->imp_prog, resid(m, e, j), q->cons_prog, q->cbound);
+        int t, f;
+        if (q->imp_prog >= 0) { /* `A -> B` with `prev`s: its two sides */
+            const struct tkp_ins *r = resid(m, e, j, &f);
+            t = tkp_truth_imp(E, q->imp_prog, r, f, q->cons_prog, q->cbound);
+        }
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
         else if (q->bound) t = tkp_run_bound(E, q->bound);
         else if (q->bins) {
-            const struct tkp_ins *r = resid(m, e, j);
-            t = tkp_run_bool(E, r ? r : q->bins);
+            const struct tkp_ins *r = resid(m, e, j, &f);
+            t = r ? tkp_run_resid(E, r, f) : tkp_run_bool(E, q->bins);
         } else t = tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
@@ -504,6 +509,8 @@ static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struc
     if (n > m->nresid) {
         size_t cap = m->nresid;
         if (tkp_grow_to((void **)&m->resid, &cap, n, sizeof(*m->resid), 64, 1)) return;
+        size_t capf = m->nresid;
+        if (tkp_grow_to((void **)&m->rform, &capf, cap, 1, 64, 1)) return;
         m->nresid = cap;
     }
     const struct tkp_code *c = m->sp->code;
@@ -513,7 +520,10 @@ static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struc
         const struct tkp_ins *ins = q->imp_prog >= 0 ? tkp_bool_ins(&c->prog[q->imp_prog])
                                     : (e->body >> j & 1) && q->cons_prog >= 0 ? NULL
                                     : q->bound ? NULL : q->bins;
-        if (ins && !m->resid[id + (size_t)j]) m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+        if (ins && !m->resid[id + (size_t)j]) {
+            m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+            m->rform[id + (size_t)j] = (uint8_t)tkp_resid_form(m->sp, m->resid[id + (size_t)j]);
+        }
     }
 }
 
@@ -903,7 +913,7 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
     free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
     for (size_t i = 0; i < m->nresid; i++) free(m->resid[i]);
-    free(m->resid), free(m->pdec);
+    free(m->resid), free(m->rform), free(m->pdec);
     tkp_shapes_free(m->shapes);
     free(m);
 }

@@ -121,6 +121,7 @@ struct tkp_mon {
     struct tkp_ins **resid;     /* by shape id * nrec_host + position in rec_host: the residual
                                    (tkp_residual) on the shape of the one-byte program its plan
                                    runs (the body, or A of `A -> B` with `prev`s), NULL none */
+    uint8_t *rform;             /* by the same index: the residual's form (tkp_resid_form) */
     size_t nresid;
     struct tkp_pdec *pdec;      /* by shape id: the host `prev`s its shape decides (shape_prevs) */
     size_t npdec;

@@ -987,13 +987,15 @@ int tkp_resid_form(const struct tkp_spec *sp, const struct tkp_ins *r)
 {
     if (!r || tkp_check_general) return TKP_RF_RUN;
     if (r[0].op == VO_CONST && r[1].op == VO_PREV && r[2].op == VO_END) return TKP_RF_PREVK;
-    if ((r[0].op != VO_CONST && r[0].op != VO_BOUND) ||
-        (r[1].op != VO_ONCE && r[1].op != VO_HIST) || r[2].op != VO_END)
+    int keep = r[0].op == VO_BOUND && r[1].op == VO_KEEP; /* the bound for its `prev`s' state */
+    const struct tkp_ins *o = &r[1 + keep];
+    if ((r[0].op != VO_CONST && r[0].op != VO_BOUND) || (o->op != VO_ONCE && o->op != VO_HIST) ||
+        o[1].op != VO_END)
         return TKP_RF_RUN;
-    const struct tkp_node *x = &sp->n[r[1].node];
-    if (r[1].x || (x->has_iv && x->num > 0 && isfinite(x->hi)) || sp->code->near[x->slot].on)
+    const struct tkp_node *x = &sp->n[o->node];
+    if (o->x || (x->has_iv && x->num > 0 && isfinite(x->hi)) || sp->code->near[x->slot].on)
         return TKP_RF_RUN; /* one bit (once_op's), a ring, near misses */
-    return TKP_RF_XT;
+    return keep ? TKP_RF_XKT : TKP_RF_XT;
 }
 
 int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form)
@@ -1014,12 +1016,15 @@ int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form)
         }
         return truth(s->prev_out);
     }
-    case TKP_RF_XT: /* a constant or a bound, then a plain `once`/`historically` */
+    case TKP_RF_XT: case TKP_RF_XKT:
+        /* a constant or a bound (its value kept: a constant), then a plain `once` or
+         * `historically` */
         if (r[0].op == VO_CONST) v = truth(r[0].v);
         else {
             const struct tkp_nbound *b = sp->code->prog[r[0].x].bound;
             v = b->cross ? bound_cross(E, b) : tkp_run_bound(E, b);
         }
+        if (form == TKP_RF_XKT) v = truth(r[1].v), r++;
         return once_plain(E, &sp->n[r[1].node], v);
     default: return run_bool(E, r);
     }

@@ -28,8 +28,10 @@ struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr
  * finds in a residual: TKP_RF_PREVK `[CONST c, PREV]` (`kern and prev kern` on a kernel: the
  * `prev` fed a constant); TKP_RF_XT `[CONST c or BOUND, ONCE or HIST]` whose temporal operator
  * keeps neither a ring of values nor near misses (`historically[0 records, 100 records]
- * (api or r.host_ts >= prev r.host_ts)` on a kernel); TKP_RF_RUN the others (run_bool). */
-enum { TKP_RF_RUN, TKP_RF_PREVK, TKP_RF_XT };
+ * (api or r.host_ts >= prev r.host_ts)` on a kernel), TKP_RF_XKT the same with the bound's
+ * value kept `[BOUND, KEEP c, ...]` (on a library call: its `prev` advances, the operand is
+ * true); TKP_RF_RUN the others (run_bool). */
+enum { TKP_RF_RUN, TKP_RF_PREVK, TKP_RF_XT, TKP_RF_XKT };
 int tkp_resid_form(const struct tkp_spec *sp, const struct tkp_ins *r);
 /* Residual r (of form `form`) run: what run_bool gives for it, state changes included. */
 int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form);

@@ -116,7 +116,8 @@ static inline int tkp_conj_holds(struct tkp_eval *E, const struct tkp_conj *c)
         if (!r->atoms_ok) tkp_atoms_fill(E, r);
         if ((r->akn & r->atr & c->atoms) != c->atoms) return 0;
     }
-    return c->run < 0 || tkp_truth(E, c->run) == 1;
+    int p = tkp_check_general ? c->whole : c->run;
+    return p < 0 || tkp_truth(E, p) == 1;
 }
 
 #endif

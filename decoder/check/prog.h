@@ -152,7 +152,9 @@ struct tkp_conj {
     int prog;
     int nconj;
     int run; /* the program whose truth tkp_conj_holds tests: prog's, or where prog is one class
-                that is not an atom, its expression's (true where the class holds) */
+                that is not an atom, its expression's (true where the class holds), or where
+                that is atoms (among `atoms`) and one other conjunct, the other's */
+    int whole; /* prog's, or the class's expression: what tkp_check_general tests */
 };
 
 /* How one step aggregate slot is folded. */

@@ -1064,13 +1064,13 @@ int tkp_eval_bool(struct tkp_eval *E, int node)
 }
 
 uint64_t tkp_prev_decided(const struct tkp_spec *sp, uint64_t kn, uint64_t tr, uint64_t slots,
-                          uint64_t *vt, uint64_t *vu)
+                          uint64_t *vt, uint64_t *vu, uint64_t *in_step)
 {
     const struct tkp_code *c = sp->code;
     struct tkp_srec r = {.atoms_ok = 1, .akn = kn, .atr = tr};
     struct tkp_eval A = {.sp = sp, .r = &r};
     uint64_t dec = 0;
-    *vt = *vu = 0;
+    *vt = *vu = *in_step = 0;
     for (; slots; slots &= slots - 1) {
         int slot = __builtin_ctzll(slots);
         const struct tkp_prog *p = &c->prog[c->node_prog[sp->n[c->slot_node[slot]].a]];
@@ -1080,27 +1080,11 @@ uint64_t tkp_prev_decided(const struct tkp_spec *sp, uint64_t kn, uint64_t tr, u
         int v = probe(&A, p, &noop, &marks); /* (no temporal operator in a `prev`'s operand) */
         if (v == 2) continue;                 /* a class evaluated per record */
         dec |= 1ull << slot;
+        if (sp->n[c->slot_node[slot]].in_step) *in_step |= 1ull << slot;
         if (v == 1) *vt |= 1ull << slot;
         if (v < 0) *vu |= 1ull << slot;
     }
     return dec;
-}
-
-void tkp_prev_set(struct tkp_eval *E, uint64_t slots, uint64_t vt, uint64_t vu)
-{
-    const struct tkp_spec *sp = E->sp;
-    for (; slots; slots &= slots - 1) {
-        /* prev()'s update, of a truth value */
-        int slot = __builtin_ctzll(slots);
-        struct tkp_tstate *t = &E->ts[slot];
-        if (sp->n[sp->code->slot_node[slot]].in_step && t->scope != E->scope)
-            tkp_scope_enter(t, E->scope);
-        if (!E->update) continue;
-        t->prev_out = t->prev_set ? t->prev : UNK;
-        t->prev_first = !t->prev_set;
-        t->prev = vu >> slot & 1 ? UNK : boolv((int)(vt >> slot & 1));
-        t->prev_set = 1;
-    }
 }
 
 void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)

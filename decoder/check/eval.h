@@ -87,11 +87,11 @@ void tkp_shape_marks(struct tkp_eval *E, uint64_t marks);
 void tkp_prev_marks(struct tkp_eval *E, uint64_t slots);
 /* Of the `prev`s in state slots `slots`, those whose operand a shape with atoms kn (known) and
  * tr (true) decides (Boolean over atoms: `prev kern`): their slots; of them, *vt those whose
- * operand is true there, *vu unknown. tkp_prev_set updates them with those values, as
- * tkp_prev_marks would on a record of the shape, without reading the record. */
+ * operand is true there, *vu unknown, *in_step those `in step` (monitor_int.h tkp_pdec_set
+ * updates them with those values, as tkp_prev_marks would on a record of the shape, without
+ * reading the record). */
 uint64_t tkp_prev_decided(const struct tkp_spec *sp, uint64_t kn, uint64_t tr, uint64_t slots,
-                          uint64_t *vt, uint64_t *vu);
-void tkp_prev_set(struct tkp_eval *E, uint64_t slots, uint64_t vt, uint64_t vu);
+                          uint64_t *vt, uint64_t *vu, uint64_t *in_step);
 int tkp_shapes_new(struct tkp_shapes **out);
 void tkp_shapes_free(struct tkp_shapes *t);
 size_t tkp_shapes_count(const struct tkp_shapes *t);

@@ -534,7 +534,7 @@ static __attribute__((noinline)) void shape_prevs(struct tkp_mon *m, struct tkp_
 {
     if (!e->plan || !e->pmarks[0]) return;
     struct tkp_pdec p;
-    p.slots = tkp_prev_decided(m->sp, e->kn, e->tr, e->pmarks[0], &p.vt, &p.vu);
+    p.slots = tkp_prev_decided(m->sp, e->kn, e->tr, e->pmarks[0], &p.vt, &p.vu, &p.in_step);
     if (!p.slots) return;
     size_t id = (size_t)(e - m->shapes->v);
     if (id >= m->npdec) {
@@ -545,6 +545,25 @@ static __attribute__((noinline)) void shape_prevs(struct tkp_mon *m, struct tkp_
     m->pdec[id] = p;
     e->pmarks[0] &= ~p.slots;
     e->pdec = 1;
+}
+
+/* eval.c prev()'s update, of the truth values shape e gives its decided `prev`s. */
+__attribute__((noinline)) void tkp_pdec_apply(const struct tkp_mon *m, struct tkp_eval *E,
+                                              const struct tkp_shape *e)
+{
+    const struct tkp_pdec *p = &m->pdec[e - m->shapes->v];
+    if (!E->update) return;
+    for (uint64_t q = p->slots; q; q &= q - 1) {
+        int slot = __builtin_ctzll(q);
+        struct tkp_tstate *t = &E->ts[slot];
+        if ((p->in_step >> slot & 1) && t->scope != E->scope) tkp_scope_enter(t, E->scope);
+        if (t->prev_set) t->prev_out = t->prev;
+        else t->prev_out = (struct tkp_val){VT_UNK, 0, NULL};
+        t->prev_first = !t->prev_set;
+        t->prev = p->vu >> slot & 1 ? (struct tkp_val){VT_UNK, 0, NULL}
+                                    : (struct tkp_val){VT_BOOL, (double)(p->vt >> slot & 1), NULL};
+        t->prev_set = 1;
+    }
 }
 
 /* Whether launches of shape e (planned) can be judged from a RUN's columns (struct tkp_shape

@@ -76,7 +76,7 @@ struct rhost {
  * their state slots, those the operand is true (vt) and unknown (vu) on; the shape's pmarks
  * keep the others (eval.h tkp_prev_decided). */
 struct tkp_pdec {
-    uint64_t slots, vt, vu;
+    uint64_t slots, vt, vu, in_step;
 };
 
 struct tkp_mon {
@@ -127,13 +127,12 @@ struct tkp_mon {
     size_t npdec;
 };
 
-/* Updates the `prev`s shape e decides (struct tkp_pdec), at E's point. */
+/* Updates the `prev`s shape e decides (struct tkp_pdec) at E's point (monitor.h
+ * tkp_pdec_apply). */
 static inline void tkp_pdec_set(const struct tkp_mon *m, struct tkp_eval *E,
                                 const struct tkp_shape *e)
 {
-    if (!e->pdec) return;
-    const struct tkp_pdec *p = &m->pdec[e - m->shapes->v];
-    tkp_prev_set(E, p->slots, p->vt, p->vu);
+    if (e->pdec) tkp_pdec_apply(m, E, e);
 }
 
 /* What a step-level violation's witness draws from. */

@@ -30,7 +30,8 @@
  * temporal operators are all `prev X`, X without one (`r.host_ts - prev r.host_ts < 10ms`), is
  * QUIET where the guard is false but for its `prev`s, which must see every point: the shape's
  * pmarks name their slots, and such a record updates them with X's value alone (eval.c
- * tkp_prev_marks), without running the body. An implication `A -> B` that is not Boolean, A
+ * tkp_prev_marks), without running the body; one whose X the shape decides (`prev kern`) with the
+ * shape's value, without reading the record (monitor_int.h struct tkp_pdec). An implication `A -> B` that is not Boolean, A
  * Boolean over atoms and `prev`s (struct tkp_assert imp_prog), is a PASS where the shape makes A
  * false (its `prev`s updated the same way) and BODY where it makes A true: B alone, straight
  * when it is a bound, unless the body holds a `prev` (then the whole body runs). A one-byte

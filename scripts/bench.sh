@@ -31,7 +31,8 @@
 #                               captures without and with GPU records (made once, kept in
 #                               BENCH_DIR, default /tmp/tokprof-bench): the reader (per record and
 #                               in bulk), summary, table steps, check with the project's spec and
-#                               with tests/bench/user10.spec and user10b.spec (two users' specs);
+#                               with tests/bench/user10.spec, user10b.spec and user10c.spec
+#                               (three users' specs);
 #                               CG=1 adds callgrind instructions per
 #                               record on 2000-step captures; BEFORE=DIR alternates with another
 #                               build (e.g. main's) run by run
@@ -424,9 +425,10 @@ if [ "$what" = all ] || [ "$what" = decodecpu ]; then
         check) echo "$3/decoder/tokprof check $work/bench.tks $2" ;;
         user10) echo "$3/decoder/tokprof check tests/bench/user10.spec $2" ;;
         user10b) echo "$3/decoder/tokprof check tests/bench/user10b.spec $2" ;;
+        user10c) echo "$3/decoder/tokprof check tests/bench/user10c.spec $2" ;;
         esac
     }
-    DC_WHAT=${DC_WHAT:-reader bulk summary steps check user10 user10b}
+    DC_WHAT=${DC_WHAT:-reader bulk summary steps check user10 user10b user10c}
     # BEFORE: another build (its decoder/tokprof and tests/bench/bench_reader), run alternately
     # with this one, command by command: on a shared VM only such pairs compare
     builds=("$B")

@@ -87,6 +87,7 @@ static int bulk_one(struct tkp_mon *m, struct thr *h, struct open_step *o, struc
     struct tkp_eval *E = &m->er;
     E->ts = h->ts, E->scope = (int64_t)b->step;
     if (e->marks[0]) tkp_shape_marks(E, e->marks[0]); /* one bit each (shape_col) */
+    tkp_pdec_set(m, E, e);
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
         for (uint64_t q = e->pass; q; q &= q - 1) {

@@ -845,10 +845,10 @@ struct tkp_val tkp_eval_prog(struct tkp_eval *E, int prog)
     return run(E, &E->sp->code->prog[prog]);
 }
 
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
-                  const struct tkp_nbound *cb)
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int a_form,
+                  int cons_prog, const struct tkp_nbound *cb)
 {
-    int a = a_ins ? run_bool(E, a_ins) : tkp_truth(E, imp_prog);
+    int a = a_ins ? tkp_run_resid(E, a_ins, a_form) : tkp_truth(E, imp_prog);
     int b = cb ? tkp_run_bound(E, cb) : tkp_truth(E, cons_prog);
     return or3(not3(a), b);
 }
@@ -963,6 +963,73 @@ fail:
     return NULL;
 }
 
+/* A `once` or `historically` that keeps neither a ring nor near misses (temporal()'s case
+ * without them): its value on operand truth v, its state updated. */
+static inline __attribute__((always_inline)) int once_plain(struct tkp_eval *E,
+                                                            const struct tkp_node *x, int v)
+{
+    struct tkp_tstate *t = &E->ts[x->slot];
+    if (x->in_step && t->scope != E->scope) tkp_scope_enter(t, E->scope);
+    int64_t now = at(E, x);
+    if (x->op == OP_HIST) v = v < 0 ? -1 : !v;
+    if (E->update && v == 1) {
+        if (!t->valid) t->first = now;
+        t->last = now;
+        t->valid = 1;
+    }
+    int res = !t->valid ? 0 : !x->has_iv ? 1
+              : isfinite(x->hi) ? (double)(now - t->last) <= x->hi
+                                : in_window(x, now, t->first);
+    return x->op == OP_HIST ? !res : res;
+}
+
+int tkp_resid_form(const struct tkp_spec *sp, const struct tkp_ins *r)
+{
+    if (!r || tkp_check_general) return TKP_RF_RUN;
+    if (r[0].op == VO_CONST && r[1].op == VO_PREV && r[2].op == VO_END) return TKP_RF_PREVK;
+    int keep = r[0].op == VO_BOUND && r[1].op == VO_KEEP; /* the bound for its `prev`s' state */
+    const struct tkp_ins *o = &r[1 + keep];
+    if ((r[0].op != VO_CONST && r[0].op != VO_BOUND) || (o->op != VO_ONCE && o->op != VO_HIST) ||
+        o[1].op != VO_END)
+        return TKP_RF_RUN;
+    const struct tkp_node *x = &sp->n[o->node];
+    if (o->x || (x->has_iv && x->num > 0 && isfinite(x->hi)) || sp->code->near[x->slot].on)
+        return TKP_RF_RUN; /* one bit (once_op's), a ring, near misses */
+    return keep ? TKP_RF_XKT : TKP_RF_XT;
+}
+
+int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form)
+{
+    const struct tkp_spec *sp = E->sp;
+    int v;
+    switch (form) {
+    case TKP_RF_PREVK: { /* run_bool's CONST then PREV */
+        const struct tkp_node *x = &sp->n[r[1].node];
+        struct tkp_tstate *s = &E->ts[x->slot];
+        if (x->in_step && s->scope != E->scope) tkp_scope_enter(s, E->scope);
+        if (E->update) {
+            v = truth(r[0].v);
+            s->prev_out = s->prev_set ? s->prev : UNK;
+            s->prev_first = !s->prev_set;
+            s->prev = (struct tkp_val){v < 0 ? VT_UNK : VT_BOOL, v > 0, NULL};
+            s->prev_set = 1;
+        }
+        return truth(s->prev_out);
+    }
+    case TKP_RF_XT: case TKP_RF_XKT:
+        /* a constant or a bound (its value kept: a constant), then a plain `once` or
+         * `historically` */
+        if (r[0].op == VO_CONST) v = truth(r[0].v);
+        else {
+            const struct tkp_nbound *b = sp->code->prog[r[0].x].bound;
+            v = b->cross ? bound_cross(E, b) : tkp_run_bound(E, b);
+        }
+        if (form == TKP_RF_XKT) v = truth(r[1].v), r++;
+        return once_plain(E, &sp->n[r[1].node], v);
+    default: return run_bool(E, r);
+    }
+}
+
 const struct tkp_ins *tkp_bool_ins(const struct tkp_prog *p)
 {
     if (p->boolean || (p->bool_prev && !tkp_check_general)) return p->ins;
@@ -994,6 +1061,30 @@ int tkp_eval_bool(struct tkp_eval *E, int node)
 {
     int p = node >= 0 ? E->sp->code->node_prog[node] : -1;
     return p >= 0 ? tkp_truth(E, p) : -1;
+}
+
+uint64_t tkp_prev_decided(const struct tkp_spec *sp, uint64_t kn, uint64_t tr, uint64_t slots,
+                          uint64_t *vt, uint64_t *vu, uint64_t *in_step)
+{
+    const struct tkp_code *c = sp->code;
+    struct tkp_srec r = {.atoms_ok = 1, .akn = kn, .atr = tr};
+    struct tkp_eval A = {.sp = sp, .r = &r};
+    uint64_t dec = 0;
+    *vt = *vu = *in_step = 0;
+    for (; slots; slots &= slots - 1) {
+        int slot = __builtin_ctzll(slots);
+        const struct tkp_prog *p = &c->prog[c->node_prog[sp->n[c->slot_node[slot]].a]];
+        if (!p->boolean) continue;
+        int noop = 1;
+        uint64_t marks = 0;
+        int v = probe(&A, p, &noop, &marks); /* (no temporal operator in a `prev`'s operand) */
+        if (v == 2) continue;                 /* a class evaluated per record */
+        dec |= 1ull << slot;
+        if (sp->n[c->slot_node[slot]].in_step) *in_step |= 1ull << slot;
+        if (v == 1) *vt |= 1ull << slot;
+        if (v < 0) *vu |= 1ull << slot;
+    }
+    return dec;
 }
 
 void tkp_prev_marks(struct tkp_eval *E, uint64_t slots)

@@ -17,13 +17,24 @@ int tkp_run_bound(struct tkp_eval *E, const struct tkp_nbound *b);
  * cb: B's straight form or NULL; a_ins: A's one-byte instructions to run instead, a residual, or
  * NULL) run as its two sides, both evaluated as the whole program evaluates both when a side
  * holds a `prev`: 1 true, 0 false, -1 unknown. */
-int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int cons_prog,
-                  const struct tkp_nbound *cb);
+int tkp_truth_imp(struct tkp_eval *E, int imp_prog, const struct tkp_ins *a_ins, int a_form,
+                  int cons_prog, const struct tkp_nbound *cb);
 /* The residual of one-byte program ins (run_bool's: tkp_bool_ins) on the records of a shape
  * whose atoms are kn (known) and tr (true): each atom its truth, the logic it decides folded,
  * what holds state (`prev`, `once`, a bound with a `prev`) kept; run_bool gives it the value
  * and the state changes ins gives on such a record. NULL when no shorter (or no memory). */
 struct tkp_ins *tkp_residual(const struct tkp_ins *ins, uint64_t kn, uint64_t tr);
+/* Residual forms run without the interpreter's loop (tkp_run_resid), by what tkp_resid_form
+ * finds in a residual: TKP_RF_PREVK `[CONST c, PREV]` (`kern and prev kern` on a kernel: the
+ * `prev` fed a constant); TKP_RF_XT `[CONST c or BOUND, ONCE or HIST]` whose temporal operator
+ * keeps neither a ring of values nor near misses (`historically[0 records, 100 records]
+ * (api or r.host_ts >= prev r.host_ts)` on a kernel), TKP_RF_XKT the same with the bound's
+ * value kept `[BOUND, KEEP c, ...]` (on a library call: its `prev` advances, the operand is
+ * true); TKP_RF_RUN the others (run_bool). */
+enum { TKP_RF_RUN, TKP_RF_PREVK, TKP_RF_XT, TKP_RF_XKT };
+int tkp_resid_form(const struct tkp_spec *sp, const struct tkp_ins *r);
+/* Residual r (of form `form`) run: what run_bool gives for it, state changes included. */
+int tkp_run_resid(struct tkp_eval *E, const struct tkp_ins *r, int form);
 /* 'in step': a state slot enters step `scope` (its buffers kept). */
 void tkp_scope_enter(struct tkp_tstate *t, int64_t scope);
 
@@ -74,6 +85,13 @@ void tkp_shape_marks(struct tkp_eval *E, uint64_t marks);
 /* Updates the `prev`s in state slots `slots` at E's point (E->r, E->ts, E->scope, E->update):
  * their operands' values on E->r, as the bodies holding them would (prog.h "Shape verdicts"). */
 void tkp_prev_marks(struct tkp_eval *E, uint64_t slots);
+/* Of the `prev`s in state slots `slots`, those whose operand a shape with atoms kn (known) and
+ * tr (true) decides (Boolean over atoms: `prev kern`): their slots; of them, *vt those whose
+ * operand is true there, *vu unknown, *in_step those `in step` (monitor_int.h tkp_pdec_set
+ * updates them with those values, as tkp_prev_marks would on a record of the shape, without
+ * reading the record). */
+uint64_t tkp_prev_decided(const struct tkp_spec *sp, uint64_t kn, uint64_t tr, uint64_t slots,
+                          uint64_t *vt, uint64_t *vu, uint64_t *in_step);
 int tkp_shapes_new(struct tkp_shapes **out);
 void tkp_shapes_free(struct tkp_shapes *t);
 size_t tkp_shapes_count(const struct tkp_shapes *t);
@@ -98,7 +116,8 @@ static inline int tkp_conj_holds(struct tkp_eval *E, const struct tkp_conj *c)
         if (!r->atoms_ok) tkp_atoms_fill(E, r);
         if ((r->akn & r->atr & c->atoms) != c->atoms) return 0;
     }
-    return c->run < 0 || tkp_truth(E, c->run) == 1;
+    int p = tkp_check_general ? c->whole : c->run;
+    return p < 0 || tkp_truth(E, p) == 1;
 }
 
 #endif

@@ -496,7 +496,7 @@ static int plan_slot(struct lw *L, int node)
     p->value = count ? -1 : x->a;
     /* a streamed slot has no prefilter: -1, not node 0 (the spec's first node, which may be a
      * quantifier the compiler rewrote away) */
-    p->pre = (struct tkp_conj){0, -1, 0, -1};
+    p->pre = (struct tkp_conj){0, -1, 0, -1, -1};
     int va = x->a, vb = x->b;
     if (count) conjuncts(L, va, cj, &k);
     conjuncts(L, vb, cj, &k);
@@ -574,13 +574,19 @@ static int walk(struct lw *L, int n, struct tkp_assert *a, int body)
 static int conj_prog(struct lw *L, struct tkp_conj *c)
 {
     int n = c->prog;
-    c->run = -1;
-    if (n >= 0 && (c->prog = c->run = root(L, n)) < 0) return -1;
-    /* one class: its expression, without the class's cache (lower.c emit's VO_CLASS) */
-    if (n >= 0 && X(n).op == OP_CLASS && !L->cls_disc[X(n).cls] &&
-        (c->run = root(L, L->sp->cls[X(n).cls].expr)) < 0)
-        return -1;
-    return 0;
+    c->run = c->whole = -1;
+    if (n >= 0 && (c->prog = c->run = c->whole = root(L, n)) < 0) return -1;
+    if (n < 0 || X(n).op != OP_CLASS || L->cls_disc[X(n).cls]) return 0;
+    /* one class: its expression, without the class's cache (lower.c emit's VO_CLASS); where
+     * that is atoms and one other conjunct, the other alone (`r.m >= 1024` of big_gemm =
+     * `r.lib == "cublas" and r.m >= 1024`): the atoms are among c->atoms (split's
+     * needed_atoms), true wherever the program runs */
+    int cj[CONJ_MAX], k = 0, other = -1, nother = 0;
+    conjuncts(L, L->sp->cls[X(n).cls].expr, cj, &k);
+    for (int i = 0; i < k; i++)
+        if ((atom_ok(L, cj[i]) ? atom_for(L, cj[i]) : -1) < 0) other = cj[i], nother++;
+    if ((c->whole = root(L, L->sp->cls[X(n).cls].expr)) < 0) return -1;
+    return (c->run = nother == 1 ? root(L, other) : c->whole) < 0 ? -1 : 0;
 }
 
 /* The state slots of the `prev`s of formula n when every temporal operator in it is a `prev`

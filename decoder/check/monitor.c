@@ -203,12 +203,15 @@ static void eval_records(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, c
     }
 }
 
-/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none. */
+/* The residual of the one-byte program position j of rec_host runs on shape e, NULL none; its
+ * form in *form. */
 static inline const struct tkp_ins *resid(const struct tkp_mon *m, const struct tkp_shape *e,
-                                          int j)
+                                          int j, int *form)
 {
     size_t at = (size_t)(e - m->shapes->v) * (size_t)m->nrec_host + (size_t)j;
-    return at < m->nresid ? m->resid[at] : NULL;
+    if (at >= m->nresid) return *form = TKP_RF_RUN, NULL;
+    *form = m->rform[at];
+    return m->resid[at];
 }
 
 /* A decoded host record whose shape e has a plan (shape_plan): what eval_records does, with the
@@ -224,6 +227,7 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     E->now_ns = (int64_t)x->host_ns;
     E->cls_r = NULL; /* x is reused for the next record */
     if (e->marks[0]) tkp_shape_marks(E, e->marks[0]);
+    tkp_pdec_set(m, E, e);
     if (e->pmarks[0]) tkp_prev_marks(E, e->pmarks[0]);
     if (!m->rec_warm) e->npass++; /* counted once per shape at the end (pass_counts) */
     else
@@ -234,15 +238,17 @@ void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x,
     for (uint32_t b = e->run; b; b &= b - 1) {
         int j = __builtin_ctz(b);
         const struct rhost *q = &m->rh[j];
-        int t;
-        if (q->imp_prog >= 0) /* `A -> B` with `prev`s: its two sides */
-            t = tkp_truth_imp(E, q->imp_prog, resid(m, e, j), q->cons_prog, q->cbound);
+        int t, f;
+        if (q->imp_prog >= 0) { /* `A -> B` with `prev`s: its two sides */
+            const struct tkp_ins *r = resid(m, e, j, &f);
+            t = tkp_truth_imp(E, q->imp_prog, r, f, q->cons_prog, q->cbound);
+        }
         else if ((e->body >> j & 1) && q->cons_prog >= 0) /* `A -> B`, the shape makes A true */
             t = q->cbound ? tkp_run_bound(E, q->cbound) : tkp_truth(E, q->cons_prog);
         else if (q->bound) t = tkp_run_bound(E, q->bound);
         else if (q->bins) {
-            const struct tkp_ins *r = resid(m, e, j);
-            t = tkp_run_bool(E, r ? r : q->bins);
+            const struct tkp_ins *r = resid(m, e, j, &f);
+            t = r ? tkp_run_resid(E, r, f) : tkp_run_bool(E, q->bins);
         } else t = tkp_truth(E, q->body_prog);
         if (x->token < q->skip || (e->bodyonly >> j & 1)) continue;
         if (!(e->body >> j & 1) && q->when_prog >= 0 && tkp_truth(E, q->when_prog) != 1) continue;
@@ -465,7 +471,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
     const struct tkp_code *c = sp->code;
     uint64_t on = e->kn & e->tr;
     e->want = 2;
-    e->pass = e->counts = e->run = e->body = e->bodyonly = 0;
+    e->pass = e->counts = e->run = e->body = e->bodyonly = e->takes = 0;
     e->plan = 0;
     if (m->nrec_host > 64 || m->nstream > 64) return;
     int runs = 0;
@@ -486,7 +492,7 @@ static void shape_plan(const struct tkp_mon *m, struct tkp_shape *e)
         const struct tkp_slotplan *p = &c->plan[m->stream[j]];
         if ((on & p->sel.atoms) != p->sel.atoms) continue;
         if (p->count_atoms) e->counts |= 1ull << j;
-        else other = 1;
+        else other = 1, e->takes |= j < 32 ? 1u << j : 0;
     }
     if (runs || other) return;
     for (int j = 0; j < m->nbuffered; j++)
@@ -503,6 +509,8 @@ static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struc
     if (n > m->nresid) {
         size_t cap = m->nresid;
         if (tkp_grow_to((void **)&m->resid, &cap, n, sizeof(*m->resid), 64, 1)) return;
+        size_t capf = m->nresid;
+        if (tkp_grow_to((void **)&m->rform, &capf, cap, 1, 64, 1)) return;
         m->nresid = cap;
     }
     const struct tkp_code *c = m->sp->code;
@@ -512,7 +520,49 @@ static __attribute__((noinline)) void shape_resid(struct tkp_mon *m, const struc
         const struct tkp_ins *ins = q->imp_prog >= 0 ? tkp_bool_ins(&c->prog[q->imp_prog])
                                     : (e->body >> j & 1) && q->cons_prog >= 0 ? NULL
                                     : q->bound ? NULL : q->bins;
-        if (ins && !m->resid[id + (size_t)j]) m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+        if (ins && !m->resid[id + (size_t)j]) {
+            m->resid[id + (size_t)j] = tkp_residual(ins, e->kn, e->tr);
+            m->rform[id + (size_t)j] = (uint8_t)tkp_resid_form(m->sp, m->resid[id + (size_t)j]);
+        }
+    }
+}
+
+/* The `prev`s shape e's host records update that the shape decides (struct tkp_pdec): taken
+ * out of its pmarks, so that its records are not decoded for them. Planned shapes only (the
+ * others' records take their pmarks through eval_records); none where out of memory. */
+static __attribute__((noinline)) void shape_prevs(struct tkp_mon *m, struct tkp_shape *e)
+{
+    if (!e->plan || !e->pmarks[0]) return;
+    struct tkp_pdec p;
+    p.slots = tkp_prev_decided(m->sp, e->kn, e->tr, e->pmarks[0], &p.vt, &p.vu, &p.in_step);
+    if (!p.slots) return;
+    size_t id = (size_t)(e - m->shapes->v);
+    if (id >= m->npdec) {
+        size_t cap = m->npdec;
+        if (tkp_grow_to((void **)&m->pdec, &cap, id + 1, sizeof(*m->pdec), 64, 1)) return;
+        m->npdec = cap;
+    }
+    m->pdec[id] = p;
+    e->pmarks[0] &= ~p.slots;
+    e->pdec = 1;
+}
+
+/* eval.c prev()'s update, of the truth values shape e gives its decided `prev`s. */
+__attribute__((noinline)) void tkp_pdec_apply(const struct tkp_mon *m, struct tkp_eval *E,
+                                              const struct tkp_shape *e)
+{
+    const struct tkp_pdec *p = &m->pdec[e - m->shapes->v];
+    if (!E->update) return;
+    for (uint64_t q = p->slots; q; q &= q - 1) {
+        int slot = __builtin_ctzll(q);
+        struct tkp_tstate *t = &E->ts[slot];
+        if ((p->in_step >> slot & 1) && t->scope != E->scope) tkp_scope_enter(t, E->scope);
+        if (t->prev_set) t->prev_out = t->prev;
+        else t->prev_out = (struct tkp_val){VT_UNK, 0, NULL};
+        t->prev_first = !t->prev_set;
+        t->prev = p->vu >> slot & 1 ? (struct tkp_val){VT_UNK, 0, NULL}
+                                    : (struct tkp_val){VT_BOOL, (double)(p->vt >> slot & 1), NULL};
+        t->prev_set = 1;
     }
 }
 
@@ -548,6 +598,7 @@ static void shape_record(struct tkp_mon *m, struct thr *h, struct open_step *o, 
         m->er.ts = h->ts, m->er.scope = (int64_t)step;
         tkp_shape_marks(&m->er, e->marks[0] & ~m->hit_slots);
     }
+    if (e->pdec) m->er.ts = h->ts, m->er.scope = (int64_t)step, tkp_pdec_set(m, &m->er, e);
     if (e->pmarks[0] || (e->marks[0] & m->hit_slots)) {
         /* the `prev`s its shape does not decide: their operands on the record, decoded; the
          * hits of windows (their near misses keep the record) */
@@ -620,7 +671,7 @@ static int host_record(struct tkp_mon *m, const struct tkp_record *r)
         return 0;
     }
     if (e) {
-        if (!e->want) shape_plan(m, e), shape_col(m, e), shape_resid(m, e);
+        if (!e->want) shape_plan(m, e), shape_prevs(m, e), shape_col(m, e), shape_resid(m, e);
         if (e->want == 1) {
             keep_raw(m, o, r);
             shape_record(m, h, o, e, x->token, r->step);
@@ -662,15 +713,28 @@ int tkp_host_aggs(struct tkp_mon *m, struct open_step *o, struct tkp_srec *x,
     struct tkp_eval *E = &m->es;
     int rc, by_shape = e && e->plan;
     E->r = x, E->s = &o->part, E->cls_r = NULL;
-    for (int j = 0; j < m->nstream; j++) {
-        const struct tkp_slotplan *p = &c->plan[m->stream[j]];
-        if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
-            o->fold[m->stream[j]].cnt += e->counts >> j & 1;
-            continue;
+    if (by_shape && m->nstream <= 32) {
+        /* the shape says which: its counts of atoms, and the others its atoms pass */
+        for (uint64_t q = e->counts; q; q &= q - 1)
+            o->fold[m->stream[__builtin_ctzll(q)]].cnt++;
+        for (uint32_t q = e->takes; q; q &= q - 1) {
+            int k = m->stream[__builtin_ctz(q)];
+            const struct tkp_slotplan *p = &c->plan[k];
+            if (tkp_conj_holds(E, &p->sel) &&
+                (rc = tkp_fold_take(&o->fold[k], p, &sp->n[p->node], E)))
+                return rc;
         }
-        if (tkp_conj_holds(E, &p->sel) &&
-            (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
-            return rc;
+    } else {
+        for (int j = 0; j < m->nstream; j++) {
+            const struct tkp_slotplan *p = &c->plan[m->stream[j]];
+            if (by_shape && p->count_atoms) { /* the shape says (shape_plan's counts) */
+                o->fold[m->stream[j]].cnt += e->counts >> j & 1;
+                continue;
+            }
+            if (tkp_conj_holds(E, &p->sel) &&
+                (rc = tkp_fold_take(&o->fold[m->stream[j]], p, &sp->n[p->node], E)))
+                return rc;
+        }
     }
     for (int j = 0; j < m->nbuffered; j++)
         if (tkp_conj_holds(E, &c->plan[m->buffered[j]].pre)) return tkp_vec_push(&o->host, x);
@@ -868,7 +932,7 @@ void tkp_mon_free(struct tkp_mon *m)
     free(m->rec_host), free(m->rec_gpu), free(m->step_host), free(m->step_gpu);
     free(m->stream), free(m->buffered), free(m->gpu_slots), free(m->rec_skip), free(m->rh);
     for (size_t i = 0; i < m->nresid; i++) free(m->resid[i]);
-    free(m->resid);
+    free(m->resid), free(m->rform), free(m->pdec);
     tkp_shapes_free(m->shapes);
     free(m);
 }

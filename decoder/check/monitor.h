@@ -89,6 +89,10 @@ struct thr;
 struct tkp_shape;
 struct open_step;
 void tkp_eval_shape(struct tkp_mon *m, struct thr *h, struct tkp_srec *x, struct tkp_shape *e);
+/* Internal, for check/bulk.c: the `prev`s planned shape e decides updated at E's point
+ * (monitor_int.h struct tkp_pdec, tkp_pdec_set). */
+struct tkp_eval;
+void tkp_pdec_apply(const struct tkp_mon *m, struct tkp_eval *E, const struct tkp_shape *e);
 /* Internal, for check/bulk.c: a decoded host record x of open step o to the streamed aggregates
  * and, when a buffered one's prefilter takes it, to the step's buffer (host_full's last part);
  * the counts of atoms as its shape e says, when e is planned (else NULL). */

@@ -5,6 +5,7 @@
 #ifndef TKP_CHECK_MONITOR_INT_H
 #define TKP_CHECK_MONITOR_INT_H
 
+#include "check/eval.h"
 #include "check/monitor.h"
 #include "check/prog.h"
 
@@ -71,6 +72,13 @@ struct rhost {
     uint64_t skip;
 };
 
+/* The `prev`s a shape's host records update whose operand the shape decides (`prev kern`):
+ * their state slots, those the operand is true (vt) and unknown (vu) on; the shape's pmarks
+ * keep the others (eval.h tkp_prev_decided). */
+struct tkp_pdec {
+    uint64_t slots, vt, vu, in_step;
+};
+
 struct tkp_mon {
     const struct tkp_spec *sp;
     struct thr *t;
@@ -113,8 +121,19 @@ struct tkp_mon {
     struct tkp_ins **resid;     /* by shape id * nrec_host + position in rec_host: the residual
                                    (tkp_residual) on the shape of the one-byte program its plan
                                    runs (the body, or A of `A -> B` with `prev`s), NULL none */
+    uint8_t *rform;             /* by the same index: the residual's form (tkp_resid_form) */
     size_t nresid;
+    struct tkp_pdec *pdec;      /* by shape id: the host `prev`s its shape decides (shape_prevs) */
+    size_t npdec;
 };
+
+/* Updates the `prev`s shape e decides (struct tkp_pdec) at E's point (monitor.h
+ * tkp_pdec_apply). */
+static inline void tkp_pdec_set(const struct tkp_mon *m, struct tkp_eval *E,
+                                const struct tkp_shape *e)
+{
+    if (e->pdec) tkp_pdec_apply(m, E, e);
+}
 
 /* What a step-level violation's witness draws from. */
 struct wctx {

@@ -30,7 +30,8 @@
  * temporal operators are all `prev X`, X without one (`r.host_ts - prev r.host_ts < 10ms`), is
  * QUIET where the guard is false but for its `prev`s, which must see every point: the shape's
  * pmarks name their slots, and such a record updates them with X's value alone (eval.c
- * tkp_prev_marks), without running the body. An implication `A -> B` that is not Boolean, A
+ * tkp_prev_marks), without running the body; one whose X the shape decides (`prev kern`) with the
+ * shape's value, without reading the record (monitor_int.h struct tkp_pdec). An implication `A -> B` that is not Boolean, A
  * Boolean over atoms and `prev`s (struct tkp_assert imp_prog), is a PASS where the shape makes A
  * false (its `prev`s updated the same way) and BODY where it makes A true: B alone, straight
  * when it is a bound, unless the body holds a `prev` (then the whole body runs). A one-byte
@@ -152,7 +153,9 @@ struct tkp_conj {
     int prog;
     int nconj;
     int run; /* the program whose truth tkp_conj_holds tests: prog's, or where prog is one class
-                that is not an atom, its expression's (true where the class holds) */
+                that is not an atom, its expression's (true where the class holds), or where
+                that is atoms (among `atoms`) and one other conjunct, the other's */
+    int whole; /* prog's, or the class's expression: what tkp_check_general tests */
 };
 
 /* How one step aggregate slot is folded. */
@@ -229,8 +232,13 @@ struct tkp_shape {
      * (pass: the record-level assertions it passes, counts: the streamed counts of atoms it adds
      * to, both by position in the monitor's lists; counts with plan too), 2 the record is decoded
      * and evaluated */
-    int want;
-    int plan;           /* pass, run, body hold: the monitor judges its decoded records by them */
+    uint8_t want;
+    uint8_t plan;       /* pass, run, body hold: the monitor judges its decoded records by them */
+    uint8_t pdec;       /* the monitor decides some of its host `prev`s by it (struct tkp_pdec) */
+    uint8_t spare;
+    /* with plan: the streamed step aggregates (by position in the monitor's list, the first 32)
+     * other than counts of atoms whose selection's atoms it passes: all its records may feed */
+    uint32_t takes;
     uint64_t pass, counts;
     /* host record-level assertions (by position, the first 32: plan is 0 past them) it runs;
      * of those, the ones whose guard it decides true (TKP_FAST_BODY), and false (gfalse: the

@@ -241,12 +241,13 @@ for spec in sorted(glob.glob(os.path.join(src, "inconclusive", "*.tks"))):
 
 # The fast paths (numeric programs, guard verdicts and `prev` updates by record shape: issue 32)
 # report what the general interpreter does (TOKPROF_CHECK_GENERAL=1), on every spec here, the
-# decoder benchmark's user spec and the fuzz corpus's specs of those paths (fast_*.tks: the
+# decoder benchmark's user specs and the fuzz corpus's specs of those paths (fast_*.tks: the
 # reader's RUN columns too), on the three captures
 ndiff = 0
 repo = os.path.join(src, "..", "..", "..")
 specs = sorted(glob.glob(os.path.join(src, d, "*.tks")) for d in ("pass", "fail", "inconclusive"))
-specs = [s for d in specs for s in d] + [os.path.join(repo, "tests/bench/user10.spec")] + sorted(
+specs = [s for d in specs for s in d] + [os.path.join(repo, f"tests/bench/{u}.spec")
+                                         for u in ("user10", "user10b", "user10c")] + sorted(
     glob.glob(os.path.join(repo, "tests/fuzz/corpus/spec/fast_*.tks")))
 for spec in specs:
     if os.path.basename(spec) == "baseline.tks":

@@ -614,11 +614,60 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     u->pos += n, u->lib = lib;
 }
 
+/* The usual batch: a repeating RUN's whose template ids are one byte and whose call steps are 0
+ * or 1 (each GEMM's kernels carry the next call id, the call follows them). A launch's call is
+ * then the last call + 1 or 0, a library call's the last + 1 - its step: no zigzag, no branch;
+ * the dts are one byte but for a test (two-byte ones: tkp_uvar_ok). */
+INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
+{
+    const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
+    uint32_t call = u->call, lib = u->lib;
+    struct tkp_run_val *pv = u->pv + u->pos, *ph = u->pv;
+    u->bkind = kind;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t x = *dt;
+        if (__builtin_expect(x < 0x80, 1))
+            dt++;
+        else
+            x = tkp_uvar_ok(&dt);
+        uint64_t d = (uint64_t)tkp_unzigzag(x) + (uint64_t)pv[i].dt;
+        pv[i].dt = (int64_t)d;
+        u->bns[i] = ns += d;
+        u->btmpl[i] = tm[i];
+        uint32_t c = ca[i];
+        if (__builtin_expect(!kind[i], 1)) {
+            u->bcall[i] = -c & (call + 1); /* c is 0 or 1 */
+        } else {
+            call += 1 - c;
+            u->bcall[i] = call;
+            uint64_t h = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&ho)) + ph[lib].host;
+            ph[lib++].host = h;
+            u->bhost[i] = h;
+        }
+    }
+    u->kind = kind + n, u->dt = dt, u->tmpl = tm + n, u->calls = ca + n, u->host = ho;
+    u->call = call;
+    u->pos += n, u->lib = lib;
+}
+
+/* Whether the n bytes at p are each 0 or 1 (8 readable bytes past them: the payload's pad). */
+INLINE int bytes01(const uint8_t *p, uint32_t n)
+{
+    uint64_t w = 0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        w |= tkp_load64(p + i);
+    if (i < n) w |= tkp_load64(p + i) << 8 * (8 - (n - i)); /* the bytes past p + n out */
+    return !(w & 0xfefefefefefefefeull);
+}
+
 void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
-    if (u->rep && u->small) /* each case its own loop: a repeating RUN is the usual one */
+    if (u->rep && u->small && bytes01(u->calls, n)) /* the usual RUN */
+        run_batch_usual(u, n, ns);
+    else if (u->rep && u->small) /* each case its own loop */
         run_batch(u, n, 1, 1, ns);
     else if (u->rep)
         run_batch(u, n, 0, 1, ns);

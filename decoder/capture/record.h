@@ -164,14 +164,17 @@ static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t 
     for (; p < end; p += 8) {
         uint64_t w = tkp_load64(p), m = ~w & hi;
         size_t k = (size_t)(end - p);
-        if (!run && k >= 8) {
-            if (m == hi) { /* eight one-byte varints, none open before them */
+        if (run <= 1 && k >= 8) {
+            if (m == hi && !run) { /* eight one-byte varints, none open before them */
                 ends += 8;
                 continue;
             }
-            uint64_t c = w & hi; /* one- and two-byte varints, the last ending in the word */
-            if (!(c & c << 8) && m >> 63) {
+            /* one- and two-byte varints (no two continuation bytes in a row) after at most one
+             * open byte: a last byte that continues leaves one open, which the words after count */
+            uint64_t c = w & hi;
+            if (!(c & c << 8)) { /* (a third continuation byte after the open one: valid) */
                 ends += ((m >> 7) * 0x0101010101010101ull) >> 56;
+                run = (unsigned)(c >> 63);
                 continue;
             }
         }

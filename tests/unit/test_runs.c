@@ -443,6 +443,12 @@ static const struct bad_case bad_cases[] = {
      {B("\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\4\x80"), B("\0\0\0\0"), B("\0\0\0\0"),
       B("\5")},
      "column 'dts' has bytes after its 4 values"},
+    /* a word of one- and two-byte varints whose last byte opens a varint of ten bytes, the tenth
+     * above bit 63: the byte open at the word's end counts */
+    {"a word of dts, then a varint above 64 bits across words", 5,
+     {B("\0\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\5\x80\x80\x80\x80\x80\x80\x80\x80\x80\2"),
+      B("\0\0\0\0\0"), B("\0\0\0\0\0"), B("\5")},
+     "record 4: column 'dts' has a varint above 64 bits"},
     {"bytes after tmpls", 2, {B("\0\1"), B("\4\4"), B("\0\0\x81"), B("\0\0"), B("\5")},
      "column 'tmpls' has bytes after its 2 values"},
     {"bytes after calls", 2, {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0\0"), B("\5")},

@@ -20,6 +20,8 @@ struct tkp_run_val {
 struct tkp_run {
     uint32_t left; /* records not yet decoded into the batch */
     uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
+    uint32_t fast_n; /* n when every template of the batch's RUN is resolved (the reader's
+                      * run_uniform), so that its records need no check; else 0 */
     uint32_t call; /* the last library call's id, the base of the calls column */
     int small;     /* every template id and call step one byte */
     uint64_t step;
@@ -45,7 +47,7 @@ static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, u
 {
     u->small = len[2] == n && len[3] == n;
     u->left = n;
-    u->i = u->n = 0;
+    u->i = u->n = u->fast_n = 0;
     u->call = call0;
     u->step = step;
     u->kind = col[0], u->dt = col[1], u->tmpl = col[2], u->calls = col[3], u->host = col[4];
@@ -56,7 +58,7 @@ static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, u
 /* A chunk's pass begins: no RUN before (a repeating RUN needs one of the same pass). */
 static inline void tkp_run_chunk(struct tkp_run *u)
 {
-    u->left = u->n = u->i = 0;
+    u->left = u->n = u->i = u->fast_n = 0;
     u->pn = 0;
 }
 /* The kinds and tmpls columns of a repeating RUN: the last RUN's (the caller has checked that

@@ -676,7 +676,7 @@ void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
     else
         run_batch(u, n, 0, 0, ns);
     u->left -= n;
-    u->i = 0;
+    u->i = u->fast_n = 0; /* the reader tells fast_n */
     u->n = n;
 }
 

@@ -614,6 +614,13 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     u->pos += n, u->lib = lib;
 }
 
+/* unzigzag of a one-byte varint, looked up: one load for the five operations of the formula */
+#define UNZZ(x) ((int64_t)((uint64_t)(x) >> 1) ^ -(int64_t)((x)&1))
+#define UNZZ4(x) UNZZ(x), UNZZ((x) + 1), UNZZ((x) + 2), UNZZ((x) + 3)
+#define UNZZ16(x) UNZZ4(x), UNZZ4((x) + 4), UNZZ4((x) + 8), UNZZ4((x) + 12)
+#define UNZZ64(x) UNZZ16(x), UNZZ16((x) + 16), UNZZ16((x) + 32), UNZZ16((x) + 48)
+static const int64_t unzz_byte[128] = {UNZZ64(0), UNZZ64(64)};
+
 /* The usual batch: a repeating RUN's whose template ids are one byte and whose call steps are 0
  * or 1 (each GEMM's kernels carry the next call id, the call follows them). A launch's call is
  * then the last call + 1 or 0, a library call's the last + 1 - its step: no zigzag, no branch;
@@ -625,12 +632,12 @@ INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
     struct tkp_run_val *pv = u->pv + u->pos, *ph = u->pv;
     u->bkind = kind;
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t x = *dt;
+        uint64_t x = *dt, d;
         if (__builtin_expect(x < 0x80, 1))
-            dt++;
+            dt++, d = (uint64_t)unzz_byte[x];
         else
-            x = tkp_uvar_ok(&dt);
-        uint64_t d = (uint64_t)tkp_unzigzag(x) + (uint64_t)pv[i].dt;
+            d = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&dt));
+        d += (uint64_t)pv[i].dt;
         pv[i].dt = (int64_t)d;
         u->bns[i] = ns += d;
         u->btmpl[i] = tm[i];

@@ -1245,6 +1245,8 @@ static void differential(uint64_t seed, int nrec)
             for (uint32_t j = 0; j < m; j++) {
                 int64_t dt = rnd(&s) % 2 ? (int64_t)((uint64_t)p.u.pdt[j] + (uint64_t)(shift % 64))
                                          : rnd_dt(&s);
+                if (usual_only && rnd(&s) % 2) /* each one-byte difference, and some of two */
+                    dt = (int64_t)((uint64_t)p.u.pdt[j] + (uint64_t)((int64_t)(rnd(&s) % 161) - 80));
                 rnd_record(&p, &s, kind[j], dt, step, id[j], &last);
             }
             pair_flush(&p);

@@ -614,12 +614,11 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     u->pos += n, u->lib = lib;
 }
 
-/* unzigzag of a one-byte varint, looked up: one load for the five operations of the formula */
 #define UNZZ(x) ((int64_t)((uint64_t)(x) >> 1) ^ -(int64_t)((x)&1))
 #define UNZZ4(x) UNZZ(x), UNZZ((x) + 1), UNZZ((x) + 2), UNZZ((x) + 3)
 #define UNZZ16(x) UNZZ4(x), UNZZ4((x) + 4), UNZZ4((x) + 8), UNZZ4((x) + 12)
 #define UNZZ64(x) UNZZ16(x), UNZZ16((x) + 16), UNZZ16((x) + 32), UNZZ16((x) + 48)
-static const int64_t unzz_byte[128] = {UNZZ64(0), UNZZ64(64)};
+const int64_t tkp_unzz_byte[128] = {UNZZ64(0), UNZZ64(64)};
 
 /* The usual batch: a repeating RUN's whose template ids are one byte and whose call steps are 0
  * or 1 (each GEMM's kernels carry the next call id, the call follows them). A launch's call is
@@ -634,7 +633,7 @@ INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
     for (uint32_t i = 0; i < n; i++) {
         uint64_t x = *dt, d;
         if (__builtin_expect(x < 0x80, 1))
-            dt++, d = (uint64_t)unzz_byte[x];
+            dt++, d = (uint64_t)tkp_unzz_byte[x];
         else
             d = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&dt));
         d += (uint64_t)pv[i].dt;

@@ -157,17 +157,21 @@ int tkp_rep_expand(struct tkp_rep *u, struct tkp_mp *c, uint64_t chain, char *wh
         uint32_t bits = tm >> 1; /* bit 0: element k is a time */
         for (uint32_t k = 1; k < nel; k++, bits >>= 1) {
             if (bits & 1) { /* a time */
-                if (pt < et && *pt < 0x80) /* one byte: most values */
-                    d = *pt++;
-                else if (!(pt = varint_at(pt, et, &d)))
+                if (pt < et && *pt < 0x80) /* one byte: most values, unzigzagged by a table */
+                    d = (uint64_t)tkp_unzz_byte[*pt++];
+                else if ((pt = varint_at(pt, et, &d)))
+                    d = tkp_rep_unzz(d);
+                else
                     return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: its times column ends early");
             } else {
                 if (po < eo && *po < 0x80)
-                    d = *po++;
-                else if (!(po = varint_at(po, eo, &d)))
+                    d = (uint64_t)tkp_unzz_byte[*po++];
+                else if ((po = varint_at(po, eo, &d)))
+                    d = tkp_rep_unzz(d);
+                else
                     return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: its others column ends early");
             }
-            x[k] = r->v[k] = s->v[k] + tkp_rep_unzz(d);
+            x[k] = r->v[k] = s->v[k] + d;
         }
         r->v[0] = s->v[0];
         if (timed) { /* a dt: after a SYNC, against its end; the dt chain */

@@ -36,7 +36,13 @@ struct tkp_run {
     struct tkp_run_val *pv; /* its values: dt by record, host_ns by library call */
     uint32_t pcap;
     const uint8_t *bkind; /* the batch's kinds: the kinds column in place */
-    uint32_t btmpl[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
+    const uint32_t *btmpl; /* the batch's template ids: tbuf, or the RUN's own in t32 */
+    uint32_t tbuf[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
+    /* the ids of the chunk's (gen's) RUN whose one-byte tmpls column is t32_col, widened once
+     * for it and the RUNs that repeat it (its usual batches point into them) */
+    uint32_t *t32;
+    uint32_t t32_cap, t32_n, t32_gen;
+    const uint8_t *t32_col;
     uint64_t bns[TKP_RUN_BATCH]; /* host times: the record's dt added to the time before it */
     uint64_t bhost[TKP_RUN_BATCH];
 };

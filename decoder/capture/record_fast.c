@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "base/grow.h"
 #include "tokprof/format.h"
 
 #define FIELD_MAX 9 /* the longest msgpack integer: a type byte and 8 bytes */
@@ -590,6 +591,7 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     struct tkp_run_val *pv = u->pv + u->pos;
     uint32_t lib = u->lib;
     u->bkind = kind; /* checked 0 or 1 */
+    u->btmpl = u->tbuf;
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
         uint64_t c = small ? *ca++ : tkp_uvar_ok(&ca);
@@ -597,7 +599,7 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
         if (rep) d += (uint64_t)pv[i].dt;
         pv[i].dt = (int64_t)d;
         u->bns[i] = ns += d; /* unsigned wrap-around makes a negative dt subtract */
-        u->btmpl[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
+        u->tbuf[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
         if (k) {
             call += 1 + tkp_unzigzag(c);
             u->bcall[i] = (uint32_t)call;
@@ -630,6 +632,7 @@ INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
     uint32_t call = u->call, lib = u->lib;
     struct tkp_run_val *pv = u->pv + u->pos, *ph = u->pv;
     u->bkind = kind;
+    u->btmpl = u->t32 + u->pos; /* run_t32 */
     for (uint32_t i = 0; i < n; i++) {
         uint64_t x = *dt, d;
         if (__builtin_expect(x < 0x80, 1))
@@ -639,7 +642,6 @@ INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
         d += (uint64_t)pv[i].dt;
         pv[i].dt = (int64_t)d;
         u->bns[i] = ns += d;
-        u->btmpl[i] = tm[i];
         uint32_t c = ca[i];
         if (__builtin_expect(!kind[i], 1)) {
             u->bcall[i] = -c & (call + 1); /* c is 0 or 1 */
@@ -667,11 +669,24 @@ INLINE int bytes01(const uint8_t *p, uint32_t n)
     return !(w & 0xfefefefefefefefeull);
 }
 
+/* The open RUN's one-byte template ids (u->small) widened in u->t32, once for the RUN and those
+ * that repeat it (its tmpls column); 0 when out of memory. */
+static int run_t32(struct tkp_decode_buf *b)
+{
+    struct tkp_run *u = &b->run;
+    if (u->t32_col == u->ptmpl && u->t32_gen == b->gen && u->t32_n == u->pn) return 1;
+    u->t32_col = NULL;
+    if (TKP_GROW_FROM(u->t32, u->t32_cap, u->pn, 256)) return 0;
+    for (uint32_t i = 0; i < u->pn; i++) u->t32[i] = u->ptmpl[i];
+    u->t32_col = u->ptmpl, u->t32_gen = b->gen, u->t32_n = u->pn;
+    return 1;
+}
+
 void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
-    if (u->rep && u->small && bytes01(u->calls, n)) /* the usual RUN */
+    if (u->rep && u->small && bytes01(u->calls, n) && run_t32(b)) /* the usual RUN */
         run_batch_usual(u, n, ns);
     else if (u->rep && u->small) /* each case its own loop */
         run_batch(u, n, 1, 1, ns);

@@ -1032,6 +1032,32 @@ Test(runs, a_repeating_run_after_its_template_is_redefined)
     pair_free(&p);
 }
 
+/* Two chunks of one layout whose RUNs differ in their template ids only: the second chunk's
+ * payload lies where the first's did (the reader's buffer reused), so its RUN's one-byte ids
+ * widened for the repeating RUN after it (record_fast.c, run_t32) must be its own. */
+Test(runs, a_repeating_run_in_the_next_chunk_at_the_same_place)
+{
+    struct pair p;
+    pair_init(&p);
+    p.u.rep = 1;
+    for (uint32_t k = 0; k < 2; k++) {
+        DEF(&p, head(w_, 5000));
+        p.u.pn = 0; /* no RUN before in this chunk */
+        DEF(&p, tmpl(w_, 1 + 2 * k, 3, 5, 64));
+        DEF(&p, tmpl(w_, 2 + 2 * k, 3, 5, 64));
+        for (int r = 0; r < 2; r++) {
+            for (uint32_t i = 0; i < 6; i++) pair_launch(&p, 10 + r, 1, 1 + 2 * k + i % 2, 0);
+            pair_flush(&p);
+        }
+        BOTH(&p, capw_chunk_end(w_));
+    }
+    cr_assert_eq(p.u.reps, 2, "a repeating RUN in each chunk (%u)", p.u.reps);
+    struct got g = pair_read(&p, "the next chunk at the same place");
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    got_free(&g);
+    pair_free(&p);
+}
+
 /* A repeating RUN that breaks a rule of version 4 makes its chunk bad. */
 static void bad_repeat_calls(const char *what, int first, uint32_t n, int nil, const char *host,
                              const uint8_t *calls, const char *msg)

@@ -241,7 +241,7 @@ void tkp_reader_release(struct tkp_reader *r)
     r->zbuf = r->raw = NULL;
     r->zcap = r->rawcap = 0;
     r->in_chunk = 0;
-    r->buf.run.i = r->buf.run.n = r->buf.run.left = 0; /* tkp_reader_next's fast path */
+    r->buf.run.i = r->buf.run.n = r->buf.run.fast_n = r->buf.run.left = 0; /* the fast path */
     if (!r->state) r->state = 1;
 }
 
@@ -319,7 +319,7 @@ static int stop(struct tkp_reader *r, int code, const char *fmt, ...)
     r->err.offset = r->chunk_off;
     r->state = code;
     r->in_chunk = 0;
-    r->buf.run.i = r->buf.run.n = r->buf.run.left = 0; /* tkp_reader_next's fast path */
+    r->buf.run.i = r->buf.run.n = r->buf.run.fast_n = r->buf.run.left = 0; /* the fast path */
     return code;
 }
 
@@ -689,11 +689,22 @@ static inline __attribute__((always_inline)) void run_head(struct tkp_reader *r,
     rec->tid = tid;
 }
 
+static int run_uniform(struct tkp_reader *r);
+
+/* The open RUN's next batch decoded; tkp_reader_next() delivers it without a check per record
+ * when all of the RUN's templates are resolved (fast_n). */
+static void run_batch(struct tkp_reader *r)
+{
+    struct tkp_run *u = &r->buf.run;
+    tkp_record_run_batch(&r->buf, r->prev_ns);
+    u->fast_n = run_uniform(r) ? u->n : 0;
+}
+
 static inline __attribute__((always_inline)) void run_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_decode_buf *b = &r->buf;
     struct tkp_run *u = &b->run;
-    if (u->i == u->n) tkp_record_run_batch(b, r->prev_ns);
+    if (u->i == u->n) run_batch(r);
     uint32_t i = u->i, id = u->btmpl[i];
     uint64_t now = r->changes + 1; /* a template resolved since no NAME/THREAD changed a meaning */
     if (!u->bkind[i]) {
@@ -722,7 +733,7 @@ static int peek_batch(struct tkp_reader *r)
     struct tkp_run *u = &r->buf.run;
     if (u->i < u->n) return 1; /* only while a plain reader delivers a chunk (tkp_reader_next) */
     if (r->ops || r->state || !r->in_chunk || !u->left) return 0;
-    tkp_record_run_batch(&r->buf, r->prev_ns);
+    run_batch(r);
     return 1;
 }
 
@@ -808,7 +819,7 @@ size_t tkp_reader_peek_full(struct tkp_reader *r, struct tkp_run_full *b)
     const struct tkp_lib_tmpl *ct = b->ct = d->ctmpl;
     b->host_ns = u->bns + i, b->call = u->bcall + i, b->call_ns = u->bhost + i;
     b->step = u->step, b->pid = r->pid, b->offset = r->chunk_off;
-    if (run_uniform(r)) { /* the usual RUN: the whole batch */
+    if (u->fast_n) { /* the usual RUN (run_uniform, when the batch was decoded): the batch */
         b->thread = r->uni.thread, b->tid = r->uni.tid;
         return n;
     }
@@ -879,37 +890,31 @@ static int next_rep(struct tkp_reader *r, struct tkp_record *rec)
     return 1;
 }
 
-/* The records of a RUN's decoded batch whose template is resolved first: a leaf that calls
- * nothing, so that it saves no registers (u->i < u->n only while a plain reader delivers a chunk:
- * stop() and tkp_reader_release() empty the batch, a reader over others never has one). The
- * rest, batches decoded included, takes the frame of everything else (next_slow). */
+/* The records of a RUN's decoded batch whose templates are all resolved first (fast_n): a leaf
+ * that calls nothing, so that it saves no registers (u->i < u->fast_n only while a plain reader
+ * delivers a chunk: stop() and tkp_reader_release() empty the batch, a reader over others never
+ * has one). The rest, batches decoded and a batch with a template to resolve per record
+ * included, takes the frame of everything else (next_slow). */
 int tkp_reader_next(struct tkp_reader *r, struct tkp_record *rec)
 {
     struct tkp_run *u = &r->buf.run;
     uint32_t i = u->i;
-    if (__builtin_expect(i < u->n, 1)) {
-        uint64_t now = r->changes + 1;
+    if (__builtin_expect(i < u->fast_n, 1)) { /* every template resolved: no check */
         uint32_t id = u->btmpl[i];
         if (__builtin_expect(!u->bkind[i], 1)) {
             const struct tkp_launch_tmpl *t = &r->buf.ltmpl[id];
-            if (__builtin_expect(t->resolved == now, 1)) {
-                run_head(r, rec, TKP_REC_LAUNCH, t->thread, t->tid);
-                rec->launch = t->launch;
-                rec->launch.call = u->bcall[i];
-                r->stats.records++;
-                return 1;
-            }
+            run_head(r, rec, TKP_REC_LAUNCH, t->thread, t->tid);
+            rec->launch = t->launch;
+            rec->launch.call = u->bcall[i];
         } else {
             const struct tkp_lib_tmpl *t = &r->buf.ctmpl[id];
-            if (__builtin_expect(t->resolved == now, 1)) {
-                run_head(r, rec, TKP_REC_LIB_CALL, t->thread, t->tid);
-                rec->lib_call = t->lib;
-                rec->lib_call.call = u->bcall[i];
-                rec->lib_call.call_ns = u->bhost[i];
-                r->stats.records++;
-                return 1;
-            }
+            run_head(r, rec, TKP_REC_LIB_CALL, t->thread, t->tid);
+            rec->lib_call = t->lib;
+            rec->lib_call.call = u->bcall[i];
+            rec->lib_call.call_ns = u->bhost[i];
         }
+        r->stats.records++;
+        return 1;
     }
     return next_slow(r, rec);
 }
@@ -965,6 +970,7 @@ __attribute__((noinline)) static int next_slow(struct tkp_reader *r, struct tkp_
         }
         if (k == TKP_DECODE_RUN || k == TKP_DECODE_COLS) { /* delivered above */
             if (r->bare) r->buf.run.left = r->buf.run.n = r->buf.cols.left = r->buf.cols.n = 0;
+            /* (fast_n: 0 from the RUN's opening) */
             continue;
         }
         deliver(r, rec);

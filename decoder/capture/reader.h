@@ -194,15 +194,15 @@ void tkp_reader_take(struct tkp_reader *r, const struct tkp_launch_bulk *b, size
  * `resolved` and `tid` belong to the reader: when `resolved` is 1 + its count of definitions
  * that changed a meaning, the template's name (launch.name, lib.op) and tid are still valid. */
 struct tkp_launch_tmpl {
-    uint32_t gen, thread;
-    uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
+    uint32_t thread, tid; /* side by side, as in struct tkp_record: one move for both */
+    uint64_t resolved;    /* 0: resolve at each use */
+    uint32_t gen;
     __typeof__(((struct tkp_record *)0)->launch) launch; /* call and stack 0 */
 };
 struct tkp_lib_tmpl {
-    uint32_t gen, thread;
+    uint32_t thread, tid;
     uint64_t resolved; /* 0: resolve at each use */
-    uint32_t tid;
+    uint32_t gen;
     __typeof__(((struct tkp_record *)0)->lib_call) lib; /* call and call_ns 0 */
 };
 

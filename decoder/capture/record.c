@@ -1001,6 +1001,10 @@ void tkp_decode_buf_free(struct tkp_decode_buf *b)
     free(b->gtmpl);
     free(b->run.pv);
     b->run.pv = NULL;
+    free(b->run.t32);
+    b->run.t32 = NULL;
+    b->run.t32_cap = 0;
+    b->run.t32_col = NULL;
     b->run.pcap = 0;
     b->ltmpl = NULL;
     b->ctmpl = NULL;

@@ -20,6 +20,8 @@ struct tkp_run_val {
 struct tkp_run {
     uint32_t left; /* records not yet decoded into the batch */
     uint32_t i, n; /* the batch: the next record to deliver, and how many it holds */
+    uint32_t fast_n; /* n when every template of the batch's RUN is resolved (the reader's
+                      * run_uniform), so that its records need no check; else 0 */
     uint32_t call; /* the last library call's id, the base of the calls column */
     int small;     /* every template id and call step one byte */
     uint64_t step;
@@ -34,7 +36,13 @@ struct tkp_run {
     struct tkp_run_val *pv; /* its values: dt by record, host_ns by library call */
     uint32_t pcap;
     const uint8_t *bkind; /* the batch's kinds: the kinds column in place */
-    uint32_t btmpl[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
+    const uint32_t *btmpl; /* the batch's template ids: tbuf, or the RUN's own in t32 */
+    uint32_t tbuf[TKP_RUN_BATCH], bcall[TKP_RUN_BATCH];
+    /* the ids of the chunk's (gen's) RUN whose one-byte tmpls column is t32_col, widened once
+     * for it and the RUNs that repeat it (its usual batches point into them) */
+    uint32_t *t32;
+    uint32_t t32_cap, t32_n, t32_gen;
+    const uint8_t *t32_col;
     uint64_t bns[TKP_RUN_BATCH]; /* host times: the record's dt added to the time before it */
     uint64_t bhost[TKP_RUN_BATCH];
 };
@@ -45,7 +53,7 @@ static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, u
 {
     u->small = len[2] == n && len[3] == n;
     u->left = n;
-    u->i = u->n = 0;
+    u->i = u->n = u->fast_n = 0;
     u->call = call0;
     u->step = step;
     u->kind = col[0], u->dt = col[1], u->tmpl = col[2], u->calls = col[3], u->host = col[4];
@@ -56,7 +64,7 @@ static inline void tkp_run_begin(struct tkp_run *u, uint32_t n, uint64_t step, u
 /* A chunk's pass begins: no RUN before (a repeating RUN needs one of the same pass). */
 static inline void tkp_run_chunk(struct tkp_run *u)
 {
-    u->left = u->n = u->i = 0;
+    u->left = u->n = u->i = u->fast_n = 0;
     u->pn = 0;
 }
 /* The kinds and tmpls columns of a repeating RUN: the last RUN's (the caller has checked that
@@ -145,6 +153,9 @@ static inline int64_t tkp_unzigzag(uint64_t x)
 {
     return (int64_t)(x >> 1) ^ -(int64_t)(x & 1);
 }
+/* tkp_unzigzag of a one-byte varint (below 128), looked up: one load for the formula's five
+ * operations (record_fast.c) */
+extern const int64_t tkp_unzz_byte[128];
 
 static inline uint64_t tkp_load64(const uint8_t *p)
 {
@@ -164,14 +175,17 @@ static inline int tkp_varints_ok(const uint8_t *p, const uint8_t *end, uint64_t 
     for (; p < end; p += 8) {
         uint64_t w = tkp_load64(p), m = ~w & hi;
         size_t k = (size_t)(end - p);
-        if (!run && k >= 8) {
-            if (m == hi) { /* eight one-byte varints, none open before them */
+        if (run <= 1 && k >= 8) {
+            if (m == hi && !run) { /* eight one-byte varints, none open before them */
                 ends += 8;
                 continue;
             }
-            uint64_t c = w & hi; /* one- and two-byte varints, the last ending in the word */
-            if (!(c & c << 8) && m >> 63) {
+            /* one- and two-byte varints (no two continuation bytes in a row) after at most one
+             * open byte: a last byte that continues leaves one open, which the words after count */
+            uint64_t c = w & hi;
+            if (!(c & c << 8)) { /* (a third continuation byte after the open one: valid) */
                 ends += ((m >> 7) * 0x0101010101010101ull) >> 56;
+                run = (unsigned)(c >> 63);
                 continue;
             }
         }

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "base/grow.h"
 #include "tokprof/format.h"
 
 #define FIELD_MAX 9 /* the longest msgpack integer: a type byte and 8 bytes */
@@ -590,6 +591,7 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     struct tkp_run_val *pv = u->pv + u->pos;
     uint32_t lib = u->lib;
     u->bkind = kind; /* checked 0 or 1 */
+    u->btmpl = u->tbuf;
     for (uint32_t i = 0; i < n; i++) {
         unsigned k = kind[i];
         uint64_t c = small ? *ca++ : tkp_uvar_ok(&ca);
@@ -597,7 +599,7 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
         if (rep) d += (uint64_t)pv[i].dt;
         pv[i].dt = (int64_t)d;
         u->bns[i] = ns += d; /* unsigned wrap-around makes a negative dt subtract */
-        u->btmpl[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
+        u->tbuf[i] = (uint32_t)(small ? *tm++ : tkp_uvar_ok(&tm));
         if (k) {
             call += 1 + tkp_unzigzag(c);
             u->bcall[i] = (uint32_t)call;
@@ -614,11 +616,79 @@ INLINE void run_batch(struct tkp_run *u, uint32_t n, int small, int rep, uint64_
     u->pos += n, u->lib = lib;
 }
 
+#define UNZZ(x) ((int64_t)((uint64_t)(x) >> 1) ^ -(int64_t)((x)&1))
+#define UNZZ4(x) UNZZ(x), UNZZ((x) + 1), UNZZ((x) + 2), UNZZ((x) + 3)
+#define UNZZ16(x) UNZZ4(x), UNZZ4((x) + 4), UNZZ4((x) + 8), UNZZ4((x) + 12)
+#define UNZZ64(x) UNZZ16(x), UNZZ16((x) + 16), UNZZ16((x) + 32), UNZZ16((x) + 48)
+const int64_t tkp_unzz_byte[128] = {UNZZ64(0), UNZZ64(64)};
+
+/* The usual batch: a repeating RUN's whose template ids are one byte and whose call steps are 0
+ * or 1 (each GEMM's kernels carry the next call id, the call follows them). A launch's call is
+ * then the last call + 1 or 0, a library call's the last + 1 - its step: no zigzag, no branch;
+ * the dts are one byte but for a test (two-byte ones: tkp_uvar_ok). */
+INLINE void run_batch_usual(struct tkp_run *u, uint32_t n, uint64_t ns)
+{
+    const uint8_t *kind = u->kind, *dt = u->dt, *tm = u->tmpl, *ca = u->calls, *ho = u->host;
+    uint32_t call = u->call, lib = u->lib;
+    struct tkp_run_val *pv = u->pv + u->pos, *ph = u->pv;
+    u->bkind = kind;
+    u->btmpl = u->t32 + u->pos; /* run_t32 */
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t x = *dt, d;
+        if (__builtin_expect(x < 0x80, 1))
+            dt++, d = (uint64_t)tkp_unzz_byte[x];
+        else
+            d = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&dt));
+        d += (uint64_t)pv[i].dt;
+        pv[i].dt = (int64_t)d;
+        u->bns[i] = ns += d;
+        uint32_t c = ca[i];
+        if (__builtin_expect(!kind[i], 1)) {
+            u->bcall[i] = -c & (call + 1); /* c is 0 or 1 */
+        } else {
+            call += 1 - c;
+            u->bcall[i] = call;
+            uint64_t h = (uint64_t)tkp_unzigzag(tkp_uvar_ok(&ho)) + ph[lib].host;
+            ph[lib++].host = h;
+            u->bhost[i] = h;
+        }
+    }
+    u->kind = kind + n, u->dt = dt, u->tmpl = tm + n, u->calls = ca + n, u->host = ho;
+    u->call = call;
+    u->pos += n, u->lib = lib;
+}
+
+/* Whether the n bytes at p are each 0 or 1 (8 readable bytes past them: the payload's pad). */
+INLINE int bytes01(const uint8_t *p, uint32_t n)
+{
+    uint64_t w = 0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        w |= tkp_load64(p + i);
+    if (i < n) w |= tkp_load64(p + i) << 8 * (8 - (n - i)); /* the bytes past p + n out */
+    return !(w & 0xfefefefefefefefeull);
+}
+
+/* The open RUN's one-byte template ids (u->small) widened in u->t32, once for the RUN and those
+ * that repeat it (its tmpls column); 0 when out of memory. */
+static int run_t32(struct tkp_decode_buf *b)
+{
+    struct tkp_run *u = &b->run;
+    if (u->t32_col == u->ptmpl && u->t32_gen == b->gen && u->t32_n == u->pn) return 1;
+    u->t32_col = NULL;
+    if (TKP_GROW_FROM(u->t32, u->t32_cap, u->pn, 256)) return 0;
+    for (uint32_t i = 0; i < u->pn; i++) u->t32[i] = u->ptmpl[i];
+    u->t32_col = u->ptmpl, u->t32_gen = b->gen, u->t32_n = u->pn;
+    return 1;
+}
+
 void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
 {
     struct tkp_run *u = &b->run;
     uint32_t n = u->left < TKP_RUN_BATCH ? u->left : TKP_RUN_BATCH;
-    if (u->rep && u->small) /* each case its own loop: a repeating RUN is the usual one */
+    if (u->rep && u->small && bytes01(u->calls, n) && run_t32(b)) /* the usual RUN */
+        run_batch_usual(u, n, ns);
+    else if (u->rep && u->small) /* each case its own loop */
         run_batch(u, n, 1, 1, ns);
     else if (u->rep)
         run_batch(u, n, 0, 1, ns);
@@ -627,7 +697,7 @@ void tkp_record_run_batch(struct tkp_decode_buf *b, uint64_t ns)
     else
         run_batch(u, n, 0, 0, ns);
     u->left -= n;
-    u->i = 0;
+    u->i = u->fast_n = 0; /* the reader tells fast_n */
     u->n = n;
 }
 

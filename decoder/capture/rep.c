@@ -120,11 +120,25 @@ int tkp_rep_expand(struct tkp_rep *u, struct tkp_mp *c, uint64_t chain, char *wh
     uint64_t type, n, back;
     const uint8_t *col[2];
     uint32_t len[2];
-    if (tkp_mp_array(c, &nel) || nel < 5 || tkp_mp_u64(c, &type) || tkp_mp_u64(c, &n) ||
-        tkp_mp_u64(c, &back) || tkp_mp_bin(c, &col[0], &len[0]) || tkp_mp_bin(c, &col[1], &len[1]))
-        return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: [33, n, back, times, others] expected");
-    for (uint32_t k = 5; k < nel; k++) /* a later writer's elements */
-        if (tkp_mp_skip(c)) return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: unreadable element");
+    const uint8_t *p = c->p;
+    size_t room = tkp_mp_left(c);
+    /* the writer's form inline: a fixarray of 5, n and back fixints, two bin8 columns; anything
+     * else is read the general way, with its reasons */
+    if (room >= 8 && p[0] == 0x95 && p[1] == TKP_REC_REP && p[2] < 0x80 && p[3] < 0x80 &&
+        p[4] == 0xc4 && room >= 8 + (size_t)p[5] && p[6 + p[5]] == 0xc4 &&
+        room >= 8 + (size_t)p[5] + p[7 + p[5]]) {
+        n = p[2], back = p[3];
+        col[0] = p + 6, len[0] = p[5];
+        col[1] = p + 8 + p[5], len[1] = p[7 + p[5]];
+        c->p = col[1] + len[1];
+    } else {
+        if (tkp_mp_array(c, &nel) || nel < 5 || tkp_mp_u64(c, &type) || tkp_mp_u64(c, &n) ||
+            tkp_mp_u64(c, &back) || tkp_mp_bin(c, &col[0], &len[0]) ||
+            tkp_mp_bin(c, &col[1], &len[1]))
+            return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: [33, n, back, times, others] expected");
+        for (uint32_t k = 5; k < nel; k++) /* a later writer's elements */
+            if (tkp_mp_skip(c)) return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: unreadable element");
+    }
     if (!n || n > TKP_REP_MAX || !back || back > TKP_REP_MAX || back > u->nh)
         return tkp_why(why, whylen, TKP_ERR_RECORD,
                        "REP of %llu records %llu back, after %u groupable records (1..%u each)",
@@ -143,17 +157,21 @@ int tkp_rep_expand(struct tkp_rep *u, struct tkp_mp *c, uint64_t chain, char *wh
         uint32_t bits = tm >> 1; /* bit 0: element k is a time */
         for (uint32_t k = 1; k < nel; k++, bits >>= 1) {
             if (bits & 1) { /* a time */
-                if (pt < et && *pt < 0x80) /* one byte: most values */
-                    d = *pt++;
-                else if (!(pt = varint_at(pt, et, &d)))
+                if (pt < et && *pt < 0x80) /* one byte: most values, unzigzagged by a table */
+                    d = (uint64_t)tkp_unzz_byte[*pt++];
+                else if ((pt = varint_at(pt, et, &d)))
+                    d = tkp_rep_unzz(d);
+                else
                     return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: its times column ends early");
             } else {
                 if (po < eo && *po < 0x80)
-                    d = *po++;
-                else if (!(po = varint_at(po, eo, &d)))
+                    d = (uint64_t)tkp_unzz_byte[*po++];
+                else if ((po = varint_at(po, eo, &d)))
+                    d = tkp_rep_unzz(d);
+                else
                     return tkp_why(why, whylen, TKP_ERR_RECORD, "REP: its others column ends early");
             }
-            x[k] = r->v[k] = s->v[k] + tkp_rep_unzz(d);
+            x[k] = r->v[k] = s->v[k] + d;
         }
         r->v[0] = s->v[0];
         if (timed) { /* a dt: after a SYNC, against its end; the dt chain */

@@ -224,6 +224,20 @@ static void raw_rep(struct capw *w, uint32_t n, const char *t, uint32_t tn, cons
     msgpack_pack_bin(pk, on);
     msgpack_pack_bin_body(pk, o, on);
 }
+/* the chunk's last record: a REP whose others column claims more bytes than the payload has */
+static void w_others_past_the_payload(struct capw *w)
+{
+    for (int i = 0; i < 5; i++) plain(w, &one[i]);
+    msgpack_packer *pk = capw_pk(w);
+    msgpack_pack_array(pk, 5);
+    msgpack_pack_int(pk, 33);
+    msgpack_pack_uint32(pk, 1);
+    msgpack_pack_uint32(pk, 5);
+    msgpack_pack_bin(pk, 1);
+    msgpack_pack_bin_body(pk, "\0", 1);
+    msgpack_pack_bin(pk, 200);
+    msgpack_pack_bin_body(pk, "\0\0\0\0\0\0\0", 7);
+}
 static void w_n_65(struct capw *w)
 {
     raw_rep(w, 65, "", 0, "", 0);
@@ -285,6 +299,8 @@ static const struct bad bads[] = {
     {"back past the records before", "REP of 1 records 5 back, after 4", w_back_past},
     {"times ends early", "times column ends early", w_times_short},
     {"others too long", "bytes after its last value", w_others_long},
+    {"others past the payload", "REP: [33, n, back, times, others] expected",
+     w_others_past_the_payload},
     {"a varint above 64 bits", "times column ends early", w_varint_65_bits},
     {"a STEP time's ref past the host times", "refers to host time 31 of 9", w_ref_past_times},
     {"refs of 2^15 or more", "a STEP's refs", w_refs_2_15},

@@ -443,6 +443,12 @@ static const struct bad_case bad_cases[] = {
      {B("\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\4\x80"), B("\0\0\0\0"), B("\0\0\0\0"),
       B("\5")},
      "column 'dts' has bytes after its 4 values"},
+    /* a word of one- and two-byte varints whose last byte opens a varint of ten bytes, the tenth
+     * above bit 63: the byte open at the word's end counts */
+    {"a word of dts, then a varint above 64 bits across words", 5,
+     {B("\0\0\0\0\1"), B("\x81\x01\x81\x01\x81\x01\5\x80\x80\x80\x80\x80\x80\x80\x80\x80\2"),
+      B("\0\0\0\0\0"), B("\0\0\0\0\0"), B("\5")},
+     "record 4: column 'dts' has a varint above 64 bits"},
     {"bytes after tmpls", 2, {B("\0\1"), B("\4\4"), B("\0\0\x81"), B("\0\0"), B("\5")},
      "column 'tmpls' has bytes after its 2 values"},
     {"bytes after calls", 2, {B("\0\1"), B("\4\4"), B("\0\0"), B("\0\0\0"), B("\5")},
@@ -1042,6 +1048,32 @@ Test(runs, a_repeating_run_after_its_template_is_redefined)
     pair_free(&p);
 }
 
+/* Two chunks of one layout whose RUNs differ in their template ids only: the second chunk's
+ * payload lies where the first's did (the reader's buffer reused), so its RUN's one-byte ids
+ * widened for the repeating RUN after it (record_fast.c, run_t32) must be its own. */
+Test(runs, a_repeating_run_in_the_next_chunk_at_the_same_place)
+{
+    struct pair p;
+    pair_init(&p);
+    p.u.rep = 1;
+    for (uint32_t k = 0; k < 2; k++) {
+        DEF(&p, head(w_, 5000));
+        p.u.pn = 0; /* no RUN before in this chunk */
+        DEF(&p, tmpl(w_, 1 + 2 * k, 3, 5, 64));
+        DEF(&p, tmpl(w_, 2 + 2 * k, 3, 5, 64));
+        for (int r = 0; r < 2; r++) {
+            for (uint32_t i = 0; i < 6; i++) pair_launch(&p, 10 + r, 1, 1 + 2 * k + i % 2, 0);
+            pair_flush(&p);
+        }
+        BOTH(&p, capw_chunk_end(w_));
+    }
+    cr_assert_eq(p.u.reps, 2, "a repeating RUN in each chunk (%u)", p.u.reps);
+    struct got g = pair_read(&p, "the next chunk at the same place");
+    cr_assert_eq(g.end, 0, "%s", g.err.msg);
+    got_free(&g);
+    pair_free(&p);
+}
+
 /* A repeating RUN that breaks a rule of version 4 makes its chunk bad. */
 static void bad_repeat_calls(const char *what, int first, uint32_t n, int nil, const char *host,
                              const uint8_t *calls, const char *msg)
@@ -1144,12 +1176,26 @@ static const uint32_t pool[] = {0, 1, 2, 3, 5, 8, 127, 128, 129, 300, 1000, 1638
 #define NPOOL (sizeof(pool) / sizeof(pool[0]))
 
 static uint32_t repeats_seen; /* repeating RUNs the differential wrote */
+/* The writer's usual RUNs only (the reader's own loop for them, record_fast.c run_batch_usual):
+ * one-byte template ids, each launch's call 0 or the next call's id, each library call's the
+ * last + 1 or the last again (call steps 0 and 1) */
+static int usual_only;
 
 /* A launch (lib 0) or library call of template id with a random call id near the last call's. */
 static void rnd_record(struct pair *p, uint64_t *s, int lib, int64_t dt, uint64_t step, uint32_t id,
                        uint32_t *last)
 {
     uint64_t c = rnd(s) % 10;
+    if (usual_only) {
+        if (lib) {
+            uint32_t call = c < 7 ? *last + 1 : *last;
+            pair_lib(p, dt, step, id, call, rnd_host(s));
+            *last = call;
+        } else {
+            pair_launch(p, dt, step, id, c < 5 ? 0 : *last + 1);
+        }
+        return;
+    }
     if (lib) {
         uint32_t call = c < 8 ? *last + 1 : c < 9 ? (uint32_t)rnd(s) : *last / 2;
         pair_lib(p, dt, step, id, call, rnd_host(s));
@@ -1186,7 +1232,7 @@ static void differential(uint64_t seed, int nrec)
             in_chunk = 1;
         }
         uint64_t r = burst ? (burst--, 99) : rnd(&s) % 100;
-        size_t k = rnd(&s) % NPOOL;
+        size_t k = rnd(&s) % (usual_only ? 7 : NPOOL); /* pool[0..6]: one byte */
         uint32_t th = (uint32_t)(rnd(&s) % 4), nm = (uint32_t)(rnd(&s) % 8);
         if (r < 3) {
             step = rnd(&s) % 4 ? step + 1 : step + (1ull << 32);
@@ -1241,6 +1287,8 @@ static void differential(uint64_t seed, int nrec)
             for (uint32_t j = 0; j < m; j++) {
                 int64_t dt = rnd(&s) % 2 ? (int64_t)((uint64_t)p.u.pdt[j] + (uint64_t)(shift % 64))
                                          : rnd_dt(&s);
+                if (usual_only && rnd(&s) % 2) /* each one-byte difference, and some of two */
+                    dt = (int64_t)((uint64_t)p.u.pdt[j] + (uint64_t)((int64_t)(rnd(&s) % 161) - 80));
                 rnd_record(&p, &s, kind[j], dt, step, id[j], &last);
             }
             pair_flush(&p);
@@ -1340,6 +1388,14 @@ Test(runs, the_model_takes_a_run_at_its_edges)
     got_free(&g);
     pair_free(&p);
     cr_assert_gt(model_bulk - bulk0, 20, "records the model took in bulk: %zu", model_bulk - bulk0);
+}
+
+Test(runs, differential_on_the_writers_usual_runs)
+{
+    usual_only = 1;
+    for (uint64_t seed = 1; seed <= 8; seed++) differential(seed * 0x2545f4914f6cdd1dull, 20000);
+    usual_only = 0;
+    cr_assert_gt(repeats_seen, 300, "repeating RUNs: %u", repeats_seen);
 }
 
 /* ---- a RUN in a merged read of two processes ---- */

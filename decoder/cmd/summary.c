@@ -366,12 +366,11 @@ static double ms(uint64_t ns)
 }
 
 static void print_text_insight(FILE *f, const struct summary *s, const struct tkp_model *m,
-                               const struct insight *in)
+                               const struct insight *in, uint64_t dropped)
 {
-    uint64_t threads = 0, all, dropped;
+    uint64_t threads = 0;
     for (uint32_t i = 0; i < s->nthreads; i++)
         threads += s->threads[i].mapped;
-    totals(s, &all, &dropped);
     if (dropped) /* before the five lines: every figure in them is short of what ran */
         fprintf(f, "DROPPED   %" PRIu64 " records (%s): every count and share below is low\n",
                 dropped, DROP_WHY);
@@ -480,7 +479,7 @@ static void print_text(FILE *f, const char *path, const struct summary *s,
     const struct tkp_reader_stats *st = tkp_reader_stats(r);
     uint64_t threads, dropped;
     totals(s, &threads, &dropped);
-    print_text_insight(f, s, m, in);
+    print_text_insight(f, s, m, in, dropped);
     if (tkp_reader_nfiles(r) > 1)
         fprintf(f, "capture   %zu files (%s, ...): %" PRIu64 " chunks", tkp_reader_nfiles(r), path,
                 st->chunks);

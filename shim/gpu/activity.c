@@ -582,7 +582,7 @@ int tkp_cupti_node_lookup(uint64_t cupti, uint64_t stamp, uint32_t *graph, uint6
     pthread_mutex_lock(&node_lock);
     int64_t id = tkp_map_find(&nodemap, tkp_hash_u64(cupti), node_eq, NULL, &cupti);
     /* the newest version if it is not newer than the launch: any later stamp gets it too */
-    *from = id >= 0 && nodes[id].since <= stamp ? nodes[id].since : UINT64_MAX;
+    if (from) *from = id >= 0 && nodes[id].since <= stamp ? nodes[id].since : UINT64_MAX;
     /* the newest version not newer than the launch; the oldest when all are */
     while (id >= 0 && nodes[id].since > stamp && nodes[id].prev != UINT32_MAX) id = nodes[id].prev;
     if (id >= 0) {

@@ -59,7 +59,7 @@ int tkp_cupti_filters(void);
 int tkp_cupti_untraced(uint32_t thread, uint32_t step);
 /* CUPTI's graph node id -> the capture-local graph and node ids graph.c registered for the
  * version current at `stamp` (the launch's CUPTI callback; UINT64_MAX: the newest); 0 when
- * unknown. *from: when that is the newest version, its start (every stamp from there gets the
+ * unknown. *from (when from is not NULL): when that is the newest version, its start (every stamp from there gets the
  * same ids until tkp_cupti_node_gen() changes), else UINT64_MAX. */
 int tkp_cupti_node_lookup(uint64_t cupti_id, uint64_t stamp, uint32_t *graph, uint64_t *node,
                           uint64_t *from);

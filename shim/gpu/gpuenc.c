@@ -159,9 +159,7 @@ static void join_fields(uint64_t *v, uint32_t corr, uint64_t graph_node)
     }
     uint32_t g;
     uint64_t n;
-    uint64_t from;
-    if (graph_node &&
-        tkp_cupti_node_lookup(graph_node, c ? c->stamp : UINT64_MAX, &g, &n, &from)) {
+    if (graph_node && tkp_cupti_node_lookup(graph_node, c ? c->stamp : UINT64_MAX, &g, &n, NULL)) {
         v[4] = g;
         v[5] = n;
     } else {
